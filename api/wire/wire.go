@@ -1,0 +1,250 @@
+// Package wire holds the JSON shapes of Workron's HTTP API: requests, replies
+// and error bodies. The server (package api) and the clients (package worker,
+// the CLI) share them; it imports nothing of the server side and holds no logic
+// beyond parsing durations.
+package wire
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Job statuses, as shown in a Job's Status field.
+const (
+	StatusBlocked    = "blocked"    // waiting on dependencies
+	StatusScheduled  = "scheduled"  // pending, but its run_at is in the future
+	StatusPending    = "pending"    // claimable
+	StatusRunning    = "running"    // leased to a worker
+	StatusCancelling = "cancelling" // running, and its worker was asked to stop
+	StatusDone       = "done"
+	StatusFailed     = "failed"
+	StatusCancelled  = "cancelled"
+)
+
+// Heartbeat actions a worker may be told to take.
+const (
+	ActionCancel  = "cancel"
+	ActionPreempt = "preempt"
+)
+
+// SubmitRequest is the body of POST /jobs. Unknown fields are ignored.
+// MaxRetries and QueueName are the seed system's names for MaxAttempts and
+// Queue; they are accepted on submit and mean the same.
+type SubmitRequest struct {
+	Command        string            `json:"command,omitempty"`
+	Type           string            `json:"type,omitempty"`
+	Payload        json.RawMessage   `json:"payload,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	DependsOn      []string          `json:"depends_on,omitempty"`
+	MaxAttempts    *int              `json:"max_attempts,omitempty"`
+	MaxRetries     *int              `json:"max_retries,omitempty"`
+	Queue          string            `json:"queue,omitempty"`
+	QueueName      string            `json:"queue_name,omitempty"`
+	Priority       int               `json:"priority,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	Timeout        string            `json:"timeout,omitempty"`
+	RunAt          *time.Time        `json:"run_at,omitempty"`
+	Delay          string            `json:"delay,omitempty"`
+	Backoff        *Backoff          `json:"backoff,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+}
+
+// Backoff configures the delay before a retry: min(base·2^(attempt-1), max),
+// plus a random extra of up to Jitter times that (0.3 = up to +30 %).
+type Backoff struct {
+	Base   string  `json:"base,omitempty"`
+	Max    string  `json:"max,omitempty"`
+	Jitter float64 `json:"jitter,omitempty"`
+}
+
+// BatchSubmitRequest is the body of POST /jobs/batch.
+type BatchSubmitRequest struct {
+	Jobs []SubmitRequest `json:"jobs"`
+}
+
+// Job is a job as the API shows it.
+type Job struct {
+	ID             string            `json:"id"`
+	Command        string            `json:"command,omitempty"`
+	Type           string            `json:"type,omitempty"`
+	Payload        json.RawMessage   `json:"payload,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Status         string            `json:"status"`
+	Queue          string            `json:"queue"`
+	Priority       int               `json:"priority"`
+	Attempts       int               `json:"attempts"`
+	MaxAttempts    int               `json:"max_attempts"`
+	MaxRetries     int               `json:"max_retries"`
+	DependsOn      []string          `json:"depends_on,omitempty"`
+	IdempotencyKey string            `json:"idempotency_key,omitempty"`
+	Timeout        string            `json:"timeout,omitempty"`
+	Backoff        *Backoff          `json:"backoff,omitempty"`
+	Metadata       map[string]string `json:"metadata,omitempty"`
+	CreatedAt      time.Time         `json:"created_at"`
+	RunAt          time.Time         `json:"run_at"`
+	StartedAt      *time.Time        `json:"started_at,omitempty"`
+	DoneAt         *time.Time        `json:"done_at,omitempty"`
+	WorkerID       string            `json:"worker_id,omitempty"`
+	Lease          uint64            `json:"lease,omitempty"`
+	LeaseExpiresAt *time.Time        `json:"lease_expires_at,omitempty"`
+	ExitCode       *int              `json:"exit_code,omitempty"`
+	Output         string            `json:"output,omitempty"`
+	LastError      string            `json:"last_error,omitempty"`
+	AttemptHistory []Attempt         `json:"attempt_history,omitempty"`
+}
+
+// Attempt records how one finished attempt of a job ended.
+type Attempt struct {
+	Attempt  int       `json:"attempt"`
+	WorkerID string    `json:"worker_id,omitempty"`
+	Lease    uint64    `json:"lease"`
+	Status   string    `json:"status"`
+	ExitCode *int      `json:"exit_code,omitempty"`
+	Error    string    `json:"error,omitempty"`
+	Started  time.Time `json:"started_at"`
+	Ended    time.Time `json:"ended_at"`
+}
+
+// JobList is the reply of GET /jobs: newest first; pass NextCursor as
+// ?cursor= to get the next page. NextCursor is empty on the last page.
+type JobList struct {
+	Jobs       []Job  `json:"jobs"`
+	NextCursor string `json:"next_cursor,omitempty"`
+}
+
+// ClaimRequest is the body of POST /jobs/claim. Queues lists the queues the
+// worker serves in order of preference (none means "default"). Types lists the
+// typed-handler job types it serves; it gets shell-command jobs when Shell is
+// true or Types is empty. Max caps how many jobs one claim returns (default 1).
+// Wait is a Go duration ("30s") to long-poll for; the server caps it.
+type ClaimRequest struct {
+	WorkerID string   `json:"worker_id"`
+	Queues   []string `json:"queues,omitempty"`
+	Types    []string `json:"types,omitempty"`
+	Shell    bool     `json:"shell,omitempty"`
+	Max      int      `json:"max,omitempty"`
+	Wait     string   `json:"wait,omitempty"`
+}
+
+// ClaimResponse is the reply of POST /jobs/claim. LeaseTTLMillis tells the
+// worker how long a lease lasts without a heartbeat.
+type ClaimResponse struct {
+	Jobs           []Job `json:"jobs"`
+	LeaseTTLMillis int64 `json:"lease_ttl_ms"`
+}
+
+// ReportRequest is the optional body of POST /jobs/{id}/done and /fail. A zero
+// Lease means "the current attempt" (the seed's workers send no body). Retry
+// false on /fail makes the failure final.
+type ReportRequest struct {
+	Lease    uint64 `json:"lease,omitempty"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Output   string `json:"output,omitempty"`
+	Error    string `json:"error,omitempty"`
+	Retry    *bool  `json:"retry,omitempty"`
+}
+
+// HeartbeatRequest is the optional body of POST /jobs/{id}/heartbeat.
+type HeartbeatRequest struct {
+	Lease uint64 `json:"lease,omitempty"`
+}
+
+// HeartbeatResponse is the reply of a job heartbeat. Action is empty, or
+// "cancel" when the job was cancelled while running.
+type HeartbeatResponse struct {
+	Action          string     `json:"action,omitempty"`
+	PreemptionEpoch uint64     `json:"preemption_epoch,omitempty"`
+	LeaseExpiresAt  *time.Time `json:"lease_expires_at,omitempty"`
+}
+
+// Resources are what a worker offers or a job needs.
+type Resources struct {
+	VRAMMB    int `json:"vram_mb"`
+	MemoryMB  int `json:"memory_mb"`
+	CPUMillis int `json:"cpu_millis,omitempty"`
+	Slots     int `json:"slots,omitempty"`
+}
+
+// Worker is the body of POST /workers/register and an entry of GET /workers.
+type Worker struct {
+	ID            string    `json:"id"`
+	ExecAddr      string    `json:"exec_addr,omitempty"`
+	Resources     Resources `json:"resources"`
+	Tags          []string  `json:"tags,omitempty"`
+	Queues        []string  `json:"queues,omitempty"`
+	Status        string    `json:"status,omitempty"`
+	LastHeartbeat time.Time `json:"last_heartbeat"`
+	RegisteredAt  time.Time `json:"registered_at"`
+	RunningJobs   int       `json:"running_jobs"`
+}
+
+// WorkerList is the reply of GET /workers.
+type WorkerList struct {
+	Workers []Worker `json:"workers"`
+}
+
+// WorkerHeartbeatResponse is the reply of POST /workers/{id}/heartbeat: how
+// many leases were renewed, until when, and what the worker must do.
+type WorkerHeartbeatResponse struct {
+	Renewed        int         `json:"renewed"`
+	LeaseExpiresAt *time.Time  `json:"lease_expires_at,omitempty"`
+	Actions        []JobAction `json:"actions,omitempty"`
+}
+
+// JobAction tells a worker to act on one of its jobs.
+type JobAction struct {
+	JobID           string `json:"job_id"`
+	Lease           uint64 `json:"lease"`
+	Action          string `json:"action"`
+	PreemptionEpoch uint64 `json:"preemption_epoch,omitempty"`
+}
+
+// Health is the reply of GET /health.
+type Health struct {
+	Status string `json:"status"`
+	NodeID string `json:"node_id"`
+	Role   string `json:"role"`
+	Leader string `json:"leader"`
+}
+
+// Cluster is the reply of GET /cluster.
+type Cluster struct {
+	Leader       string `json:"leader"`
+	Nodes        []Node `json:"nodes"`
+	AppliedIndex uint64 `json:"applied_index"`
+}
+
+// Node is one member of the cluster.
+type Node struct {
+	ID   string `json:"id"`
+	HTTP string `json:"http"`
+	Raft string `json:"raft"`
+	Role string `json:"role"`
+}
+
+// JoinRequest is the body of POST /cluster/join.
+type JoinRequest struct {
+	ID   string `json:"id"`
+	Raft string `json:"raft"`
+	HTTP string `json:"http"`
+}
+
+// Error is every error body: a sentence for people and a word for programs.
+type Error struct {
+	Error string `json:"error"`
+	Code  string `json:"code"`
+}
+
+// ParseDuration parses a Go duration ("90s", "1h30m") and names the field
+// in its error. Negative durations are refused.
+func ParseDuration(field, s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %q is not a duration like \"90s\" or \"5m\"", field, s)
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("%s: must not be negative, got %s", field, s)
+	}
+	return d, nil
+}

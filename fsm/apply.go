@@ -1,0 +1,140 @@
+package fsm
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/workron/workron/store"
+)
+
+// applier applies the commands of one log entry inside the batch's store
+// transaction. now is the entry's time (never earlier than a previous
+// entry's), index its Raft index.
+type applier struct {
+	f            *FSM
+	tx           *store.Tx
+	index        uint64
+	now          int64
+	readyChanged bool
+}
+
+func (a *applier) apply(c *Cmd) Result {
+	switch c.Op {
+	case OpSubmit:
+		return a.submit(c.Submit)
+	case OpClaim:
+		return a.claim(c.Claim)
+	case OpHeartbeat:
+		return a.heartbeat(c.Heartbeat)
+	case OpWorkerHeartbeat:
+		return a.workerHeartbeat(c.WorkerHeartbeat)
+	case OpReport:
+		return a.report(c.Report)
+	case OpExpire:
+		return a.expire(c.Expire)
+	case OpRegister:
+		return a.register(c.Register)
+	case OpCancel:
+		return a.cancel(c.Cancel)
+	case OpRetry:
+		return a.retry(c.Retry)
+	case OpSetNode:
+		return a.fatal(a.tx.PutNode(c.Node))
+	case OpRemoveNode:
+		return a.fatal(a.tx.DeleteNode(c.Node.ID))
+	case OpPauseQueue:
+		return a.pauseQueue(c.Queue)
+	}
+	// Decode refuses unknown ops, so this is a bug, not input.
+	panic(fmt.Sprintf("workron: unknown command %q at index %d", c.Op, a.index))
+}
+
+// fatal turns a store error into a panic: a write that fails half way would
+// leave this node's state different from its peers'.
+func (a *applier) fatal(err error) Result {
+	if err != nil {
+		panic(fmt.Sprintf("workron: state write failed at index %d: %v", a.index, err))
+	}
+	return Result{}
+}
+
+func (a *applier) must(err error) {
+	if err != nil {
+		a.fatal(err)
+	}
+}
+
+// job loads a job, or returns ErrNotFound.
+func (a *applier) job(id string) (*store.Job, error) {
+	j, err := a.tx.Job(id)
+	if err == store.ErrNotFound {
+		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	a.must(err)
+	return j, nil
+}
+
+// unindex takes a job out of the in-memory indexes before it changes.
+func (a *applier) unindex(j *store.Job) {
+	switch {
+	case j.Status == store.StatusPending:
+		a.f.idx.removePending(j)
+	case j.Status.Leased():
+		a.f.idx.removeLease(j.ID)
+	}
+}
+
+// reindex puts a changed job back into the indexes that fit its status.
+func (a *applier) reindex(j *store.Job, prev store.Status) {
+	a.f.idx.count(j.Queue, prev, j.Status)
+	switch {
+	case j.Status == store.StatusPending:
+		a.f.idx.addPending(j, a.now)
+		a.readyChanged = true
+	case j.Status.Leased():
+		a.f.idx.addLease(j)
+	}
+}
+
+// put stores a job that was unindexed while its status was prev.
+func (a *applier) put(j *store.Job, prev store.Status) {
+	a.must(a.tx.UpdateJob(j, prev, a.index))
+	a.reindex(j, prev)
+}
+
+func (a *applier) insert(j *store.Job) {
+	a.must(a.tx.InsertJob(j, a.index))
+	a.reindex(j, "")
+}
+
+// tail keeps the last max bytes of s, starting on a UTF-8 boundary.
+func tail(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	s = s[len(s)-max:]
+	for i := 0; i < len(s) && i < 4; i++ {
+		if s[i]&0xC0 != 0x80 {
+			return s[i:]
+		}
+	}
+	return s
+}
+
+// backoffDelay is the wait before the retry that follows the given attempt:
+// min(base·2^(attempt-1), max), plus up to jitter·that, scaled by draw.
+func backoffDelay(b store.Backoff, attempt int, draw float64) int64 {
+	d := b.Base
+	for i := 1; i < attempt && d < b.Max; i++ {
+		d *= 2
+	}
+	if b.Max > 0 && d > b.Max {
+		d = b.Max
+	}
+	if draw < 0 || draw >= 1 {
+		draw = 0
+	}
+	return d + int64(float64(d)*b.Jitter*draw)
+}
+
+func durationString(ns int64) string { return time.Duration(ns).String() }

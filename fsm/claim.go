@@ -1,0 +1,72 @@
+package fsm
+
+import (
+	"github.com/workron/workron/store"
+)
+
+// claim leases up to c.Max ready jobs to the worker. The lease (the fencing
+// token that later reports must present) is this entry's Raft index: unique
+// and increasing across the cluster, so no two attempts ever share one.
+func (a *applier) claim(c *Claim) Result {
+	if c.WorkerID == "" {
+		return Result{Err: &ValidationError{Field: "worker_id", Reason: "must not be empty"}}
+	}
+	n := min(max(c.Max, 1), MaxClaim)
+	a.f.idx.promote(a.now)
+	kinds := claimKinds(c.Queues, c.Types, c.Shell)
+	var out []*store.Job
+	for len(out) < n {
+		it, ok := a.f.idx.best(kinds)
+		if !ok {
+			break
+		}
+		j, err := a.job(it.id)
+		if err != nil {
+			// The index names a job the store lacks: drop the stray entry.
+			a.f.idx.ready[it.kind].Delete(it)
+			continue
+		}
+		prev := j.Status
+		a.unindex(j)
+		j.Status = store.StatusRunning
+		j.Attempts++
+		j.WorkerID = c.WorkerID
+		j.Lease = a.index
+		j.StartedAt = a.now
+		j.DoneAt = 0
+		j.ExitCode = nil
+		j.LeaseDeadline = a.deadline(j, c.LeaseTTL)
+		a.put(j, prev)
+		out = append(out, j)
+	}
+	if len(out) > 0 {
+		a.touchWorker(c.WorkerID, c.Queues)
+	}
+	return Result{Jobs: out}
+}
+
+// deadline is when a running job's lease runs out if not renewed: ttl from
+// now, but never past its timeout plus TimeoutMargin.
+func (a *applier) deadline(j *store.Job, ttl int64) int64 {
+	d := a.now + ttl
+	if j.Timeout > 0 {
+		if limit := j.StartedAt + j.Timeout + int64(TimeoutMargin); d > limit {
+			d = limit
+		}
+	}
+	return d
+}
+
+// touchWorker records that a worker was heard from, registering it if it
+// never did (the seed's workers may claim without registering).
+func (a *applier) touchWorker(id string, queues []string) *store.Worker {
+	w, err := a.tx.Worker(id)
+	if err == store.ErrNotFound {
+		w = &store.Worker{ID: id, RegisteredAt: a.now, Queues: queues}
+	} else {
+		a.must(err)
+	}
+	w.LastHeartbeat = a.now
+	a.must(a.tx.PutWorker(w, a.index))
+	return w
+}

@@ -1,0 +1,206 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/workron/workron/store"
+)
+
+// EncodingVersion is the first byte of every log entry this package writes.
+// A node that reads an entry of a newer version stops (see Decode) instead of
+// applying something it does not understand and diverging.
+const EncodingVersion byte = 1
+
+// Op names a command.
+type Op string
+
+// The commands. Every state change is one of these.
+const (
+	OpSubmit          Op = "submit"
+	OpClaim           Op = "claim"
+	OpHeartbeat       Op = "heartbeat"
+	OpWorkerHeartbeat Op = "worker_heartbeat"
+	OpReport          Op = "report"
+	OpExpire          Op = "expire"
+	OpRegister        Op = "register"
+	OpCancel          Op = "cancel"
+	OpRetry           Op = "retry"
+	OpSetNode         Op = "set_node"
+	OpRemoveNode      Op = "remove_node"
+	OpPauseQueue      Op = "pause_queue"
+)
+
+// Entry is what one Raft log entry carries: the leader's clock reading,
+// stamped once, and the commands packed into the entry, applied in order.
+type Entry struct {
+	Now  int64 `json:"now"`
+	Cmds []Cmd `json:"cmds"`
+}
+
+// Cmd is one command: Op says which of the argument fields is set.
+type Cmd struct {
+	Op              Op               `json:"op"`
+	Submit          *Submit          `json:"submit,omitempty"`
+	Claim           *Claim           `json:"claim,omitempty"`
+	Heartbeat       *Heartbeat       `json:"hb,omitempty"`
+	WorkerHeartbeat *WorkerHeartbeat `json:"whb,omitempty"`
+	Report          *Report          `json:"report,omitempty"`
+	Expire          *Expire          `json:"expire,omitempty"`
+	Register        *Register        `json:"register,omitempty"`
+	Cancel          *Cancel          `json:"cancel,omitempty"`
+	Retry           *Retry           `json:"retry,omitempty"`
+	Node            *store.Node      `json:"node,omitempty"`
+	Queue           *PauseQueue      `json:"queue,omitempty"`
+}
+
+// Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
+// of the same command.
+type Submit struct {
+	Jobs []NewJob `json:"jobs"`
+}
+
+// NewJob is one job to create. ID is normally empty (the FSM numbers jobs);
+// RunAt 0 means now. Durations are nanoseconds.
+type NewJob struct {
+	ID             string            `json:"id,omitempty"`
+	Command        string            `json:"cmd,omitempty"`
+	Type           string            `json:"type,omitempty"`
+	Payload        json.RawMessage   `json:"payload,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Metadata       map[string]string `json:"meta,omitempty"`
+	Queue          string            `json:"q,omitempty"`
+	Priority       int               `json:"prio,omitempty"`
+	DependsOn      []string          `json:"deps,omitempty"`
+	MaxAttempts    int               `json:"max_att,omitempty"`
+	IdempotencyKey string            `json:"idem,omitempty"`
+	Timeout        int64             `json:"timeout,omitempty"`
+	Backoff        store.Backoff     `json:"backoff"`
+	RunAt          int64             `json:"run_at,omitempty"`
+}
+
+// Claim leases up to Max ready jobs to a worker. LeaseTTL is nanoseconds.
+type Claim struct {
+	WorkerID string   `json:"worker"`
+	Queues   []string `json:"queues,omitempty"`
+	Types    []string `json:"types,omitempty"`
+	Shell    bool     `json:"shell,omitempty"`
+	Max      int      `json:"max,omitempty"`
+	LeaseTTL int64    `json:"ttl"`
+}
+
+// Heartbeat renews one job's lease; Lease 0 means the current attempt.
+type Heartbeat struct {
+	JobID    string `json:"job"`
+	Lease    uint64 `json:"lease,omitempty"`
+	LeaseTTL int64  `json:"ttl"`
+}
+
+// WorkerHeartbeat marks a worker alive and renews every lease it holds.
+type WorkerHeartbeat struct {
+	WorkerID string `json:"worker"`
+	LeaseTTL int64  `json:"ttl"`
+}
+
+// Report ends an attempt. Lease 0 means the current attempt. Final skips the
+// remaining retries. Draw is the leader's random number in [0,1) for jitter.
+type Report struct {
+	JobID    string  `json:"job"`
+	Lease    uint64  `json:"lease,omitempty"`
+	Success  bool    `json:"ok,omitempty"`
+	ExitCode *int    `json:"exit,omitempty"`
+	Output   string  `json:"out,omitempty"`
+	Error    string  `json:"err,omitempty"`
+	Final    bool    `json:"final,omitempty"`
+	Draw     float64 `json:"draw,omitempty"`
+}
+
+// Expire ends an attempt whose lease ran out, if it is still that attempt
+// and its deadline has passed at the entry's time.
+type Expire struct {
+	JobID string  `json:"job"`
+	Lease uint64  `json:"lease"`
+	Draw  float64 `json:"draw,omitempty"`
+}
+
+// Register records (or refreshes) a worker.
+type Register struct {
+	Worker store.Worker `json:"worker"`
+}
+
+// Cancel stops a job; Cascade cancels its blocked dependents too.
+type Cancel struct {
+	JobID   string `json:"job"`
+	Cascade bool   `json:"cascade,omitempty"`
+}
+
+// Retry re-queues a failed or cancelled job with a fresh attempt budget.
+type Retry struct {
+	JobID string `json:"job"`
+}
+
+// PauseQueue pauses or resumes claims from a queue.
+type PauseQueue struct {
+	Name   string `json:"name"`
+	Paused bool   `json:"paused"`
+}
+
+// Encode turns an entry into log bytes.
+func Encode(e *Entry) ([]byte, error) {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return nil, fmt.Errorf("encode entry: %w", err)
+	}
+	return append([]byte{EncodingVersion}, b...), nil
+}
+
+// Decode parses log bytes. It returns *VersionError for an entry written by
+// a newer encoding, and a plain error for bytes that are not an entry.
+func Decode(data []byte) (*Entry, error) {
+	if len(data) == 0 {
+		return nil, fmt.Errorf("decode entry: empty")
+	}
+	if data[0] != EncodingVersion {
+		return nil, &VersionError{Got: data[0]}
+	}
+	e := new(Entry)
+	if err := json.Unmarshal(data[1:], e); err != nil {
+		return nil, fmt.Errorf("decode entry: %w", err)
+	}
+	for i, c := range e.Cmds {
+		if !c.valid() {
+			return nil, fmt.Errorf("decode entry: command %d (%q) lacks its arguments or is unknown", i, c.Op)
+		}
+	}
+	return e, nil
+}
+
+func (c *Cmd) valid() bool {
+	switch c.Op {
+	case OpSubmit:
+		return c.Submit != nil
+	case OpClaim:
+		return c.Claim != nil
+	case OpHeartbeat:
+		return c.Heartbeat != nil
+	case OpWorkerHeartbeat:
+		return c.WorkerHeartbeat != nil
+	case OpReport:
+		return c.Report != nil
+	case OpExpire:
+		return c.Expire != nil
+	case OpRegister:
+		return c.Register != nil
+	case OpCancel:
+		return c.Cancel != nil
+	case OpRetry:
+		return c.Retry != nil
+	case OpSetNode:
+		return c.Node != nil
+	case OpRemoveNode:
+		return c.Node != nil
+	case OpPauseQueue:
+		return c.Queue != nil
+	}
+	return false
+}

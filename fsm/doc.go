@@ -1,0 +1,32 @@
+// Package fsm applies committed commands to the job store; it reads no
+// clock, randomness or network.
+//
+// # Commands
+//
+// Every state change is a Cmd packed into an Entry, and one Entry is one Raft
+// log entry. The leader stamps everything that must be decided once into the
+// entry: the time (Entry.Now), random draws for backoff jitter (Report.Draw,
+// Expire.Draw). The FSM uses max(Entry.Now, last entry's Now) as "now", so a
+// leader whose clock is behind cannot move time backwards.
+//
+// # Determinism
+//
+// Apply uses only the entry and the current state. Iteration is over sorted
+// keys or b-trees, never map order. Two stores fed the same log hold the same
+// bytes (see store.Digest). The last applied index is stored in the same
+// transaction as the data, so a restarted node skips entries it already has.
+//
+// # Indexes
+//
+// Pending jobs live in in-memory b-trees per (queue, job type), ordered by
+// priority, run time and submission order; delayed jobs in one tree by run
+// time; leases in one tree by deadline. They are rebuilt from the store on
+// start and restore and only ever changed by Apply.
+//
+// # Rejections
+//
+// A command that breaks a rule (a stale lease, an unknown job, a cycle)
+// changes nothing and returns its error in Result.Err. Only bytes that are
+// not an entry, or an entry from a newer encoding, stop the node: applying
+// part of a log would silently diverge from the peers.
+package fsm

@@ -1,0 +1,53 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Rejections. A command that breaks a rule changes nothing and returns one of
+// these in its Result; callers test them with errors.Is.
+var (
+	// ErrNotFound means the job does not exist (or was deleted).
+	ErrNotFound = errors.New("fsm: job not found")
+	// ErrWorkerNotFound means the worker never registered.
+	ErrWorkerNotFound = errors.New("fsm: worker not found")
+	// ErrStaleLease means the report or heartbeat names an attempt that is no
+	// longer the job's current one: its lease expired and the job moved on.
+	ErrStaleLease = errors.New("fsm: stale lease")
+	// ErrNotRunning means the job holds no lease to report on.
+	ErrNotRunning = errors.New("fsm: job is not running")
+	// ErrConflict means the job's state does not allow the operation.
+	ErrConflict = errors.New("fsm: conflicting state")
+)
+
+// ValidationError says which field of a command is invalid and why.
+type ValidationError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ValidationError) Error() string { return e.Field + ": " + e.Reason }
+
+// StateError is a conflict with the job's current status; it matches
+// ErrConflict with errors.Is.
+type StateError struct {
+	JobID  string
+	Status string
+	Op     string
+}
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("cannot %s job %s: it is %s", e.Op, e.JobID, e.Status)
+}
+
+// Is makes a StateError match ErrConflict.
+func (e *StateError) Is(target error) bool { return target == ErrConflict }
+
+// VersionError means a log entry was written by a newer Workron that speaks
+// an encoding this node does not know.
+type VersionError struct{ Got byte }
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("log entry encoding version %d is newer than this node's %d: upgrade this node's binary", e.Got, EncodingVersion)
+}

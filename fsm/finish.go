@@ -1,0 +1,212 @@
+package fsm
+
+import (
+	"fmt"
+
+	"github.com/workron/workron/store"
+)
+
+// report ends the current attempt with the worker's outcome.
+func (a *applier) report(r *Report) Result {
+	j, err := a.currentAttempt(r.JobID, r.Lease)
+	if err != nil {
+		return Result{Err: err}
+	}
+	prev := j.Status
+	a.unindex(j)
+	j.ExitCode = r.ExitCode
+	j.Output = tail(r.Output, MaxOutput)
+	if r.Success {
+		a.endAttempt(j, store.StatusDone, "")
+		j.Status = store.StatusDone
+		j.DoneAt = a.now
+		j.LastError = ""
+		a.put(j, prev)
+		a.unblockDependents(j)
+		return Result{Jobs: []*store.Job{j}}
+	}
+	msg := r.Error
+	if msg == "" {
+		msg = "failed"
+		if r.ExitCode != nil {
+			msg = fmt.Sprintf("exit status %d", *r.ExitCode)
+		}
+	}
+	a.failAttempt(j, prev, tail(msg, MaxOutput), r.Final, r.Draw)
+	return Result{Jobs: []*store.Job{j}}
+}
+
+// expire ends an attempt whose lease deadline has passed, unless a heartbeat
+// or report got there first (then the lease or deadline no longer match).
+func (a *applier) expire(e *Expire) Result {
+	j, err := a.currentAttempt(e.JobID, e.Lease)
+	if err != nil {
+		return Result{Err: err}
+	}
+	if j.LeaseDeadline > a.now {
+		return Result{Err: fmt.Errorf("job %s lease %d renewed until %d: %w", j.ID, j.Lease, j.LeaseDeadline, ErrConflict)}
+	}
+	msg := fmt.Sprintf("lease expired: worker %s stopped heartbeating", j.WorkerID)
+	if j.Timeout > 0 && a.now >= j.StartedAt+j.Timeout {
+		msg = "timed out after " + durationString(j.Timeout)
+	}
+	prev := j.Status
+	a.unindex(j)
+	j.ExitCode = nil
+	a.failAttempt(j, prev, msg, false, e.Draw)
+	return Result{Jobs: []*store.Job{j}}
+}
+
+// failAttempt ends a failed attempt of an unindexed job: a cancelling job is
+// cancelled; one with attempts left waits out its backoff; others fail.
+func (a *applier) failAttempt(j *store.Job, prev store.Status, msg string, final bool, draw float64) {
+	j.LastError = msg
+	switch {
+	case prev == store.StatusCancelling:
+		a.endAttempt(j, store.StatusCancelled, msg)
+		j.Status = store.StatusCancelled
+		j.DoneAt = a.now
+		a.put(j, prev)
+		a.cascade(j, store.StatusCancelled)
+	case !final && j.Attempts < j.MaxAttempts:
+		a.endAttempt(j, store.StatusFailed, msg)
+		j.Status = store.StatusPending
+		j.RunAt = a.now + backoffDelay(j.Backoff, j.Attempts, draw)
+		a.put(j, prev)
+	default:
+		a.endAttempt(j, store.StatusFailed, msg)
+		j.Status = store.StatusFailed
+		j.DoneAt = a.now
+		a.put(j, prev)
+		a.cascade(j, store.StatusFailed)
+	}
+}
+
+// endAttempt records the current attempt in the history and drops its lease.
+func (a *applier) endAttempt(j *store.Job, st store.Status, msg string) {
+	j.History = append(j.History, store.Attempt{
+		Attempt:  j.Attempts,
+		WorkerID: j.WorkerID,
+		Lease:    j.Lease,
+		Status:   st,
+		ExitCode: j.ExitCode,
+		Error:    msg,
+		Started:  j.StartedAt,
+		Ended:    a.now,
+	})
+	if len(j.History) > MaxHistory {
+		j.History = j.History[len(j.History)-MaxHistory:]
+	}
+	j.LeaseDeadline = 0
+}
+
+// unblockDependents counts a finished dependency off each dependent and makes
+// those with none left pending.
+func (a *applier) unblockDependents(j *store.Job) {
+	for _, id := range j.Dependents {
+		d, err := a.job(id)
+		if err != nil || d.Status != store.StatusBlocked {
+			continue
+		}
+		d.Waiting--
+		if d.Waiting <= 0 {
+			d.Waiting = 0
+			d.Status = store.StatusPending
+			d.RunAt = max(d.RunAt, a.now)
+		}
+		a.put(d, store.StatusBlocked)
+	}
+}
+
+// cascade ends the blocked dependents of a job that will never be done,
+// transitively: they fail (or are cancelled) naming the dependency.
+func (a *applier) cascade(j *store.Job, st store.Status) {
+	queue := []*store.Job{j}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, id := range p.Dependents {
+			d, err := a.job(id)
+			if err != nil || d.Status != store.StatusBlocked {
+				continue
+			}
+			d.Status = st
+			d.DoneAt = a.now
+			d.LastError = fmt.Sprintf("dependency %s %s", p.ID, p.Status)
+			a.put(d, store.StatusBlocked)
+			queue = append(queue, d)
+		}
+	}
+}
+
+// cancel stops a job: at once if it is not running; a running job becomes
+// cancelling until its worker acknowledges (its next report).
+func (a *applier) cancel(c *Cancel) Result {
+	j, err := a.job(c.JobID)
+	if err != nil {
+		return Result{Err: err}
+	}
+	prev := j.Status
+	switch {
+	case prev.Finished():
+		return Result{Err: &StateError{JobID: j.ID, Status: string(prev), Op: "cancel"}}
+	case prev == store.StatusCancelling:
+		return Result{Jobs: []*store.Job{j}}
+	case prev == store.StatusRunning:
+		a.unindex(j)
+		j.Status = store.StatusCancelling
+		a.put(j, prev)
+		return Result{Jobs: []*store.Job{j}}
+	}
+	a.unindex(j)
+	j.Status = store.StatusCancelled
+	j.DoneAt = a.now
+	j.LastError = "cancelled"
+	a.put(j, prev)
+	if c.Cascade {
+		a.cascade(j, store.StatusCancelled)
+	}
+	return Result{Jobs: []*store.Job{j}}
+}
+
+// retry re-queues a failed or cancelled job with a fresh attempt budget.
+func (a *applier) retry(r *Retry) Result {
+	j, err := a.job(r.JobID)
+	if err != nil {
+		return Result{Err: err}
+	}
+	prev := j.Status
+	if prev != store.StatusFailed && prev != store.StatusCancelled {
+		return Result{Err: &StateError{JobID: j.ID, Status: string(prev), Op: "retry"}}
+	}
+	j.Attempts = 0
+	j.DoneAt = 0
+	j.RunAt = a.now
+	j.Status = store.StatusPending
+	j.Waiting = 0
+	for _, id := range j.DependsOn {
+		if d, err := a.job(id); err == nil && d.Status != store.StatusDone {
+			j.Waiting++
+		}
+	}
+	if j.Waiting > 0 {
+		j.Status = store.StatusBlocked
+	}
+	a.put(j, prev)
+	return Result{Jobs: []*store.Job{j}}
+}
+
+// pauseQueue stops or restarts claims from a queue.
+func (a *applier) pauseQueue(p *PauseQueue) Result {
+	if p.Name == "" {
+		return Result{Err: &ValidationError{Field: "name", Reason: "must not be empty"}}
+	}
+	a.must(a.tx.SetQueuePaused(p.Name, p.Paused))
+	if p.Paused {
+		a.f.idx.paused[p.Name] = true
+	} else {
+		delete(a.f.idx.paused, p.Name)
+		a.readyChanged = true
+	}
+	return Result{}
+}

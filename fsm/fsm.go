@@ -1,0 +1,192 @@
+package fsm
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/workron/workron/store"
+)
+
+// DefaultQueue is the queue of a job submitted without one.
+const DefaultQueue = "default"
+
+// Limits the FSM enforces on what it keeps, so replicated state stays bounded.
+const (
+	// MaxOutput is the most output kept per job: its last bytes.
+	MaxOutput = 4096
+	// MaxHistory is the most attempts kept in a job's history.
+	MaxHistory = 20
+	// MaxClaim is the most jobs one claim may lease.
+	MaxClaim = 256
+	// TimeoutMargin is how long past its timeout a running attempt may live
+	// before the cluster expires it, whatever its worker says.
+	TimeoutMargin = 5 * time.Second
+)
+
+// Result is what applying one command returns. Err is a rejection (one of
+// this package's errors): the command changed nothing.
+type Result struct {
+	Err      error
+	Jobs     []*store.Job
+	Existing bool // submit: an idempotency key matched; Jobs[0] is the old job
+	Renewed  int  // worker heartbeat: leases renewed
+	Deadline int64
+	Actions  []Action
+	Worker   *store.Worker
+}
+
+// Action tells a worker to act on a job it runs.
+type Action struct {
+	JobID  string
+	Lease  uint64
+	Action string // "cancel"
+}
+
+// FSM applies committed entries to the store and keeps the in-memory indexes
+// over it. It implements raft.BatchingFSM; its read methods are safe for
+// concurrent use with Apply.
+type FSM struct {
+	logger *slog.Logger
+
+	stMu sync.RWMutex // guards st against Restore's swap
+	st   *store.Store
+
+	mu      sync.Mutex // guards everything below
+	idx     *index
+	applied uint64
+	lastNow int64
+	changed chan struct{}
+}
+
+var _ raft.BatchingFSM = (*FSM)(nil)
+
+// New wraps an open store and builds the indexes from it.
+func New(st *store.Store, logger *slog.Logger) (*FSM, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	f := &FSM{logger: logger.With("component", "fsm"), st: st, changed: make(chan struct{})}
+	if err := f.load(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// load (re)builds the indexes from the store. Callers hold mu or own f.
+func (f *FSM) load() error {
+	return f.st.View(func(tx *store.Tx) error {
+		f.applied = tx.Applied()
+		f.lastNow = tx.LastNow()
+		idx, err := rebuildIndex(tx, f.lastNow)
+		if err != nil {
+			return fmt.Errorf("rebuild index: %w", err)
+		}
+		f.idx = idx
+		return nil
+	})
+}
+
+// Apply applies one log entry; see ApplyBatch.
+func (f *FSM) Apply(l *raft.Log) any {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch applies committed log entries in one store transaction. Each
+// element of the reply is the []Result of one entry (nil for entries that are
+// not commands, or that were applied before a restart). Entries that cannot
+// be decoded stop the node: applying part of the log would diverge.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
+	out := make([]any, len(logs))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	readyChanged := false
+	err := f.st.Update(func(tx *store.Tx) error {
+		for i, l := range logs {
+			if l.Index <= f.applied {
+				continue
+			}
+			if l.Type == raft.LogCommand {
+				e, err := Decode(l.Data)
+				if err != nil {
+					var ve *VersionError
+					if errors.As(err, &ve) {
+						panic(fmt.Sprintf("workron: stopping at log index %d: %v", l.Index, err))
+					}
+					panic(fmt.Sprintf("workron: stopping at log index %d: corrupt entry: %v", l.Index, err))
+				}
+				a := &applier{f: f, tx: tx, index: l.Index, now: max(e.Now, f.lastNow)}
+				res := make([]Result, len(e.Cmds))
+				for k := range e.Cmds {
+					res[k] = a.apply(&e.Cmds[k])
+				}
+				readyChanged = readyChanged || a.readyChanged
+				f.lastNow = a.now
+				out[i] = res
+			}
+			f.applied = l.Index
+		}
+		if err := tx.SetLastNow(f.lastNow); err != nil {
+			return err
+		}
+		return tx.SetApplied(f.applied)
+	})
+	if err != nil {
+		// The indexes may now disagree with the store; the only safe move is
+		// to stop and let a restart rebuild from the log.
+		panic(fmt.Sprintf("workron: state write failed at index %d: %v", f.applied, err))
+	}
+	if readyChanged {
+		close(f.changed)
+		f.changed = make(chan struct{})
+	}
+	return out
+}
+
+// Snapshot captures the state as of the last applied entry. Persist may run
+// while later entries apply.
+func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.stMu.RLock()
+	defer f.stMu.RUnlock()
+	sn, err := f.st.Snapshot()
+	if err != nil {
+		return nil, fmt.Errorf("snapshot: %w", err)
+	}
+	return &snapshot{sn: sn}, nil
+}
+
+// Restore replaces the state with a snapshot's and rebuilds the indexes.
+func (f *FSM) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	f.stMu.Lock()
+	defer f.stMu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.st.Restore(rc); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	if err := f.load(); err != nil {
+		return fmt.Errorf("restore: %w", err)
+	}
+	close(f.changed)
+	f.changed = make(chan struct{})
+	f.logger.Info("restored snapshot", "applied_index", f.applied)
+	return nil
+}
+
+type snapshot struct{ sn *store.Snapshot }
+
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	if _, err := s.sn.WriteTo(sink); err != nil {
+		_ = sink.Cancel()
+		return err
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) Release() { s.sn.Close() }

@@ -1,0 +1,301 @@
+package fsm
+
+import (
+	"sort"
+
+	"github.com/google/btree"
+
+	"github.com/workron/workron/store"
+)
+
+// The in-memory indexes over the stored jobs. They are derived data: rebuilt
+// from the store on open and restore, and changed only inside Apply, so
+// every node's indexes agree. Claims read them to find the next job without a
+// scan; the reaper reads them to find expired leases.
+
+// kind is a ready tree's key: a queue and a job type ("" for shell jobs).
+type kind struct {
+	queue string
+	typ   string
+}
+
+// readyItem orders claimable jobs: higher priority first, then earlier run
+// time, then submission order.
+type readyItem struct {
+	prio  int
+	runAt int64
+	seq   uint64
+	id    string
+	kind  kind
+}
+
+func readyLess(a, b readyItem) bool {
+	if a.prio != b.prio {
+		return a.prio > b.prio
+	}
+	if a.runAt != b.runAt {
+		return a.runAt < b.runAt
+	}
+	return a.seq < b.seq
+}
+
+func delayedLess(a, b readyItem) bool {
+	if a.runAt != b.runAt {
+		return a.runAt < b.runAt
+	}
+	return a.seq < b.seq
+}
+
+// leaseItem is one running attempt, ordered by deadline.
+type leaseItem struct {
+	deadline int64
+	id       string
+	lease    uint64
+	worker   string
+}
+
+func leaseLess(a, b leaseItem) bool {
+	if a.deadline != b.deadline {
+		return a.deadline < b.deadline
+	}
+	return a.id < b.id
+}
+
+type index struct {
+	ready    map[kind]*btree.BTreeG[readyItem]
+	delayed  *btree.BTreeG[readyItem]
+	leases   *btree.BTreeG[leaseItem]
+	leaseOf  map[string]leaseItem
+	byWorker map[string]map[string]struct{}
+	paused   map[string]bool
+	counts   map[string]map[store.Status]int
+}
+
+func newIndex() *index {
+	return &index{
+		ready:    make(map[kind]*btree.BTreeG[readyItem]),
+		delayed:  btree.NewG(32, delayedLess),
+		leases:   btree.NewG(32, leaseLess),
+		leaseOf:  make(map[string]leaseItem),
+		byWorker: make(map[string]map[string]struct{}),
+		paused:   make(map[string]bool),
+		counts:   make(map[string]map[store.Status]int),
+	}
+}
+
+func itemOf(j *store.Job) readyItem {
+	return readyItem{prio: j.Priority, runAt: j.RunAt, seq: j.Seq, id: j.ID, kind: kind{j.Queue, j.Type}}
+}
+
+// count moves a job between status counters: from "" on create, to "" on delete.
+func (x *index) count(queue string, from, to store.Status) {
+	q := x.counts[queue]
+	if q == nil {
+		q = make(map[store.Status]int)
+		x.counts[queue] = q
+	}
+	if from != "" {
+		q[from]--
+	}
+	if to != "" {
+		q[to]++
+	}
+}
+
+// addPending indexes a pending job: ready if due at now, delayed otherwise.
+func (x *index) addPending(j *store.Job, now int64) {
+	it := itemOf(j)
+	if j.RunAt > now {
+		x.delayed.ReplaceOrInsert(it)
+		return
+	}
+	x.readyTree(it.kind).ReplaceOrInsert(it)
+}
+
+func (x *index) readyTree(k kind) *btree.BTreeG[readyItem] {
+	t := x.ready[k]
+	if t == nil {
+		t = btree.NewG(32, readyLess)
+		x.ready[k] = t
+	}
+	return t
+}
+
+// removePending drops a pending job from whichever tree holds it.
+func (x *index) removePending(j *store.Job) {
+	it := itemOf(j)
+	if _, ok := x.delayed.Delete(it); ok {
+		return
+	}
+	if t := x.ready[it.kind]; t != nil {
+		t.Delete(it)
+	}
+}
+
+// promote moves delayed jobs due at now into their ready trees.
+func (x *index) promote(now int64) {
+	for {
+		it, ok := x.delayed.Min()
+		if !ok || it.runAt > now {
+			return
+		}
+		x.delayed.DeleteMin()
+		x.readyTree(it.kind).ReplaceOrInsert(it)
+	}
+}
+
+// nextDue is the earliest run time of a delayed job, 0 if there is none.
+func (x *index) nextDue() int64 {
+	if it, ok := x.delayed.Min(); ok {
+		return it.runAt
+	}
+	return 0
+}
+
+// kinds lists the ready-tree keys a claim may draw from, queue by queue in
+// the claim's order of preference.
+func claimKinds(queues, types []string, shell bool) [][]kind {
+	if len(queues) == 0 {
+		queues = []string{DefaultQueue}
+	}
+	typs := append([]string(nil), types...)
+	if shell || len(types) == 0 {
+		typs = append(typs, "")
+	}
+	out := make([][]kind, 0, len(queues))
+	for _, q := range queues {
+		ks := make([]kind, 0, len(typs))
+		for _, t := range typs {
+			ks = append(ks, kind{q, t})
+		}
+		out = append(out, ks)
+	}
+	return out
+}
+
+// best returns the next job a claim over the given kinds would get: from the
+// first unpaused queue that has one, the best item across its kinds.
+func (x *index) best(kinds [][]kind) (readyItem, bool) {
+	for _, ks := range kinds {
+		if len(ks) == 0 || x.paused[ks[0].queue] {
+			continue
+		}
+		var (
+			top   readyItem
+			found bool
+		)
+		for _, k := range ks {
+			t := x.ready[k]
+			if t == nil {
+				continue
+			}
+			if it, ok := t.Min(); ok && (!found || readyLess(it, top)) {
+				top, found = it, true
+			}
+		}
+		if found {
+			return top, true
+		}
+	}
+	return readyItem{}, false
+}
+
+// dueDelayed reports whether a delayed job of one of the kinds is due at now.
+func (x *index) dueDelayed(kinds [][]kind, now int64) bool {
+	want := make(map[kind]bool)
+	for _, ks := range kinds {
+		for _, k := range ks {
+			if !x.paused[k.queue] {
+				want[k] = true
+			}
+		}
+	}
+	found := false
+	x.delayed.Ascend(func(it readyItem) bool {
+		if it.runAt > now {
+			return false
+		}
+		found = want[it.kind]
+		return !found
+	})
+	return found
+}
+
+func (x *index) addLease(j *store.Job) {
+	it := leaseItem{deadline: j.LeaseDeadline, id: j.ID, lease: j.Lease, worker: j.WorkerID}
+	if old, ok := x.leaseOf[j.ID]; ok {
+		x.leases.Delete(old)
+	}
+	x.leases.ReplaceOrInsert(it)
+	x.leaseOf[j.ID] = it
+	w := x.byWorker[j.WorkerID]
+	if w == nil {
+		w = make(map[string]struct{})
+		x.byWorker[j.WorkerID] = w
+	}
+	w[j.ID] = struct{}{}
+}
+
+func (x *index) removeLease(id string) {
+	old, ok := x.leaseOf[id]
+	if !ok {
+		return
+	}
+	x.leases.Delete(old)
+	delete(x.leaseOf, id)
+	if w := x.byWorker[old.worker]; w != nil {
+		delete(w, id)
+		if len(w) == 0 {
+			delete(x.byWorker, old.worker)
+		}
+	}
+}
+
+// workerJobs lists the ids of the jobs a worker holds leases on, sorted so
+// that callers iterate deterministically.
+func (x *index) workerJobs(worker string) []string {
+	w := x.byWorker[worker]
+	out := make([]string, 0, len(w))
+	for id := range w {
+		out = append(out, id)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// expired lists up to limit leases whose deadline is at or before now.
+func (x *index) expired(now int64, limit int) []leaseItem {
+	var out []leaseItem
+	x.leases.Ascend(func(it leaseItem) bool {
+		if it.deadline > now || len(out) >= limit {
+			return false
+		}
+		out = append(out, it)
+		return true
+	})
+	return out
+}
+
+// rebuild fills a fresh index from the store.
+func rebuildIndex(tx *store.Tx, now int64) (*index, error) {
+	x := newIndex()
+	for _, q := range tx.PausedQueues() {
+		x.paused[q] = true
+	}
+	for _, st := range store.Statuses {
+		err := tx.ForEachJob(st, func(j *store.Job) error {
+			x.count(j.Queue, "", j.Status)
+			switch {
+			case j.Status == store.StatusPending:
+				x.addPending(j, now)
+			case j.Status.Leased():
+				x.addLease(j)
+			}
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	return x, nil
+}

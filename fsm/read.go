@@ -1,0 +1,200 @@
+package fsm
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/workron/workron/store"
+)
+
+// view runs fn in a read transaction of the current store.
+func (f *FSM) view(fn func(tx *store.Tx) error) error {
+	f.stMu.RLock()
+	defer f.stMu.RUnlock()
+	return f.st.View(fn)
+}
+
+// Job returns the job with the id, or an error matching ErrNotFound.
+func (f *FSM) Job(id string) (*store.Job, error) {
+	var j *store.Job
+	err := f.view(func(tx *store.Tx) error {
+		var err error
+		j, err = tx.Job(id)
+		return err
+	})
+	if err == store.ErrNotFound {
+		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	return j, err
+}
+
+// Jobs returns the jobs with the given ids, skipping unknown ones.
+func (f *FSM) Jobs(ids []string) ([]*store.Job, error) {
+	out := make([]*store.Job, 0, len(ids))
+	err := f.view(func(tx *store.Tx) error {
+		for _, id := range ids {
+			j, err := tx.Job(id)
+			if err == store.ErrNotFound {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out = append(out, j)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// ListJobs returns a page of jobs, newest first; see store.ListQuery.
+func (f *FSM) ListJobs(q store.ListQuery) ([]*store.Job, uint64, error) {
+	var (
+		jobs []*store.Job
+		next uint64
+	)
+	err := f.view(func(tx *store.Tx) error {
+		var err error
+		jobs, next, err = tx.ListJobs(q)
+		return err
+	})
+	return jobs, next, err
+}
+
+// Worker returns a registered worker, or an error matching ErrWorkerNotFound.
+func (f *FSM) Worker(id string) (*store.Worker, error) {
+	var w *store.Worker
+	err := f.view(func(tx *store.Tx) error {
+		var err error
+		w, err = tx.Worker(id)
+		return err
+	})
+	if err == store.ErrNotFound {
+		return nil, fmt.Errorf("worker %s: %w", id, ErrWorkerNotFound)
+	}
+	return w, err
+}
+
+// Workers lists the registered workers in id order.
+func (f *FSM) Workers() ([]*store.Worker, error) {
+	var out []*store.Worker
+	err := f.view(func(tx *store.Tx) error {
+		return tx.ForEachWorker(func(w *store.Worker) error {
+			out = append(out, w)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Nodes lists the cluster members' recorded addresses.
+func (f *FSM) Nodes() ([]*store.Node, error) {
+	var out []*store.Node
+	err := f.view(func(tx *store.Tx) error {
+		var err error
+		out, err = tx.Nodes()
+		return err
+	})
+	return out, err
+}
+
+// Applied is the Raft index of the last applied entry.
+func (f *FSM) Applied() uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.applied
+}
+
+// Changed returns a channel closed the next time a job may have become
+// claimable (submitted, retried, unblocked, queue resumed, state restored).
+func (f *FSM) Changed() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.changed
+}
+
+// Claimable reports whether a claim with these filters, applied at now
+// (Unix ns), would lease at least one job. It is a hint for long-polls: the
+// claim itself decides.
+func (f *FSM) Claimable(queues, types []string, shell bool, now int64) bool {
+	kinds := claimKinds(queues, types, shell)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.idx.best(kinds); ok {
+		return true
+	}
+	return f.idx.dueDelayed(kinds, now)
+}
+
+// NextDue is the earliest run time (Unix ns) of a job not yet due, 0 if none.
+func (f *FSM) NextDue() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.idx.nextDue()
+}
+
+// Lease names one running attempt.
+type Lease struct {
+	JobID    string
+	Lease    uint64
+	WorkerID string
+	Deadline int64
+}
+
+// Expired lists up to limit leases whose deadline is at or before now.
+func (f *FSM) Expired(now int64, limit int) []Lease {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	items := f.idx.expired(now, limit)
+	out := make([]Lease, len(items))
+	for i, it := range items {
+		out[i] = Lease{JobID: it.id, Lease: it.lease, WorkerID: it.worker, Deadline: it.deadline}
+	}
+	return out
+}
+
+// QueueStats is one queue's job counts by status.
+type QueueStats struct {
+	Name   string
+	Paused bool
+	Counts map[store.Status]int
+}
+
+// Queues lists every queue that holds jobs or is paused, by name.
+func (f *FSM) Queues() []QueueStats {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	names := make(map[string]bool)
+	for q := range f.idx.counts {
+		names[q] = true
+	}
+	for q := range f.idx.paused {
+		names[q] = true
+	}
+	out := make([]QueueStats, 0, len(names))
+	for q := range names {
+		c := make(map[store.Status]int)
+		for st, n := range f.idx.counts[q] {
+			if n != 0 {
+				c[st] = n
+			}
+		}
+		out = append(out, QueueStats{Name: q, Paused: f.idx.paused[q], Counts: c})
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].Name < out[k].Name })
+	return out
+}
+
+// Digest hashes the whole state; equal on nodes at the same applied index.
+func (f *FSM) Digest() (string, error) {
+	f.stMu.RLock()
+	defer f.stMu.RUnlock()
+	return f.st.Digest()
+}
+
+// Check verifies the store's indexes; see store.Check.
+func (f *FSM) Check() error {
+	f.stMu.RLock()
+	defer f.stMu.RUnlock()
+	return f.st.Check()
+}

@@ -1,0 +1,240 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/workron/workron/store"
+)
+
+// JobIDPrefix starts every id the FSM gives a job.
+const JobIDPrefix = "job-"
+
+// submit creates the command's jobs, all or none. A job whose idempotency key
+// is held by a retained job is not created: the old job is returned instead.
+func (a *applier) submit(s *Submit) Result {
+	if len(s.Jobs) == 0 {
+		return Result{Err: &ValidationError{Field: "jobs", Reason: "no jobs to submit"}}
+	}
+	// Resolve idempotency keys first: "$N" may name a job that already exists.
+	existing := make([]*store.Job, len(s.Jobs))
+	fresh := 0
+	for i, nj := range s.Jobs {
+		if nj.IdempotencyKey == "" {
+			fresh++
+			continue
+		}
+		id, err := a.tx.IdempotencyKey(nj.IdempotencyKey)
+		if err == store.ErrNotFound {
+			fresh++
+			continue
+		}
+		a.must(err)
+		j, err := a.job(id)
+		if err != nil {
+			fresh++ // the key outlived its job: treat as new
+			continue
+		}
+		existing[i] = j
+	}
+	if err := checkBatchCycles(s.Jobs); err != nil {
+		return Result{Err: err}
+	}
+	ids := make([]string, len(s.Jobs))
+	for i, nj := range s.Jobs {
+		switch {
+		case existing[i] != nil:
+			ids[i] = existing[i].ID
+		case nj.ID != "":
+			if a.tx.HasJob(nj.ID) {
+				return Result{Err: &ValidationError{Field: fmt.Sprintf("jobs[%d].id", i), Reason: "job " + nj.ID + " already exists"}}
+			}
+			ids[i] = nj.ID
+		}
+	}
+	// Check every dependency before writing anything.
+	deps := make([][]string, len(s.Jobs))
+	for i, nj := range s.Jobs {
+		if existing[i] != nil {
+			continue
+		}
+		for _, d := range nj.DependsOn {
+			if n, ok := batchRef(d); ok {
+				if n < 0 || n >= len(s.Jobs) || n == i {
+					return Result{Err: &ValidationError{Field: "depends_on", Reason: fmt.Sprintf("%q does not name another job of this batch", d)}}
+				}
+				deps[i] = append(deps[i], "$"+strconv.Itoa(n))
+				continue
+			}
+			dj, err := a.job(d)
+			if err != nil {
+				return Result{Err: &ValidationError{Field: "depends_on", Reason: "unknown job " + d}}
+			}
+			if dj.Status == store.StatusFailed || dj.Status == store.StatusCancelled {
+				return Result{Err: &ValidationError{Field: "depends_on", Reason: "job " + d + " has already " + string(dj.Status)}}
+			}
+			deps[i] = append(deps[i], d)
+		}
+	}
+	jobs := make([]*store.Job, len(s.Jobs))
+	for i, nj := range s.Jobs {
+		if existing[i] != nil {
+			jobs[i] = existing[i]
+			continue
+		}
+		seq, err := a.tx.NextSeq()
+		a.must(err)
+		if ids[i] == "" {
+			ids[i] = JobIDPrefix + strconv.FormatUint(seq, 10)
+		}
+		jobs[i] = a.newJob(&nj, ids[i], seq)
+	}
+	// Wire dependencies, then store: parents first so counts are right.
+	for i := range s.Jobs {
+		if existing[i] != nil {
+			continue
+		}
+		j := jobs[i]
+		for _, d := range dedupe(deps[i]) {
+			var parent *store.Job
+			newParent := false
+			if n, ok := batchRef(d); ok {
+				parent, newParent = jobs[n], existing[n] == nil
+			} else {
+				parent, _ = a.job(d)
+			}
+			j.DependsOn = append(j.DependsOn, parent.ID)
+			if parent.Status != store.StatusDone {
+				j.Waiting++
+			}
+			parent.Dependents = append(parent.Dependents, j.ID)
+			if !newParent {
+				a.must(a.tx.UpdateJob(parent, parent.Status, a.index))
+			}
+		}
+		if j.Waiting > 0 {
+			j.Status = store.StatusBlocked
+		}
+	}
+	for i, j := range jobs {
+		if existing[i] != nil {
+			continue
+		}
+		a.insert(j)
+		if j.IdempotencyKey != "" {
+			a.must(a.tx.PutIdempotencyKey(j.IdempotencyKey, j.ID))
+		}
+	}
+	return Result{Jobs: jobs, Existing: fresh == 0}
+}
+
+func (a *applier) newJob(nj *NewJob, id string, seq uint64) *store.Job {
+	q := nj.Queue
+	if q == "" {
+		q = DefaultQueue
+	}
+	maxAtt := nj.MaxAttempts
+	if maxAtt <= 0 {
+		maxAtt = 1
+	}
+	runAt := nj.RunAt
+	if runAt < a.now {
+		runAt = a.now
+	}
+	return &store.Job{
+		ID:             id,
+		Seq:            seq,
+		Command:        nj.Command,
+		Type:           nj.Type,
+		Payload:        nj.Payload,
+		Env:            nj.Env,
+		Metadata:       nj.Metadata,
+		Queue:          q,
+		Priority:       nj.Priority,
+		Status:         store.StatusPending,
+		MaxAttempts:    maxAtt,
+		IdempotencyKey: nj.IdempotencyKey,
+		Timeout:        nj.Timeout,
+		Backoff:        nj.Backoff,
+		CreatedAt:      a.now,
+		RunAt:          runAt,
+	}
+}
+
+// batchRef parses "$N", a reference to the N-th job of the same batch.
+func batchRef(s string) (int, bool) {
+	if !strings.HasPrefix(s, "$") {
+		return 0, false
+	}
+	n, err := strconv.Atoi(s[1:])
+	if err != nil {
+		return -1, true
+	}
+	return n, true
+}
+
+func dedupe(ss []string) []string {
+	out := ss[:0:0]
+	for _, s := range ss {
+		if !slices.Contains(out, s) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// checkBatchCycles refuses a batch whose "$N" references form a cycle.
+// Existing jobs cannot depend on new ones, so cycles can only lie inside.
+func checkBatchCycles(jobs []NewJob) error {
+	const (
+		unseen = iota
+		onPath
+		finished
+	)
+	state := make([]int, len(jobs))
+	var visit func(i int, path []int) error
+	visit = func(i int, path []int) error {
+		state[i] = onPath
+		path = append(path, i)
+		for _, d := range jobs[i].DependsOn {
+			n, ok := batchRef(d)
+			if !ok || n < 0 || n >= len(jobs) {
+				continue
+			}
+			switch state[n] {
+			case onPath:
+				return &ValidationError{Field: "depends_on", Reason: "dependency cycle " + cycleString(append(path, n), n)}
+			case unseen:
+				if err := visit(n, path); err != nil {
+					return err
+				}
+			}
+		}
+		state[i] = finished
+		return nil
+	}
+	for i := range jobs {
+		if state[i] == unseen {
+			if err := visit(i, nil); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func cycleString(path []int, start int) string {
+	var parts []string
+	in := false
+	for _, p := range path {
+		if p == start {
+			in = true
+		}
+		if in {
+			parts = append(parts, "$"+strconv.Itoa(p))
+		}
+	}
+	return strings.Join(parts, " -> ")
+}

@@ -1,0 +1,70 @@
+package store
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"sort"
+)
+
+// Check verifies that the indexes agree with the job records: every job has
+// one seq entry and one status entry naming it, and no index entry points
+// nowhere. Tests call it at cleanup.
+func (s *Store) Check() error {
+	return s.View(func(t *Tx) error {
+		jobs := 0
+		err := t.tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
+			jobs++
+			j := new(Job)
+			if err := decode(v, j); err != nil {
+				return err
+			}
+			if got := t.tx.Bucket(bucketSeq).Get(putUint(j.Seq)); string(got) != j.ID {
+				return fmt.Errorf("job %s: seq index %d names %q", j.ID, j.Seq, got)
+			}
+			if got := t.tx.Bucket(bucketStatus).Get(statusKey(j.Status, j.Seq)); string(got) != j.ID {
+				return fmt.Errorf("job %s: status index %s names %q", j.ID, j.Status, got)
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if n := t.tx.Bucket(bucketSeq).Stats().KeyN; n != jobs {
+			return fmt.Errorf("seq index has %d entries for %d jobs", n, jobs)
+		}
+		if n := t.tx.Bucket(bucketStatus).Stats().KeyN; n != jobs {
+			return fmt.Errorf("status index has %d entries for %d jobs", n, jobs)
+		}
+		return nil
+	})
+}
+
+// Digest is a hash of every bucket's keys and values, in key order. Two
+// nodes that applied the same log to the same index have equal digests.
+func (s *Store) Digest() (string, error) {
+	h := sha256.New()
+	err := s.View(func(t *Tx) error {
+		names := make([]string, 0, len(allBuckets))
+		for _, b := range allBuckets {
+			names = append(names, string(b))
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			h.Write([]byte(name))
+			h.Write([]byte{0})
+			err := t.tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
+				fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(v), v)
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("digest: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}

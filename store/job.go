@@ -1,0 +1,135 @@
+package store
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Status is a job's stored state. "scheduled" is not a stored status: it is a
+// pending job whose RunAt is still in the future.
+type Status string
+
+// The stored statuses.
+const (
+	StatusBlocked    Status = "blocked"
+	StatusPending    Status = "pending"
+	StatusRunning    Status = "running"
+	StatusCancelling Status = "cancelling"
+	StatusDone       Status = "done"
+	StatusFailed     Status = "failed"
+	StatusCancelled  Status = "cancelled"
+)
+
+// Statuses lists every stored status, in lifecycle order.
+var Statuses = []Status{StatusBlocked, StatusPending, StatusRunning, StatusCancelling, StatusDone, StatusFailed, StatusCancelled}
+
+// Finished reports whether s is a final status.
+func (s Status) Finished() bool {
+	return s == StatusDone || s == StatusFailed || s == StatusCancelled
+}
+
+// Leased reports whether a job in status s holds a worker's lease.
+func (s Status) Leased() bool {
+	return s == StatusRunning || s == StatusCancelling
+}
+
+// Valid reports whether s is one of the stored statuses.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Backoff is a job's retry delay policy; durations in nanoseconds.
+type Backoff struct {
+	Base   int64   `json:"base,omitempty"`
+	Max    int64   `json:"max,omitempty"`
+	Jitter float64 `json:"jitter,omitempty"`
+}
+
+// Attempt records how one attempt of a job ended.
+type Attempt struct {
+	Attempt  int    `json:"n"`
+	WorkerID string `json:"w,omitempty"`
+	Lease    uint64 `json:"l"`
+	Status   Status `json:"s"`
+	ExitCode *int   `json:"x,omitempty"`
+	Error    string `json:"e,omitempty"`
+	Started  int64  `json:"st"`
+	Ended    int64  `json:"en"`
+}
+
+// Job is the stored record of one job. Times are Unix nanoseconds, 0 when
+// unset; durations are nanoseconds. Seq orders jobs by submission.
+type Job struct {
+	ID             string            `json:"id"`
+	Seq            uint64            `json:"seq"`
+	Command        string            `json:"cmd,omitempty"`
+	Type           string            `json:"type,omitempty"`
+	Payload        json.RawMessage   `json:"payload,omitempty"`
+	Env            map[string]string `json:"env,omitempty"`
+	Metadata       map[string]string `json:"meta,omitempty"`
+	Queue          string            `json:"q"`
+	Priority       int               `json:"prio,omitempty"`
+	Status         Status            `json:"st"`
+	DependsOn      []string          `json:"deps,omitempty"`
+	Waiting        int               `json:"waiting,omitempty"`
+	Dependents     []string          `json:"dependents,omitempty"`
+	MaxAttempts    int               `json:"max_att"`
+	Attempts       int               `json:"att,omitempty"`
+	IdempotencyKey string            `json:"idem,omitempty"`
+	Timeout        int64             `json:"timeout,omitempty"`
+	Backoff        Backoff           `json:"backoff"`
+	CreatedAt      int64             `json:"created"`
+	RunAt          int64             `json:"run_at"`
+	StartedAt      int64             `json:"started,omitempty"`
+	DoneAt         int64             `json:"done,omitempty"`
+	WorkerID       string            `json:"worker,omitempty"`
+	Lease          uint64            `json:"lease,omitempty"`
+	LeaseDeadline  int64             `json:"deadline,omitempty"`
+	ExitCode       *int              `json:"exit,omitempty"`
+	Output         string            `json:"out,omitempty"`
+	LastError      string            `json:"err,omitempty"`
+	History        []Attempt         `json:"hist,omitempty"`
+	ModifyIndex    uint64            `json:"mod"`
+}
+
+// Worker is the stored record of a registered worker.
+type Worker struct {
+	ID            string   `json:"id"`
+	ExecAddr      string   `json:"exec,omitempty"`
+	VRAMMB        int      `json:"vram,omitempty"`
+	MemoryMB      int      `json:"mem,omitempty"`
+	CPUMillis     int      `json:"cpu,omitempty"`
+	Slots         int      `json:"slots,omitempty"`
+	Tags          []string `json:"tags,omitempty"`
+	Queues        []string `json:"queues,omitempty"`
+	RegisteredAt  int64    `json:"reg"`
+	LastHeartbeat int64    `json:"hb"`
+	ModifyIndex   uint64   `json:"mod"`
+}
+
+// Node is the stored record of a cluster member's addresses.
+type Node struct {
+	ID   string `json:"id"`
+	HTTP string `json:"http"`
+	Raft string `json:"raft"`
+}
+
+func encode(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode %T: %w", v, err)
+	}
+	return b, nil
+}
+
+func decode(b []byte, v any) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("decode %T: %w", v, err)
+	}
+	return nil
+}

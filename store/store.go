@@ -1,0 +1,201 @@
+// Package store owns Workron's bbolt state file: its buckets, its secondary
+// indexes and one read or write transaction per call. It is pure data: it reads
+// no clock, draws no random numbers and knows nothing of Raft; every write is
+// stamped with the Raft index its caller passes in.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Errors returned by the store.
+var (
+	// ErrNotFound means the record does not exist.
+	ErrNotFound = errors.New("store: not found")
+)
+
+var (
+	bucketJobs     = []byte("jobs")    // id -> Job
+	bucketSeq      = []byte("seq")     // seq(8) -> id
+	bucketStatus   = []byte("status")  // status 0x00 seq(8) -> id
+	bucketIdem     = []byte("idem")    // idempotency key -> id
+	bucketWorkers  = []byte("workers") // id -> Worker
+	bucketNodes    = []byte("nodes")   // id -> Node
+	bucketMeta     = []byte("meta")    // name -> value
+	bucketQueues   = []byte("queues")  // paused queue name -> 1
+	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues}
+	keyApplied     = []byte("applied_index")
+	keyNextSeq     = []byte("next_seq")
+	keyLastNow     = []byte("last_now")
+	keyFormat      = []byte("format")
+	currentFormat  = uint64(1)
+	defaultMmapLen = 1 << 30
+)
+
+// Options tune how the state file is opened.
+type Options struct {
+	// NoSync skips fsync on commit. The Raft log is the durable record, so a
+	// node that lost unsynced state replays it; see raftnode. Defaults to false.
+	NoSync bool
+	// InitialMmapSize is the virtual size mapped up front, so snapshot reads
+	// never block writers on a remap. Defaults to 1 GiB.
+	InitialMmapSize int
+}
+
+// Store is an open state file.
+type Store struct {
+	path string
+	opts Options
+	db   *bolt.DB
+}
+
+// Open opens (creating if needed) the state file at path.
+func Open(path string, opts Options) (*Store, error) {
+	if opts.InitialMmapSize == 0 {
+		opts.InitialMmapSize = defaultMmapLen
+	}
+	s := &Store{path: path, opts: opts}
+	if err := s.open(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Store) open() error {
+	db, err := bolt.Open(s.path, 0o600, &bolt.Options{
+		Timeout:         5 * time.Second,
+		NoSync:          s.opts.NoSync,
+		NoFreelistSync:  true,
+		FreelistType:    bolt.FreelistMapType,
+		InitialMmapSize: s.opts.InitialMmapSize,
+	})
+	if err != nil {
+		return fmt.Errorf("open state %s: %w", s.path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if v := meta.Get(keyFormat); v != nil && getUint(v) != currentFormat {
+			return fmt.Errorf("state format %d, this binary reads %d", getUint(v), currentFormat)
+		}
+		return meta.Put(keyFormat, putUint(currentFormat))
+	})
+	if err != nil {
+		_ = db.Close()
+		return fmt.Errorf("init state %s: %w", s.path, err)
+	}
+	s.db = db
+	return nil
+}
+
+// Close closes the state file.
+func (s *Store) Close() error {
+	if s.db == nil {
+		return nil
+	}
+	err := s.db.Close()
+	s.db = nil
+	return err
+}
+
+// Path is the state file's path.
+func (s *Store) Path() string { return s.path }
+
+// Update runs fn in one write transaction, committed if fn returns nil.
+func (s *Store) Update(fn func(tx *Tx) error) error {
+	return s.db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// View runs fn in one read transaction.
+func (s *Store) View(fn func(tx *Tx) error) error {
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+}
+
+// Snapshot is a consistent read-only view of the whole file, held open until
+// Close. Take it where consistency matters, write it out anywhere.
+type Snapshot struct {
+	tx *bolt.Tx
+}
+
+// Snapshot starts a read transaction covering the whole state.
+func (s *Store) Snapshot() (*Snapshot, error) {
+	tx, err := s.db.Begin(false)
+	if err != nil {
+		return nil, fmt.Errorf("begin snapshot: %w", err)
+	}
+	return &Snapshot{tx: tx}, nil
+}
+
+// WriteTo writes the state file's bytes as of the snapshot.
+func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
+	n, err := sn.tx.WriteTo(w)
+	if err != nil {
+		return n, fmt.Errorf("write snapshot: %w", err)
+	}
+	return n, nil
+}
+
+// Size is the snapshot's size in bytes.
+func (sn *Snapshot) Size() int64 { return sn.tx.Size() }
+
+// Close ends the snapshot's read transaction. Safe to call twice.
+func (sn *Snapshot) Close() {
+	if sn.tx != nil {
+		_ = sn.tx.Rollback()
+		sn.tx = nil
+	}
+}
+
+// Restore replaces the whole state with the bolt file read from r. The
+// caller must ensure no transaction is open. On error the old state stays.
+func (s *Store) Restore(r io.Reader) error {
+	tmp := s.path + ".restore"
+	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("restore: create %s: %w", tmp, err)
+	}
+	if _, err := io.Copy(f, r); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("restore: copy: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("restore: sync: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("restore: close: %w", err)
+	}
+	// Check the new file opens before giving up the old one.
+	probe, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("restore: snapshot is not a state file: %w", err)
+	}
+	probe.Close()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("restore: close old state: %w", err)
+	}
+	s.db = nil
+	if err := os.Rename(tmp, s.path); err != nil {
+		return fmt.Errorf("restore: rename: %w", err)
+	}
+	if d, err := os.Open(filepath.Dir(s.path)); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return s.open()
+}

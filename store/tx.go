@@ -1,0 +1,318 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Tx is one read or write transaction. Write methods fail on a read Tx.
+type Tx struct {
+	tx *bolt.Tx
+}
+
+func putUint(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.BigEndian.PutUint64(b, v)
+	return b
+}
+
+func getUint(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+func statusKey(st Status, seq uint64) []byte {
+	k := make([]byte, 0, len(st)+9)
+	k = append(k, st...)
+	k = append(k, 0)
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+func (t *Tx) metaUint(key []byte) uint64 { return getUint(t.tx.Bucket(bucketMeta).Get(key)) }
+
+func (t *Tx) putMetaUint(key []byte, v uint64) error {
+	return t.tx.Bucket(bucketMeta).Put(key, putUint(v))
+}
+
+// Applied is the Raft index of the last applied log entry.
+func (t *Tx) Applied() uint64 { return t.metaUint(keyApplied) }
+
+// SetApplied records the last applied Raft index.
+func (t *Tx) SetApplied(index uint64) error { return t.putMetaUint(keyApplied, index) }
+
+// LastNow is the latest command time applied, in Unix nanoseconds.
+func (t *Tx) LastNow() int64 { return int64(t.metaUint(keyLastNow)) }
+
+// SetLastNow records the latest command time applied.
+func (t *Tx) SetLastNow(now int64) error { return t.putMetaUint(keyLastNow, uint64(now)) }
+
+// NextSeq allocates the next job sequence number (starting at 1).
+func (t *Tx) NextSeq() (uint64, error) {
+	n := t.metaUint(keyNextSeq) + 1
+	return n, t.putMetaUint(keyNextSeq, n)
+}
+
+// Job returns the job with the given id, or ErrNotFound.
+func (t *Tx) Job(id string) (*Job, error) {
+	v := t.tx.Bucket(bucketJobs).Get([]byte(id))
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	j := new(Job)
+	if err := decode(v, j); err != nil {
+		return nil, fmt.Errorf("job %s: %w", id, err)
+	}
+	return j, nil
+}
+
+// HasJob reports whether a job with the id exists.
+func (t *Tx) HasJob(id string) bool {
+	return t.tx.Bucket(bucketJobs).Get([]byte(id)) != nil
+}
+
+// InsertJob stores a new job and indexes it; Seq and ID must be set.
+func (t *Tx) InsertJob(j *Job, index uint64) error {
+	j.ModifyIndex = index
+	if err := t.putJob(j); err != nil {
+		return err
+	}
+	if err := t.tx.Bucket(bucketSeq).Put(putUint(j.Seq), []byte(j.ID)); err != nil {
+		return fmt.Errorf("index job %s: %w", j.ID, err)
+	}
+	return t.tx.Bucket(bucketStatus).Put(statusKey(j.Status, j.Seq), []byte(j.ID))
+}
+
+// UpdateJob stores a changed job; prev is its status before the change.
+func (t *Tx) UpdateJob(j *Job, prev Status, index uint64) error {
+	j.ModifyIndex = index
+	if err := t.putJob(j); err != nil {
+		return err
+	}
+	if prev == j.Status {
+		return nil
+	}
+	b := t.tx.Bucket(bucketStatus)
+	if err := b.Delete(statusKey(prev, j.Seq)); err != nil {
+		return fmt.Errorf("unindex job %s: %w", j.ID, err)
+	}
+	return b.Put(statusKey(j.Status, j.Seq), []byte(j.ID))
+}
+
+// DeleteJob removes a job and its index entries.
+func (t *Tx) DeleteJob(j *Job) error {
+	if err := t.tx.Bucket(bucketJobs).Delete([]byte(j.ID)); err != nil {
+		return fmt.Errorf("delete job %s: %w", j.ID, err)
+	}
+	if err := t.tx.Bucket(bucketSeq).Delete(putUint(j.Seq)); err != nil {
+		return fmt.Errorf("delete job %s: %w", j.ID, err)
+	}
+	if j.IdempotencyKey != "" {
+		if id, _ := t.IdempotencyKey(j.IdempotencyKey); id == j.ID {
+			if err := t.tx.Bucket(bucketIdem).Delete([]byte(j.IdempotencyKey)); err != nil {
+				return fmt.Errorf("delete job %s: %w", j.ID, err)
+			}
+		}
+	}
+	return t.tx.Bucket(bucketStatus).Delete(statusKey(j.Status, j.Seq))
+}
+
+func (t *Tx) putJob(j *Job) error {
+	v, err := encode(j)
+	if err != nil {
+		return err
+	}
+	if err := t.tx.Bucket(bucketJobs).Put([]byte(j.ID), v); err != nil {
+		return fmt.Errorf("put job %s: %w", j.ID, err)
+	}
+	return nil
+}
+
+// IdempotencyKey returns the id of the job holding key, or ErrNotFound.
+func (t *Tx) IdempotencyKey(key string) (string, error) {
+	v := t.tx.Bucket(bucketIdem).Get([]byte(key))
+	if v == nil {
+		return "", ErrNotFound
+	}
+	return string(v), nil
+}
+
+// PutIdempotencyKey records that key belongs to the job id.
+func (t *Tx) PutIdempotencyKey(key, id string) error {
+	return t.tx.Bucket(bucketIdem).Put([]byte(key), []byte(id))
+}
+
+// ForEachJob calls fn for every job in the given status, oldest first. A nil
+// status means every job. fn must not modify the store.
+func (t *Tx) ForEachJob(status Status, fn func(*Job) error) error {
+	if status == "" {
+		return t.tx.Bucket(bucketSeq).ForEach(func(_, id []byte) error {
+			return t.withJob(id, fn)
+		})
+	}
+	prefix := statusKey(status, 0)[:len(status)+1]
+	c := t.tx.Bucket(bucketStatus).Cursor()
+	for k, id := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, id = c.Next() {
+		if err := t.withJob(id, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tx) withJob(id []byte, fn func(*Job) error) error {
+	j, err := t.Job(string(id))
+	if err != nil {
+		return err
+	}
+	return fn(j)
+}
+
+// ListQuery selects a page of jobs, newest first.
+type ListQuery struct {
+	Status Status          // "" for any
+	Before uint64          // only jobs with Seq < Before; 0 for no bound
+	Limit  int             // at most this many
+	Match  func(*Job) bool // nil matches all
+	Scan   int             // give up after examining this many (0 = no cap)
+}
+
+// ListJobs returns up to q.Limit matching jobs, newest first, and the Seq to
+// pass as Before for the next page (0 when there are no more).
+func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
+	var (
+		c      *bolt.Cursor
+		prefix []byte
+	)
+	if q.Status != "" {
+		c = t.tx.Bucket(bucketStatus).Cursor()
+		prefix = statusKey(q.Status, 0)[:len(q.Status)+1]
+	} else {
+		c = t.tx.Bucket(bucketSeq).Cursor()
+	}
+	seek := q.Before
+	if seek == 0 {
+		seek = ^uint64(0)
+	}
+	start := append(append([]byte(nil), prefix...), putUint(seek)...)
+	k, id := c.Seek(start)
+	if k == nil {
+		k, id = c.Last()
+	}
+	var out []*Job
+	scanned := 0
+	for ; k != nil && bytes.HasPrefix(k, prefix); k, id = c.Prev() {
+		seq := getUint(k[len(prefix):])
+		if q.Before != 0 && seq >= q.Before {
+			continue
+		}
+		if q.Limit > 0 && len(out) == q.Limit {
+			return out, out[len(out)-1].Seq, nil
+		}
+		scanned++
+		if q.Scan > 0 && scanned > q.Scan {
+			if len(out) > 0 {
+				return out, out[len(out)-1].Seq, nil
+			}
+			return out, seq + 1, nil
+		}
+		j, err := t.Job(string(id))
+		if err != nil {
+			return nil, 0, err
+		}
+		if q.Match == nil || q.Match(j) {
+			out = append(out, j)
+		}
+	}
+	return out, 0, nil
+}
+
+// Worker returns the worker with the given id, or ErrNotFound.
+func (t *Tx) Worker(id string) (*Worker, error) {
+	v := t.tx.Bucket(bucketWorkers).Get([]byte(id))
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	w := new(Worker)
+	if err := decode(v, w); err != nil {
+		return nil, fmt.Errorf("worker %s: %w", id, err)
+	}
+	return w, nil
+}
+
+// PutWorker stores a worker.
+func (t *Tx) PutWorker(w *Worker, index uint64) error {
+	w.ModifyIndex = index
+	v, err := encode(w)
+	if err != nil {
+		return err
+	}
+	return t.tx.Bucket(bucketWorkers).Put([]byte(w.ID), v)
+}
+
+// ForEachWorker calls fn for each worker in id order.
+func (t *Tx) ForEachWorker(fn func(*Worker) error) error {
+	return t.tx.Bucket(bucketWorkers).ForEach(func(k, v []byte) error {
+		w := new(Worker)
+		if err := decode(v, w); err != nil {
+			return fmt.Errorf("worker %s: %w", k, err)
+		}
+		return fn(w)
+	})
+}
+
+// PutNode stores a cluster member's addresses.
+func (t *Tx) PutNode(n *Node) error {
+	v, err := encode(n)
+	if err != nil {
+		return err
+	}
+	return t.tx.Bucket(bucketNodes).Put([]byte(n.ID), v)
+}
+
+// DeleteNode forgets a cluster member.
+func (t *Tx) DeleteNode(id string) error {
+	return t.tx.Bucket(bucketNodes).Delete([]byte(id))
+}
+
+// Nodes returns every known member, in id order.
+func (t *Tx) Nodes() ([]*Node, error) {
+	var out []*Node
+	err := t.tx.Bucket(bucketNodes).ForEach(func(k, v []byte) error {
+		n := new(Node)
+		if err := decode(v, n); err != nil {
+			return fmt.Errorf("node %s: %w", k, err)
+		}
+		out = append(out, n)
+		return nil
+	})
+	return out, err
+}
+
+// QueuePaused reports whether the named queue is paused.
+func (t *Tx) QueuePaused(name string) bool {
+	return t.tx.Bucket(bucketQueues).Get([]byte(name)) != nil
+}
+
+// SetQueuePaused pauses or resumes the named queue.
+func (t *Tx) SetQueuePaused(name string, paused bool) error {
+	b := t.tx.Bucket(bucketQueues)
+	if paused {
+		return b.Put([]byte(name), []byte{1})
+	}
+	return b.Delete([]byte(name))
+}
+
+// PausedQueues lists the paused queues in name order.
+func (t *Tx) PausedQueues() []string {
+	var out []string
+	_ = t.tx.Bucket(bucketQueues).ForEach(func(k, _ []byte) error {
+		out = append(out, string(k))
+		return nil
+	})
+	return out
+}

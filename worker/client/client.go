@@ -1,0 +1,283 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+)
+
+const (
+	maxBackoff   = 2 * time.Second
+	maxReplySize = 64 << 20 // bytes of a reply body we are willing to decode
+	maxErrorBody = 4 << 10  // bytes of a non-JSON error body kept in Message
+)
+
+// Client calls Workron's HTTP API. It is safe for concurrent use. Close drops
+// its idle connections.
+type Client struct {
+	servers []string
+	hc      *http.Client // the configured client
+	longHC  *http.Client // hc without its Timeout, for long polls
+	token   string
+	rounds  int
+	backoff time.Duration
+	log     *slog.Logger
+	cur     atomic.Uint32 // index into servers of the one to try first
+}
+
+// New validates cfg and returns a Client. A nil HTTPClient or Logger gets the
+// default of DefaultConfig.
+func New(cfg Config) (*Client, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = newHTTPClient()
+	}
+	long := *hc
+	long.Timeout = 0
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	servers := make([]string, len(cfg.Servers))
+	for i, s := range cfg.Servers {
+		servers[i] = strings.TrimRight(s, "/")
+	}
+	return &Client{
+		servers: servers,
+		hc:      hc,
+		longHC:  &long,
+		token:   cfg.Token,
+		rounds:  cfg.Rounds,
+		backoff: cfg.Backoff,
+		log:     log.With("component", "client"),
+	}, nil
+}
+
+// Close closes the idle connections of the Client's HTTP client. The Client
+// stays usable; later requests open new connections.
+func (c *Client) Close() {
+	c.hc.CloseIdleConnections()
+}
+
+// Server returns the base URL the next request will go to first.
+func (c *Client) Server() string {
+	return c.servers[int(c.cur.Load())%len(c.servers)]
+}
+
+// call is one logical API request; do may send it several times.
+type call struct {
+	method     string
+	path       string     // escaped path, starting with "/"
+	query      url.Values // may be nil
+	body       any        // JSON-encoded when not nil
+	out        any        // decoded from a 2xx reply when not nil
+	idempotent bool       // safe to resend after any transport error or 502/504
+	longPoll   time.Duration
+}
+
+// do sends cl to the current server, failing over as the package doc says,
+// and returns the status of the 2xx reply it decoded into cl.out.
+func (c *Client) do(ctx context.Context, cl call) (int, error) {
+	var body []byte
+	if cl.body != nil {
+		b, err := json.Marshal(cl.body)
+		if err != nil {
+			return 0, fmt.Errorf("client: encode %s %s: %w", cl.method, cl.path, err)
+		}
+		body = b
+	}
+	reqID := newRequestID()
+	n := len(c.servers)
+	var lastErr error
+	for try := 0; try < c.rounds*n; try++ {
+		if try > 0 && try%n == 0 {
+			if err := c.pause(ctx, try/n, lastErr); err != nil {
+				return 0, fmt.Errorf("client: %s %s: %w (last error: %w)", cl.method, cl.path, err, lastErr)
+			}
+		}
+		idx := c.cur.Load()
+		server := c.servers[int(idx)%n]
+		status, retry, err := c.send(ctx, server, cl, body, reqID)
+		if err == nil {
+			return status, nil
+		}
+		if retry == noRetry {
+			return status, err
+		}
+		c.rotate(idx)
+		if retry == rotateOnly {
+			return status, err
+		}
+		c.log.DebugContext(ctx, "request failed, trying next server",
+			"method", cl.method, "path", cl.path, "server", server, "err", err)
+		lastErr = err
+	}
+	return 0, fmt.Errorf("client: %s %s: gave up after %d attempts: %w", cl.method, cl.path, c.rounds*n, lastErr)
+}
+
+// retryKind says what do makes of a failed send.
+type retryKind int
+
+const (
+	noRetry    retryKind = iota // return the error as it is
+	rotateOnly                  // move to the next server, but return the error
+	retryNext                   // move to the next server and resend
+)
+
+// send makes one HTTP exchange with server and classifies its failure.
+func (c *Client) send(ctx context.Context, server string, cl call, body []byte, reqID string) (int, retryKind, error) {
+	hc := c.hc
+	if cl.longPoll > 0 {
+		hc = c.longHC
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, cl.longPoll)
+		defer cancel()
+	}
+	req, err := c.newRequest(ctx, server, cl, body, reqID)
+	if err != nil {
+		return 0, noRetry, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		err = fmt.Errorf("client: %s %s%s: %w", cl.method, server, cl.path, err)
+		switch {
+		case ctx.Err() != nil:
+			return 0, noRetry, err
+		case cl.idempotent || isDialError(err):
+			return 0, retryNext, err
+		default:
+			return 0, rotateOnly, err
+		}
+	}
+	defer drain(resp.Body)
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		apiErr := decodeError(resp)
+		switch {
+		case resp.StatusCode == http.StatusServiceUnavailable:
+			return resp.StatusCode, retryNext, apiErr
+		case unavailable(resp.StatusCode) && cl.idempotent:
+			return resp.StatusCode, retryNext, apiErr
+		}
+		return resp.StatusCode, noRetry, apiErr
+	}
+	if cl.out != nil && resp.StatusCode != http.StatusNoContent {
+		dec := json.NewDecoder(io.LimitReader(resp.Body, maxReplySize))
+		if err := dec.Decode(cl.out); err != nil && !errors.Is(err, io.EOF) {
+			return resp.StatusCode, noRetry, fmt.Errorf("client: decode reply of %s %s: %w", cl.method, cl.path, err)
+		}
+	}
+	return resp.StatusCode, noRetry, nil
+}
+
+func (c *Client) newRequest(ctx context.Context, server string, cl call, body []byte, reqID string) (*http.Request, error) {
+	target := server + cl.path
+	if len(cl.query) > 0 {
+		target += "?" + cl.query.Encode()
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, cl.method, target, rd)
+	if err != nil {
+		return nil, fmt.Errorf("client: build %s %s: %w", cl.method, target, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "workron-client")
+	req.Header.Set("X-Request-Id", reqID)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	return req, nil
+}
+
+// rotate moves the current server past idx, unless another goroutine already
+// moved it.
+func (c *Client) rotate(idx uint32) {
+	next := (idx + 1) % uint32(len(c.servers))
+	if c.cur.CompareAndSwap(idx, next) && len(c.servers) > 1 {
+		c.log.Debug("failing over", "from", c.servers[idx], "to", c.servers[next])
+	}
+}
+
+// pause waits before round (1-based) r, honouring the server's Retry-After
+// up to maxBackoff. It returns ctx's error when ctx ends first.
+func (c *Client) pause(ctx context.Context, r int, lastErr error) error {
+	d := c.backoff << (r - 1)
+	var ae *APIError
+	if errors.As(lastErr, &ae) && ae.RetryAfter > d {
+		d = ae.RetryAfter
+	}
+	d = min(d, maxBackoff)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// isDialError reports whether err happened before any byte of the request
+// was sent: the connection could not be made.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+func decodeError(resp *http.Response) *APIError {
+	ae := &APIError{Status: resp.StatusCode}
+	if s := resp.Header.Get("Retry-After"); s != "" {
+		if secs, err := strconv.Atoi(s); err == nil && secs > 0 {
+			ae.RetryAfter = time.Duration(secs) * time.Second
+		}
+	}
+	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	var we wire.Error
+	if json.Unmarshal(raw, &we) == nil && (we.Error != "" || we.Code != "") {
+		ae.Code, ae.Message = we.Code, we.Error
+		return ae
+	}
+	ae.Message = strings.TrimSpace(string(raw))
+	if ae.Message == "" {
+		ae.Message = http.StatusText(resp.StatusCode)
+	}
+	return ae
+}
+
+// drain reads a little of what is left of body so the connection can be
+// reused, then closes it.
+func drain(body io.ReadCloser) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, 64<<10))
+	_ = body.Close()
+}
+
+// newRequestID returns a random id sent as X-Request-Id; every resend of
+// one call carries the same id, so a server can recognise a retry.
+func newRequestID() string {
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

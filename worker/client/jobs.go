@@ -1,0 +1,182 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+)
+
+// Submit creates a job (POST /jobs) and returns it. When req carries an
+// IdempotencyKey that matches an existing job, the server creates nothing and
+// Submit returns that job; use SubmitWithStatus to tell the two apart. A
+// submit with an IdempotencyKey is retried on any transport error; one
+// without is not retried once the request may have reached a server.
+func (c *Client) Submit(ctx context.Context, req wire.SubmitRequest) (*wire.Job, error) {
+	job, _, err := c.SubmitWithStatus(ctx, req)
+	return job, err
+}
+
+// SubmitWithStatus is Submit that also reports whether the job was created
+// (201) rather than found by its idempotency key (200).
+func (c *Client) SubmitWithStatus(ctx context.Context, req wire.SubmitRequest) (job *wire.Job, created bool, err error) {
+	var out wire.Job
+	status, err := c.do(ctx, call{
+		method: http.MethodPost, path: "/jobs", body: req, out: &out,
+		idempotent: req.IdempotencyKey != "",
+	})
+	if err != nil {
+		return nil, false, fmt.Errorf("submit job: %w", err)
+	}
+	return &out, status == http.StatusCreated, nil
+}
+
+// SubmitBatch creates several jobs in one request (POST /jobs/batch) and
+// returns them in the order of reqs. It is retried like Submit, as
+// idempotent only when every request carries an IdempotencyKey.
+func (c *Client) SubmitBatch(ctx context.Context, reqs []wire.SubmitRequest) ([]wire.Job, error) {
+	keyed := len(reqs) > 0
+	for _, r := range reqs {
+		keyed = keyed && r.IdempotencyKey != ""
+	}
+	var out wire.JobList
+	_, err := c.do(ctx, call{
+		method: http.MethodPost, path: "/jobs/batch",
+		body: wire.BatchSubmitRequest{Jobs: reqs}, out: &out, idempotent: keyed,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("submit batch of %d jobs: %w", len(reqs), err)
+	}
+	return out.Jobs, nil
+}
+
+// Get returns the job with the given id (GET /jobs/{id}). An unknown id gives
+// an error for which IsNotFound is true.
+func (c *Client) Get(ctx context.Context, id string) (*wire.Job, error) {
+	if id == "" {
+		return nil, fmt.Errorf("get job: %w", ErrEmptyID)
+	}
+	var out wire.Job
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: jobPath(id, ""), out: &out, idempotent: true}); err != nil {
+		return nil, fmt.Errorf("get job %s: %w", id, err)
+	}
+	return &out, nil
+}
+
+// ListOptions filter and page GET /jobs. Zero fields are left out.
+type ListOptions struct {
+	Status string // one of the wire.Status* values
+	Queue  string
+	Limit  int    // page size; the server applies its default and cap
+	Cursor string // NextCursor of the previous page
+}
+
+// List returns one page of jobs, newest first (GET /jobs).
+func (c *Client) List(ctx context.Context, opts ListOptions) (*wire.JobList, error) {
+	q := url.Values{}
+	if opts.Status != "" {
+		q.Set("status", opts.Status)
+	}
+	if opts.Queue != "" {
+		q.Set("queue", opts.Queue)
+	}
+	if opts.Limit > 0 {
+		q.Set("limit", strconv.Itoa(opts.Limit))
+	}
+	if opts.Cursor != "" {
+		q.Set("cursor", opts.Cursor)
+	}
+	var out wire.JobList
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs", query: q, out: &out, idempotent: true}); err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return &out, nil
+}
+
+// Cancel asks the server to cancel a job (POST /jobs/{id}/cancel) and returns
+// the job as the server replied, or nil when it sent no body. A running job
+// becomes "cancelling" until its worker stops it. Cancelling a job that
+// already finished is a conflict (IsConflict).
+func (c *Client) Cancel(ctx context.Context, id string) (*wire.Job, error) {
+	job, err := c.jobAction(ctx, id, "cancel")
+	if err != nil {
+		return nil, fmt.Errorf("cancel job %s: %w", id, err)
+	}
+	return job, nil
+}
+
+// Retry puts a failed or cancelled job back in its queue (POST
+// /jobs/{id}/retry) and returns the job, or nil when the server sent no body.
+func (c *Client) Retry(ctx context.Context, id string) (*wire.Job, error) {
+	job, err := c.jobAction(ctx, id, "retry")
+	if err != nil {
+		return nil, fmt.Errorf("retry job %s: %w", id, err)
+	}
+	return job, nil
+}
+
+func (c *Client) jobAction(ctx context.Context, id, action string) (*wire.Job, error) {
+	if id == "" {
+		return nil, ErrEmptyID
+	}
+	var out *wire.Job
+	_, err := c.do(ctx, call{method: http.MethodPost, path: jobPath(id, action), body: struct{}{}, out: &out})
+	return out, err
+}
+
+// Wait polls Get every poll (500ms when poll <= 0) until the job is done,
+// failed or cancelled, and returns it. It keeps polling through transport
+// errors and 5xx replies (a failover), and returns at once on any other API
+// error or when ctx ends.
+func (c *Client) Wait(ctx context.Context, id string, poll time.Duration) (*wire.Job, error) {
+	if poll <= 0 {
+		poll = 500 * time.Millisecond
+	}
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		job, err := c.Get(ctx, id)
+		switch {
+		case err == nil && Terminal(job.Status):
+			return job, nil
+		case err != nil && ctx.Err() != nil:
+			return nil, fmt.Errorf("wait for job %s: %w", id, ctx.Err())
+		case err != nil && !transient(err):
+			return nil, fmt.Errorf("wait for job %s: %w", id, err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("wait for job %s: %w", id, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Terminal reports whether status is final: done, failed or cancelled.
+func Terminal(status string) bool {
+	return status == wire.StatusDone || status == wire.StatusFailed || status == wire.StatusCancelled
+}
+
+// transient reports whether err may go away by itself: a transport error or
+// a 5xx or 429 reply.
+func transient(err error) bool {
+	var ae *APIError
+	if !errors.As(err, &ae) {
+		return !errors.Is(err, ErrEmptyID)
+	}
+	return ae.Status >= 500 || ae.Status == http.StatusTooManyRequests
+}
+
+// jobPath returns /jobs/{id}[/action] with id escaped as one path segment.
+func jobPath(id, action string) string {
+	p := "/jobs/" + url.PathEscape(id)
+	if action != "" {
+		p += "/" + action
+	}
+	return p
+}

@@ -1,0 +1,123 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+)
+
+// claimSlack is added to a claim's long-poll wait to bound the request.
+const claimSlack = 10 * time.Second
+
+// Register announces a worker (POST /workers/register). Registering an id
+// again refreshes its record.
+func (c *Client) Register(ctx context.Context, w wire.Worker) error {
+	if w.ID == "" {
+		return fmt.Errorf("register worker: %w", ErrEmptyID)
+	}
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: "/workers/register", body: w}); err != nil {
+		return fmt.Errorf("register worker %s: %w", w.ID, err)
+	}
+	return nil
+}
+
+// Claim asks for up to req.Max jobs (POST /jobs/claim). The server may hold
+// the request for up to req.Wait before answering with no jobs; the request
+// is bounded by that wait plus 10s rather than by the HTTP client's Timeout.
+// Every returned job is leased to req.WorkerID: its Lease field is the
+// fencing token to send with heartbeats and reports. If the reply is lost
+// (ctx ends, the connection breaks) jobs may have been leased anyway; their
+// leases expire and the server retries them.
+func (c *Client) Claim(ctx context.Context, req wire.ClaimRequest) (*wire.ClaimResponse, error) {
+	if req.WorkerID == "" {
+		return nil, fmt.Errorf("claim: %w", ErrEmptyID)
+	}
+	var wait time.Duration
+	if req.Wait != "" {
+		d, err := wire.ParseDuration("wait", req.Wait)
+		if err != nil {
+			return nil, fmt.Errorf("claim: %w", err)
+		}
+		wait = d
+	}
+	var out wire.ClaimResponse
+	_, err := c.do(ctx, call{
+		method: http.MethodPost, path: "/jobs/claim", body: req, out: &out,
+		longPoll: wait + claimSlack,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim for worker %s: %w", req.WorkerID, err)
+	}
+	return &out, nil
+}
+
+// WorkerHeartbeat renews every lease the worker holds (POST
+// /workers/{id}/heartbeat) and returns what the worker must do, such as
+// cancel a job. A server that no longer knows the worker answers 404
+// (IsNotFound): register again.
+func (c *Client) WorkerHeartbeat(ctx context.Context, workerID string) (*wire.WorkerHeartbeatResponse, error) {
+	if workerID == "" {
+		return nil, fmt.Errorf("worker heartbeat: %w", ErrEmptyID)
+	}
+	var out wire.WorkerHeartbeatResponse
+	path := "/workers/" + url.PathEscape(workerID) + "/heartbeat"
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: struct{}{}, out: &out}); err != nil {
+		return nil, fmt.Errorf("heartbeat worker %s: %w", workerID, err)
+	}
+	return &out, nil
+}
+
+// JobHeartbeat renews one job's lease (POST /jobs/{id}/heartbeat). A stale
+// lease gives IsConflict; the reply's Action is "cancel" when the job was
+// cancelled while running.
+func (c *Client) JobHeartbeat(ctx context.Context, id string, lease uint64) (*wire.HeartbeatResponse, error) {
+	if id == "" {
+		return nil, fmt.Errorf("job heartbeat: %w", ErrEmptyID)
+	}
+	var out wire.HeartbeatResponse
+	_, err := c.do(ctx, call{
+		method: http.MethodPost, path: jobPath(id, "heartbeat"),
+		body: wire.HeartbeatRequest{Lease: lease}, out: &out,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("heartbeat job %s: %w", id, err)
+	}
+	return &out, nil
+}
+
+// Done reports that the attempt holding rep.Lease succeeded (POST
+// /jobs/{id}/done) and returns the job. A lease that is no longer current
+// gives IsConflict: the result was not recorded.
+func (c *Client) Done(ctx context.Context, id string, rep wire.ReportRequest) (*wire.Job, error) {
+	job, err := c.report(ctx, id, "done", rep)
+	if err != nil {
+		return nil, fmt.Errorf("report job %s done: %w", id, err)
+	}
+	return job, nil
+}
+
+// Fail reports that the attempt holding rep.Lease failed (POST
+// /jobs/{id}/fail) and returns the job. The server retries the job per its
+// policy unless rep.Retry points to false. Errors are as for Done.
+func (c *Client) Fail(ctx context.Context, id string, rep wire.ReportRequest) (*wire.Job, error) {
+	job, err := c.report(ctx, id, "fail", rep)
+	if err != nil {
+		return nil, fmt.Errorf("report job %s failed: %w", id, err)
+	}
+	return job, nil
+}
+
+func (c *Client) report(ctx context.Context, id, action string, rep wire.ReportRequest) (*wire.Job, error) {
+	if id == "" {
+		return nil, ErrEmptyID
+	}
+	var out wire.Job
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: jobPath(id, action), body: rep, out: &out}); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
