@@ -198,3 +198,14 @@ func (f *FSM) Check() error {
 	defer f.stMu.RUnlock()
 	return f.st.Check()
 }
+
+// RunningByWorker counts the leases each worker holds.
+func (f *FSM) RunningByWorker() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]int, len(f.idx.byWorker))
+	for w, jobs := range f.idx.byWorker {
+		out[w] = len(jobs)
+	}
+	return out
+}

@@ -51,6 +51,13 @@ func (a *applier) submit(s *Submit) Result {
 			if a.tx.HasJob(nj.ID) {
 				return Result{Err: &ValidationError{Field: fmt.Sprintf("jobs[%d].id", i), Reason: "job " + nj.ID + " already exists"}}
 			}
+			// Generated ids own the prefix: a later job would overwrite this one.
+			if strings.HasPrefix(nj.ID, JobIDPrefix) {
+				return Result{Err: &ValidationError{Field: fmt.Sprintf("jobs[%d].id", i), Reason: "ids starting with " + JobIDPrefix + " are reserved"}}
+			}
+			if slices.Contains(ids[:i], nj.ID) {
+				return Result{Err: &ValidationError{Field: fmt.Sprintf("jobs[%d].id", i), Reason: "job " + nj.ID + " is given twice"}}
+			}
 			ids[i] = nj.ID
 		}
 	}
@@ -64,6 +71,9 @@ func (a *applier) submit(s *Submit) Result {
 			if n, ok := batchRef(d); ok {
 				if n < 0 || n >= len(s.Jobs) || n == i {
 					return Result{Err: &ValidationError{Field: "depends_on", Reason: fmt.Sprintf("%q does not name another job of this batch", d)}}
+				}
+				if e := existing[n]; e != nil && (e.Status == store.StatusFailed || e.Status == store.StatusCancelled) {
+					return Result{Err: &ValidationError{Field: "depends_on", Reason: "job " + e.ID + " has already " + string(e.Status)}}
 				}
 				deps[i] = append(deps[i], "$"+strconv.Itoa(n))
 				continue

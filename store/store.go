@@ -165,7 +165,8 @@ func (s *Store) Restore(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("restore: create %s: %w", tmp, err)
 	}
-	if _, err := io.Copy(f, r); err != nil {
+	n, err := io.Copy(f, r)
+	if err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return fmt.Errorf("restore: copy: %w", err)
@@ -185,7 +186,30 @@ func (s *Store) Restore(r io.Reader) error {
 		os.Remove(tmp)
 		return fmt.Errorf("restore: snapshot is not a state file: %w", err)
 	}
+	// A file shorter than its own high-water mark (a cut-off stream) passes
+	// the meta checks but faults (SIGBUS) when its pages are read.
+	// A state file of another format would fail to open only after the old
+	// one is gone.
+	var need int64
+	format := currentFormat
+	_ = probe.View(func(tx *bolt.Tx) error {
+		if need = tx.Size(); n < need {
+			return nil
+		}
+		if b := tx.Bucket(bucketMeta); b != nil && b.Get(keyFormat) != nil {
+			format = getUint(b.Get(keyFormat))
+		}
+		return nil
+	})
 	probe.Close()
+	if n < need {
+		os.Remove(tmp)
+		return fmt.Errorf("restore: snapshot is truncated: %d of %d bytes", n, need)
+	}
+	if format != currentFormat {
+		os.Remove(tmp)
+		return fmt.Errorf("restore: snapshot has state format %d, this binary reads %d", format, currentFormat)
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("restore: close old state: %w", err)
 	}

@@ -202,6 +202,10 @@ func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 	k, id := c.Seek(start)
 	if k == nil {
 		k, id = c.Last()
+	} else if !bytes.HasPrefix(k, prefix) {
+		// Seek landed on the first key of a later status: step back
+		// into this one.
+		k, id = c.Prev()
 	}
 	var out []*Job
 	scanned := 0

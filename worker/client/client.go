@@ -175,6 +175,8 @@ func (c *Client) send(ctx context.Context, server string, cl call, body []byte, 
 			return resp.StatusCode, retryNext, apiErr
 		case unavailable(resp.StatusCode) && cl.idempotent:
 			return resp.StatusCode, retryNext, apiErr
+		case unavailable(resp.StatusCode):
+			return resp.StatusCode, rotateOnly, apiErr
 		}
 		return resp.StatusCode, noRetry, apiErr
 	}

@@ -253,6 +253,9 @@ func TestFailover(t *testing.T) {
 		if !client.IsUnavailable(err) || bad.Load() != 1 || good.Load() != 0 {
 			t.Fatalf("err=%v bad=%d good=%d, want one 502 and no retry", err, bad.Load(), good.Load())
 		}
+		if c.Server() != goodSrv.URL {
+			t.Fatalf("the next request should go to %s, goes to %s", goodSrv.URL, c.Server())
+		}
 	})
 	t.Run("BrokenReplyToAPostIsNotRetried", func(t *testing.T) {
 		reset()

@@ -25,7 +25,7 @@ type Config struct {
 	Token string
 
 	// Rounds is how many times each server is tried for one request before
-	// giving up. Defaults to 4; must be at least 1.
+	// giving up. Defaults to 5; must be at least 1.
 	Rounds int
 
 	// Backoff is the pause after a round in which every server failed; it
@@ -41,7 +41,7 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		HTTPClient: newHTTPClient(),
-		Rounds:     4,
+		Rounds:     5,
 		Backoff:    100 * time.Millisecond,
 		Logger:     slog.New(slog.DiscardHandler),
 	}

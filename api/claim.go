@@ -1,0 +1,347 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// claimRetryPause is how long a long-poll waits after a claim came back
+// empty although a job looked ready (another worker got it first).
+const claimRetryPause = 5 * time.Millisecond
+
+// claimArgs is a validated claim.
+type claimArgs struct {
+	cmd  fsm.Claim
+	wait time.Duration
+}
+
+// claim leases jobs to a worker, waiting up to wait for one to be ready. An
+// idle wait proposes nothing: it sleeps on the state machine's change signal
+// (and the next delayed job's due time) and proposes a claim only when the
+// state holds a job this worker could take.
+func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
+	deadline := time.Now().Add(a.wait)
+	for {
+		changed := s.state.Changed()
+		if s.state.Claimable(a.cmd.Queues, a.cmd.Types, a.cmd.Shell, s.now()) {
+			res, err := s.propose(ctx, fsm.Cmd{Op: fsm.OpClaim, Claim: &a.cmd})
+			if err != nil {
+				return nil, err
+			}
+			if len(res.Jobs) > 0 {
+				s.metrics.claimed.Add(float64(len(res.Jobs)))
+				return res.Jobs, nil
+			}
+			changed = nil // lost a race: pause briefly rather than spin
+		}
+		left := time.Until(deadline)
+		if left <= 0 || !s.node.IsLeader() {
+			return nil, nil
+		}
+		timer := time.NewTimer(min(left, s.untilNextDue(changed == nil)))
+		select {
+		case <-changed:
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, nil
+		}
+		timer.Stop()
+	}
+}
+
+// untilNextDue is how long to sleep before the next delayed job is due.
+func (s *Server) untilNextDue(lostRace bool) time.Duration {
+	if lostRace {
+		return claimRetryPause
+	}
+	d := time.Second // re-check leadership now and then
+	if due := s.state.NextDue(); due != 0 {
+		d = min(d, max(time.Duration(due-s.now()), time.Millisecond))
+	}
+	return d
+}
+
+func (s *Server) claimArgs(req *wire.ClaimRequest) (claimArgs, error) {
+	if req.WorkerID == "" {
+		return claimArgs{}, invalid("worker_id", "must not be empty")
+	}
+	if len(req.WorkerID) > MaxKeyBytes {
+		return claimArgs{}, invalid("worker_id", "longer than %d bytes", MaxKeyBytes)
+	}
+	for _, q := range req.Queues {
+		if err := validName("queues", q); err != nil {
+			return claimArgs{}, err
+		}
+	}
+	for _, t := range req.Types {
+		if err := validName("types", t); err != nil {
+			return claimArgs{}, err
+		}
+	}
+	if req.Max < 0 || req.Max > fsm.MaxClaim {
+		return claimArgs{}, invalid("max", "must be between 1 and %d, got %d", fsm.MaxClaim, req.Max)
+	}
+	var wait time.Duration
+	if req.Wait != "" {
+		d, err := wire.ParseDuration("wait", req.Wait)
+		if err != nil {
+			return claimArgs{}, invalid("", "%s", err.Error())
+		}
+		wait = min(d, s.cfg.MaxWait)
+	}
+	return claimArgs{
+		cmd: fsm.Claim{
+			WorkerID: req.WorkerID,
+			Queues:   req.Queues,
+			Types:    req.Types,
+			Shell:    req.Shell,
+			Max:      max(req.Max, 1),
+			LeaseTTL: int64(s.cfg.LeaseTTL),
+		},
+		wait: wait,
+	}, nil
+}
+
+func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
+	var req wire.ClaimRequest
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	args, err := s.claimArgs(&req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	jobs, err := s.claim(r.Context(), args)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.ClaimResponse{Jobs: toWireList(jobs, s.now()), LeaseTTLMillis: s.cfg.LeaseTTL.Milliseconds()})
+}
+
+// handleNext is the seed's claim: GET /jobs/next?worker_id=W[&wait=][&queue=].
+// Without a queue it serves every queue, "default" first.
+func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	req := wire.ClaimRequest{WorkerID: q.Get("worker_id"), Wait: q.Get("wait"), Shell: true}
+	if queue := q.Get("queue"); queue != "" {
+		req.Queues = []string{queue}
+	} else {
+		req.Queues = s.allQueues()
+	}
+	args, err := s.claimArgs(&req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	jobs, err := s.claim(r.Context(), args)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(jobs) == 0 {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	writeJSON(w, http.StatusOK, toWire(jobs[0], s.now()))
+}
+
+// allQueues lists the queues that hold jobs, "default" first.
+func (s *Server) allQueues() []string {
+	out := []string{fsm.DefaultQueue}
+	for _, q := range s.state.Queues() {
+		if q.Name != fsm.DefaultQueue && q.Counts[store.StatusPending] > 0 {
+			out = append(out, q.Name)
+		}
+	}
+	return out
+}
+
+func (s *Server) handleJobHeartbeat(w http.ResponseWriter, r *http.Request) {
+	var req wire.HeartbeatRequest
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpHeartbeat, Heartbeat: &fsm.Heartbeat{
+		JobID: r.PathValue("id"), Lease: req.Lease, LeaseTTL: int64(s.cfg.LeaseTTL),
+	}})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := wire.HeartbeatResponse{LeaseExpiresAt: optTime(res.Deadline)}
+	if len(res.Actions) > 0 {
+		out.Action = res.Actions[0].Action
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleDone(w http.ResponseWriter, r *http.Request) { s.report(w, r, true) }
+func (s *Server) handleFail(w http.ResponseWriter, r *http.Request) { s.report(w, r, false) }
+
+// report ends an attempt. Without a body (the seed's workers) it applies to
+// the job's current attempt.
+func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
+	var req wire.ReportRequest
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rep := &fsm.Report{
+		JobID:    r.PathValue("id"),
+		Lease:    req.Lease,
+		Success:  success,
+		ExitCode: req.ExitCode,
+		Output:   req.Output,
+		Error:    req.Error,
+		Final:    req.Retry != nil && !*req.Retry,
+		Draw:     draw(),
+	}
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpReport, Report: rep})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	j := res.Jobs[0]
+	s.metrics.finished(j)
+	s.logger.Debug("attempt reported", "job", j.ID, "attempt", j.Attempts, "lease", req.Lease, "status", j.Status, "request_id", requestID(r.Context()))
+	writeJSON(w, http.StatusOK, toWire(j, s.now()))
+}
+
+func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
+	var req wire.Worker
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := checkWorker(&req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpRegister, Register: &fsm.Register{Worker: store.Worker{
+		ID: req.ID, ExecAddr: req.ExecAddr, VRAMMB: req.Resources.VRAMMB, MemoryMB: req.Resources.MemoryMB,
+		CPUMillis: req.Resources.CPUMillis, Slots: req.Resources.Slots, Tags: req.Tags, Queues: req.Queues,
+	}}})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, s.workerWire(res.Worker, 0))
+}
+
+func checkWorker(w *wire.Worker) error {
+	switch {
+	case w.ID == "":
+		return invalid("id", "must not be empty")
+	case len(w.ID) > MaxKeyBytes:
+		return invalid("id", "longer than %d bytes", MaxKeyBytes)
+	case w.Resources.VRAMMB < 0:
+		return invalid("resources.vram_mb", "must not be negative")
+	case w.Resources.MemoryMB < 0:
+		return invalid("resources.memory_mb", "must not be negative")
+	case w.Resources.CPUMillis < 0:
+		return invalid("resources.cpu_millis", "must not be negative")
+	case w.Resources.Slots < 0:
+		return invalid("resources.slots", "must not be negative")
+	case len(w.Tags) > MaxMapEntries:
+		return invalid("tags", "more than %d tags", MaxMapEntries)
+	}
+	for _, q := range w.Queues {
+		if err := validName("queues", q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{
+		WorkerID: r.PathValue("id"), LeaseTTL: int64(s.cfg.LeaseTTL),
+	}})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := wire.WorkerHeartbeatResponse{Renewed: res.Renewed, LeaseExpiresAt: optTime(res.Deadline)}
+	for _, a := range res.Actions {
+		out.Actions = append(out.Actions, wire.JobAction{JobID: a.JobID, Lease: a.Lease, Action: a.Action})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request) {
+	workers, err := s.state.Workers()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	running := s.state.RunningByWorker()
+	out := wire.WorkerList{Workers: make([]wire.Worker, 0, len(workers))}
+	for _, wk := range workers {
+		out.Workers = append(out.Workers, s.workerWire(wk, running[wk.ID]))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (s *Server) workerWire(w *store.Worker, running int) wire.Worker {
+	status := "active"
+	if time.Duration(s.now()-w.LastHeartbeat) > s.cfg.WorkerOfflineAfter {
+		status = "offline"
+	}
+	return wire.Worker{
+		ID: w.ID, ExecAddr: w.ExecAddr, Tags: w.Tags, Queues: w.Queues, Status: status,
+		Resources:     wire.Resources{VRAMMB: w.VRAMMB, MemoryMB: w.MemoryMB, CPUMillis: w.CPUMillis, Slots: w.Slots},
+		LastHeartbeat: time.Unix(0, w.LastHeartbeat).UTC(), RegisteredAt: time.Unix(0, w.RegisteredAt).UTC(),
+		RunningJobs: running,
+	}
+}
+
+// QueueInfo is one entry of GET /queues.
+type QueueInfo struct {
+	Name   string         `json:"name"`
+	Paused bool           `json:"paused"`
+	Counts map[string]int `json:"counts"`
+}
+
+func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
+	var out []QueueInfo
+	for _, q := range s.state.Queues() {
+		c := make(map[string]int, len(q.Counts))
+		for st, n := range q.Counts {
+			c[string(st)] = n
+		}
+		out = append(out, QueueInfo{Name: q.Name, Paused: q.Paused, Counts: c})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+}
+
+func (s *Server) handlePause(w http.ResponseWriter, r *http.Request)  { s.pause(w, r, true) }
+func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) { s.pause(w, r, false) }
+
+func (s *Server) pause(w http.ResponseWriter, r *http.Request, paused bool) {
+	name := r.PathValue("name")
+	if err := validName("name", name); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	known := slices.ContainsFunc(s.state.Queues(), func(q fsm.QueueStats) bool { return q.Name == name })
+	if !known && paused {
+		s.fail(w, r, &badRequest{field: "name", reason: "unknown queue " + name})
+		return
+	}
+	if _, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpPauseQueue, Queue: &fsm.PauseQueue{Name: name, Paused: paused}}); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, QueueInfo{Name: name, Paused: paused})
+}

@@ -1,0 +1,229 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// Listing limits.
+const (
+	DefaultListLimit = 50
+	MaxListLimit     = 1000
+	maxListScan      = 100_000
+)
+
+func (s *Server) now() int64 { return s.cfg.Now().UnixNano() }
+
+// propose runs one command on the leader with the request's context.
+func (s *Server) propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
+	return s.node.Propose(ctx, cmd)
+}
+
+func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	var req wire.SubmitRequest
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	nj, err := newJob(&req, "", s.cfg.Now())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := s.checkDependencies([]fsm.NewJob{nj}); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpSubmit, Submit: &fsm.Submit{Jobs: []fsm.NewJob{nj}}})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if res.Existing {
+		status = http.StatusOK
+	} else {
+		s.metrics.submitted.WithLabelValues(nj.Queue).Inc()
+		s.logger.Debug("job submitted", "job", res.Jobs[0].ID, "queue", nj.Queue, "request_id", requestID(r.Context()))
+	}
+	writeJSON(w, status, toWire(res.Jobs[0], s.now()))
+}
+
+func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
+	var req wire.BatchSubmitRequest
+	if err := decodeBody(w, r, s.cfg.MaxBatchBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(req.Jobs) == 0 {
+		s.fail(w, r, invalid("jobs", "must hold at least one job"))
+		return
+	}
+	if len(req.Jobs) > s.cfg.MaxBatchJobs {
+		s.fail(w, r, invalid("jobs", "at most %d jobs per batch, got %d", s.cfg.MaxBatchJobs, len(req.Jobs)))
+		return
+	}
+	now := s.cfg.Now()
+	jobs := make([]fsm.NewJob, len(req.Jobs))
+	for i := range req.Jobs {
+		nj, err := newJob(&req.Jobs[i], fmt.Sprintf("jobs[%d].", i), now)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		jobs[i] = nj
+	}
+	if err := s.checkDependencies(jobs); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpSubmit, Submit: &fsm.Submit{Jobs: jobs}})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for _, j := range jobs {
+		s.metrics.submitted.WithLabelValues(j.Queue).Inc()
+	}
+	writeJSON(w, http.StatusCreated, wire.JobList{Jobs: toWireList(res.Jobs, s.now())})
+}
+
+// checkDependencies refuses unknown dependencies before proposing; the FSM
+// checks again when it applies, against the state of that moment.
+func (s *Server) checkDependencies(jobs []fsm.NewJob) error {
+	for i, nj := range jobs {
+		for _, d := range nj.DependsOn {
+			if strings.HasPrefix(d, "$") {
+				if len(jobs) == 1 {
+					return invalid("depends_on", "%q refers to a batch position; use POST /jobs/batch", d)
+				}
+				continue
+			}
+			if _, err := s.state.Job(d); err != nil {
+				field := "depends_on"
+				if len(jobs) > 1 {
+					field = fmt.Sprintf("jobs[%d].depends_on", i)
+				}
+				return invalid(field, "unknown job %s", d)
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
+	j, err := s.state.Job(r.PathValue("id"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toWire(j, s.now()))
+}
+
+// handleList serves GET /jobs?status=&queue=&limit=&cursor=&metadata.k=v.
+func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	limit := DefaultListLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxListLimit {
+			s.fail(w, r, invalid("limit", "must be a number from 1 to %d, got %q", MaxListLimit, v))
+			return
+		}
+		limit = n
+	}
+	var before uint64
+	if v := q.Get("cursor"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil || n == 0 {
+			s.fail(w, r, invalid("cursor", "%q is not a cursor from a previous page", v))
+			return
+		}
+		before = n
+	}
+	now := s.now()
+	status, match, err := listFilter(q.Get("status"), q.Get("queue"), q, now)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	jobs, next, err := s.state.ListJobs(store.ListQuery{Status: status, Before: before, Limit: limit, Match: match, Scan: maxListScan})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := wire.JobList{Jobs: toWireList(jobs, now)}
+	if next != 0 {
+		out.NextCursor = strconv.FormatUint(next, 10)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// listFilter turns query parameters into a status index and a filter.
+func listFilter(status, queue string, q map[string][]string, now int64) (store.Status, func(*store.Job) bool, error) {
+	var preds []func(*store.Job) bool
+	st := store.Status(status)
+	switch status {
+	case "":
+	case wire.StatusScheduled:
+		st = store.StatusPending
+		preds = append(preds, func(j *store.Job) bool { return j.RunAt > now })
+	case wire.StatusPending:
+		preds = append(preds, func(j *store.Job) bool { return j.RunAt <= now })
+	default:
+		if !st.Valid() {
+			return "", nil, invalid("status", "%q is not one of blocked, scheduled, pending, running, cancelling, done, failed, cancelled", status)
+		}
+	}
+	if queue != "" {
+		preds = append(preds, func(j *store.Job) bool { return j.Queue == queue })
+	}
+	for k, vs := range q {
+		if name, ok := strings.CutPrefix(k, "metadata."); ok && len(vs) > 0 {
+			want := vs[0]
+			preds = append(preds, func(j *store.Job) bool { v, ok := j.Metadata[name]; return ok && v == want })
+		}
+	}
+	if len(preds) == 0 {
+		return st, nil, nil
+	}
+	return st, func(j *store.Job) bool {
+		for _, p := range preds {
+			if !p(j) {
+				return false
+			}
+		}
+		return true
+	}, nil
+}
+
+func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
+	cascade := r.URL.Query().Get("cascade") != "false"
+	s.jobCommand(w, r, fsm.Cmd{Op: fsm.OpCancel, Cancel: &fsm.Cancel{JobID: r.PathValue("id"), Cascade: cascade}})
+}
+
+func (s *Server) handleRetry(w http.ResponseWriter, r *http.Request) {
+	s.jobCommand(w, r, fsm.Cmd{Op: fsm.OpRetry, Retry: &fsm.Retry{JobID: r.PathValue("id")}})
+}
+
+// jobCommand proposes a command about one job and replies with the job.
+func (s *Server) jobCommand(w http.ResponseWriter, r *http.Request, cmd fsm.Cmd) {
+	res, err := s.propose(r.Context(), cmd)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, toWire(res.Jobs[0], s.now()))
+}
+
+// draw is a random number in [0,1) for backoff jitter, drawn by the leader
+// and written into the command so every node computes the same delay.
+func draw() float64 { return rand.Float64() }

@@ -1,0 +1,340 @@
+// Package api serves Workron's HTTP/JSON API on every node: it validates
+// requests, forwards writes (and consistent reads) from followers to the
+// leader, turns requests into commands for the leader's proposer, parks
+// long-polling workers until a job is ready, and runs the leader-only loops
+// (the reaper) that turn the passing of time into commands. It never writes
+// the state itself: every change goes through Raft.
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httputil"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/raftnode"
+)
+
+// Raft is what the API needs of the local cluster member.
+type Raft interface {
+	Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error)
+	IsLeader() bool
+	Leader() (id, addr string)
+	VerifyLeader(ctx context.Context) error
+	ID() string
+	RaftAddr() string
+	Role() string
+	Servers() ([]raftnode.Server, error)
+	AddVoter(ctx context.Context, id, addr string) error
+	RemoveServer(ctx context.Context, id string) error
+	Stats() raftnode.Stats
+	WriteBackup(w io.Writer) (int64, error)
+}
+
+// Config configures a Server.
+type Config struct {
+	// Node is the local cluster member. Required.
+	Node Raft
+	// State is the local state machine, read for GETs. Required.
+	State *fsm.FSM
+	// AdvertiseHTTP is the base URL peers and forwarded requests reach this
+	// node at, e.g. "http://127.0.0.1:7001". Required.
+	AdvertiseHTTP string
+	// JoinURLs are nodes to ask to add this one to their cluster.
+	JoinURLs []string
+
+	// LeaseTTL is how long a claimed job's lease lasts without a
+	// heartbeat. Defaults to 30s.
+	LeaseTTL time.Duration
+	// MaxWait caps a claim's long-poll. Defaults to 60s.
+	MaxWait time.Duration
+	// ReapInterval is how often the leader looks for expired leases.
+	// Defaults to 1s.
+	ReapInterval time.Duration
+	// WorkerOfflineAfter is how long a silent worker is shown active.
+	// Defaults to 3 lease TTLs.
+	WorkerOfflineAfter time.Duration
+	// MaxBodyBytes caps a request body (413 beyond). Defaults to 1 MiB.
+	MaxBodyBytes int64
+	// MaxBatchBodyBytes caps a batch submit's body. Defaults to 32 MiB.
+	MaxBatchBodyBytes int64
+	// MaxBatchJobs caps the jobs of one batch submit. Defaults to 1000.
+	MaxBatchJobs int
+
+	// Logger receives request and job logs. Defaults to discarding them.
+	Logger *slog.Logger
+	// Registry receives the API's metrics. Defaults to a new registry.
+	Registry *prometheus.Registry
+	// Now is the clock. Defaults to time.Now.
+	Now func() time.Time
+}
+
+// DefaultConfig returns a Config with every optional field at its default.
+func DefaultConfig() Config {
+	return Config{
+		LeaseTTL:          30 * time.Second,
+		MaxWait:           60 * time.Second,
+		ReapInterval:      time.Second,
+		MaxBodyBytes:      1 << 20,
+		MaxBatchBodyBytes: 32 << 20,
+		MaxBatchJobs:      1000,
+	}
+}
+
+// Validate names the first missing or out-of-bounds field.
+func (c *Config) Validate() error {
+	switch {
+	case c.Node == nil:
+		return errors.New("api: Node is required")
+	case c.State == nil:
+		return errors.New("api: State is required")
+	case c.AdvertiseHTTP == "":
+		return errors.New("api: AdvertiseHTTP is required")
+	case c.LeaseTTL < 10*time.Millisecond:
+		return fmt.Errorf("api: LeaseTTL must be at least 10ms, got %s", c.LeaseTTL)
+	case c.MaxWait < 0:
+		return fmt.Errorf("api: MaxWait must not be negative")
+	case c.ReapInterval <= 0:
+		return fmt.Errorf("api: ReapInterval must be positive")
+	case c.MaxBodyBytes < 1024:
+		return fmt.Errorf("api: MaxBodyBytes must be at least 1024, got %d", c.MaxBodyBytes)
+	case c.MaxBatchJobs < 1:
+		return fmt.Errorf("api: MaxBatchJobs must be at least 1")
+	}
+	return nil
+}
+
+// Server is the HTTP API of one node.
+type Server struct {
+	cfg     Config
+	node    Raft
+	state   *fsm.FSM
+	logger  *slog.Logger
+	mux     *http.ServeMux
+	proxy   *httputil.ReverseProxy
+	client  *http.Client
+	metrics *metrics
+
+	leaderMu    sync.Mutex
+	leaderSince time.Time
+}
+
+// New builds a Server; call Handler to serve it and OnLeader from the node.
+func New(cfg Config) (*Server, error) {
+	if cfg.WorkerOfflineAfter == 0 {
+		cfg.WorkerOfflineAfter = 3 * cfg.LeaseTTL
+	}
+	if cfg.MaxBatchBodyBytes == 0 {
+		cfg.MaxBatchBodyBytes = 32 << 20
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Registry == nil {
+		cfg.Registry = prometheus.NewRegistry()
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	cfg.AdvertiseHTTP = strings.TrimRight(cfg.AdvertiseHTTP, "/")
+	s := &Server{
+		cfg:    cfg,
+		node:   cfg.Node,
+		state:  cfg.State,
+		logger: cfg.Logger.With("component", "api"),
+		mux:    http.NewServeMux(),
+		client: &http.Client{Transport: newTransport(), Timeout: 10 * time.Second},
+	}
+	s.proxy = s.newProxy()
+	s.metrics = newMetrics(cfg.Registry, s)
+	s.routes()
+	return s, nil
+}
+
+// Handler is the node's whole HTTP surface.
+func (s *Server) Handler() http.Handler {
+	return s.withRequestID(s.mux)
+}
+
+func (s *Server) routes() {
+	w := s.leaderWrite
+	r := s.leaderRead
+	s.mux.HandleFunc("POST /jobs", w(s.handleSubmit))
+	s.mux.HandleFunc("POST /jobs/batch", w(s.handleBatchSubmit))
+	s.mux.HandleFunc("GET /jobs", r(s.handleList))
+	s.mux.HandleFunc("GET /jobs/next", w(s.handleNext))
+	s.mux.HandleFunc("POST /jobs/claim", w(s.handleClaim))
+	s.mux.HandleFunc("GET /jobs/{id}", r(s.handleGet))
+	s.mux.HandleFunc("POST /jobs/{id}/heartbeat", w(s.handleJobHeartbeat))
+	s.mux.HandleFunc("POST /jobs/{id}/done", w(s.handleDone))
+	s.mux.HandleFunc("POST /jobs/{id}/fail", w(s.handleFail))
+	s.mux.HandleFunc("POST /jobs/{id}/cancel", w(s.handleCancel))
+	s.mux.HandleFunc("POST /jobs/{id}/retry", w(s.handleRetry))
+	s.mux.HandleFunc("POST /workers/register", w(s.handleRegister))
+	s.mux.HandleFunc("POST /workers/{id}/heartbeat", w(s.handleWorkerHeartbeat))
+	s.mux.HandleFunc("GET /workers", r(s.handleWorkers))
+	s.mux.HandleFunc("GET /queues", r(s.handleQueues))
+	s.mux.HandleFunc("POST /queues/{name}/pause", w(s.handlePause))
+	s.mux.HandleFunc("POST /queues/{name}/resume", w(s.handleResume))
+	s.mux.HandleFunc("GET /health", s.handleHealth)
+	s.mux.HandleFunc("GET /cluster", s.handleCluster)
+	s.mux.HandleFunc("POST /cluster/join", w(s.handleJoin))
+	s.mux.HandleFunc("DELETE /cluster/nodes/{id}", w(s.handleRemove))
+	s.mux.HandleFunc("GET /backup", r(s.handleBackup))
+	s.mux.Handle("GET /metrics", s.metrics.handler())
+	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
+	})
+}
+
+// writeJSON writes v with the status.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+// writeError writes the one error shape every failure uses.
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1")
+	}
+	writeJSON(w, status, wire.Error{Error: msg, Code: code})
+}
+
+// fail maps an error from a proposal or a read to a status and a code.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var (
+		ve *fsm.ValidationError
+		be *badRequest
+	)
+	switch {
+	case errors.As(err, &be):
+		writeError(w, be.status(), be.code(), be.Error())
+	case errors.As(err, &ve):
+		writeError(w, http.StatusBadRequest, "invalid", ve.Error())
+	case errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrWorkerNotFound):
+		writeError(w, http.StatusNotFound, "not_found", trimPrefix(err))
+	case errors.Is(err, fsm.ErrStaleLease):
+		writeError(w, http.StatusConflict, "stale_lease", trimPrefix(err))
+	case errors.Is(err, fsm.ErrNotRunning):
+		writeError(w, http.StatusConflict, "not_running", trimPrefix(err))
+	case errors.Is(err, fsm.ErrConflict):
+		writeError(w, http.StatusConflict, "conflict", trimPrefix(err))
+	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrNotCommitted), errors.Is(err, raftnode.ErrShutdown):
+		writeError(w, http.StatusServiceUnavailable, "no_leader", "this node cannot reach a leader right now; nothing was done, retry")
+	case errors.Is(err, raftnode.ErrUnknownOutcome):
+		writeError(w, http.StatusGatewayTimeout, "outcome_unknown", "the request may or may not have taken effect; retry with the same idempotency_key to be safe")
+	default:
+		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err, "request_id", requestID(r.Context()))
+		writeError(w, http.StatusInternalServerError, "internal", err.Error())
+	}
+}
+
+// trimPrefix drops a package prefix like "fsm: " from a sentinel's text.
+func trimPrefix(err error) string {
+	return strings.ReplaceAll(err.Error(), "fsm: ", "")
+}
+
+// badRequest is an input error found before anything was proposed.
+type badRequest struct {
+	field  string
+	reason string
+	tooBig bool
+}
+
+func (e *badRequest) Error() string {
+	if e.field == "" {
+		return e.reason
+	}
+	return e.field + ": " + e.reason
+}
+
+func (e *badRequest) status() int {
+	if e.tooBig {
+		return http.StatusRequestEntityTooLarge
+	}
+	return http.StatusBadRequest
+}
+
+func (e *badRequest) code() string {
+	if e.tooBig {
+		return "too_large"
+	}
+	return "invalid"
+}
+
+func invalid(field, format string, args ...any) error {
+	return &badRequest{field: field, reason: fmt.Sprintf(format, args...)}
+}
+
+// decodeBody reads an optional JSON body of at most limit bytes into v. An
+// empty body leaves v as it is. Unknown fields are ignored.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &badRequest{reason: fmt.Sprintf("request body is larger than %d bytes", limit), tooBig: true}
+		}
+		return &badRequest{reason: "reading request body: " + err.Error()}
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return jsonError(err)
+	}
+	return nil
+}
+
+// jsonError turns a decoding error into a sentence that names the field.
+func jsonError(err error) error {
+	var (
+		te *json.UnmarshalTypeError
+		se *json.SyntaxError
+	)
+	switch {
+	case errors.As(err, &te):
+		field := te.Field
+		if field == "" {
+			field = "body"
+		}
+		return invalid(field, "must be %s, got JSON %s", jsonKind(te.Type.Kind().String()), te.Value)
+	case errors.As(err, &se):
+		return invalid("", "malformed JSON at byte %d: %v", se.Offset, se)
+	}
+	return invalid("", "malformed JSON: %v", err)
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "string":
+		return "a string"
+	case "int", "int64", "uint64", "float64":
+		return "a number"
+	case "bool":
+		return "true or false"
+	case "slice":
+		return "an array"
+	case "map", "struct":
+		return "an object"
+	case "ptr":
+		return "a value of the documented type"
+	}
+	return "of type " + k
+}

@@ -1,0 +1,429 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/worker/client"
+)
+
+// cliFlags are the flags every client verb takes.
+type cliFlags struct {
+	server string
+	output string
+}
+
+func (c *cliFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&c.server, "server", envOr("WORKRON_SERVER", "http://127.0.0.1:7070"), "node URLs, comma-separated (env WORKRON_SERVER)")
+	fs.StringVar(&c.output, "o", "table", "output: table or json")
+}
+
+// cli is one client verb's context.
+type cli struct {
+	flags  cliFlags
+	client *client.Client
+	out    io.Writer
+}
+
+func runClient(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := &cli{out: stdout}
+	c.flags.register(fs)
+	switch verb {
+	case "submit":
+		return c.submit(ctx, fs, args)
+	case "jobs":
+		return c.jobs(ctx, fs, args)
+	case "workers":
+		return c.simple(ctx, fs, args, "/workers", c.printWorkers)
+	case "queues":
+		return c.simple(ctx, fs, args, "/queues", c.printQueues)
+	case "cluster":
+		return c.cluster(ctx, fs, args)
+	}
+	return fmt.Errorf("unknown command %q", verb)
+}
+
+func (c *cli) connect() error {
+	if c.flags.output != "table" && c.flags.output != "json" {
+		return fmt.Errorf("-o: %q is not table or json", c.flags.output)
+	}
+	cfg := client.DefaultConfig()
+	cfg.Servers = splitList(c.flags.server)
+	cl, err := client.New(cfg)
+	if err != nil {
+		return err
+	}
+	c.client = cl
+	return nil
+}
+
+// parse parses flags that may come before or after positional arguments.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return pos, nil
+		}
+		if args[0] == "--" {
+			return append(pos, args[1:]...), nil
+		}
+		pos = append(pos, args[0])
+		args = args[1:]
+	}
+}
+
+func (c *cli) submit(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	var (
+		req                wire.SubmitRequest
+		maxAttempts        int
+		depends, env, meta string
+		wait               bool
+	)
+	fs.StringVar(&req.Queue, "queue", "", "queue (default \"default\")")
+	fs.IntVar(&req.Priority, "priority", 0, "priority; higher runs first")
+	fs.IntVar(&maxAttempts, "max-attempts", 0, "total attempts (default 3)")
+	fs.StringVar(&depends, "depends-on", "", "job ids this job waits for, comma-separated")
+	fs.StringVar(&req.Timeout, "timeout", "", "per-attempt timeout, e.g. 90s")
+	fs.StringVar(&req.Delay, "delay", "", "run after this delay, e.g. 5m")
+	fs.StringVar(&req.IdempotencyKey, "idempotency-key", "", "submit at most once per key")
+	fs.StringVar(&env, "env", "", "environment K=V pairs, comma-separated")
+	fs.StringVar(&meta, "metadata", "", "metadata K=V pairs, comma-separated")
+	fs.BoolVar(&wait, "wait", false, "wait until the job finishes and exit with its exit code")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return errors.New("submit: give the command after --, e.g. workron submit -- echo hello")
+	}
+	req.Command = strings.Join(pos, " ")
+	if maxAttempts != 0 {
+		req.MaxAttempts = &maxAttempts
+	}
+	req.DependsOn = splitList(depends)
+	if req.Env, err = pairs("env", env); err != nil {
+		return err
+	}
+	if req.Metadata, err = pairs("metadata", meta); err != nil {
+		return err
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
+	job, err := c.client.Submit(ctx, req)
+	if err != nil {
+		return err
+	}
+	if wait {
+		return c.wait(ctx, job.ID)
+	}
+	return c.print(job, func() { fmt.Fprintln(c.out, job.ID) })
+}
+
+func pairs(field, s string) (map[string]string, error) {
+	if s == "" {
+		return nil, nil
+	}
+	out := make(map[string]string)
+	for _, kv := range splitList(s) {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("--%s: %q is not K=V", field, kv)
+		}
+		out[k] = v
+	}
+	return out, nil
+}
+
+func (c *cli) jobs(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	var opts client.ListOptions
+	fs.StringVar(&opts.Status, "status", "", "only jobs in this status")
+	fs.StringVar(&opts.Queue, "queue", "", "only jobs in this queue")
+	fs.IntVar(&opts.Limit, "limit", 20, "at most this many")
+	fs.StringVar(&opts.Cursor, "cursor", "", "next_cursor of a previous page")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return errors.New("jobs: give ls, get ID, cancel ID, retry ID or wait ID")
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
+	sub := pos[0]
+	if sub == "ls" || sub == "list" {
+		list, err := c.client.List(ctx, opts)
+		if err != nil {
+			return err
+		}
+		return c.print(list, func() { c.printJobs(list) })
+	}
+	if len(pos) != 2 {
+		return fmt.Errorf("jobs %s: give exactly one job id", sub)
+	}
+	id := pos[1]
+	var job *wire.Job
+	switch sub {
+	case "get":
+		job, err = c.client.Get(ctx, id)
+	case "cancel":
+		job, err = c.client.Cancel(ctx, id)
+	case "retry":
+		job, err = c.client.Retry(ctx, id)
+	case "wait":
+		return c.wait(ctx, id)
+	default:
+		return fmt.Errorf("jobs: unknown subcommand %q", sub)
+	}
+	if err != nil {
+		return err
+	}
+	return c.print(job, func() { c.printJob(job) })
+}
+
+// wait follows a job until it finishes and exits with its exit code (1 for
+// a failure without one).
+func (c *cli) wait(ctx context.Context, id string) error {
+	job, err := c.client.Wait(ctx, id, 200*time.Millisecond)
+	if err != nil {
+		return err
+	}
+	if err := c.print(job, func() { c.printJob(job) }); err != nil {
+		return err
+	}
+	switch {
+	case job.Status == wire.StatusDone:
+		return nil
+	case job.ExitCode != nil && *job.ExitCode != 0:
+		return &exitError{code: *job.ExitCode}
+	}
+	return &exitError{code: 1}
+}
+
+func (c *cli) print(v any, table func()) error {
+	if c.flags.output == "json" {
+		enc := json.NewEncoder(c.out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(v)
+	}
+	table()
+	return nil
+}
+
+func (c *cli) printJobs(list *wire.JobList) {
+	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tQUEUE\tPRIO\tATTEMPTS\tCREATED\tCOMMAND")
+	for _, j := range list.Jobs {
+		cmd := j.Command
+		if cmd == "" {
+			cmd = "type:" + j.Type
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", j.ID, j.Status, j.Queue, j.Priority, j.Attempts, j.MaxAttempts,
+			j.CreatedAt.Local().Format(time.DateTime), truncate(cmd, 50))
+	}
+	tw.Flush()
+	if list.NextCursor != "" {
+		fmt.Fprintf(c.out, "more: --cursor %s\n", list.NextCursor)
+	}
+}
+
+func (c *cli) printJob(j *wire.Job) {
+	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", k, v)
+		}
+	}
+	row("id", j.ID)
+	row("status", j.Status)
+	row("command", j.Command)
+	row("type", j.Type)
+	row("queue", j.Queue)
+	row("priority", fmt.Sprint(j.Priority))
+	row("attempts", fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts))
+	row("depends_on", strings.Join(j.DependsOn, ","))
+	row("worker", j.WorkerID)
+	if j.ExitCode != nil {
+		row("exit_code", fmt.Sprint(*j.ExitCode))
+	}
+	row("last_error", j.LastError)
+	tw.Flush()
+	if j.Output != "" {
+		fmt.Fprintf(c.out, "output:\n%s", j.Output)
+		if !strings.HasSuffix(j.Output, "\n") {
+			fmt.Fprintln(c.out)
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}
+
+// simple fetches a GET endpoint and prints it.
+func (c *cli) simple(ctx context.Context, fs *flag.FlagSet, args []string, path string, table func([]byte) error) error {
+	if _, err := parse(fs, args); err != nil {
+		return err
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
+	body, err := c.raw(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		return err
+	}
+	if c.flags.output == "json" {
+		_, err := c.out.Write(body)
+		return err
+	}
+	return table(body)
+}
+
+// raw sends a request to the first server and returns the body of a 2xx
+// reply, or the API's error.
+func (c *cli) raw(ctx context.Context, method, path string, body any) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	var last error
+	for _, s := range splitList(c.flags.server) {
+		req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(s, "/")+path, rd)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			last = err
+			continue
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode/100 != 2 {
+			var e wire.Error
+			if json.Unmarshal(data, &e) == nil && e.Error != "" {
+				return nil, fmt.Errorf("%s %s: %s (%d %s)", method, path, e.Error, resp.StatusCode, e.Code)
+			}
+			return nil, fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
+		}
+		return data, nil
+	}
+	return nil, fmt.Errorf("no server reachable: %w", last)
+}
+
+func (c *cli) printWorkers(body []byte) error {
+	var list wire.WorkerList
+	if err := json.Unmarshal(body, &list); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tSTATUS\tRUNNING\tSLOTS\tQUEUES\tLAST HEARTBEAT")
+	for _, w := range list.Workers {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", w.ID, w.Status, w.RunningJobs, w.Resources.Slots, strings.Join(w.Queues, ","), w.LastHeartbeat.Local().Format(time.DateTime))
+	}
+	return tw.Flush()
+}
+
+func (c *cli) printQueues(body []byte) error {
+	var list struct {
+		Queues []struct {
+			Name   string         `json:"name"`
+			Paused bool           `json:"paused"`
+			Counts map[string]int `json:"counts"`
+		} `json:"queues"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tPAUSED\tBLOCKED\tPENDING\tRUNNING\tDONE\tFAILED\tCANCELLED")
+	for _, q := range list.Queues {
+		n := q.Counts
+		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\n", q.Name, q.Paused, n["blocked"], n["pending"], n["running"]+n["cancelling"], n["done"], n["failed"], n["cancelled"])
+	}
+	return tw.Flush()
+}
+
+func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	var join wire.JoinRequest
+	fs.StringVar(&join.ID, "id", "", "join: the new node's id")
+	fs.StringVar(&join.Raft, "raft", "", "join: the new node's Raft host:port")
+	fs.StringVar(&join.HTTP, "http", "", "join: the new node's HTTP base URL")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 {
+		return errors.New("cluster: give status, join or remove ID")
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
+	switch pos[0] {
+	case "status":
+		body, err := c.raw(ctx, http.MethodGet, "/cluster", nil)
+		if err != nil {
+			return err
+		}
+		if c.flags.output == "json" {
+			_, err := c.out.Write(body)
+			return err
+		}
+		var cl wire.Cluster
+		if err := json.Unmarshal(body, &cl); err != nil {
+			return err
+		}
+		tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tROLE\tHTTP\tRAFT")
+		for _, n := range cl.Nodes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.ID, n.Role, n.HTTP, n.Raft)
+		}
+		tw.Flush()
+		fmt.Fprintf(c.out, "leader: %s  applied index: %d\n", cl.Leader, cl.AppliedIndex)
+		return nil
+	case "join":
+		if _, err := c.raw(ctx, http.MethodPost, "/cluster/join", join); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.out, "joined %s\n", join.ID)
+		return nil
+	case "remove":
+		if len(pos) != 2 {
+			return errors.New("cluster remove: give the node id")
+		}
+		if _, err := c.raw(ctx, http.MethodDelete, "/cluster/nodes/"+url.PathEscape(pos[1]), nil); err != nil {
+			return err
+		}
+		fmt.Fprintf(c.out, "removed %s\n", pos[1])
+		return nil
+	}
+	return fmt.Errorf("cluster: unknown subcommand %q", pos[0])
+}

@@ -1,0 +1,116 @@
+// Command workron is the whole of Workron in one binary: cluster node
+// (server), worker, single-process dev mode, and client verbs. It parses
+// flags and environment into the packages' Configs; the logic lives there.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+)
+
+const usage = `workron: a distributed job scheduler in one binary.
+
+Usage:
+  workron server --id ID --http ADDR --raft ADDR --data DIR [--bootstrap | --peers id=addr,... | --join URL]
+  workron worker --server URL[,URL...] [--id ID] [--concurrency N] [--queues a,b]
+  workron dev    [--http 127.0.0.1:7070] [--data ./workron-data] [--concurrency 4]
+
+  workron submit [flags] -- COMMAND...     submit a shell job
+  workron jobs ls [--status S] [--queue Q] [--limit N]
+  workron jobs get ID | cancel ID | retry ID | wait ID
+  workron workers                          list workers
+  workron queues                           list queues
+  workron cluster status | join URL --id ID --raft ADDR --http URL | remove ID
+
+Client verbs take --server (or WORKRON_SERVER, default http://127.0.0.1:7070)
+and -o json. Run "workron COMMAND -h" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		var ee *exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "workron:", err)
+		}
+		os.Exit(1)
+	}
+}
+
+// exitError ends the process with a given code and no further message.
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// run dispatches a subcommand; tests call it directly.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return &exitError{code: 2}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "server":
+		return runServer(ctx, rest, stderr)
+	case "worker":
+		return runWorker(ctx, rest, stderr)
+	case "dev":
+		return runDev(ctx, rest, stdout, stderr)
+	case "submit", "jobs", "workers", "queues", "cluster":
+		return runClient(ctx, cmd, rest, stdout, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "workron: unknown command %q\n\n%s", cmd, usage)
+	return &exitError{code: 2}
+}
+
+// logFlags are the logging flags every long-running command takes.
+type logFlags struct {
+	format string
+	level  string
+}
+
+func (l *logFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&l.format, "log-format", "text", "log format: text or json")
+	fs.StringVar(&l.level, "log-level", "info", "log level: debug, info, warn or error")
+}
+
+func (l *logFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(l.level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %q is not debug, info, warn or error", l.level)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch l.format {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is not text or json", l.format)
+}
+
+// splitList splits "a,b,,c" into [a b c].
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/workron/workron/api"
+	"github.com/workron/workron/raftnode"
+)
+
+// serverFlags are everything `workron server` takes.
+type serverFlags struct {
+	id, httpAddr, raftAddr, dataDir string
+	advertiseHTTP                   string
+	bootstrap                       bool
+	peers, join                     string
+	leaseTTL, maxWait, reapInterval time.Duration
+	heartbeat, election             time.Duration
+	stateNoSync                     bool
+	snapshotThreshold               uint64
+	logs                            logFlags
+}
+
+func (f *serverFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.id, "id", "", "this node's unique id (required)")
+	fs.StringVar(&f.httpAddr, "http", "127.0.0.1:7001", "host:port the HTTP API listens on")
+	fs.StringVar(&f.raftAddr, "raft", "127.0.0.1:8001", "host:port the Raft transport listens on and advertises")
+	fs.StringVar(&f.dataDir, "data", "", "data directory (default ./data/ID)")
+	fs.StringVar(&f.advertiseHTTP, "advertise-http", "", "base URL peers reach this node's API at (default http://HTTP-ADDR)")
+	fs.BoolVar(&f.bootstrap, "bootstrap", false, "form a new one-node cluster if the data directory is new")
+	fs.StringVar(&f.peers, "peers", "", "form a new cluster of these voters if the data directory is new: id=host:port,...")
+	fs.StringVar(&f.join, "join", "", "ask this node (or comma-separated nodes) to add this one: http://host:port")
+	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, "how long a claimed job's lease lasts without a heartbeat")
+	fs.DurationVar(&f.maxWait, "max-wait", 60*time.Second, "longest long-poll a claim may ask for")
+	fs.DurationVar(&f.reapInterval, "reap-interval", time.Second, "how often the leader looks for expired leases")
+	fs.DurationVar(&f.heartbeat, "raft-heartbeat-timeout", time.Second, "Raft heartbeat timeout")
+	fs.DurationVar(&f.election, "raft-election-timeout", time.Second, "Raft election timeout")
+	fs.BoolVar(&f.stateNoSync, "state-nosync", false, "skip fsync of the state file (the Raft log stays fsync'd)")
+	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", 8192, "log entries between snapshots")
+	f.logs.register(fs)
+}
+
+func runServer(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f serverFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if f.id == "" {
+		return errors.New("server: --id is required")
+	}
+	if f.dataDir == "" {
+		f.dataDir = "data/" + f.id
+	}
+	logger, err := f.logs.logger(stderr)
+	if err != nil {
+		return err
+	}
+	srv, err := startServer(f, logger)
+	if err != nil {
+		return err
+	}
+	logger.Info("serving", "node", f.id, "http", srv.advertise, "raft", srv.node.RaftAddr(), "data", f.dataDir)
+	<-ctx.Done()
+	logger.Info("shutting down")
+	return srv.shutdown()
+}
+
+// runningServer is a started node: Raft, API and HTTP listener.
+type runningServer struct {
+	node      *raftnode.Node
+	api       *api.Server
+	http      *http.Server
+	advertise string
+	cancel    context.CancelFunc
+	served    chan error
+	logger    *slog.Logger
+}
+
+// startServer starts a node from flags; it returns once the node listens.
+func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
+	peers, err := raftnode.ParsePeers(f.peers)
+	if err != nil {
+		return nil, err
+	}
+	if f.bootstrap && len(peers) > 0 {
+		return nil, errors.New("server: give --bootstrap or --peers, not both")
+	}
+	ln, err := net.Listen("tcp", f.httpAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on --http %s: %w", f.httpAddr, err)
+	}
+	advertise := f.advertiseHTTP
+	if advertise == "" {
+		advertise = "http://" + ln.Addr().String()
+	}
+	s := &runningServer{advertise: advertise, served: make(chan error, 1), logger: logger}
+	rc := raftnode.DefaultConfig()
+	rc.ID, rc.RaftAddr, rc.DataDir = f.id, f.raftAddr, f.dataDir
+	rc.Bootstrap, rc.Peers = f.bootstrap, peers
+	rc.HeartbeatTimeout, rc.ElectionTimeout = f.heartbeat, f.election
+	rc.StateNoSync = f.stateNoSync
+	rc.SnapshotThreshold = f.snapshotThreshold
+	rc.Logger = logger
+	// The API is built after the node but leads through it: hand the node a
+	// trampoline that waits for the API to exist.
+	apiReady := make(chan *api.Server, 1)
+	rc.OnLeader = func(ctx context.Context) {
+		select {
+		case a := <-apiReady:
+			apiReady <- a
+			a.OnLeader(ctx)
+		case <-ctx.Done():
+		}
+	}
+	s.node, err = raftnode.Open(rc)
+	if err != nil {
+		ln.Close()
+		return nil, err
+	}
+	ac := api.DefaultConfig()
+	ac.Node, ac.State, ac.AdvertiseHTTP = s.node, s.node.FSM(), advertise
+	ac.JoinURLs = splitList(f.join)
+	ac.LeaseTTL, ac.MaxWait, ac.ReapInterval = f.leaseTTL, f.maxWait, f.reapInterval
+	ac.Logger = logger
+	s.api, err = api.New(ac)
+	if err != nil {
+		ln.Close()
+		s.node.Shutdown()
+		return nil, err
+	}
+	apiReady <- s.api
+	base, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	s.http = &http.Server{
+		Handler:           s.api.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       60 * time.Second,
+		WriteTimeout:      f.maxWait + 30*time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		BaseContext:       func(net.Listener) context.Context { return base },
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	go func() { s.served <- s.http.Serve(ln) }()
+	go s.api.Announce(base)
+	return s, nil
+}
+
+// shutdown stops HTTP first (long-polls end at once), then Raft (a leader
+// hands leadership to a peer first).
+func (s *runningServer) shutdown() error {
+	s.cancel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	httpErr := s.http.Shutdown(ctx)
+	if err := <-s.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		httpErr = errors.Join(httpErr, err)
+	}
+	nodeErr := s.node.Shutdown()
+	if err := errors.Join(httpErr, nodeErr); err != nil {
+		fmt.Fprintln(os.Stderr, "workron: shutdown:", err)
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/worker"
+)
+
+// workerFlags are everything `workron worker` takes.
+type workerFlags struct {
+	servers, id, queues, tags string
+	concurrency               int
+	grace, killGrace, wait    time.Duration
+	vramMB, memoryMB          int
+	execAddr                  string
+	logs                      logFlags
+}
+
+func (f *workerFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.servers, "server", envOr("WORKRON_SERVER", "http://127.0.0.1:7001"), "scheduler node URLs, comma-separated (env WORKRON_SERVER)")
+	fs.StringVar(&f.id, "id", "", "worker id (default HOSTNAME-PID)")
+	fs.StringVar(&f.queues, "queues", "default", "queues to serve, in order of preference")
+	fs.StringVar(&f.tags, "tags", "", "tags this worker offers, comma-separated")
+	fs.IntVar(&f.concurrency, "concurrency", 4, "jobs run at once")
+	fs.DurationVar(&f.grace, "grace", 30*time.Second, "on SIGTERM, how long running jobs may finish before they are killed")
+	fs.DurationVar(&f.killGrace, "kill-grace", 5*time.Second, "pause between SIGTERM and SIGKILL when a job is stopped")
+	fs.DurationVar(&f.wait, "poll-wait", 30*time.Second, "long-poll wait per claim")
+	fs.IntVar(&f.vramMB, "vram-mb", 0, "VRAM this worker offers, in MB")
+	fs.IntVar(&f.memoryMB, "memory-mb", 0, "memory this worker offers, in MB")
+	fs.StringVar(&f.execAddr, "exec-addr", "", "address peers of a gang reach this worker at")
+	f.logs.register(fs)
+}
+
+func (f *workerFlags) config(logger *slog.Logger) worker.Config {
+	cfg := worker.DefaultConfig()
+	cfg.Servers = splitList(f.servers)
+	if f.id != "" {
+		cfg.ID = f.id
+	}
+	cfg.Queues = splitList(f.queues)
+	cfg.Tags = splitList(f.tags)
+	cfg.Concurrency = f.concurrency
+	cfg.Grace, cfg.KillGrace, cfg.PollWait = f.grace, f.killGrace, f.wait
+	cfg.Resources = wire.Resources{VRAMMB: f.vramMB, MemoryMB: f.memoryMB, Slots: f.concurrency}
+	cfg.ExecAddr = f.execAddr
+	cfg.Logger = logger
+	return cfg
+}
+
+func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var f workerFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	logger, err := f.logs.logger(stderr)
+	if err != nil {
+		return err
+	}
+	w, err := worker.New(f.config(logger))
+	if err != nil {
+		return err
+	}
+	logger.Info("worker starting", "servers", f.servers, "concurrency", f.concurrency, "queues", f.queues)
+	return w.Run(ctx)
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,131 @@
+package raftnode
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+)
+
+// Peer is one voter of a cluster bootstrapped from a fixed list.
+type Peer struct {
+	ID   string
+	Addr string
+}
+
+// ParsePeers parses "id=host:port,id=host:port".
+func ParsePeers(s string) ([]Peer, error) {
+	var out []Peer
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		id, addr, ok := strings.Cut(part, "=")
+		if !ok || id == "" || addr == "" {
+			return nil, fmt.Errorf("peers: %q is not id=host:port", part)
+		}
+		out = append(out, Peer{ID: id, Addr: addr})
+	}
+	return out, nil
+}
+
+// Config configures a Node.
+type Config struct {
+	// ID is this node's unique name in the cluster. Required.
+	ID string
+	// RaftAddr is the host:port the Raft transport binds and advertises.
+	// Port 0 picks a free port (tests). Required.
+	RaftAddr string
+	// DataDir holds the Raft log, snapshots and the state file. Required.
+	DataDir string
+	// Bootstrap forms a new one-node cluster if DataDir holds no state.
+	Bootstrap bool
+	// Peers forms a new cluster of these voters if DataDir holds no state;
+	// every node is started with the same list. It must include this node.
+	Peers []Peer
+
+	// HeartbeatTimeout and ElectionTimeout are Raft's; a leader is replaced
+	// about this long after it stops. Default to 1s each.
+	HeartbeatTimeout time.Duration
+	ElectionTimeout  time.Duration
+	// ApplyTimeout bounds how long a proposal may wait to be enqueued in
+	// Raft when the caller's context has no deadline. Defaults to 10s.
+	ApplyTimeout time.Duration
+	// SnapshotThreshold is how many log entries since the last snapshot
+	// trigger a new one. Defaults to 8192.
+	SnapshotThreshold uint64
+	// SnapshotInterval is how often to check the threshold. Defaults to 30s.
+	SnapshotInterval time.Duration
+	// StateNoSync skips fsync on the state file's commits; the Raft log
+	// stays fsync'd. Defaults to false.
+	StateNoSync bool
+
+	// MaxBatch is the most commands packed into one log entry. Defaults to 512.
+	MaxBatch int
+	// MaxInflight is the most entries proposed but not yet applied; while
+	// it is reached, commands queue up and pack into bigger entries.
+	// Defaults to 8.
+	MaxInflight int
+
+	// OnLeader, if set, runs in its own goroutine each time this node becomes
+	// leader, after a Barrier; its ctx is cancelled when leadership is lost
+	// or the node shuts down, and the node waits for it to return.
+	OnLeader func(ctx context.Context)
+
+	// Logger receives the node's logs. Defaults to discarding them.
+	Logger *slog.Logger
+	// RaftLogLevel is hashicorp/raft's own log level. Defaults to "WARN".
+	RaftLogLevel string
+}
+
+// DefaultConfig returns a Config with every optional field at its default.
+func DefaultConfig() Config {
+	return Config{
+		HeartbeatTimeout:  time.Second,
+		ElectionTimeout:   time.Second,
+		ApplyTimeout:      10 * time.Second,
+		SnapshotThreshold: 8192,
+		SnapshotInterval:  30 * time.Second,
+		MaxBatch:          512,
+		MaxInflight:       8,
+		RaftLogLevel:      "WARN",
+	}
+}
+
+// Validate names the first field that is missing or out of bounds.
+func (c *Config) Validate() error {
+	switch {
+	case c.ID == "":
+		return fmt.Errorf("raftnode: ID is required")
+	case c.RaftAddr == "":
+		return fmt.Errorf("raftnode: RaftAddr is required")
+	case c.DataDir == "":
+		return fmt.Errorf("raftnode: DataDir is required")
+	case c.Bootstrap && len(c.Peers) > 0:
+		return fmt.Errorf("raftnode: Bootstrap and Peers exclude each other")
+	case c.HeartbeatTimeout < 5*time.Millisecond:
+		return fmt.Errorf("raftnode: HeartbeatTimeout must be at least 5ms, got %s", c.HeartbeatTimeout)
+	case c.ElectionTimeout < c.HeartbeatTimeout:
+		return fmt.Errorf("raftnode: ElectionTimeout (%s) must be at least HeartbeatTimeout (%s)", c.ElectionTimeout, c.HeartbeatTimeout)
+	case c.ApplyTimeout <= 0:
+		return fmt.Errorf("raftnode: ApplyTimeout must be positive")
+	case c.MaxBatch < 1 || c.MaxBatch > 65536:
+		return fmt.Errorf("raftnode: MaxBatch must be in 1..65536, got %d", c.MaxBatch)
+	case c.MaxInflight < 1 || c.MaxInflight > 1024:
+		return fmt.Errorf("raftnode: MaxInflight must be in 1..1024, got %d", c.MaxInflight)
+	}
+	if len(c.Peers) > 0 {
+		found := false
+		for _, p := range c.Peers {
+			if p.ID == c.ID {
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("raftnode: Peers must include this node's ID %q", c.ID)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,455 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/hashicorp/raft"
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// Errors returned by Node methods.
+var (
+	// ErrNotLeader means this node is not the leader; nothing was done.
+	ErrNotLeader = errors.New("raftnode: not leader")
+	// ErrNotCommitted means the command was not handed to Raft; nothing was done.
+	ErrNotCommitted = errors.New("raftnode: not committed")
+	// ErrUnknownOutcome means the command may or may not have been applied.
+	ErrUnknownOutcome = errors.New("raftnode: outcome unknown")
+	// ErrShutdown means the node is shutting down.
+	ErrShutdown = errors.New("raftnode: shut down")
+)
+
+// Node is one Raft member: its log, snapshots, state machine and proposer.
+type Node struct {
+	cfg    Config
+	logger *slog.Logger
+
+	raft      *raft.Raft
+	fsm       *fsm.FSM
+	state     *store.Store
+	logStore  *raftboltdb.BoltStore
+	snaps     *raft.FileSnapshotStore
+	transport *raft.NetworkTransport
+
+	proposals    chan *proposal
+	shutdownCh   chan struct{}
+	proposerDone chan struct{}
+	leaderDone   chan struct{}
+	notifyCh     chan bool
+	closeOnce    sync.Once
+	closeErr     error
+	metrics      entryMetrics
+}
+
+// entryMetrics counts what the proposer packs.
+type entryMetrics struct {
+	entries  atomic.Uint64
+	commands atomic.Uint64
+}
+
+func (m *entryMetrics) observeEntry(cmds int) {
+	m.entries.Add(1)
+	m.commands.Add(uint64(cmds))
+}
+
+// Open starts a node: it opens (or creates) the data directory, restores the
+// state machine, starts the Raft transport on cfg.RaftAddr and bootstraps a
+// new cluster if the config asks for it and the directory is new.
+func Open(cfg Config) (*Node, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	n := &Node{
+		cfg:          cfg,
+		logger:       cfg.Logger.With("component", "raft", "node", cfg.ID),
+		proposals:    make(chan *proposal, 4*cfg.MaxBatch),
+		shutdownCh:   make(chan struct{}),
+		proposerDone: make(chan struct{}),
+		leaderDone:   make(chan struct{}),
+		notifyCh:     make(chan bool, 16),
+	}
+	if err := n.open(); err != nil {
+		n.closeStores()
+		return nil, err
+	}
+	go n.runProposer()
+	go n.runLeadership()
+	return n, nil
+}
+
+func (n *Node) open() error {
+	cfg := n.cfg
+	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	var err error
+	n.state, err = store.Open(filepath.Join(cfg.DataDir, "state.db"), store.Options{NoSync: cfg.StateNoSync})
+	if err != nil {
+		return err
+	}
+	n.fsm, err = fsm.New(n.state, cfg.Logger)
+	if err != nil {
+		return fmt.Errorf("load state: %w", err)
+	}
+	n.logStore, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	if err != nil {
+		return fmt.Errorf("open raft log: %w", err)
+	}
+	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.LevelFromString(cfg.RaftLogLevel), Output: os.Stderr})
+	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
+	if err != nil {
+		return fmt.Errorf("open snapshots: %w", err)
+	}
+	if err := n.catchUpFromSnapshot(); err != nil {
+		return err
+	}
+	addr, err := net.ResolveTCPAddr("tcp", cfg.RaftAddr)
+	if err != nil {
+		return fmt.Errorf("raft address %q: %w", cfg.RaftAddr, err)
+	}
+	n.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise(addr), 3, 10*time.Second, hlog)
+	if err != nil {
+		return fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
+	}
+	rc := raft.DefaultConfig()
+	rc.LocalID = raft.ServerID(cfg.ID)
+	rc.Logger = hlog
+	rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+	rc.ElectionTimeout = cfg.ElectionTimeout
+	rc.LeaderLeaseTimeout = min(cfg.HeartbeatTimeout, rc.LeaderLeaseTimeout)
+	rc.CommitTimeout = min(50*time.Millisecond, cfg.HeartbeatTimeout/2)
+	rc.SnapshotThreshold = cfg.SnapshotThreshold
+	rc.SnapshotInterval = cfg.SnapshotInterval
+	rc.TrailingLogs = 10240
+	rc.NotifyCh = n.notifyCh
+	rc.BatchApplyCh = true
+	rc.NoSnapshotRestoreOnStart = true // the state file is newer; see catchUpFromSnapshot
+	cache, err := raft.NewLogCache(1024, n.logStore)
+	if err != nil {
+		return fmt.Errorf("raft log cache: %w", err)
+	}
+	if err := n.bootstrap(rc); err != nil {
+		return err
+	}
+	n.raft, err = raft.NewRaft(rc, n.fsm, cache, n.logStore, n.snaps, n.transport)
+	if err != nil {
+		return fmt.Errorf("start raft: %w", err)
+	}
+	return nil
+}
+
+// advertise replaces an unspecified bind address with loopback so peers get
+// something dialable, and resolves port 0 to the chosen port later.
+func advertise(a *net.TCPAddr) net.Addr {
+	if a.IP == nil || a.IP.IsUnspecified() {
+		return &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: a.Port}
+	}
+	if a.Port == 0 {
+		return nil // let the transport advertise what it bound
+	}
+	return a
+}
+
+// catchUpFromSnapshot restores the newest snapshot into the state file if
+// the file is older than it (a state file that lost unsynced commits, or a
+// fresh data dir seeded with snapshots). Otherwise the state file, which
+// records its own applied index, is already at least as new.
+func (n *Node) catchUpFromSnapshot() error {
+	metas, err := n.snaps.List()
+	if err != nil {
+		return fmt.Errorf("list snapshots: %w", err)
+	}
+	if len(metas) == 0 || metas[0].Index <= n.fsm.Applied() {
+		return nil
+	}
+	_, rc, err := n.snaps.Open(metas[0].ID)
+	if err != nil {
+		return fmt.Errorf("open snapshot %s: %w", metas[0].ID, err)
+	}
+	n.logger.Info("state file behind snapshot; restoring", "state_index", n.fsm.Applied(), "snapshot_index", metas[0].Index)
+	return n.fsm.Restore(rc)
+}
+
+func (n *Node) bootstrap(rc *raft.Config) error {
+	if !n.cfg.Bootstrap && len(n.cfg.Peers) == 0 {
+		return nil
+	}
+	has, err := raft.HasExistingState(n.logStore, n.logStore, n.snaps)
+	if err != nil {
+		return fmt.Errorf("check existing state: %w", err)
+	}
+	if has {
+		return nil
+	}
+	var conf raft.Configuration
+	if n.cfg.Bootstrap {
+		conf.Servers = []raft.Server{{ID: rc.LocalID, Address: n.transport.LocalAddr(), Suffrage: raft.Voter}}
+	}
+	for _, p := range n.cfg.Peers {
+		conf.Servers = append(conf.Servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Addr), Suffrage: raft.Voter})
+	}
+	if err := raft.BootstrapCluster(rc, n.logStore, n.logStore, n.snaps, n.transport, conf); err != nil {
+		return fmt.Errorf("bootstrap: %w", err)
+	}
+	return nil
+}
+
+// runLeadership reacts to leadership changes: on gaining it, a Barrier (so
+// the state machine has every committed entry), then OnLeader under a
+// context that is cancelled on losing it.
+func (n *Node) runLeadership() {
+	defer close(n.leaderDone)
+	var run *leaderRun
+	defer func() { run.stop() }()
+	for {
+		select {
+		case <-n.shutdownCh:
+			return
+		case leader := <-n.notifyCh:
+			if !leader {
+				n.logger.Info("lost leadership")
+				run.stop()
+				run = nil
+				continue
+			}
+			if run != nil {
+				continue
+			}
+			n.logger.Info("gained leadership")
+			if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
+				n.logger.Warn("barrier after election failed", "err", err)
+				continue
+			}
+			if n.cfg.OnLeader != nil {
+				run = startLeaderRun(n.cfg.OnLeader)
+			}
+		}
+	}
+}
+
+// leaderRun is one term's leader-only work.
+type leaderRun struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startLeaderRun(fn func(ctx context.Context)) *leaderRun {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &leaderRun{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		fn(ctx)
+	}()
+	return r
+}
+
+// stop cancels the run and waits for it; safe on nil.
+func (r *leaderRun) stop() {
+	if r == nil {
+		return
+	}
+	r.cancel()
+	<-r.done
+}
+
+// Shutdown stops the node: a leader first hands leadership to a peer, then
+// Raft stops and the files close. Safe to call twice.
+func (n *Node) Shutdown() error {
+	n.closeOnce.Do(func() {
+		if n.raft != nil && n.raft.State() == raft.Leader && len(n.raft.GetConfiguration().Configuration().Servers) > 1 {
+			if err := n.raft.LeadershipTransfer().Error(); err != nil {
+				n.logger.Warn("leadership transfer failed", "err", err)
+			}
+		}
+		close(n.shutdownCh)
+		<-n.leaderDone
+		<-n.proposerDone
+		if n.raft != nil {
+			n.closeErr = n.raft.Shutdown().Error()
+		}
+		if n.transport != nil {
+			n.transport.Close()
+		}
+		n.closeStores()
+	})
+	return n.closeErr
+}
+
+func (n *Node) closeStores() {
+	if n.logStore != nil {
+		n.logStore.Close()
+	}
+	if n.state != nil {
+		n.state.Close()
+	}
+}
+
+// FSM is the node's state machine, for reads.
+func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// ID is this node's id.
+func (n *Node) ID() string { return n.cfg.ID }
+
+// RaftAddr is the address peers reach this node's Raft transport at.
+func (n *Node) RaftAddr() string { return string(n.transport.LocalAddr()) }
+
+// IsLeader reports whether this node believes it leads.
+func (n *Node) IsLeader() bool { return n.raft.State() == raft.Leader }
+
+// Role is "leader", "follower", "candidate" or "shutdown".
+func (n *Node) Role() string {
+	switch n.raft.State() {
+	case raft.Leader:
+		return "leader"
+	case raft.Candidate:
+		return "candidate"
+	case raft.Follower:
+		return "follower"
+	}
+	return "shutdown"
+}
+
+// Leader returns the current leader's id and Raft address, empty if none.
+func (n *Node) Leader() (id, addr string) {
+	a, i := n.raft.LeaderWithID()
+	return string(i), string(a)
+}
+
+// VerifyLeader confirms with a quorum that this node still leads, so reads
+// from its state are not stale.
+func (n *Node) VerifyLeader(ctx context.Context) error {
+	if err := wait(ctx, n.raft.VerifyLeader()); err != nil {
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
+			return ErrNotLeader
+		}
+		return fmt.Errorf("verify leader: %w", err)
+	}
+	return nil
+}
+
+// Server is one member of the Raft configuration.
+type Server struct {
+	ID    string
+	Addr  string
+	Voter bool
+}
+
+// Servers lists the Raft configuration's members.
+func (n *Node) Servers() ([]Server, error) {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return nil, fmt.Errorf("get configuration: %w", err)
+	}
+	var out []Server
+	for _, s := range f.Configuration().Servers {
+		out = append(out, Server{ID: string(s.ID), Addr: string(s.Address), Voter: s.Suffrage == raft.Voter})
+	}
+	return out, nil
+}
+
+// AddVoter adds (or re-addresses) a voting member. Leader only.
+func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+	if err := wait(ctx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0)); err != nil {
+		return fmt.Errorf("add voter %s at %s: %w", id, addr, mapMembershipError(err))
+	}
+	return nil
+}
+
+// RemoveServer removes a member. Leader only.
+func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	if err := wait(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, 0)); err != nil {
+		return fmt.Errorf("remove server %s: %w", id, mapMembershipError(err))
+	}
+	return nil
+}
+
+func mapMembershipError(err error) error {
+	if errors.Is(err, raft.ErrNotLeader) {
+		return ErrNotLeader
+	}
+	return err
+}
+
+// Stats are counters for metrics and status pages.
+type Stats struct {
+	Term, CommitIndex, AppliedIndex, LastLogIndex uint64
+	LastContact                                   time.Time
+	Entries, Commands                             uint64
+}
+
+// Stats reads the node's counters.
+func (n *Node) Stats() Stats {
+	return Stats{
+		Term:         n.raft.CurrentTerm(),
+		CommitIndex:  n.raft.CommitIndex(),
+		AppliedIndex: n.fsm.Applied(),
+		LastLogIndex: n.raft.LastIndex(),
+		LastContact:  n.raft.LastContact(),
+		Entries:      n.metrics.entries.Load(),
+		Commands:     n.metrics.commands.Load(),
+	}
+}
+
+// Snapshot takes a Raft snapshot now (tests and backups).
+func (n *Node) Snapshot() error {
+	return n.raft.Snapshot().Error()
+}
+
+// WriteBackup writes a consistent copy of the state to w.
+func (n *Node) WriteBackup(w io.Writer) (int64, error) {
+	sn, err := n.fsm.Snapshot()
+	if err != nil {
+		return 0, err
+	}
+	defer sn.Release()
+	cw := &countWriter{w: w}
+	err = sn.Persist(&writerSink{Writer: cw})
+	return cw.n, err
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	k, err := c.w.Write(p)
+	c.n += int64(k)
+	return k, err
+}
+
+// writerSink adapts an io.Writer to raft.SnapshotSink for backups.
+type writerSink struct{ io.Writer }
+
+func (writerSink) ID() string    { return "backup" }
+func (writerSink) Cancel() error { return nil }
+func (writerSink) Close() error  { return nil }
+
+// wait waits for a Raft future, giving up (but not cancelling it) when ctx ends.
+func wait(ctx context.Context, f raft.Future) error {
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
+	}
+}

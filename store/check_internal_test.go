@@ -1,0 +1,132 @@
+package store
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// openInternal opens a store for tests that reach past the API to break it.
+func openInternal(t *testing.T) *Store {
+	t.Helper()
+	st, err := Open(filepath.Join(t.TempDir(), "state.db"), Options{NoSync: true})
+	if err != nil {
+		t.Fatalf("open store: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestCheck(t *testing.T) {
+	setup := func(t *testing.T) *Store {
+		st := openInternal(t)
+		err := st.Update(func(tx *Tx) error {
+			for i, s := range []Status{StatusPending, StatusRunning} {
+				seq, _ := tx.NextSeq()
+				if err := tx.InsertJob(&Job{ID: []string{"a", "b"}[i], Seq: seq, Status: s}, seq); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Check(); err != nil {
+			t.Fatalf("check of a sound store: %v", err)
+		}
+		return st
+	}
+	cases := []struct {
+		name   string
+		break_ func(tx *Tx) error
+		want   string
+	}{
+		{"MissingStatusEntry", func(tx *Tx) error {
+			return tx.tx.Bucket(bucketStatus).Delete(statusKey(StatusPending, 1))
+		}, "status index"},
+		{"StaleStatusEntry", func(tx *Tx) error {
+			return tx.tx.Bucket(bucketStatus).Put(statusKey(StatusDone, 1), []byte("a"))
+		}, "status index has 3 entries"},
+		{"SeqEntryNamesAnotherJob", func(tx *Tx) error {
+			return tx.tx.Bucket(bucketSeq).Put(putUint(1), []byte("b"))
+		}, "seq index"},
+		{"OrphanSeqEntry", func(tx *Tx) error {
+			return tx.tx.Bucket(bucketSeq).Put(putUint(9), []byte("gone"))
+		}, "seq index has 3 entries"},
+		{"UpdateWithTheWrongPreviousStatus", func(tx *Tx) error {
+			j, err := tx.Job("a")
+			if err != nil {
+				return err
+			}
+			j.Status = StatusDone
+			return tx.UpdateJob(j, StatusRunning, 5) // was pending
+		}, "status index"},
+	}
+	for _, c := range cases {
+		t.Run(c.name+"IsReported", func(t *testing.T) {
+			st := setup(t)
+			if err := st.Update(c.break_); err != nil {
+				t.Fatal(err)
+			}
+			err := st.Check()
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("check = %v, want an error containing %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestOpenRefusesANewerFormat(t *testing.T) {
+	st := openInternal(t)
+	path := st.Path()
+	if err := st.Update(func(tx *Tx) error { return tx.putMetaUint(keyFormat, currentFormat+1) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st2, err := Open(path, Options{})
+	if err == nil {
+		st2.Close()
+		t.Fatal("opened a state file of a newer format")
+	}
+	if !strings.Contains(err.Error(), "state format 2") {
+		t.Fatalf("open err = %v, want it to name the format", err)
+	}
+}
+
+func TestRestoreRefusesANewerFormatAndKeepsOldState(t *testing.T) {
+	newer := openInternal(t)
+	if err := newer.Update(func(tx *Tx) error { return tx.putMetaUint(keyFormat, currentFormat+1) }); err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	sn, err := newer.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sn.WriteTo(&buf)
+	sn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	st := openInternal(t)
+	if err := st.Update(func(tx *Tx) error { return tx.SetApplied(7) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Restore(&buf); err == nil {
+		t.Fatal("restored a snapshot of a newer state format")
+	}
+	err = st.View(func(tx *Tx) error {
+		if tx.Applied() != 7 {
+			t.Errorf("applied after failed restore = %d, want 7", tx.Applied())
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("store unusable after failed restore: %v", err)
+	}
+}

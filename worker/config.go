@@ -1,0 +1,124 @@
+package worker
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/worker/client"
+)
+
+// Config configures a Worker. Start from DefaultConfig.
+type Config struct {
+	// Servers are the base URLs of the scheduler nodes, like
+	// "http://127.0.0.1:7001". Required unless Client is set.
+	Servers []string
+
+	// ID names the worker to the cluster; it must be unique among running
+	// workers. Defaults to "<hostname>-<pid>".
+	ID string
+
+	// Concurrency is how many jobs run at once. Defaults to 4; 1 to 4096.
+	Concurrency int
+
+	// Queues are the queues served, in order of preference. Defaults to
+	// ["default"].
+	Queues []string
+
+	// Shell says whether this worker runs shell-command jobs. Defaults to
+	// true.
+	Shell bool
+
+	// Grace is how long running jobs may go on after shutdown starts before
+	// they are stopped. Defaults to 30s; must not be negative.
+	Grace time.Duration
+
+	// KillGrace is the pause between SIGTERM and SIGKILL when a command is
+	// stopped. Defaults to 5s; must not be negative.
+	KillGrace time.Duration
+
+	// OutputTail is how many bytes of a command's combined output are kept
+	// and reported: the last ones. Defaults to 4096; 0 to 1 MiB.
+	OutputTail int
+
+	// PollWait is how long one claim may wait on the server for work.
+	// Defaults to 30s; 10ms to 5m.
+	PollWait time.Duration
+
+	// Resources, Tags and ExecAddr are announced at registration.
+	Resources wire.Resources
+	Tags      []string
+	ExecAddr  string
+
+	// Logger receives the worker's logs. When nil, nothing is logged.
+	Logger *slog.Logger
+
+	// Client talks to the cluster. When nil, New builds one for Servers and
+	// Run closes its idle connections when it returns.
+	Client *client.Client
+}
+
+// DefaultConfig returns a Config with every default filled in and no
+// Servers.
+func DefaultConfig() Config {
+	return Config{
+		ID:          defaultID(),
+		Concurrency: 4,
+		Queues:      []string{"default"},
+		Shell:       true,
+		Grace:       30 * time.Second,
+		KillGrace:   5 * time.Second,
+		OutputTail:  4096,
+		PollWait:    30 * time.Second,
+		Logger:      slog.New(slog.DiscardHandler),
+	}
+}
+
+// Limits checked by Validate.
+const (
+	maxConcurrency = 4096
+	maxOutputTail  = 1 << 20
+	minPollWait    = 10 * time.Millisecond
+	maxPollWait    = 5 * time.Minute
+)
+
+// Validate reports the first field that is out of bounds, naming it and the
+// bound.
+func (c Config) Validate() error {
+	switch {
+	case c.Client == nil && len(c.Servers) == 0:
+		return errors.New("worker: Config.Servers must list at least one URL when Config.Client is nil")
+	case c.ID == "":
+		return errors.New("worker: Config.ID must not be empty")
+	case c.Concurrency < 1 || c.Concurrency > maxConcurrency:
+		return fmt.Errorf("worker: Config.Concurrency must be between 1 and %d, got %d", maxConcurrency, c.Concurrency)
+	case len(c.Queues) == 0:
+		return errors.New("worker: Config.Queues must list at least one queue")
+	case c.Grace < 0:
+		return fmt.Errorf("worker: Config.Grace must not be negative, got %s", c.Grace)
+	case c.KillGrace < 0:
+		return fmt.Errorf("worker: Config.KillGrace must not be negative, got %s", c.KillGrace)
+	case c.OutputTail < 0 || c.OutputTail > maxOutputTail:
+		return fmt.Errorf("worker: Config.OutputTail must be between 0 and %d bytes, got %d", maxOutputTail, c.OutputTail)
+	case c.PollWait < minPollWait || c.PollWait > maxPollWait:
+		return fmt.Errorf("worker: Config.PollWait must be between %s and %s, got %s", minPollWait, maxPollWait, c.PollWait)
+	}
+	for i, q := range c.Queues {
+		if q == "" {
+			return fmt.Errorf("worker: Config.Queues[%d] must not be empty", i)
+		}
+	}
+	return nil
+}
+
+func defaultID() string {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "worker"
+	}
+	return host + "-" + strconv.Itoa(os.Getpid())
+}

@@ -1,0 +1,42 @@
+// Package worker is Workron's worker runtime: it registers with the
+// scheduler, claims jobs, runs them as shell commands or typed Go handlers,
+// keeps their leases alive and reports how they ended. It talks to the
+// cluster only through package client and the JSON shapes of package wire;
+// it never imports the server side, and it never decides a job's fate (retry,
+// backoff, dependents): the server does, from the reports.
+//
+// # Lifecycle
+//
+// Run registers the worker (retrying until it succeeds or its context ends),
+// then long-polls POST /jobs/claim whenever it has free slots, asking for at
+// most that many jobs. Each claimed job runs in its own goroutine. While any
+// job runs, one worker-level heartbeat renews all of the worker's leases
+// every third of the lease TTL the server announced; it carries the server's
+// requests to cancel or preempt jobs. A heartbeat answered 404 (the server
+// forgot the worker) makes the worker register again.
+//
+// # Shell jobs
+//
+// A job with a Command runs as "sh -c COMMAND" in a process group of its own,
+// with the worker's environment plus the job's Env, WORKRON_JOB_ID and
+// WORKRON_ATTEMPT. Standard output and error are merged; the last OutputTail
+// bytes are reported. To stop a command (timeout, cancel, shutdown) the whole
+// group gets SIGTERM, then SIGKILL after KillGrace. When the shell exits,
+// whatever it left running in its group is killed.
+//
+// # Typed jobs
+//
+// A job with a Type runs the HandlerFunc registered with Handle. Its context
+// ends on the job's timeout, on cancellation and on hard shutdown; a handler
+// must return soon after, because Run waits for it. A panic is recovered and
+// reported as a failure; wrap an error with NoRetry to make it final.
+//
+// # Reports and shutdown
+//
+// Success is reported to /done, anything else to /fail with the lease as a
+// fencing token. Transient failures are retried with backoff for up to one
+// lease TTL; a 409 (the job was given to another worker) or 404 drops the
+// report. When Run's context ends the worker stops claiming at once, lets
+// running jobs finish for up to Grace, stops the rest and reports them failed
+// with "worker shutting down", and returns.
+package worker

@@ -1,0 +1,310 @@
+package worker_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+)
+
+// report is one /done or /fail the fake server received.
+type report struct {
+	Kind   string // "done" or "fail"
+	Req    wire.ReportRequest
+	Status int // what the fake answered
+}
+
+// fakeServer is an in-memory stand-in for a Workron node: it keeps jobs and
+// workers, leases jobs on claim (long-polling briefly), renews leases on
+// worker heartbeats and answers stale reports with 409. It never expires a
+// lease.
+type fakeServer struct {
+	URL string
+	ttl time.Duration
+
+	mu        sync.Mutex
+	jobs      map[string]*wire.Job
+	pending   []string // job ids, oldest first
+	nextID    int
+	nextLease uint64
+	workers   map[string]wire.Worker
+	registers int
+	beats     int
+	waiting   int             // claims being held open
+	cancels   map[string]bool // job ids to send a cancel action for
+	reports   map[string][]report
+	changed   chan struct{} // closed and replaced when a job is added
+}
+
+func newFakeServer(t *testing.T) *fakeServer {
+	t.Helper()
+	f := &fakeServer{
+		ttl:     600 * time.Millisecond,
+		jobs:    make(map[string]*wire.Job),
+		workers: make(map[string]wire.Worker),
+		cancels: make(map[string]bool),
+		reports: make(map[string][]report),
+		changed: make(chan struct{}),
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /jobs", f.handleSubmit)
+	mux.HandleFunc("GET /jobs/{id}", f.handleGet)
+	mux.HandleFunc("POST /workers/register", f.handleRegister)
+	mux.HandleFunc("POST /workers/{id}/heartbeat", f.handleWorkerHeartbeat)
+	mux.HandleFunc("POST /jobs/claim", f.handleClaim)
+	mux.HandleFunc("POST /jobs/{id}/done", f.handleReport("done"))
+	mux.HandleFunc("POST /jobs/{id}/fail", f.handleReport("fail"))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	f.URL = srv.URL
+	return f
+}
+
+// add queues job as pending and returns its id.
+func (f *fakeServer) add(job wire.Job) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextID++
+	job.ID = "job-" + strconv.Itoa(f.nextID)
+	job.Status = wire.StatusPending
+	if job.Queue == "" {
+		job.Queue = "default"
+	}
+	f.jobs[job.ID] = &job
+	f.pending = append(f.pending, job.ID)
+	close(f.changed)
+	f.changed = make(chan struct{})
+	return job.ID
+}
+
+func (f *fakeServer) job(id string) wire.Job {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return *f.jobs[id]
+}
+
+// cancel makes the next heartbeat of the job's worker carry a cancel action.
+func (f *fakeServer) cancel(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.cancels[id] = true
+}
+
+// steal gives a running job a new lease, as if another worker claimed it.
+func (f *fakeServer) steal(id string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.nextLease++
+	f.jobs[id].Lease = f.nextLease
+}
+
+// forget drops a worker, so its next heartbeat gets 404.
+func (f *fakeServer) forget(workerID string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.workers, workerID)
+}
+
+func (f *fakeServer) counts() (registers, beats int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.registers, f.beats
+}
+
+func (f *fakeServer) waitingClaims() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.waiting
+}
+
+func (f *fakeServer) reportsOf(id string) []report {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]report(nil), f.reports[id]...)
+}
+
+// waitReport waits for the first report on job id and returns it.
+func (f *fakeServer) waitReport(t *testing.T, id string) report {
+	t.Helper()
+	waitFor(t, 10*time.Second, "a report on "+id, func() bool { return len(f.reportsOf(id)) > 0 })
+	return f.reportsOf(id)[0]
+}
+
+// waitStatus waits until job id has status.
+func (f *fakeServer) waitStatus(t *testing.T, id, status string) {
+	t.Helper()
+	waitFor(t, 10*time.Second, id+" "+status, func() bool { return f.job(id).Status == status })
+}
+
+func (f *fakeServer) handleSubmit(w http.ResponseWriter, r *http.Request) {
+	var req wire.SubmitRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_json", err.Error())
+		return
+	}
+	id := f.add(wire.Job{Command: req.Command, Type: req.Type, Payload: req.Payload,
+		Env: req.Env, Queue: req.Queue, Timeout: req.Timeout})
+	writeJSON(w, http.StatusCreated, f.job(id))
+}
+
+func (f *fakeServer) handleGet(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	job, ok := f.jobs[r.PathValue("id")]
+	var out wire.Job
+	if ok {
+		out = *job
+	}
+	f.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, "not_found", "no such job")
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+func (f *fakeServer) handleRegister(w http.ResponseWriter, r *http.Request) {
+	var wk wire.Worker
+	if err := json.NewDecoder(r.Body).Decode(&wk); err != nil || wk.ID == "" {
+		writeError(w, http.StatusBadRequest, "invalid", "worker id required")
+		return
+	}
+	f.mu.Lock()
+	f.workers[wk.ID] = wk
+	f.registers++
+	f.mu.Unlock()
+	writeJSON(w, http.StatusCreated, wk)
+}
+
+func (f *fakeServer) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.workers[id]; !ok {
+		writeError(w, http.StatusNotFound, "not_found", "unknown worker")
+		return
+	}
+	f.beats++
+	var resp wire.WorkerHeartbeatResponse
+	for _, job := range f.jobs {
+		if job.WorkerID != id || (job.Status != wire.StatusRunning && job.Status != wire.StatusCancelling) {
+			continue
+		}
+		resp.Renewed++
+		if f.cancels[job.ID] {
+			job.Status = wire.StatusCancelling
+			resp.Actions = append(resp.Actions, wire.JobAction{JobID: job.ID, Lease: job.Lease, Action: wire.ActionCancel})
+		}
+	}
+	writeJSON(w, http.StatusOK, resp)
+}
+
+func (f *fakeServer) handleClaim(w http.ResponseWriter, r *http.Request) {
+	var req wire.ClaimRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_json", err.Error())
+		return
+	}
+	wait, err := wire.ParseDuration("wait", req.Wait)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "invalid", err.Error())
+		return
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	f.mu.Lock()
+	f.waiting++
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.waiting--
+		f.mu.Unlock()
+	}()
+	for {
+		jobs, changed := f.lease(req)
+		if len(jobs) > 0 {
+			writeJSON(w, http.StatusOK, wire.ClaimResponse{Jobs: jobs, LeaseTTLMillis: f.ttl.Milliseconds()})
+			return
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			writeJSON(w, http.StatusOK, wire.ClaimResponse{Jobs: []wire.Job{}, LeaseTTLMillis: f.ttl.Milliseconds()})
+			return
+		case <-r.Context().Done():
+			return
+		}
+	}
+}
+
+// lease hands up to req.Max pending jobs to req.WorkerID. It ignores Types,
+// so a worker can be sent a type it has no handler for.
+func (f *fakeServer) lease(req wire.ClaimRequest) ([]wire.Job, <-chan struct{}) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []wire.Job
+	var rest []string
+	for _, id := range f.pending {
+		job := f.jobs[id]
+		if len(out) >= max(req.Max, 1) || (job.Command != "" && !req.Shell && len(req.Types) > 0) {
+			rest = append(rest, id)
+			continue
+		}
+		f.nextLease++
+		job.Attempts++
+		job.Lease = f.nextLease
+		job.Status = wire.StatusRunning
+		job.WorkerID = req.WorkerID
+		out = append(out, *job)
+	}
+	f.pending = rest
+	return out, f.changed
+}
+
+func (f *fakeServer) handleReport(kind string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var req wire.ReportRequest
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			writeError(w, http.StatusBadRequest, "invalid_json", err.Error())
+			return
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		id := r.PathValue("id")
+		job, ok := f.jobs[id]
+		if !ok {
+			writeError(w, http.StatusNotFound, "not_found", "no such job")
+			return
+		}
+		if req.Lease != job.Lease || (job.Status != wire.StatusRunning && job.Status != wire.StatusCancelling) {
+			f.reports[id] = append(f.reports[id], report{Kind: kind, Req: req, Status: http.StatusConflict})
+			writeError(w, http.StatusConflict, "stale_lease", "lease is not current")
+			return
+		}
+		f.reports[id] = append(f.reports[id], report{Kind: kind, Req: req, Status: http.StatusOK})
+		job.ExitCode, job.Output, job.LastError = req.ExitCode, req.Output, req.Error
+		switch {
+		case kind == "done":
+			job.Status = wire.StatusDone
+		case job.Status == wire.StatusCancelling && req.Retry != nil && !*req.Retry:
+			job.Status = wire.StatusCancelled
+		default:
+			job.Status = wire.StatusFailed
+		}
+		writeJSON(w, http.StatusOK, *job)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, wire.Error{Error: msg, Code: code})
+}

@@ -1,0 +1,206 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+)
+
+// Why a job's context ended early. Their texts are what /fail reports.
+var (
+	errCancelled  = errors.New("cancelled")
+	errPreempted  = errors.New("preempted")
+	errShutdown   = errors.New("worker shutting down")
+	errSuperseded = errors.New("superseded by a newer lease of the same job")
+)
+
+// timeoutError ends a job that ran past its timeout.
+type timeoutError struct{ timeout string }
+
+func (e *timeoutError) Error() string { return "timed out after " + e.timeout }
+
+// noRetryError marks a handler's failure as final.
+type noRetryError struct{ err error }
+
+func (e *noRetryError) Error() string { return e.err.Error() }
+func (e *noRetryError) Unwrap() error { return e.err }
+
+// NoRetry wraps err so that the job fails for good instead of being retried.
+// NoRetry(nil) is nil.
+func NoRetry(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &noRetryError{err: err}
+}
+
+// task is one claimed job while it runs and reports.
+type task struct {
+	job    wire.Job
+	cancel context.CancelCauseFunc
+}
+
+// outcome is how one run ended: err nil means success.
+type outcome struct {
+	exitCode *int
+	output   string
+	err      error
+	retry    *bool // nil leaves the decision to the server
+}
+
+// failFinal is an outcome that must not be retried.
+func failFinal(err error) outcome {
+	no := false
+	return outcome{err: err, retry: &no}
+}
+
+// start runs job in a goroutine of its own: execute, then report.
+func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
+	ctx, cancel := context.WithCancelCause(jobCtx)
+	t := &task{job: job, cancel: cancel}
+	w.mu.Lock()
+	if old := w.running[job.ID]; old != nil {
+		w.log.Warn("job claimed again while running: stopping the old attempt",
+			"job_id", job.ID, "old_lease", old.job.Lease, "lease", job.Lease)
+		old.cancel(errSuperseded)
+	}
+	w.running[job.ID] = t
+	w.mu.Unlock()
+	signal(w.jobsBegan)
+
+	w.jobs.Go(func() {
+		defer w.finish(t)
+		log := w.log.With("job_id", job.ID, "attempt", job.Attempts, "lease", job.Lease)
+		log.Debug("job started", "command", job.Command, "type", job.Type)
+		began := time.Now()
+		out := w.execute(ctx, job)
+		cancel(nil)
+		if out.err != nil {
+			log.Info("job failed", "err", out.err, "exit_code", deref(out.exitCode), "took", time.Since(began))
+		} else {
+			log.Info("job done", "took", time.Since(began))
+		}
+		w.report(base, log, job, out)
+	})
+}
+
+// finish frees t's slot.
+func (w *Worker) finish(t *task) {
+	w.mu.Lock()
+	if w.running[t.job.ID] == t {
+		delete(w.running, t.job.ID)
+	}
+	w.mu.Unlock()
+	signal(w.slotFreed)
+}
+
+// cancelJob stops the running job id with cause when lease matches its
+// lease (or is 0), and reports whether it did.
+func (w *Worker) cancelJob(id string, lease uint64, cause error) bool {
+	w.mu.Lock()
+	t := w.running[id]
+	w.mu.Unlock()
+	if t == nil || (lease != 0 && lease != t.job.Lease) {
+		return false
+	}
+	t.cancel(cause)
+	return true
+}
+
+// execute runs job under its timeout and returns how it ended.
+func (w *Worker) execute(ctx context.Context, job wire.Job) outcome {
+	if job.Timeout != "" {
+		d, err := wire.ParseDuration("timeout", job.Timeout)
+		if err != nil {
+			return failFinal(err)
+		}
+		if d > 0 {
+			var stop context.CancelFunc
+			ctx, stop = context.WithTimeoutCause(ctx, d, &timeoutError{timeout: job.Timeout})
+			defer stop()
+		}
+	}
+	switch {
+	case job.Command != "" && !w.cfg.Shell:
+		// The server should not have sent it; let another worker take it.
+		return outcome{err: fmt.Errorf("worker %s does not run shell commands", w.cfg.ID)}
+	case job.Command != "":
+		return w.runShell(ctx, job)
+	case job.Type != "":
+		return w.runHandler(ctx, job)
+	}
+	return failFinal(errors.New("job has neither a command nor a type"))
+}
+
+// runHandler calls the handler registered for job.Type, turning a panic into
+// a failure.
+func (w *Worker) runHandler(ctx context.Context, job wire.Job) (out outcome) {
+	h := w.handler(job.Type)
+	if h == nil {
+		return failFinal(fmt.Errorf("no handler for job type %q on worker %s", job.Type, w.cfg.ID))
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			w.log.Error("handler panicked", "job_id", job.ID, "type", job.Type, "panic", r, "stack", string(debug.Stack()))
+			out = outcome{err: fmt.Errorf("panic: %v", r)}
+		}
+	}()
+	err := h(ctx, &Job{
+		ID:       job.ID,
+		Type:     job.Type,
+		Queue:    job.Queue,
+		Payload:  job.Payload,
+		Attempt:  job.Attempts,
+		Metadata: job.Metadata,
+		Env:      job.Env,
+	})
+	if err == nil {
+		return outcome{}
+	}
+	var nr *noRetryError
+	if errors.As(err, &nr) {
+		return failFinal(err)
+	}
+	if cause := stopCause(ctx); cause != nil &&
+		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cause)) {
+		return stoppedOutcome(cause, nil, "")
+	}
+	return outcome{err: err}
+}
+
+// stopCause returns why ctx ended, or nil while it has not.
+func stopCause(ctx context.Context) error {
+	if ctx.Err() == nil {
+		return nil
+	}
+	return context.Cause(ctx)
+}
+
+// stoppedOutcome is the outcome of a job the worker stopped because of cause.
+func stoppedOutcome(cause error, exitCode *int, output string) outcome {
+	out := outcome{exitCode: exitCode, output: output, err: cause}
+	if errors.Is(cause, errCancelled) {
+		no := false
+		out.retry = &no
+	}
+	return out
+}
+
+// signal wakes whoever waits on ch, without blocking.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+func deref(p *int) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}

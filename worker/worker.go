@@ -1,0 +1,323 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/worker/client"
+)
+
+// Sentinel errors of package worker.
+var (
+	// ErrAlreadyRunning is returned by Run while another Run of the same
+	// Worker is in progress.
+	ErrAlreadyRunning = errors.New("worker: already running")
+	// ErrNothingToRun is returned by Run when Shell is false and no handler
+	// is registered: the worker could serve no job.
+	ErrNothingToRun = errors.New("worker: shell jobs are disabled and no handler is registered")
+)
+
+// defaultLeaseTTL stands in for the lease TTL until a claim tells it.
+const defaultLeaseTTL = 15 * time.Second
+
+// HandlerFunc runs one typed job. A nil error reports the job done; an error
+// reports it failed with the error's text (wrap it with NoRetry to make the
+// failure final). ctx ends on the job's timeout, when the job is cancelled
+// and on hard shutdown; the handler must return soon after, because Run
+// waits for it.
+type HandlerFunc func(ctx context.Context, job *Job) error
+
+// Job is what a handler sees of a claimed job.
+type Job struct {
+	ID       string
+	Type     string
+	Queue    string
+	Payload  json.RawMessage
+	Attempt  int // 1 on the first run
+	Metadata map[string]string
+	Env      map[string]string
+}
+
+// Worker claims and runs jobs. Create it with New, register handlers with
+// Handle, then call Run.
+type Worker struct {
+	cfg       Config
+	log       *slog.Logger
+	client    *client.Client
+	ownClient bool
+	active    atomic.Bool
+	leaseTTL  atomic.Int64 // nanoseconds; 0 until a claim tells it
+
+	mu       sync.Mutex
+	handlers map[string]HandlerFunc
+	running  map[string]*task // by job id
+
+	jobs      sync.WaitGroup
+	slotFreed chan struct{} // cap 1: a task ended
+	jobsBegan chan struct{} // cap 1: a task started
+}
+
+// New validates cfg and returns a Worker. It builds a client for
+// cfg.Servers when cfg.Client is nil.
+func New(cfg Config) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	cfg.Queues = slices.Clone(cfg.Queues)
+	w := &Worker{
+		cfg:       cfg,
+		log:       cfg.Logger.With("component", "worker", "worker_id", cfg.ID),
+		client:    cfg.Client,
+		handlers:  make(map[string]HandlerFunc),
+		running:   make(map[string]*task),
+		slotFreed: make(chan struct{}, 1),
+		jobsBegan: make(chan struct{}, 1),
+	}
+	if w.client == nil {
+		ccfg := client.DefaultConfig()
+		ccfg.Servers = cfg.Servers
+		ccfg.Logger = cfg.Logger
+		c, err := client.New(ccfg)
+		if err != nil {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+		w.client, w.ownClient = c, true
+	}
+	return w, nil
+}
+
+// Handle registers h for jobs of type jobType, replacing any earlier one.
+// It may be called before or during Run; claims made after it ask for the
+// type. It panics when jobType is empty or h is nil.
+func (w *Worker) Handle(jobType string, h HandlerFunc) {
+	if jobType == "" || h == nil {
+		panic("worker: Handle needs a job type and a handler")
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.handlers[jobType] = h
+}
+
+// Run registers the worker and runs jobs until ctx ends, then shuts down as
+// the package doc says and returns nil. Every goroutine it started has ended
+// when it returns. It returns ErrAlreadyRunning or ErrNothingToRun without
+// doing anything, and an error wrapping the *client.APIError when the
+// server refuses the registration for good (400, 401, 403 and the like).
+func (w *Worker) Run(ctx context.Context) error {
+	if !w.active.CompareAndSwap(false, true) {
+		return ErrAlreadyRunning
+	}
+	defer w.active.Store(false)
+	if !w.cfg.Shell && len(w.handlerTypes()) == 0 {
+		return ErrNothingToRun
+	}
+	if w.ownClient {
+		defer w.client.Close()
+	}
+	if err := w.register(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+
+	// Jobs, heartbeats and reports outlive ctx during the grace period.
+	base := context.WithoutCancel(ctx)
+	jobCtx, hardStop := context.WithCancelCause(base)
+	defer hardStop(nil)
+	hbCtx, stopHeartbeats := context.WithCancel(base)
+	var hb sync.WaitGroup
+	hb.Go(func() { w.heartbeatLoop(hbCtx) })
+
+	w.claimLoop(ctx, base, jobCtx)
+	w.drain(hardStop)
+	stopHeartbeats()
+	hb.Wait()
+	w.log.Info("worker stopped")
+	return nil
+}
+
+// claimLoop claims jobs while there are free slots, until ctx ends.
+func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
+	bo := newBackoff(100*time.Millisecond, 5*time.Second)
+	for {
+		free, ok := w.waitForSlots(ctx)
+		if !ok {
+			return
+		}
+		began := time.Now()
+		resp, err := w.client.Claim(ctx, wire.ClaimRequest{
+			WorkerID: w.cfg.ID,
+			Queues:   w.cfg.Queues,
+			Types:    w.handlerTypes(),
+			Shell:    w.cfg.Shell,
+			Max:      free,
+			Wait:     w.cfg.PollWait.String(),
+		})
+		if ctx.Err() != nil {
+			if err == nil {
+				w.startAll(base, jobCtx, resp)
+			}
+			return
+		}
+		if err != nil {
+			w.log.Warn("claim failed", "err", err)
+			if client.IsNotFound(err) {
+				w.reregister(ctx)
+			}
+			if !sleep(ctx, bo.next()) {
+				return
+			}
+			continue
+		}
+		w.startAll(base, jobCtx, resp)
+		if len(resp.Jobs) == 0 && time.Since(began) < minPollWait {
+			// The server answered at once with nothing: do not spin.
+			if !sleep(ctx, bo.next()) {
+				return
+			}
+			continue
+		}
+		bo.reset()
+	}
+}
+
+func (w *Worker) startAll(base, jobCtx context.Context, resp *wire.ClaimResponse) {
+	if resp.LeaseTTLMillis > 0 {
+		w.leaseTTL.Store(int64(time.Duration(resp.LeaseTTLMillis) * time.Millisecond))
+	}
+	for _, j := range resp.Jobs {
+		w.start(base, jobCtx, j)
+	}
+}
+
+// waitForSlots blocks until at least one slot is free and returns how many
+// are, or false when ctx ends.
+func (w *Worker) waitForSlots(ctx context.Context) (int, bool) {
+	for {
+		w.mu.Lock()
+		free := w.cfg.Concurrency - len(w.running)
+		w.mu.Unlock()
+		if free > 0 {
+			return free, ctx.Err() == nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-w.slotFreed:
+		}
+	}
+}
+
+// drain waits up to Grace for running jobs, then stops the rest and waits
+// for them and their reports.
+func (w *Worker) drain(hardStop context.CancelCauseFunc) {
+	done := make(chan struct{})
+	go func() {
+		w.jobs.Wait()
+		close(done)
+	}()
+	if n := w.runningCount(); n > 0 {
+		w.log.Info("shutting down: waiting for running jobs", "jobs", n, "grace", w.cfg.Grace)
+	}
+	grace := time.NewTimer(w.cfg.Grace)
+	defer grace.Stop()
+	select {
+	case <-done:
+		return
+	case <-grace.C:
+	}
+	w.log.Warn("grace period over: stopping running jobs", "jobs", w.runningCount())
+	hardStop(errShutdown)
+	<-done
+}
+
+// register announces the worker until it succeeds, ctx ends or the server
+// refuses it for good.
+func (w *Worker) register(ctx context.Context) error {
+	bo := newBackoff(100*time.Millisecond, 5*time.Second)
+	info := wire.Worker{
+		ID:        w.cfg.ID,
+		ExecAddr:  w.cfg.ExecAddr,
+		Resources: w.cfg.Resources,
+		Tags:      w.cfg.Tags,
+		Queues:    w.cfg.Queues,
+	}
+	for {
+		err := w.client.Register(ctx, info)
+		if err == nil {
+			w.log.Info("registered", "server", w.client.Server(), "queues", w.cfg.Queues)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if permanent(err) {
+			return fmt.Errorf("worker: %w", err)
+		}
+		w.log.Warn("register failed, retrying", "err", err)
+		if !sleep(ctx, bo.next()) {
+			return ctx.Err()
+		}
+	}
+}
+
+// reregister registers again after the server forgot the worker, logging
+// rather than returning a failure.
+func (w *Worker) reregister(ctx context.Context) {
+	w.log.Warn("server does not know this worker: registering again")
+	if err := w.register(ctx); err != nil && ctx.Err() == nil {
+		w.log.Error("register again failed", "err", err)
+	}
+}
+
+func (w *Worker) handlerTypes() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	types := make([]string, 0, len(w.handlers))
+	for t := range w.handlers {
+		types = append(types, t)
+	}
+	slices.Sort(types)
+	return types
+}
+
+func (w *Worker) handler(jobType string) HandlerFunc {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.handlers[jobType]
+}
+
+func (w *Worker) runningCount() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.running)
+}
+
+// currentLeaseTTL returns the lease TTL the server announced, or a default.
+func (w *Worker) currentLeaseTTL() time.Duration {
+	if d := time.Duration(w.leaseTTL.Load()); d > 0 {
+		return d
+	}
+	return defaultLeaseTTL
+}
+
+// permanent reports whether a registration error will not go away by
+// retrying: a 4xx other than 404, 408 and 429.
+func permanent(err error) bool {
+	s := client.StatusOf(err)
+	return s >= 400 && s < 500 && s != http.StatusNotFound &&
+		s != http.StatusRequestTimeout && s != http.StatusTooManyRequests
+}
