@@ -223,3 +223,35 @@ func (s *Store) Restore(r io.Reader) error {
 	}
 	return s.open()
 }
+
+// PrepareRestore readies a state file copied from a backup to seed a new
+// cluster: its applied index goes back to 0 (the new cluster's log starts
+// over) and the old cluster's member addresses are forgotten.
+func PrepareRestore(path string) error {
+	s, err := Open(path, Options{})
+	if err != nil {
+		return err
+	}
+	err = s.Update(func(t *Tx) error {
+		if err := t.SetApplied(0); err != nil {
+			return err
+		}
+		nodes, err := t.Nodes()
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if err := t.DeleteNode(n.ID); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("prepare restore of %s: %w", path, err)
+	}
+	return nil
+}

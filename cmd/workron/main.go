@@ -28,7 +28,9 @@ Usage:
   workron jobs get ID | cancel ID | retry ID | wait ID
   workron workers                          list workers
   workron queues                           list queues
-  workron cluster status | join URL --id ID --raft ADDR --http URL | remove ID
+  workron cluster status | join --id ID --raft ADDR --http URL | remove ID
+  workron backup FILE                      download a consistent copy of the state
+  workron restore --data DIR FILE          seed a new node's data dir from a backup
 
 Client verbs take --server (or WORKRON_SERVER, default http://127.0.0.1:7070)
 and -o json. Run "workron COMMAND -h" for a command's flags.
@@ -70,6 +72,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDev(ctx, rest, stdout, stderr)
 	case "submit", "jobs", "workers", "queues", "cluster":
 		return runClient(ctx, cmd, rest, stdout, stderr)
+	case "backup":
+		return runBackup(ctx, rest, stdout, stderr)
+	case "restore":
+		return runRestore(ctx, rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
