@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -227,6 +228,14 @@ func (s *Server) OnLeader(ctx context.Context) {
 	if err := s.announceOnce(ctx); err != nil {
 		s.logger.Warn("record own address", "err", err)
 	}
-	r := &reaper{s: s}
-	r.run(ctx)
+	loops := []interface{ run(context.Context) }{&reaper{s: s}, &sweeper{s: s}}
+	var wg sync.WaitGroup
+	for _, l := range loops {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l.run(ctx)
+		}()
+	}
+	wg.Wait()
 }

@@ -33,7 +33,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	nj, err := newJob(&req, "", s.cfg.Now())
+	nj, err := newJob(&req, "", s.cfg.Now(), s.cfg.Retention)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -74,7 +74,7 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 	now := s.cfg.Now()
 	jobs := make([]fsm.NewJob, len(req.Jobs))
 	for i := range req.Jobs {
-		nj, err := newJob(&req.Jobs[i], fmt.Sprintf("jobs[%d].", i), now)
+		nj, err := newJob(&req.Jobs[i], fmt.Sprintf("jobs[%d].", i), now, s.cfg.Retention)
 		if err != nil {
 			s.fail(w, r, err)
 			return

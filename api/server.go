@@ -71,6 +71,12 @@ type Config struct {
 	MaxBatchBodyBytes int64
 	// MaxBatchJobs caps the jobs of one batch submit. Defaults to 1000.
 	MaxBatchJobs int
+	// Retention is how long finished jobs are kept when they give no
+	// retention of their own; 0 keeps them forever. Defaults to 168h.
+	Retention time.Duration
+	// SweepInterval is how often the leader deletes expired finished jobs.
+	// Defaults to 1m.
+	SweepInterval time.Duration
 
 	// Logger receives request and job logs. Defaults to discarding them.
 	Logger *slog.Logger
@@ -89,6 +95,8 @@ func DefaultConfig() Config {
 		MaxBodyBytes:      1 << 20,
 		MaxBatchBodyBytes: 32 << 20,
 		MaxBatchJobs:      1000,
+		Retention:         168 * time.Hour,
+		SweepInterval:     time.Minute,
 	}
 }
 
@@ -111,6 +119,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: MaxBodyBytes must be at least 1024, got %d", c.MaxBodyBytes)
 	case c.MaxBatchJobs < 1:
 		return fmt.Errorf("api: MaxBatchJobs must be at least 1")
+	case c.Retention < 0:
+		return fmt.Errorf("api: Retention must not be negative")
+	case c.SweepInterval <= 0:
+		return fmt.Errorf("api: SweepInterval must be positive")
 	}
 	return nil
 }

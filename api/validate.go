@@ -40,7 +40,7 @@ func validName(field, s string) error {
 
 // newJob validates a submission and turns it into the command's form; field
 // names in errors are prefixed with prefix (e.g. "jobs[3].").
-func newJob(req *wire.SubmitRequest, prefix string, now time.Time) (fsm.NewJob, error) {
+func newJob(req *wire.SubmitRequest, prefix string, now time.Time, retention time.Duration) (fsm.NewJob, error) {
 	var nj fsm.NewJob
 	f := func(name string) string { return prefix + name }
 	switch {
@@ -108,6 +108,20 @@ func newJob(req *wire.SubmitRequest, prefix string, now time.Time) (fsm.NewJob, 
 	if err != nil {
 		return nj, err
 	}
+	if req.Retention != "" {
+		if retention, err = wire.ParseDuration(f("retention"), req.Retention); err != nil {
+			return nj, invalid("", "%s", err.Error())
+		}
+	}
+	var uniqueFor time.Duration
+	if req.UniqueFor != "" {
+		if req.IdempotencyKey == "" {
+			return nj, invalid(f("unique_for"), "needs an idempotency_key to be unique")
+		}
+		if uniqueFor, err = wire.ParseDuration(f("unique_for"), req.UniqueFor); err != nil {
+			return nj, invalid("", "%s", err.Error())
+		}
+	}
 	return fsm.NewJob{
 		Command:        req.Command,
 		Type:           req.Type,
@@ -122,6 +136,8 @@ func newJob(req *wire.SubmitRequest, prefix string, now time.Time) (fsm.NewJob, 
 		Timeout:        int64(timeout),
 		Backoff:        backoff,
 		RunAt:          runAt,
+		Retention:      int64(retention),
+		UniqueFor:      int64(uniqueFor),
 	}, nil
 }
 
@@ -237,6 +253,13 @@ func toWire(j *store.Job, now int64) wire.Job {
 	if j.Backoff != DefaultBackoff {
 		out.Backoff = &wire.Backoff{Base: time.Duration(j.Backoff.Base).String(), Max: time.Duration(j.Backoff.Max).String(), Jitter: j.Backoff.Jitter}
 	}
+	if j.Retention > 0 {
+		out.Retention = time.Duration(j.Retention).String()
+	}
+	if j.UniqueFor > 0 {
+		out.UniqueFor = time.Duration(j.UniqueFor).String()
+	}
+	out.ExpiresAt = optTime(j.ExpireAt)
 	if j.Status.Leased() {
 		out.Lease = j.Lease
 		out.LeaseExpiresAt = optTime(j.LeaseDeadline)

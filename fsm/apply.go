@@ -44,6 +44,8 @@ func (a *applier) apply(c *Cmd) Result {
 		return a.fatal(a.tx.DeleteNode(c.Node.ID))
 	case OpPauseQueue:
 		return a.pauseQueue(c.Queue)
+	case OpDelete:
+		return a.deleteJobs(c.Delete)
 	}
 	// Decode refuses unknown ops, so this is a bug, not input.
 	panic(fmt.Sprintf("workron: unknown command %q at index %d", c.Op, a.index))
@@ -98,8 +100,42 @@ func (a *applier) reindex(j *store.Job, prev store.Status) {
 
 // put stores a job that was unindexed while its status was prev.
 func (a *applier) put(j *store.Job, prev store.Status) {
+	a.expiry(j)
 	a.must(a.tx.UpdateJob(j, prev, a.index))
 	a.reindex(j, prev)
+}
+
+// expiry keeps a job's place in the retention index: a finished job with a
+// retention expires that long after it finished; others never do.
+func (a *applier) expiry(j *store.Job) {
+	var at int64
+	if j.Status.Finished() && j.Retention > 0 {
+		at = j.DoneAt + j.Retention
+	}
+	if at != j.ExpireAt {
+		a.must(a.tx.SetExpiry(j, at))
+	}
+}
+
+// deleteJobs removes finished jobs whose retention ran out, and frees their
+// idempotency keys unless unique_for still holds them.
+func (a *applier) deleteJobs(d *Delete) Result {
+	var r Result
+	for _, id := range d.IDs {
+		j, err := a.tx.Job(id)
+		if err != nil || !j.Status.Finished() || j.ExpireAt == 0 || j.ExpireAt > a.now {
+			continue
+		}
+		a.must(a.tx.DeleteJob(j))
+		a.f.idx.count(j.Queue, j.Status, "")
+		if j.IdempotencyKey != "" {
+			if kid, until, err := a.tx.IdempotencyKey(j.IdempotencyKey); err == nil && kid == j.ID && until <= a.now {
+				a.must(a.tx.DeleteIdempotencyKey(j.IdempotencyKey))
+			}
+		}
+		r.Deleted++
+	}
+	return r
 }
 
 func (a *applier) insert(j *store.Job) {
@@ -121,20 +157,27 @@ func tail(s string, max int) string {
 	return s
 }
 
+// maxBackoff bounds a retry delay, so that neither the delay nor now plus the
+// delay overflows int64 (a float overflowing int64 converts differently on
+// different CPUs, which would break determinism).
+const maxBackoff = int64(100 * 365 * 24 * time.Hour)
+
 // backoffDelay is the wait before the retry that follows the given attempt:
-// min(base·2^(attempt-1), max), plus up to jitter·that, scaled by draw.
+// min(base·2^(attempt-1), max), plus up to jitter·that, scaled by draw. Max 0
+// means no cap (but never more than maxBackoff).
 func backoffDelay(b store.Backoff, attempt int, draw float64) int64 {
 	d := b.Base
-	for i := 1; i < attempt && d < b.Max; i++ {
+	for i := 1; i < attempt && (b.Max <= 0 || d < b.Max) && d < maxBackoff; i++ {
 		d *= 2
 	}
 	if b.Max > 0 && d > b.Max {
 		d = b.Max
 	}
+	d = min(d, maxBackoff)
 	if draw < 0 || draw >= 1 {
 		draw = 0
 	}
-	return d + int64(float64(d)*b.Jitter*draw)
+	return min(d+int64(min(float64(d)*b.Jitter*draw, float64(maxBackoff))), maxBackoff)
 }
 
 func durationString(ns int64) string { return time.Duration(ns).String() }

@@ -29,6 +29,7 @@ const (
 	OpSetNode         Op = "set_node"
 	OpRemoveNode      Op = "remove_node"
 	OpPauseQueue      Op = "pause_queue"
+	OpDelete          Op = "delete"
 )
 
 // Entry is what one Raft log entry carries: the leader's clock reading,
@@ -52,6 +53,7 @@ type Cmd struct {
 	Retry           *Retry           `json:"retry,omitempty"`
 	Node            *store.Node      `json:"node,omitempty"`
 	Queue           *PauseQueue      `json:"queue,omitempty"`
+	Delete          *Delete          `json:"delete,omitempty"`
 }
 
 // Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
@@ -77,6 +79,14 @@ type NewJob struct {
 	Timeout        int64             `json:"timeout,omitempty"`
 	Backoff        store.Backoff     `json:"backoff"`
 	RunAt          int64             `json:"run_at,omitempty"`
+	Retention      int64             `json:"retention,omitempty"`
+	UniqueFor      int64             `json:"unique_for,omitempty"`
+}
+
+// Delete removes finished jobs whose retention has run out at the entry's
+// time; ids that do not qualify (any more) are skipped.
+type Delete struct {
+	IDs []string `json:"ids"`
 }
 
 // Claim leases up to Max ready jobs to a worker. LeaseTTL is nanoseconds.
@@ -201,6 +211,8 @@ func (c *Cmd) valid() bool {
 		return c.Node != nil
 	case OpPauseQueue:
 		return c.Queue != nil
+	case OpDelete:
+		return c.Delete != nil
 	}
 	return false
 }

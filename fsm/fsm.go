@@ -36,6 +36,7 @@ type Result struct {
 	Jobs     []*store.Job
 	Existing bool // submit: an idempotency key matched; Jobs[0] is the old job
 	Renewed  int  // worker heartbeat: leases renewed
+	Deleted  int  // delete: jobs removed
 	Deadline int64
 	Actions  []Action
 	Worker   *store.Worker

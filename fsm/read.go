@@ -199,6 +199,17 @@ func (f *FSM) Check() error {
 	return f.st.Check()
 }
 
+// ExpiredJobs lists up to limit ids of finished jobs whose retention ran
+// out at now, for the leader's retention sweep.
+func (f *FSM) ExpiredJobs(now int64, limit int) []string {
+	var out []string
+	_ = f.view(func(tx *store.Tx) error {
+		out = tx.Expired(now, limit)
+		return nil
+	})
+	return out
+}
+
 // RunningByWorker counts the leases each worker holds.
 func (f *FSM) RunningByWorker() map[string]int {
 	f.mu.Lock()

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/workron/workron/store"
 )
@@ -26,15 +27,19 @@ func (a *applier) submit(s *Submit) Result {
 			fresh++
 			continue
 		}
-		id, err := a.tx.IdempotencyKey(nj.IdempotencyKey)
-		if err == store.ErrNotFound {
-			fresh++
+		id, until, err := a.tx.IdempotencyKey(nj.IdempotencyKey)
+		if err == store.ErrNotFound || (until != 0 && until <= a.now) {
+			fresh++ // never used, or its unique_for has passed
 			continue
 		}
 		a.must(err)
 		j, err := a.job(id)
 		if err != nil {
-			fresh++ // the key outlived its job: treat as new
+			if until != 0 {
+				return Result{Err: fmt.Errorf("idempotency_key %q belongs to deleted job %s until %s: %w",
+					nj.IdempotencyKey, id, time.Unix(0, until).UTC().Format(time.RFC3339), ErrConflict)}
+			}
+			fresh++ // the key outlived its job
 			continue
 		}
 		existing[i] = j
@@ -134,7 +139,11 @@ func (a *applier) submit(s *Submit) Result {
 		}
 		a.insert(j)
 		if j.IdempotencyKey != "" {
-			a.must(a.tx.PutIdempotencyKey(j.IdempotencyKey, j.ID))
+			var until int64
+			if j.UniqueFor > 0 {
+				until = a.now + j.UniqueFor
+			}
+			a.must(a.tx.PutIdempotencyKey(j.IdempotencyKey, j.ID, until))
 		}
 	}
 	return Result{Jobs: jobs, Existing: fresh == 0}
@@ -170,6 +179,8 @@ func (a *applier) newJob(nj *NewJob, id string, seq uint64) *store.Job {
 		Backoff:        nj.Backoff,
 		CreatedAt:      a.now,
 		RunAt:          runAt,
+		Retention:      nj.Retention,
+		UniqueFor:      nj.UniqueFor,
 	}
 }
 

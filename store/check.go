@@ -12,12 +12,18 @@ import (
 // nowhere. Tests call it at cleanup.
 func (s *Store) Check() error {
 	return s.View(func(t *Tx) error {
-		jobs := 0
+		jobs, expiring := 0, 0
 		err := t.tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
 			jobs++
 			j := new(Job)
 			if err := decode(v, j); err != nil {
 				return err
+			}
+			if j.ExpireAt != 0 {
+				expiring++
+				if got := t.tx.Bucket(bucketExpiry).Get(expiryKey(j.ExpireAt, j.Seq)); string(got) != j.ID {
+					return fmt.Errorf("job %s: expiry index names %q", j.ID, got)
+				}
 			}
 			if got := t.tx.Bucket(bucketSeq).Get(putUint(j.Seq)); string(got) != j.ID {
 				return fmt.Errorf("job %s: seq index %d names %q", j.ID, j.Seq, got)
@@ -29,6 +35,9 @@ func (s *Store) Check() error {
 		})
 		if err != nil {
 			return err
+		}
+		if n := t.tx.Bucket(bucketExpiry).Stats().KeyN; n != expiring {
+			return fmt.Errorf("expiry index has %d entries for %d expiring jobs", n, expiring)
 		}
 		if n := t.tx.Bucket(bucketSeq).Stats().KeyN; n != jobs {
 			return fmt.Errorf("seq index has %d entries for %d jobs", n, jobs)

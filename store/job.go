@@ -94,6 +94,9 @@ type Job struct {
 	Output         string            `json:"out,omitempty"`
 	LastError      string            `json:"err,omitempty"`
 	History        []Attempt         `json:"hist,omitempty"`
+	Retention      int64             `json:"retention,omitempty"`
+	UniqueFor      int64             `json:"unique_for,omitempty"`
+	ExpireAt       int64             `json:"expire_at,omitempty"`
 	ModifyIndex    uint64            `json:"mod"`
 }
 

@@ -25,12 +25,13 @@ var (
 	bucketJobs     = []byte("jobs")    // id -> Job
 	bucketSeq      = []byte("seq")     // seq(8) -> id
 	bucketStatus   = []byte("status")  // status 0x00 seq(8) -> id
-	bucketIdem     = []byte("idem")    // idempotency key -> id
+	bucketIdem     = []byte("idem")    // idempotency key -> until(8) id
 	bucketWorkers  = []byte("workers") // id -> Worker
 	bucketNodes    = []byte("nodes")   // id -> Node
 	bucketMeta     = []byte("meta")    // name -> value
 	bucketQueues   = []byte("queues")  // paused queue name -> 1
-	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues}
+	bucketExpiry   = []byte("expiry")  // expire_at(8) seq(8) -> id of a finished job
+	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry}
 	keyApplied     = []byte("applied_index")
 	keyNextSeq     = []byte("next_seq")
 	keyLastNow     = []byte("last_now")

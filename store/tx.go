@@ -103,7 +103,8 @@ func (t *Tx) UpdateJob(j *Job, prev Status, index uint64) error {
 	return b.Put(statusKey(j.Status, j.Seq), []byte(j.ID))
 }
 
-// DeleteJob removes a job and its index entries.
+// DeleteJob removes a job and its index entries (its idempotency key is
+// the caller's to keep or drop).
 func (t *Tx) DeleteJob(j *Job) error {
 	if err := t.tx.Bucket(bucketJobs).Delete([]byte(j.ID)); err != nil {
 		return fmt.Errorf("delete job %s: %w", j.ID, err)
@@ -111,14 +112,47 @@ func (t *Tx) DeleteJob(j *Job) error {
 	if err := t.tx.Bucket(bucketSeq).Delete(putUint(j.Seq)); err != nil {
 		return fmt.Errorf("delete job %s: %w", j.ID, err)
 	}
-	if j.IdempotencyKey != "" {
-		if id, _ := t.IdempotencyKey(j.IdempotencyKey); id == j.ID {
-			if err := t.tx.Bucket(bucketIdem).Delete([]byte(j.IdempotencyKey)); err != nil {
-				return fmt.Errorf("delete job %s: %w", j.ID, err)
-			}
-		}
+	if err := t.SetExpiry(j, 0); err != nil {
+		return err
 	}
 	return t.tx.Bucket(bucketStatus).Delete(statusKey(j.Status, j.Seq))
+}
+
+func expiryKey(at int64, seq uint64) []byte {
+	k := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(at))
+	return binary.BigEndian.AppendUint64(k, seq)
+}
+
+// SetExpiry moves a job's entry in the expiry index from j.ExpireAt to at
+// (0 = no entry) and sets j.ExpireAt; store the job afterwards.
+func (t *Tx) SetExpiry(j *Job, at int64) error {
+	b := t.tx.Bucket(bucketExpiry)
+	if j.ExpireAt != 0 {
+		if err := b.Delete(expiryKey(j.ExpireAt, j.Seq)); err != nil {
+			return fmt.Errorf("expiry of job %s: %w", j.ID, err)
+		}
+	}
+	j.ExpireAt = at
+	if at != 0 {
+		if err := b.Put(expiryKey(at, j.Seq), []byte(j.ID)); err != nil {
+			return fmt.Errorf("expiry of job %s: %w", j.ID, err)
+		}
+	}
+	return nil
+}
+
+// Expired lists up to limit ids of jobs whose ExpireAt is at or before now,
+// earliest first.
+func (t *Tx) Expired(now int64, limit int) []string {
+	var out []string
+	c := t.tx.Bucket(bucketExpiry).Cursor()
+	for k, id := c.First(); k != nil && len(out) < limit; k, id = c.Next() {
+		if int64(getUint(k[:8])) > now {
+			break
+		}
+		out = append(out, string(id))
+	}
+	return out
 }
 
 func (t *Tx) putJob(j *Job) error {
@@ -132,18 +166,26 @@ func (t *Tx) putJob(j *Job) error {
 	return nil
 }
 
-// IdempotencyKey returns the id of the job holding key, or ErrNotFound.
-func (t *Tx) IdempotencyKey(key string) (string, error) {
+// IdempotencyKey returns the id of the job holding key and until when the
+// key is held whether or not that job still exists (0: only while it
+// exists), or ErrNotFound.
+func (t *Tx) IdempotencyKey(key string) (id string, until int64, err error) {
 	v := t.tx.Bucket(bucketIdem).Get([]byte(key))
-	if v == nil {
-		return "", ErrNotFound
+	if len(v) < 8 {
+		return "", 0, ErrNotFound
 	}
-	return string(v), nil
+	return string(v[8:]), int64(getUint(v[:8])), nil
 }
 
-// PutIdempotencyKey records that key belongs to the job id.
-func (t *Tx) PutIdempotencyKey(key, id string) error {
-	return t.tx.Bucket(bucketIdem).Put([]byte(key), []byte(id))
+// PutIdempotencyKey records that key belongs to the job id until until.
+func (t *Tx) PutIdempotencyKey(key, id string, until int64) error {
+	v := append(putUint(uint64(until)), id...)
+	return t.tx.Bucket(bucketIdem).Put([]byte(key), v)
+}
+
+// DeleteIdempotencyKey frees key.
+func (t *Tx) DeleteIdempotencyKey(key string) error {
+	return t.tx.Bucket(bucketIdem).Delete([]byte(key))
 }
 
 // ForEachJob calls fn for every job in the given status, oldest first. A nil

@@ -48,6 +48,8 @@ type SubmitRequest struct {
 	Delay          string            `json:"delay,omitempty"`
 	Backoff        *Backoff          `json:"backoff,omitempty"`
 	Metadata       map[string]string `json:"metadata,omitempty"`
+	Retention      string            `json:"retention,omitempty"`
+	UniqueFor      string            `json:"unique_for,omitempty"`
 }
 
 // Backoff configures the delay before a retry: min(base·2^(attempt-1), max),
@@ -92,6 +94,9 @@ type Job struct {
 	Output         string            `json:"output,omitempty"`
 	LastError      string            `json:"last_error,omitempty"`
 	AttemptHistory []Attempt         `json:"attempt_history,omitempty"`
+	Retention      string            `json:"retention,omitempty"`
+	UniqueFor      string            `json:"unique_for,omitempty"`
+	ExpiresAt      *time.Time        `json:"expires_at,omitempty"`
 }
 
 // Attempt records how one finished attempt of a job ended.

@@ -23,6 +23,7 @@ type serverFlags struct {
 	bootstrap                       bool
 	peers, join                     string
 	leaseTTL, maxWait, reapInterval time.Duration
+	retention, sweepInterval        time.Duration
 	heartbeat, election             time.Duration
 	stateNoSync                     bool
 	snapshotThreshold               uint64
@@ -41,6 +42,8 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, "how long a claimed job's lease lasts without a heartbeat")
 	fs.DurationVar(&f.maxWait, "max-wait", 60*time.Second, "longest long-poll a claim may ask for")
 	fs.DurationVar(&f.reapInterval, "reap-interval", time.Second, "how often the leader looks for expired leases")
+	fs.DurationVar(&f.retention, "retention", 168*time.Hour, "how long finished jobs are kept unless they say otherwise (0 = forever)")
+	fs.DurationVar(&f.sweepInterval, "sweep-interval", time.Minute, "how often the leader deletes finished jobs past their retention")
 	fs.DurationVar(&f.heartbeat, "raft-heartbeat-timeout", time.Second, "Raft heartbeat timeout")
 	fs.DurationVar(&f.election, "raft-election-timeout", time.Second, "Raft election timeout")
 	fs.BoolVar(&f.stateNoSync, "state-nosync", false, "skip fsync of the state file (the Raft log stays fsync'd)")
@@ -132,6 +135,7 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	ac.Node, ac.State, ac.AdvertiseHTTP = s.node, s.node.FSM(), advertise
 	ac.JoinURLs = splitList(f.join)
 	ac.LeaseTTL, ac.MaxWait, ac.ReapInterval = f.leaseTTL, f.maxWait, f.reapInterval
+	ac.Retention, ac.SweepInterval = f.retention, f.sweepInterval
 	ac.Logger = logger
 	s.api, err = api.New(ac)
 	if err != nil {
