@@ -26,6 +26,8 @@ type claimArgs struct {
 // (and the next delayed job's due time) and proposes a claim only when the
 // state holds a job this worker could take.
 func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
+	s.lastPoll.Store(a.cmd.WorkerID, time.Now())
+	defer s.lastPoll.Store(a.cmd.WorkerID, time.Now())
 	deadline := time.Now().Add(a.wait)
 	for {
 		changed := s.state.Changed()
@@ -294,14 +296,18 @@ func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) workerWire(w *store.Worker, running int) wire.Worker {
+	seen := time.Unix(0, w.LastHeartbeat)
+	if t, ok := s.lastPoll.Load(w.ID); ok && t.(time.Time).After(seen) {
+		seen = t.(time.Time)
+	}
 	status := "active"
-	if time.Duration(s.now()-w.LastHeartbeat) > s.cfg.WorkerOfflineAfter {
+	if s.cfg.Now().Sub(seen) > s.cfg.WorkerOfflineAfter {
 		status = "offline"
 	}
 	return wire.Worker{
 		ID: w.ID, ExecAddr: w.ExecAddr, Tags: w.Tags, Queues: w.Queues, Status: status,
 		Resources:     wire.Resources{VRAMMB: w.VRAMMB, MemoryMB: w.MemoryMB, CPUMillis: w.CPUMillis, Slots: w.Slots},
-		LastHeartbeat: time.Unix(0, w.LastHeartbeat).UTC(), RegisteredAt: time.Unix(0, w.RegisteredAt).UTC(),
+		LastHeartbeat: seen.UTC(), RegisteredAt: time.Unix(0, w.RegisteredAt).UTC(),
 		RunningJobs: running,
 	}
 }

@@ -140,6 +140,11 @@ type Server struct {
 
 	leaderMu    sync.Mutex
 	leaderSince time.Time
+
+	// lastPoll is when each worker last long-polled this node (worker id to
+	// time.Time). Idle workers poll without writing to the log, so this
+	// in-memory mark is what shows them active.
+	lastPoll sync.Map
 }
 
 // New builds a Server; call Handler to serve it and OnLeader from the node.

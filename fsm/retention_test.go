@@ -1,0 +1,110 @@
+package fsm_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+func deleteCmd(ids ...string) fsm.Cmd {
+	return fsm.Cmd{Op: fsm.OpDelete, Delete: &fsm.Delete{IDs: ids}}
+}
+
+func TestRetention(t *testing.T) {
+	t.Run("FinishedJobExpiresAfterItsRetention", func(t *testing.T) {
+		h := setup(t)
+		j := h.submit(fsm.NewJob{Command: "true", MaxAttempts: 1, Retention: int64(time.Hour)})[0]
+		c := h.claimOne("w1")
+		h.at(time.Minute).ok(succeed(c.ID, c.Lease))
+		if got, want := h.job(j.ID).ExpireAt, t0.Add(time.Minute+time.Hour).UnixNano(); got != want {
+			t.Fatalf("expire_at %d, want %d", got, want)
+		}
+		if ids := h.f.ExpiredJobs(t0.Add(time.Hour).UnixNano(), 10); len(ids) != 0 {
+			t.Fatalf("expired before its time: %v", ids)
+		}
+		// A delete proposed early (a leader with a fast clock) is a no-op.
+		if r := h.at(time.Hour).ok(deleteCmd(j.ID)); r.Deleted != 0 {
+			t.Fatalf("early delete removed %d jobs", r.Deleted)
+		}
+		at := t0.Add(2 * time.Hour)
+		if ids := h.f.ExpiredJobs(at.UnixNano(), 10); len(ids) != 1 || ids[0] != j.ID {
+			t.Fatalf("expired %v, want [%s]", ids, j.ID)
+		}
+		if r := h.at(2 * time.Hour).ok(deleteCmd(j.ID)); r.Deleted != 1 {
+			t.Fatalf("deleted %d, want 1", r.Deleted)
+		}
+		if _, err := h.f.Job(j.ID); err == nil {
+			t.Fatalf("job %s still there after delete", j.ID)
+		}
+	})
+
+	t.Run("UnfinishedAndRetriedJobsNeverExpire", func(t *testing.T) {
+		h := setup(t)
+		js := h.submit(
+			fsm.NewJob{Command: "a", MaxAttempts: 1, Retention: int64(time.Second)},
+			fsm.NewJob{Command: "b", MaxAttempts: 1, Retention: int64(time.Second)},
+		)
+		c := h.claimOne("w1")
+		h.ok(fail(c.ID, c.Lease, "boom"))
+		h.status(store.StatusFailed, c.ID)
+		h.ok(retry(c.ID))
+		if got := h.job(c.ID).ExpireAt; got != 0 {
+			t.Fatalf("retried job keeps expire_at %d", got)
+		}
+		h.at(time.Hour).ok(deleteCmd(js[0].ID, js[1].ID))
+		h.status(store.StatusPending, js[0].ID, js[1].ID)
+	})
+
+	t.Run("ZeroRetentionKeepsForever", func(t *testing.T) {
+		h := setup(t)
+		h.submit(fsm.NewJob{Command: "true", MaxAttempts: 1})
+		c := h.claimOne("w1")
+		h.ok(succeed(c.ID, c.Lease))
+		if got := h.job(c.ID).ExpireAt; got != 0 {
+			t.Fatalf("expire_at %d, want 0", got)
+		}
+	})
+}
+
+func TestIdempotencyKeys(t *testing.T) {
+	t.Run("KeyIsFreedWhenItsJobIsDeleted", func(t *testing.T) {
+		h := setup(t)
+		j := h.submit(fsm.NewJob{Command: "true", MaxAttempts: 1, IdempotencyKey: "k", Retention: int64(time.Second)})[0]
+		c := h.claimOne("w1")
+		h.ok(succeed(c.ID, c.Lease))
+		h.at(time.Minute).ok(deleteCmd(j.ID))
+		r := h.ok(submit(fsm.NewJob{Command: "true", IdempotencyKey: "k"}))
+		if r.Existing || r.Jobs[0].ID == j.ID {
+			t.Fatalf("resubmit after delete returned the old job %+v", r.Jobs[0])
+		}
+	})
+
+	t.Run("UniqueForHoldsTheKeyAfterDeletion", func(t *testing.T) {
+		h := setup(t)
+		j := h.submit(fsm.NewJob{Command: "true", MaxAttempts: 1, IdempotencyKey: "k",
+			Retention: int64(time.Second), UniqueFor: int64(time.Hour)})[0]
+		c := h.claimOne("w1")
+		h.ok(succeed(c.ID, c.Lease))
+		h.at(time.Minute).ok(deleteCmd(j.ID))
+		h.at(2*time.Minute).reject(submit(fsm.NewJob{Command: "true", IdempotencyKey: "k"}), fsm.ErrConflict)
+		// After unique_for the key is free again.
+		r := h.at(2 * time.Hour).ok(submit(fsm.NewJob{Command: "true", IdempotencyKey: "k"}))
+		if r.Existing {
+			t.Fatalf("submit after unique_for matched the old key")
+		}
+	})
+
+	t.Run("UniqueForEndsEvenWhileTheJobIsRetained", func(t *testing.T) {
+		h := setup(t)
+		j := h.submit(fsm.NewJob{Command: "true", IdempotencyKey: "k", UniqueFor: int64(time.Minute)})[0]
+		if r := h.at(30 * time.Second).ok(submit(fsm.NewJob{Command: "true", IdempotencyKey: "k"})); !r.Existing || r.Jobs[0].ID != j.ID {
+			t.Fatalf("within unique_for: got %+v, want the existing job", r)
+		}
+		r := h.at(2 * time.Minute).ok(submit(fsm.NewJob{Command: "true", IdempotencyKey: "k"}))
+		if r.Existing || r.Jobs[0].ID == j.ID {
+			t.Fatalf("after unique_for: got the old job")
+		}
+	})
+}
