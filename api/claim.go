@@ -267,9 +267,22 @@ func checkWorker(w *wire.Worker) error {
 }
 
 func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
-	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{
-		WorkerID: r.PathValue("id"), LeaseTTL: int64(s.cfg.LeaseTTL),
-	}})
+	var req struct {
+		Jobs *[]wire.JobLease `json:"jobs"`
+	}
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	hb := &fsm.WorkerHeartbeat{WorkerID: r.PathValue("id"), LeaseTTL: int64(s.cfg.LeaseTTL)}
+	if req.Jobs != nil {
+		hb.Listed = true
+		for _, l := range *req.Jobs {
+			hb.Leases = append(hb.Leases, fsm.LeaseRef{JobID: l.JobID, Lease: l.Lease})
+		}
+	}
+	s.lastPoll.Store(hb.WorkerID, time.Now())
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: hb})
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -11,6 +11,11 @@ func (a *applier) claim(c *Claim) Result {
 	if c.WorkerID == "" {
 		return Result{Err: &ValidationError{Field: "worker_id", Reason: "must not be empty"}}
 	}
+	if c.LeaseTTL <= 0 {
+		// A lease that is born expired could be reaped and re-claimed
+		// within one entry, and two attempts would share a token.
+		return Result{Err: &ValidationError{Field: "lease_ttl", Reason: "must be positive"}}
+	}
 	n := min(max(c.Max, 1), MaxClaim)
 	a.f.idx.promote(a.now)
 	kinds := claimKinds(c.Queues, c.Types, c.Shell)

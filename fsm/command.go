@@ -30,6 +30,10 @@ const (
 	OpRemoveNode      Op = "remove_node"
 	OpPauseQueue      Op = "pause_queue"
 	OpDelete          Op = "delete"
+	OpPutSchedule     Op = "put_schedule"
+	OpDeleteSchedule  Op = "delete_schedule"
+	OpPauseSchedule   Op = "pause_schedule"
+	OpFire            Op = "fire"
 )
 
 // Entry is what one Raft log entry carries: the leader's clock reading,
@@ -54,6 +58,10 @@ type Cmd struct {
 	Node            *store.Node      `json:"node,omitempty"`
 	Queue           *PauseQueue      `json:"queue,omitempty"`
 	Delete          *Delete          `json:"delete,omitempty"`
+	PutSchedule     *PutSchedule     `json:"put_sched,omitempty"`
+	DeleteSchedule  *DeleteSchedule  `json:"del_sched,omitempty"`
+	PauseSchedule   *PauseSchedule   `json:"pause_sched,omitempty"`
+	Fire            *Fire            `json:"fire,omitempty"`
 }
 
 // Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
@@ -81,6 +89,8 @@ type NewJob struct {
 	RunAt          int64             `json:"run_at,omitempty"`
 	Retention      int64             `json:"retention,omitempty"`
 	UniqueFor      int64             `json:"unique_for,omitempty"`
+	Schedule       string            `json:"sched,omitempty"`     // set by Fire only
+	ScheduledFor   int64             `json:"sched_for,omitempty"` // set by Fire only
 }
 
 // Delete removes finished jobs whose retention has run out at the entry's
@@ -106,10 +116,19 @@ type Heartbeat struct {
 	LeaseTTL int64  `json:"ttl"`
 }
 
-// WorkerHeartbeat marks a worker alive and renews every lease it holds.
+// WorkerHeartbeat marks a worker alive and renews its leases: those in
+// Leases when Listed is set, else every lease it holds.
 type WorkerHeartbeat struct {
-	WorkerID string `json:"worker"`
-	LeaseTTL int64  `json:"ttl"`
+	WorkerID string     `json:"worker"`
+	LeaseTTL int64      `json:"ttl"`
+	Listed   bool       `json:"listed,omitempty"`
+	Leases   []LeaseRef `json:"leases,omitempty"`
+}
+
+// LeaseRef names one attempt: a job and its lease.
+type LeaseRef struct {
+	JobID string `json:"job"`
+	Lease uint64 `json:"lease"`
 }
 
 // Report ends an attempt. Lease 0 means the current attempt. Final skips the
@@ -213,6 +232,14 @@ func (c *Cmd) valid() bool {
 		return c.Queue != nil
 	case OpDelete:
 		return c.Delete != nil
+	case OpPutSchedule:
+		return c.PutSchedule != nil
+	case OpDeleteSchedule:
+		return c.DeleteSchedule != nil
+	case OpPauseSchedule:
+		return c.PauseSchedule != nil
+	case OpFire:
+		return c.Fire != nil
 	}
 	return false
 }

@@ -6,10 +6,16 @@ import (
 	"github.com/workron/workron/store"
 )
 
-// report ends the current attempt with the worker's outcome.
+// report ends the current attempt with the worker's outcome. A report that
+// repeats one already applied for the same lease (a retry after an unknown
+// outcome) gets the job back and changes nothing.
 func (a *applier) report(r *Report) Result {
 	j, err := a.currentAttempt(r.JobID, r.Lease)
 	if err != nil {
+		if a.alreadyReported(r) {
+			done, _ := a.job(r.JobID)
+			return Result{Jobs: []*store.Job{done}}
+		}
 		return Result{Err: err}
 	}
 	prev := j.Status
@@ -17,7 +23,7 @@ func (a *applier) report(r *Report) Result {
 	j.ExitCode = r.ExitCode
 	j.Output = tail(r.Output, MaxOutput)
 	if r.Success {
-		a.endAttempt(j, store.StatusDone, "")
+		a.endAttempt(j, store.StatusDone, "", false)
 		j.Status = store.StatusDone
 		j.DoneAt = a.now
 		j.LastError = ""
@@ -32,8 +38,26 @@ func (a *applier) report(r *Report) Result {
 			msg = fmt.Sprintf("exit status %d", *r.ExitCode)
 		}
 	}
-	a.failAttempt(j, prev, tail(msg, MaxOutput), r.Final, r.Draw)
+	a.failAttempt(j, prev, attemptEnd{msg: tail(msg, MaxOutput), final: r.Final, draw: r.Draw})
 	return Result{Jobs: []*store.Job{j}}
+}
+
+// alreadyReported reports whether the job's history holds the attempt of
+// r.Lease ended the way r says: done for a success, not done for a failure.
+func (a *applier) alreadyReported(r *Report) bool {
+	if r.Lease == 0 {
+		return false
+	}
+	j, err := a.job(r.JobID)
+	if err != nil {
+		return false
+	}
+	for _, at := range j.History {
+		if at.Lease == r.Lease {
+			return (at.Status == store.StatusDone) == r.Success && !at.Expired
+		}
+	}
+	return false
 }
 
 // expire ends an attempt whose lease deadline has passed, unless a heartbeat
@@ -53,28 +77,38 @@ func (a *applier) expire(e *Expire) Result {
 	prev := j.Status
 	a.unindex(j)
 	j.ExitCode = nil
-	a.failAttempt(j, prev, msg, false, e.Draw)
+	a.failAttempt(j, prev, attemptEnd{msg: msg, draw: e.Draw, expired: true})
 	return Result{Jobs: []*store.Job{j}}
+}
+
+// attemptEnd says how a failed attempt ended: its error, whether retries are
+// skipped, the jitter draw, and whether the reaper (not the worker) ended it.
+type attemptEnd struct {
+	msg     string
+	final   bool
+	draw    float64
+	expired bool
 }
 
 // failAttempt ends a failed attempt of an unindexed job: a cancelling job is
 // cancelled; one with attempts left waits out its backoff; others fail.
-func (a *applier) failAttempt(j *store.Job, prev store.Status, msg string, final bool, draw float64) {
+func (a *applier) failAttempt(j *store.Job, prev store.Status, e attemptEnd) {
+	msg := e.msg
 	j.LastError = msg
 	switch {
 	case prev == store.StatusCancelling:
-		a.endAttempt(j, store.StatusCancelled, msg)
+		// Dependents were cancelled with it if the cancel asked for that.
+		a.endAttempt(j, store.StatusCancelled, msg, e.expired)
 		j.Status = store.StatusCancelled
 		j.DoneAt = a.now
 		a.put(j, prev)
-		a.cascade(j, store.StatusCancelled)
-	case !final && j.Attempts < j.MaxAttempts:
-		a.endAttempt(j, store.StatusFailed, msg)
+	case !e.final && j.Attempts < j.MaxAttempts:
+		a.endAttempt(j, store.StatusFailed, msg, e.expired)
 		j.Status = store.StatusPending
-		j.RunAt = a.now + backoffDelay(j.Backoff, j.Attempts, draw)
+		j.RunAt = a.now + backoffDelay(j.Backoff, j.Attempts, e.draw)
 		a.put(j, prev)
 	default:
-		a.endAttempt(j, store.StatusFailed, msg)
+		a.endAttempt(j, store.StatusFailed, msg, e.expired)
 		j.Status = store.StatusFailed
 		j.DoneAt = a.now
 		a.put(j, prev)
@@ -83,7 +117,7 @@ func (a *applier) failAttempt(j *store.Job, prev store.Status, msg string, final
 }
 
 // endAttempt records the current attempt in the history and drops its lease.
-func (a *applier) endAttempt(j *store.Job, st store.Status, msg string) {
+func (a *applier) endAttempt(j *store.Job, st store.Status, msg string, expired bool) {
 	j.History = append(j.History, store.Attempt{
 		Attempt:  j.Attempts,
 		WorkerID: j.WorkerID,
@@ -93,6 +127,7 @@ func (a *applier) endAttempt(j *store.Job, st store.Status, msg string) {
 		Error:    msg,
 		Started:  j.StartedAt,
 		Ended:    a.now,
+		Expired:  expired,
 	})
 	if len(j.History) > MaxHistory {
 		j.History = j.History[len(j.History)-MaxHistory:]
@@ -151,11 +186,18 @@ func (a *applier) cancel(c *Cancel) Result {
 	case prev.Finished():
 		return Result{Err: &StateError{JobID: j.ID, Status: string(prev), Op: "cancel"}}
 	case prev == store.StatusCancelling:
+		if c.Cascade {
+			a.cascade(j, store.StatusCancelled)
+		}
 		return Result{Jobs: []*store.Job{j}}
 	case prev == store.StatusRunning:
 		a.unindex(j)
 		j.Status = store.StatusCancelling
 		a.put(j, prev)
+		if c.Cascade {
+			// Cascade now: the flag is not kept for the worker's report.
+			a.cascade(j, store.StatusCancelled)
+		}
 		return Result{Jobs: []*store.Job{j}}
 	}
 	a.unindex(j)

@@ -50,8 +50,9 @@ func (a *applier) renew(j *store.Job, ttl int64) {
 	a.put(j, prev)
 }
 
-// workerHeartbeat marks a registered worker alive and renews every lease it
-// holds, telling it which of its jobs to cancel.
+// workerHeartbeat marks a registered worker alive and renews the leases it
+// says it runs (or all it holds, if it does not say), telling it which of
+// its jobs to cancel.
 func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 	w, err := a.tx.Worker(h.WorkerID)
 	if err == store.ErrNotFound {
@@ -61,10 +62,20 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 	w.LastHeartbeat = a.now
 	a.must(a.tx.PutWorker(w, a.index))
 	r := Result{Worker: w, Deadline: a.now + h.LeaseTTL}
+	var listed map[string]uint64
+	if h.Listed {
+		listed = make(map[string]uint64, len(h.Leases))
+		for _, l := range h.Leases {
+			listed[l.JobID] = l.Lease
+		}
+	}
 	for _, id := range a.f.idx.workerJobs(h.WorkerID) {
 		j, err := a.job(id)
 		if err != nil {
 			continue
+		}
+		if lease, ok := listed[id]; h.Listed && (!ok || lease != j.Lease) {
+			continue // the worker does not run this attempt: let it expire
 		}
 		a.renew(j, h.LeaseTTL)
 		r.Renewed++

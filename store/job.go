@@ -60,6 +60,7 @@ type Attempt struct {
 	Error    string `json:"e,omitempty"`
 	Started  int64  `json:"st"`
 	Ended    int64  `json:"en"`
+	Expired  bool   `json:"xp,omitempty"` // ended by the reaper, not its worker
 }
 
 // Job is the stored record of one job. Times are Unix nanoseconds, 0 when
@@ -97,6 +98,9 @@ type Job struct {
 	Retention      int64             `json:"retention,omitempty"`
 	UniqueFor      int64             `json:"unique_for,omitempty"`
 	ExpireAt       int64             `json:"expire_at,omitempty"`
+	Schedule       string            `json:"sched,omitempty"`     // the schedule that fired it
+	ScheduledFor   int64             `json:"sched_for,omitempty"` // the tick it belongs to
+	After          string            `json:"after,omitempty"`     // blocked until this job finishes, however it ends
 	ModifyIndex    uint64            `json:"mod"`
 }
 

@@ -50,7 +50,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 // the jobs the server cancelled or preempted, and registers again when the
 // server forgot the worker.
 func (w *Worker) heartbeatOnce(ctx context.Context) error {
-	resp, err := w.client.WorkerHeartbeat(ctx, w.cfg.ID)
+	resp, err := w.client.WorkerHeartbeat(ctx, w.cfg.ID, w.runningLeases())
 	if client.IsNotFound(err) {
 		w.reregister(ctx)
 		return nil
@@ -62,6 +62,17 @@ func (w *Worker) heartbeatOnce(ctx context.Context) error {
 		w.act(a)
 	}
 	return nil
+}
+
+// runningLeases lists the attempts this worker is running, for a heartbeat.
+func (w *Worker) runningLeases() []wire.JobLease {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]wire.JobLease, 0, len(w.running))
+	for _, t := range w.running {
+		out = append(out, wire.JobLease{JobID: t.job.ID, Lease: t.job.Lease})
+	}
+	return out
 }
 
 // act carries out one action of a heartbeat reply.

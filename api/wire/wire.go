@@ -97,6 +97,9 @@ type Job struct {
 	Retention      string            `json:"retention,omitempty"`
 	UniqueFor      string            `json:"unique_for,omitempty"`
 	ExpiresAt      *time.Time        `json:"expires_at,omitempty"`
+	Schedule       string            `json:"schedule,omitempty"`      // the schedule that created it
+	ScheduledFor   *time.Time        `json:"scheduled_for,omitempty"` // the tick it belongs to
+	After          string            `json:"after,omitempty"`         // blocked until this previous run ends
 }
 
 // Attempt records how one finished attempt of a job ended.
@@ -189,6 +192,20 @@ type WorkerList struct {
 	Workers []Worker `json:"workers"`
 }
 
+// WorkerHeartbeatRequest is the optional body of POST /workers/{id}/heartbeat.
+// When Jobs is present (even empty), only those leases are renewed: a job
+// whose claim reply the worker never received is then left to expire. With
+// no body (the seed's workers) every lease the worker holds is renewed.
+type WorkerHeartbeatRequest struct {
+	Jobs []JobLease `json:"jobs"`
+}
+
+// JobLease names one attempt a worker is running.
+type JobLease struct {
+	JobID string `json:"job_id"`
+	Lease uint64 `json:"lease"`
+}
+
 // WorkerHeartbeatResponse is the reply of POST /workers/{id}/heartbeat: how
 // many leases were renewed, until when, and what the worker must do.
 type WorkerHeartbeatResponse struct {
@@ -218,6 +235,11 @@ type Cluster struct {
 	Leader       string `json:"leader"`
 	Nodes        []Node `json:"nodes"`
 	AppliedIndex uint64 `json:"applied_index"`
+	// Term is the answering node's Raft term.
+	Term uint64 `json:"term,omitempty"`
+	// LastContact is when the answering node last heard from the leader;
+	// absent when it leads or never heard from one.
+	LastContact *time.Time `json:"last_contact,omitempty"`
 }
 
 // Node is one member of the cluster.

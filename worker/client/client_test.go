@@ -387,7 +387,7 @@ func TestListAndActions(t *testing.T) {
 		}
 	})
 	t.Run("WorkerHeartbeatReturnsActions", func(t *testing.T) {
-		hb, err := c.WorkerHeartbeat(ctx, "w1")
+		hb, err := c.WorkerHeartbeat(ctx, "w1", []wire.JobLease{{JobID: "j1", Lease: 7}})
 		if err != nil {
 			t.Fatal(err)
 		}

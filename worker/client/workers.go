@@ -55,17 +55,22 @@ func (c *Client) Claim(ctx context.Context, req wire.ClaimRequest) (*wire.ClaimR
 	return &out, nil
 }
 
-// WorkerHeartbeat renews every lease the worker holds (POST
+// WorkerHeartbeat renews the leases of the jobs the worker runs (POST
 // /workers/{id}/heartbeat) and returns what the worker must do, such as
-// cancel a job. A server that no longer knows the worker answers 404
-// (IsNotFound): register again.
-func (c *Client) WorkerHeartbeat(ctx context.Context, workerID string) (*wire.WorkerHeartbeatResponse, error) {
+// cancel a job. Leases the cluster holds for the worker but that are not in
+// running are left to expire. A server that no longer knows the worker
+// answers 404 (IsNotFound): register again.
+func (c *Client) WorkerHeartbeat(ctx context.Context, workerID string, running []wire.JobLease) (*wire.WorkerHeartbeatResponse, error) {
 	if workerID == "" {
 		return nil, fmt.Errorf("worker heartbeat: %w", ErrEmptyID)
 	}
+	if running == nil {
+		running = []wire.JobLease{}
+	}
 	var out wire.WorkerHeartbeatResponse
 	path := "/workers/" + url.PathEscape(workerID) + "/heartbeat"
-	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: struct{}{}, out: &out}); err != nil {
+	body := wire.WorkerHeartbeatRequest{Jobs: running}
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: body, out: &out}); err != nil {
 		return nil, fmt.Errorf("heartbeat worker %s: %w", workerID, err)
 	}
 	return &out, nil
