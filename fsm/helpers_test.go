@@ -242,13 +242,13 @@ func (h *harness) ok(c fsm.Cmd) fsm.Result {
 	return r
 }
 
-// reject applies c and fails the test unless it was rejected with target.
-// It also checks the rejection changed no job.
+// reject applies c and fails the test unless it was rejected with target
+// (any error if target is nil). It also checks the rejection changed no job.
 func (h *harness) reject(c fsm.Cmd, target error) fsm.Result {
 	h.t.Helper()
 	before := jobsJSON(h.t, h.f)
 	r := h.one(c)
-	if !errors.Is(r.Err, target) {
+	if r.Err == nil || (target != nil && !errors.Is(r.Err, target)) {
 		h.t.Fatalf("%s at index %d: err %v, want %v", c.Op, h.index, r.Err, target)
 	}
 	if after := jobsJSON(h.t, h.f); after != before {

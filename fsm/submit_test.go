@@ -235,6 +235,7 @@ func TestSubmitRejections(t *testing.T) {
 		{"ExplicitIDInUse", []fsm.NewJob{{ID: "job-4", Command: "x"}}, "jobs[0].id", "already exists"},
 		{"ExplicitIDTwiceInOneBatch", []fsm.NewJob{{ID: "build", Command: "x"}, {ID: "build", Command: "y"}}, "jobs[1].id", "build"},
 		{"ExplicitIDInTheGeneratedRange", []fsm.NewJob{{ID: "job-6", Command: "x"}}, "jobs[0].id", "reserved"},
+		{"IdempotencyKeyTwiceInOneBatch", []fsm.NewJob{{Command: "x", IdempotencyKey: "k"}, {Command: "y"}, {Command: "z", IdempotencyKey: "k"}}, "jobs[2].idempotency_key", `"k" is given twice`},
 		{"OneBadJobRefusesTheBatch", []fsm.NewJob{job(), job("$0"), job("job-4"), job("nope")}, "depends_on", "unknown job nope"},
 	}
 	for _, c := range cases {

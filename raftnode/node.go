@@ -285,6 +285,10 @@ func (n *Node) Shutdown() error {
 			n.closeErr = n.raft.Shutdown().Error()
 		}
 		if n.transport != nil {
+			// Close alone stops the listener but keeps pooled outbound
+			// connections open, and with them the peers' handlers
+			// reading from them: release them too.
+			n.transport.CloseStreams()
 			n.transport.Close()
 		}
 		n.closeStores()

@@ -55,6 +55,17 @@ func TestCheck(t *testing.T) {
 		{"OrphanSeqEntry", func(tx *Tx) error {
 			return tx.tx.Bucket(bucketSeq).Put(putUint(9), []byte("gone"))
 		}, "seq index has 3 entries"},
+		{"MissingExpiryEntry", func(tx *Tx) error {
+			j, err := tx.Job("a")
+			if err != nil {
+				return err
+			}
+			j.ExpireAt = 50 // set without SetExpiry
+			return tx.UpdateJob(j, j.Status, 5)
+		}, "expiry index"},
+		{"StaleExpiryEntry", func(tx *Tx) error {
+			return tx.tx.Bucket(bucketExpiry).Put(expiryKey(10, 1), []byte("a"))
+		}, "expiry index has 1 entries for 0 expiring jobs"},
 		{"UpdateWithTheWrongPreviousStatus", func(tx *Tx) error {
 			j, err := tx.Job("a")
 			if err != nil {

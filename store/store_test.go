@@ -219,35 +219,72 @@ func TestStoreJobs(t *testing.T) {
 		}
 	})
 
-	t.Run("DeleteDropsTheJobsIdempotencyKeyOnly", func(t *testing.T) {
+	t.Run("IdempotencyKeysHoldAnIDAndAnEnd", func(t *testing.T) {
 		st := newTestStore(t)
 		jobs := insertJobs(t, st, 2)
 		update(t, st, func(tx *store.Tx) error {
-			jobs[0].IdempotencyKey = "k1"
-			jobs[1].IdempotencyKey = "k2"
-			if err := tx.PutIdempotencyKey("k1", jobs[0].ID); err != nil {
-				return err
-			}
-			// k2 now belongs to another job: deleting jobs[1] keeps it.
-			if err := tx.PutIdempotencyKey("k2", "job-other"); err != nil {
-				return err
-			}
-			if err := tx.DeleteJob(jobs[0]); err != nil {
-				return err
-			}
-			return tx.DeleteJob(jobs[1])
+			return errors.Join(tx.PutIdempotencyKey("k1", "job-1", 0), tx.PutIdempotencyKey("k2", "job-2", 500),
+				tx.PutIdempotencyKey("gone", "job-1", 0), tx.DeleteIdempotencyKey("gone"))
 		})
+		// Deleting a job leaves its key to the caller.
+		update(t, st, func(tx *store.Tx) error { return tx.DeleteJob(jobs[1]) })
 		err := st.View(func(tx *store.Tx) error {
-			if _, err := tx.IdempotencyKey("k1"); !errors.Is(err, store.ErrNotFound) {
-				t.Errorf("k1 after delete: err %v, want ErrNotFound", err)
+			if id, until, err := tx.IdempotencyKey("k1"); err != nil || id != "job-1" || until != 0 {
+				t.Errorf("k1 = %q until %d, %v; want job-1 until 0", id, until, err)
 			}
-			if id, err := tx.IdempotencyKey("k2"); err != nil || id != "job-other" {
-				t.Errorf("k2 = %q, %v; want job-other", id, err)
+			if id, until, err := tx.IdempotencyKey("k2"); err != nil || id != "job-2" || until != 500 {
+				t.Errorf("k2 = %q until %d, %v; want job-2 until 500", id, until, err)
+			}
+			if _, _, err := tx.IdempotencyKey("gone"); !errors.Is(err, store.ErrNotFound) {
+				t.Errorf("deleted key: err %v, want ErrNotFound", err)
 			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	t.Run("ExpiryIndexListsDueJobsEarliestFirst", func(t *testing.T) {
+		st := newTestStore(t)
+		jobs := insertJobs(t, st, 5, store.StatusDone)
+		setExpiry := func(j *store.Job, at int64) {
+			t.Helper()
+			update(t, st, func(tx *store.Tx) error {
+				return errors.Join(tx.SetExpiry(j, at), tx.UpdateJob(j, j.Status, 9))
+			})
+		}
+		setExpiry(jobs[0], 300)
+		setExpiry(jobs[1], 100)
+		setExpiry(jobs[2], 200)
+		setExpiry(jobs[3], 100)
+		setExpiry(jobs[4], 50)
+		setExpiry(jobs[2], 400) // moved later
+		setExpiry(jobs[4], 0)   // no longer expires
+		expired := func(now int64, limit int) []string {
+			var out []string
+			err := st.View(func(tx *store.Tx) error { out = tx.Expired(now, limit); return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		if got, want := expired(99, 10), []string(nil); !slices.Equal(got, want) {
+			t.Errorf("expired at 99 = %v, want none", got)
+		}
+		if got, want := expired(350, 10), []string{"job-2", "job-4", "job-1"}; !slices.Equal(got, want) {
+			t.Errorf("expired at 350 = %v, want %v (by time, then submission)", got, want)
+		}
+		if got, want := expired(1000, 2), []string{"job-2", "job-4"}; !slices.Equal(got, want) {
+			t.Errorf("expired at 1000 limit 2 = %v, want %v", got, want)
+		}
+		if err := st.Check(); err != nil {
+			t.Fatal(err)
+		}
+		// Deleting a job takes it out of the expiry index.
+		update(t, st, func(tx *store.Tx) error { return tx.DeleteJob(jobs[1]) })
+		if got, want := expired(1000, 10), []string{"job-4", "job-1", "job-3"}; !slices.Equal(got, want) {
+			t.Errorf("expired after delete = %v, want %v", got, want)
 		}
 	})
 
@@ -531,7 +568,7 @@ func TestStoreSnapshot(t *testing.T) {
 		insertJobs(t, src, 10, store.StatusPending, store.StatusDone)
 		update(t, src, func(tx *store.Tx) error {
 			return errors.Join(tx.SetApplied(99), tx.PutWorker(&store.Worker{ID: "w1"}, 3),
-				tx.SetQueuePaused("q", true), tx.PutIdempotencyKey("k", "job-1"))
+				tx.SetQueuePaused("q", true), tx.PutIdempotencyKey("k", "job-1", 0))
 		})
 		data := snapshotBytes(t, src)
 
@@ -653,7 +690,11 @@ func TestStoreSnapshot(t *testing.T) {
 			{"Worker", func(tx *store.Tx) error { return tx.PutWorker(&store.Worker{ID: "w"}, 1) }},
 			{"Node", func(tx *store.Tx) error { return tx.PutNode(&store.Node{ID: "n"}) }},
 			{"PausedQueue", func(tx *store.Tx) error { return tx.SetQueuePaused("q", true) }},
-			{"IdempotencyKey", func(tx *store.Tx) error { return tx.PutIdempotencyKey("k", "job-1") }},
+			{"IdempotencyKey", func(tx *store.Tx) error { return tx.PutIdempotencyKey("k", "job-1", 0) }},
+			{"IdempotencyKeyEnd", func(tx *store.Tx) error { return tx.PutIdempotencyKey("k", "job-1", 5) }},
+			{"Expiry", func(tx *store.Tx) error {
+				return errors.Join(tx.SetExpiry(jobs[0], 77), tx.UpdateJob(jobs[0], jobs[0].Status, 1))
+			}},
 			{"DeletedJob", func(tx *store.Tx) error { return tx.DeleteJob(jobs[1]) }},
 		}
 		seen := map[string]string{digest(t, st): "start"}

@@ -1,0 +1,877 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/workron/workron/api/wire"
+)
+
+// The end-to-end test runs the real binary: three server processes, two
+// worker processes, a load of submits through random nodes, and two SIGKILLs
+// of the leader while the load runs. The binary is built once, without -race
+// (only the test binary has it), into a directory TestMain removes.
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildBin  string
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if buildDir != "" {
+		_ = os.RemoveAll(buildDir)
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// workronBinary builds ./cmd/workron once per test run and returns its path.
+func workronBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "workron-e2e-")
+		if buildErr != nil {
+			return
+		}
+		buildBin = filepath.Join(buildDir, "workron")
+		out, err := exec.Command("go", "build", "-o", buildBin, ".").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build: %w\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return buildBin
+}
+
+// Load and timing of the end-to-end test.
+const (
+	e2eJobs    = 2000
+	e2eClients = 16
+	// e2eSubmitRate paces the submits (jobs per second) so the load is still
+	// running when the second leader is killed; unpaced, 16 clients submit
+	// 2,000 jobs in a second or two.
+	e2eSubmitRate = 200
+	// e2eKillPause is how long a killed leader stays down.
+	e2eKillPause = 700 * time.Millisecond
+	// e2eDoneWait bounds the wait for every accepted job to be done.
+	e2eDoneWait = 90 * time.Second
+)
+
+// e2eKillAt are the fractions of the submits accepted when the leader is
+// killed.
+var e2eKillAt = []float64{0.2, 0.6}
+
+func TestEndToEndLeaderKilledTwiceUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: starts five processes and kills the leader twice")
+	}
+	bin := workronBinary(t)
+	begin := time.Now()
+	c := startCluster(t, bin, t.TempDir())
+	c.startWorker(t, "w1")
+	c.startWorker(t, "w2")
+	t.Logf("cluster of 3 nodes and 2 workers up in %s", time.Since(begin).Round(time.Millisecond))
+
+	// The load runs beside the kills; the kills run here because they may
+	// t.Fatal.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	var accepted atomic.Int64
+	loadDone := make(chan *loadResult, 1)
+	go func() { loadDone <- c.runLoad(ctx, e2eJobs, &accepted) }()
+	var load *loadResult
+	t.Cleanup(func() {
+		cancel()
+		if load == nil {
+			<-loadDone
+		}
+	})
+
+	for i, frac := range e2eKillAt {
+		at := int64(frac * e2eJobs)
+		if !poll(ctx, 5*time.Millisecond, func() bool { return accepted.Load() >= at }) {
+			t.Fatalf("kill %d: only %d of %d submits accepted before the load's deadline", i+1, accepted.Load(), at)
+		}
+		leader := c.leader(t)
+		t.Logf("kill %d: SIGKILL leader %s after %d accepted submits", i+1, leader.name, accepted.Load())
+		leader.kill()
+		time.Sleep(e2eKillPause) // the outage, not a synchronisation
+		c.restart(t, leader)
+		newLeader := c.leader(t)
+		t.Logf("kill %d: %s restarted; leader is %s; %d accepted", i+1, leader.name, newLeader.name, accepted.Load())
+	}
+
+	load = <-loadDone
+	cancel()
+	t.Logf("load: %d submits accepted in %s, %d retried sends, %d replies found an earlier attempt's job",
+		accepted.Load(), time.Since(begin).Round(time.Millisecond), load.retries.Load(), load.existing.Load())
+	for _, err := range load.errs {
+		t.Error(err)
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+
+	jobs := c.waitAllDone(t, load.ids)
+	t.Logf("all %d jobs done %s after the start", len(load.ids), time.Since(begin).Round(time.Millisecond))
+	checkJobs(t, load.ids, jobs)
+	c.checkNodesAgree(t, load.ids, jobs)
+	c.checkAlive(t)
+	t.Logf("end-to-end run took %s", time.Since(begin).Round(time.Millisecond))
+}
+
+// proc is one workron process, restartable with the same arguments. Its
+// stdout and stderr are appended to log.
+type proc struct {
+	name string
+	bin  string
+	args []string
+	log  string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{} // closed when the current process has exited
+}
+
+// start starts the process and returns the log size before it, so the
+// caller can read what this run wrote.
+func (p *proc) start() (int64, error) {
+	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close() // the child holds its own copy
+	fi, err := f.Stat()
+	if err != nil {
+		return 0, err
+	}
+	fmt.Fprintf(f, "=== %s: starting %s\n", time.Now().Format(time.StampMilli), p.name)
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("start %s: %w", p.name, err)
+	}
+	done := make(chan struct{})
+	p.mu.Lock()
+	p.cmd, p.done = cmd, done
+	p.mu.Unlock()
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+	return fi.Size(), nil
+}
+
+// kill sends SIGKILL and waits for the process to exit.
+func (p *proc) kill() {
+	p.mu.Lock()
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-done
+}
+
+// running reports whether the current process is alive.
+func (p *proc) running() bool {
+	p.mu.Lock()
+	done := p.done
+	p.mu.Unlock()
+	if done == nil {
+		return false
+	}
+	select {
+	case <-done:
+		return false
+	default:
+		return true
+	}
+}
+
+func (p *proc) exited() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done
+}
+
+// tail returns the last n lines of the log.
+func (p *proc) tail(n int) string {
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// logSince returns what the log got from offset on.
+func (p *proc) logSince(off int64) string {
+	b, err := os.ReadFile(p.log)
+	if err != nil || int64(len(b)) < off {
+		return ""
+	}
+	return string(b[off:])
+}
+
+type node struct {
+	proc
+	url string
+}
+
+type cluster struct {
+	dir     string
+	hc      *http.Client
+	nodes   []*node
+	workers []*proc
+}
+
+var errPortTaken = errors.New("port taken")
+
+// startCluster starts three nodes on free ports and waits until all agree on
+// a leader. A port that another process took between the pick and the bind
+// makes it start over on other ports.
+func startCluster(t *testing.T, bin, dir string) *cluster {
+	t.Helper()
+	tr := &http.Transport{MaxIdleConnsPerHost: 2 * e2eClients, IdleConnTimeout: 10 * time.Second}
+	c := &cluster{dir: dir, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	t.Cleanup(func() {
+		if t.Failed() {
+			c.printLogs(t)
+		}
+		c.killAll()
+		tr.CloseIdleConnections()
+	})
+	for try := 1; ; try++ {
+		err := c.tryStart(bin, filepath.Join(dir, "try"+strconv.Itoa(try)))
+		if err == nil {
+			break
+		}
+		c.killAll()
+		if !errors.Is(err, errPortTaken) || try == 3 {
+			t.Fatalf("start cluster: %v", err)
+		}
+		t.Logf("start cluster: %v; again on other ports", err)
+	}
+	c.leader(t)
+	return c
+}
+
+func (c *cluster) tryStart(bin, dir string) error {
+	ports, err := freePorts(6)
+	if err != nil {
+		return err
+	}
+	ids := []string{"n1", "n2", "n3"}
+	var peers []string
+	for i, id := range ids {
+		peers = append(peers, fmt.Sprintf("%s=127.0.0.1:%d", id, ports[3+i]))
+	}
+	c.nodes = nil
+	for i, id := range ids {
+		httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[i])
+		n := &node{url: "http://" + httpAddr, proc: proc{
+			name: id, bin: bin, log: filepath.Join(c.dir, id+".log"),
+			args: []string{"server", "--id", id, "--http", httpAddr,
+				"--raft", fmt.Sprintf("127.0.0.1:%d", ports[3+i]),
+				"--data", filepath.Join(dir, id), "--peers", strings.Join(peers, ","),
+				"--raft-heartbeat-timeout", "150ms", "--raft-election-timeout", "150ms",
+				"--lease-ttl", "2s", "--reap-interval", "100ms", "--log-level", "info"},
+		}}
+		c.nodes = append(c.nodes, n)
+	}
+	offsets := make([]int64, len(c.nodes))
+	for i, n := range c.nodes {
+		if offsets[i], err = n.start(); err != nil {
+			return err
+		}
+	}
+	for i, n := range c.nodes {
+		if err := c.waitServing(n, offsets[i], 15*time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// freePorts picks n distinct ports that were free a moment ago.
+func freePorts(n int) ([]int, error) {
+	var out []int
+	var lns []net.Listener
+	defer func() {
+		for _, ln := range lns {
+			ln.Close()
+		}
+	}()
+	for len(out) < n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("pick a free port: %w", err)
+		}
+		lns = append(lns, ln)
+		out = append(out, ln.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// waitServing waits until the node answers HTTP (so both its listeners are
+// bound). It returns errPortTaken if the process exited because a port was in
+// use.
+func (c *cluster) waitServing(n *node, logOffset int64, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	exited := n.exited()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.url+"/health", nil)
+		if resp, err := c.hc.Do(req); err == nil {
+			drain(resp)
+			return nil
+		}
+		select {
+		case <-exited:
+			out := n.logSince(logOffset)
+			if strings.Contains(out, "address already in use") {
+				return fmt.Errorf("%s: %w", n.name, errPortTaken)
+			}
+			return fmt.Errorf("%s exited at start:\n%s", n.name, out)
+		case <-ctx.Done():
+			return fmt.Errorf("%s does not answer HTTP on %s after %s", n.name, n.url, timeout)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// restart starts a killed node again with its flags and data, retrying while
+// another process holds one of its ports.
+func (c *cluster) restart(t *testing.T, n *node) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		off, err := n.start()
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.waitServing(n, off, time.Until(deadline))
+		if err == nil {
+			return
+		}
+		if !errors.Is(err, errPortTaken) || time.Now().After(deadline) {
+			t.Fatalf("restart %s: %v", n.name, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (c *cluster) startWorker(t *testing.T, id string) {
+	t.Helper()
+	urls := make([]string, len(c.nodes))
+	for i, n := range c.nodes {
+		urls[i] = n.url
+	}
+	w := &proc{name: id, bin: c.nodes[0].bin, log: filepath.Join(c.dir, id+".log"),
+		args: []string{"worker", "--server", strings.Join(urls, ","), "--id", id,
+			"--concurrency", "8", "--queues", "default", "--log-level", "info"}}
+	if _, err := w.start(); err != nil {
+		t.Fatal(err)
+	}
+	c.workers = append(c.workers, w)
+}
+
+func (c *cluster) killAll() {
+	for _, w := range c.workers {
+		w.kill()
+	}
+	for _, n := range c.nodes {
+		n.kill()
+	}
+}
+
+func (c *cluster) printLogs(t *testing.T) {
+	for _, n := range c.nodes {
+		t.Logf("--- last lines of %s (%s) ---\n%s", n.name, n.log, n.tail(40))
+	}
+	for _, w := range c.workers {
+		t.Logf("--- last lines of %s (%s) ---\n%s", w.name, w.log, w.tail(40))
+	}
+}
+
+// checkAlive fails the test for every process that died on its own.
+func (c *cluster) checkAlive(t *testing.T) {
+	t.Helper()
+	for _, n := range c.nodes {
+		if !n.running() {
+			t.Errorf("node %s exited; see its log", n.name)
+		}
+	}
+	for _, w := range c.workers {
+		if !w.running() {
+			t.Errorf("worker %s exited; see its log", w.name)
+		}
+	}
+}
+
+// get fetches url into out (when not nil) and returns the status and body.
+func (c *cluster) get(ctx context.Context, url string, out any) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, nil, err
+	}
+	if out != nil && resp.StatusCode/100 == 2 {
+		if err := json.Unmarshal(body, out); err != nil {
+			return resp.StatusCode, body, fmt.Errorf("decode %s: %w", url, err)
+		}
+	}
+	return resp.StatusCode, body, nil
+}
+
+func drain(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+}
+
+// leader waits until one running node leads and every running node says so.
+func (c *cluster) leader(t *testing.T) *node {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var (
+		found *node
+		last  string
+	)
+	ok := poll(ctx, 20*time.Millisecond, func() bool {
+		found = nil
+		var seen []string
+		for _, n := range c.nodes {
+			if !n.running() {
+				continue
+			}
+			var h wire.Health
+			status, _, err := c.get(ctx, n.url+"/health", &h)
+			if err != nil || status != http.StatusOK {
+				last = fmt.Sprintf("%s: status %d, err %v", n.name, status, err)
+				return false
+			}
+			seen = append(seen, h.Leader)
+			if h.Role == "leader" && h.NodeID == h.Leader {
+				found = n
+			}
+		}
+		last = fmt.Sprintf("leaders seen: %v", seen)
+		return found != nil && !slices.ContainsFunc(seen, func(l string) bool { return l != found.name })
+	})
+	if !ok {
+		t.Fatalf("no leader agreed on by every running node after 15s (%s)", last)
+	}
+	return found
+}
+
+// loadResult is what the load saw: the id each submit got (by job number),
+// and how often it had to resend.
+type loadResult struct {
+	ids      []string
+	errs     []error
+	retries  atomic.Int64
+	existing atomic.Int64
+}
+
+// runLoad submits n jobs through random nodes with e2eClients concurrent
+// clients, paced at e2eSubmitRate. Every job has its own idempotency key, so
+// a submit is resent after 503s, 502s, 504s and connection errors until it
+// gets a 2xx or ctx ends.
+func (c *cluster) runLoad(ctx context.Context, n int, accepted *atomic.Int64) *loadResult {
+	res := &loadResult{ids: make([]string, n)}
+	next := make(chan int)
+	go func() {
+		defer close(next)
+		tick := time.NewTicker(time.Second / e2eSubmitRate)
+		defer tick.Stop()
+		for i := range n {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case next <- i:
+			}
+		}
+	}()
+	var (
+		wg sync.WaitGroup
+		mu sync.Mutex
+	)
+	for range e2eClients {
+		wg.Go(func() {
+			for i := range next {
+				id, err := c.submit(ctx, i, res)
+				mu.Lock()
+				if err != nil {
+					res.errs = append(res.errs, err)
+				} else {
+					res.ids[i] = id
+					accepted.Add(1)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	for i, id := range res.ids {
+		if id == "" && len(res.errs) < 10 {
+			res.errs = append(res.errs, fmt.Errorf("job %d was never accepted", i))
+		}
+	}
+	return res
+}
+
+func jobKey(i int) string { return "e2e-" + strconv.Itoa(i) }
+
+// submit sends job i until a node accepts it.
+func (c *cluster) submit(ctx context.Context, i int, res *loadResult) (string, error) {
+	cmd := "echo $WORKRON_JOB_ID"
+	if i%10 == 0 {
+		cmd = "sleep 0.3; echo $WORKRON_JOB_ID" // some jobs run across a failover
+	}
+	body, _ := json.Marshal(wire.SubmitRequest{Command: cmd, IdempotencyKey: jobKey(i)})
+	var last string
+	for try := 0; ; try++ {
+		if try > 0 {
+			res.retries.Add(1)
+			pause := min(10*time.Millisecond<<min(try, 6), 500*time.Millisecond)
+			select {
+			case <-ctx.Done():
+				return "", fmt.Errorf("job %d: not accepted before the load's deadline; last reply: %s", i, last)
+			case <-time.After(pause/2 + rand.N(pause/2)):
+			}
+		}
+		n := c.nodes[rand.IntN(len(c.nodes))]
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.url+"/jobs", bytes.NewReader(body))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.hc.Do(req)
+		if err != nil {
+			last = err.Error()
+			continue // connection refused or reset, timeout: resend
+		}
+		data, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			last = err.Error()
+			continue
+		}
+		switch resp.StatusCode {
+		case http.StatusCreated, http.StatusOK:
+			var j wire.Job
+			if err := json.Unmarshal(data, &j); err != nil || j.ID == "" {
+				return "", fmt.Errorf("job %d: %d reply without a job id: %s", i, resp.StatusCode, data)
+			}
+			if resp.StatusCode == http.StatusOK {
+				res.existing.Add(1)
+			}
+			return j.ID, nil
+		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
+			last = fmt.Sprintf("%s: %d %s", n.name, resp.StatusCode, bytes.TrimSpace(data))
+		default:
+			return "", fmt.Errorf("job %d: %s answered %d: %s", i, n.name, resp.StatusCode, data)
+		}
+	}
+}
+
+// listAll pages through GET /jobs on one node and returns every job, failing
+// on an id listed twice.
+func (c *cluster) listAll(ctx context.Context, base string, stale bool) ([]wire.Job, error) {
+	var (
+		all    []wire.Job
+		cursor string
+	)
+	seen := make(map[string]bool)
+	for {
+		q := url.Values{"limit": {"1000"}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		if stale {
+			q.Set("stale", "1")
+		}
+		var page wire.JobList
+		status, body, err := c.get(ctx, base+"/jobs?"+q.Encode(), &page)
+		if err != nil {
+			return nil, err
+		}
+		if status != http.StatusOK {
+			return nil, fmt.Errorf("GET %s/jobs: %d %s", base, status, bytes.TrimSpace(body))
+		}
+		for _, j := range page.Jobs {
+			if seen[j.ID] {
+				return nil, fmt.Errorf("GET %s/jobs lists %s twice", base, j.ID)
+			}
+			seen[j.ID] = true
+		}
+		all = append(all, page.Jobs...)
+		if page.NextCursor == "" {
+			return all, nil
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// waitAllDone polls the job list until every accepted job is done, and
+// returns the last listing. A job that ends any other way fails at once.
+func (c *cluster) waitAllDone(t *testing.T, ids []string) []wire.Job {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), e2eDoneWait)
+	defer cancel()
+	var (
+		jobs    []wire.Job
+		summary string
+		bad     error
+	)
+	lastLog := time.Now()
+	ok := poll(ctx, 500*time.Millisecond, func() bool {
+		n := c.nodes[rand.IntN(len(c.nodes))]
+		list, err := c.listAll(ctx, n.url, false)
+		if err != nil {
+			summary = err.Error()
+			return false
+		}
+		byID := make(map[string]*wire.Job, len(list))
+		for k := range list {
+			byID[list[k].ID] = &list[k]
+		}
+		counts := make(map[string]int)
+		for _, id := range ids {
+			j := byID[id]
+			if j == nil {
+				counts["missing"]++
+				continue
+			}
+			counts[j.Status]++
+			if j.Status == wire.StatusFailed || j.Status == wire.StatusCancelled {
+				bad = fmt.Errorf("job %s ended %s: %s (history %+v)", j.ID, j.Status, j.LastError, j.AttemptHistory)
+			}
+		}
+		summary = fmt.Sprint(counts)
+		if time.Since(lastLog) > 10*time.Second {
+			t.Logf("waiting for jobs: %s", summary)
+			lastLog = time.Now()
+		}
+		jobs = list
+		return bad != nil || counts[wire.StatusDone] == len(ids)
+	})
+	if bad != nil {
+		t.Fatal(bad)
+	}
+	if !ok {
+		t.Fatalf("not every accepted job done after %s: %s", e2eDoneWait, summary)
+	}
+	return jobs
+}
+
+// checkJobs checks the final listing against what the load was told: one
+// job per submit, each done exactly once, by its own command.
+func checkJobs(t *testing.T, ids []string, jobs []wire.Job) {
+	t.Helper()
+	byKey := make(map[string]string, len(ids))
+	for i, id := range ids {
+		byKey[jobKey(i)] = id
+	}
+	distinct := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		if distinct[id] {
+			t.Errorf("two submits were answered with the same job %s", id)
+		}
+		distinct[id] = true
+	}
+	if len(jobs) != len(distinct) {
+		t.Errorf("the cluster lists %d jobs; %d submits were accepted", len(jobs), len(distinct))
+	}
+	retried := 0
+	for _, j := range jobs {
+		if want, ok := byKey[j.IdempotencyKey]; !ok || want != j.ID {
+			t.Errorf("job %s (key %q) is not the job its submit was answered with (%q)", j.ID, j.IdempotencyKey, want)
+		}
+		if j.Status != wire.StatusDone {
+			t.Errorf("job %s is %s, want done", j.ID, j.Status)
+		}
+		if j.Output != j.ID+"\n" {
+			t.Errorf("job %s output %q, want its own id", j.ID, j.Output)
+		}
+		done := 0
+		for _, a := range j.AttemptHistory {
+			if a.Status == wire.StatusDone {
+				done++
+			}
+		}
+		if done != 1 {
+			t.Errorf("job %s has %d attempts done, want exactly 1: %+v", j.ID, done, j.AttemptHistory)
+		}
+		if j.Attempts > 1 {
+			retried++
+			if retried <= 10 {
+				t.Logf("job %s ran %d times: %s", j.ID, j.Attempts, history(j))
+			}
+		}
+	}
+	t.Logf("%d jobs listed, %d ran more than once (attempts lost to a failover or an expired lease)", len(jobs), retried)
+}
+
+// history is a one-line account of a job's attempts.
+func history(j wire.Job) string {
+	var parts []string
+	for _, a := range j.AttemptHistory {
+		p := fmt.Sprintf("#%d lease %d on %s %s-%s: %s", a.Attempt, a.Lease, a.WorkerID,
+			a.Started.Local().Format("15:04:05.000"), a.Ended.Local().Format("15:04:05.000"), a.Status)
+		if a.Error != "" {
+			p += " (" + a.Error + ")"
+		}
+		parts = append(parts, p)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// checkNodesAgree waits until all nodes applied the same index, then
+// compares their local (stale) state: the whole job list, and a sample of
+// single jobs.
+func (c *cluster) checkNodesAgree(t *testing.T, ids []string, jobs []wire.Job) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var (
+		prev    []uint64
+		stable  int
+		summary string
+	)
+	ok := poll(ctx, 200*time.Millisecond, func() bool {
+		var idx []uint64
+		for _, n := range c.nodes {
+			var cl wire.Cluster
+			status, _, err := c.get(ctx, n.url+"/cluster", &cl)
+			if err != nil || status != http.StatusOK {
+				summary = fmt.Sprintf("%s: status %d, err %v", n.name, status, err)
+				return false
+			}
+			idx = append(idx, cl.AppliedIndex)
+		}
+		summary = fmt.Sprintf("applied indexes %v", idx)
+		same := slices.Equal(idx, prev) && idx[0] == idx[1] && idx[1] == idx[2]
+		prev = idx
+		if same {
+			stable++
+		} else {
+			stable = 0
+		}
+		return stable >= 2
+	})
+	if !ok {
+		t.Fatalf("nodes did not settle on one applied index: %s", summary)
+	}
+	t.Logf("all nodes at the same %s", summary)
+
+	var lists [][]byte
+	for _, n := range c.nodes {
+		list, err := c.listAll(ctx, n.url, true)
+		if err != nil {
+			t.Fatalf("list on %s: %v", n.name, err)
+		}
+		b, _ := json.Marshal(list)
+		lists = append(lists, b)
+	}
+	for i := 1; i < len(lists); i++ {
+		if !bytes.Equal(lists[0], lists[i]) {
+			t.Errorf("%s and %s list different jobs (stale reads after quiescence)", c.nodes[0].name, c.nodes[i].name)
+		}
+	}
+
+	sample := make(map[string]bool)
+	for _, j := range jobs {
+		if j.Attempts > 1 {
+			sample[j.ID] = true
+		}
+	}
+	for _, k := range rand.Perm(len(ids))[:min(100, len(ids))] {
+		sample[ids[k]] = true
+	}
+	for id := range sample {
+		var first []byte
+		for _, n := range c.nodes {
+			var j wire.Job
+			status, body, err := c.get(ctx, n.url+"/jobs/"+url.PathEscape(id)+"?stale=1", &j)
+			if err != nil || status != http.StatusOK {
+				t.Errorf("GET /jobs/%s?stale=1 on %s: status %d, err %v, body %s", id, n.name, status, err, body)
+				continue
+			}
+			if j.Status != wire.StatusDone {
+				t.Errorf("job %s is %s on %s", id, j.Status, n.name)
+			}
+			if first == nil {
+				first = body
+			} else if !bytes.Equal(first, body) {
+				t.Errorf("job %s differs between nodes:\n%s: %s\n%s: %s", id, c.nodes[0].name, first, n.name, body)
+			}
+		}
+	}
+	t.Logf("nodes agree on the whole job list and on %d sampled jobs", len(sample))
+}
+
+// poll calls cond every interval until it holds (true) or ctx ends (false).
+func poll(ctx context.Context, interval time.Duration, cond func() bool) bool {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		if cond() {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return cond()
+		case <-t.C:
+		}
+	}
+}
