@@ -1,0 +1,511 @@
+package ui_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/cdproto/runtime"
+	"github.com/chromedp/chromedp"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/clustertest"
+)
+
+// screenshotDir is where WORKRON_SCREENSHOTS=1 writes the README's images.
+const screenshotDir = "../../docs/img"
+
+// TestDashboardInBrowser drives the dashboard in headless Chromium against a
+// real three-node cluster, through a follower (so every read and click is
+// forwarded to the leader, as for a user behind a load balancer): the jobs
+// appear, cancel and pause change the cluster, a job page shows its attempts
+// and dependencies, errors reach the banner.
+func TestDashboardInBrowser(t *testing.T) {
+	chrome := findChromium(t)
+	c := clustertest.New(t, 3, clustertest.WithLeaseTTL(10*time.Minute), clustertest.WithRaftTimeout(300*time.Millisecond))
+	follower := c.Followers(t)[0]
+	cl := &client{t: t, base: c.URL(c.Leader(t))}
+	jobs := seed(cl)
+
+	ctx := startBrowser(t, chrome)
+	dash := c.URL(follower) + "/ui/"
+	b := &page{t: t, ctx: ctx}
+
+	t.Run("JobsAppear", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/jobs"))
+		for _, id := range jobs.all {
+			b.waitFor(fmt.Sprintf("a row for %s", id), fmt.Sprintf(`!!document.querySelector('tr[data-job-id=%q]')`, id))
+		}
+		b.waitFor("the running job shown running", fmt.Sprintf(`rowStatus(%q) === "running"`, jobs.train))
+	})
+
+	t.Run("CancelChangesTheState", func(t *testing.T) {
+		b.t = t
+		id := jobs.cancel
+		b.waitFor("the job pending", fmt.Sprintf(`rowStatus(%q) === "pending"`, id))
+		btn := fmt.Sprintf(`tr[data-job-id=%q] button[data-action="cancel"]`, id)
+		b.do(chromedp.Click(chromedp.CSS(btn)))
+		b.do(chromedp.Click(chromedp.CSS(btn + `[data-armed="1"]`)))
+		b.waitFor("the row to show cancelled", fmt.Sprintf(`rowStatus(%q) === "cancelled"`, id))
+		if j := cl.job(id); j.Status != wire.StatusCancelled {
+			t.Fatalf("the API shows %s as %s after the click", id, j.Status)
+		}
+		b.waitFor("a retry button on the cancelled job", fmt.Sprintf(`!!document.querySelector('tr[data-job-id=%q] button[data-action="retry"]')`, id))
+		b.screenshot("dashboard-jobs.png")
+	})
+
+	t.Run("RefreshesItself", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/jobs"))
+		b.waitFor("the job pending", fmt.Sprintf(`rowStatus(%q) === "pending"`, jobs.video))
+		cl.call(http.MethodPost, "/jobs/"+jobs.video+"/cancel", nil, nil, http.StatusOK)
+		b.waitFor("the change made elsewhere", fmt.Sprintf(`rowStatus(%q) === "cancelled"`, jobs.video))
+	})
+
+	t.Run("PagesGoOlderAndBack", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/jobs?limit=4"))
+		newest := jobs.all[len(jobs.all)-1]
+		b.waitFor("four rows, newest first", fmt.Sprintf(`document.querySelectorAll('tr[data-job-id]').length === 4 && !!document.querySelector('tr[data-job-id=%q]')`, newest))
+		b.do(chromedp.Click(chromedp.ID("page-next")))
+		b.waitFor("page 2 without the newest job", fmt.Sprintf(`document.querySelector('[data-test="page"]').textContent === "Page 2" && !document.querySelector('tr[data-job-id=%q]')`, newest))
+		b.do(chromedp.Click(chromedp.ID("page-prev")))
+		b.waitFor("page 1 again", fmt.Sprintf(`document.querySelector('[data-test="page"]').textContent === "Page 1" && !!document.querySelector('tr[data-job-id=%q]')`, newest))
+	})
+
+	t.Run("FiltersNarrowTheList", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/jobs?status=failed"))
+		b.waitFor("only the failed job listed", fmt.Sprintf(
+			`document.querySelectorAll('tr[data-job-id]').length === 1 && rowStatus(%q) === "failed"`, jobs.failed))
+	})
+
+	t.Run("JobPageShowsAttemptsAndDependencies", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/jobs/" + jobs.train))
+		b.waitFor("two attempts", `document.querySelectorAll('[data-test="attempt-row"]').length === 2`)
+		b.waitFor("the failed first attempt", `document.querySelector('[data-test="attempt-row"][data-attempt="1"] [data-test="attempt-status"]').textContent === "failed"`)
+		b.waitFor("parent and dependent in the graph", fmt.Sprintf(
+			`!!document.querySelector('[data-test="graph-node"][data-job-id=%q]') && !!document.querySelector('[data-test="graph-node"][data-job-id=%q]')`,
+			jobs.fetch, jobs.publish))
+		b.waitFor("a cancel button", `!!document.querySelector('.page-head button[data-action="cancel"]')`)
+		b.screenshot("dashboard-job.png")
+	})
+
+	t.Run("QueuesPauseAndResume", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/queues"))
+		b.do(chromedp.Click(chromedp.CSS(`tr[data-queue="email"] button[data-action="pause"]`)))
+		b.waitFor("the queue shown paused", `document.querySelector('tr[data-queue="email"]').dataset.paused === "1"`)
+		if !cl.paused("email") {
+			t.Fatal("the API does not show queue email paused after the click")
+		}
+		b.screenshot("dashboard-queues.png")
+		b.do(chromedp.Click(chromedp.CSS(`tr[data-queue="email"] button[data-action="resume"]`)))
+		b.waitFor("the queue shown active", `document.querySelector('tr[data-queue="email"]').dataset.paused === "0"`)
+		if cl.paused("email") {
+			t.Fatal("the API still shows queue email paused after resume")
+		}
+	})
+
+	t.Run("WorkersShowCapacity", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/workers"))
+		b.waitFor("gpu-worker-1 with 1 of 4 slots busy", `(document.querySelector('tr[data-worker-id="gpu-worker-1"]') || {}).textContent?.includes("1 / 4")`)
+		b.screenshot("dashboard-workers.png")
+	})
+
+	t.Run("SchedulesShowTheirNextRun", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/schedules"))
+		if !jobs.schedules {
+			b.waitFor("the empty state", `(document.querySelector('#schedules-table [data-test="empty"]') || {}).textContent?.includes("No schedules")`)
+			b.waitFor("no error banner", `document.getElementById("banner").hidden`)
+			return
+		}
+		b.waitFor("the next run of cache-warmup", `/^in /.test(document.querySelector('tr[data-schedule="cache-warmup"] [data-test="next-run"]').textContent)`)
+		b.do(chromedp.Click(chromedp.CSS(`tr[data-schedule="nightly-report"] button[data-action="pause"]`)))
+		b.waitFor("nightly-report shown paused", `document.querySelector('tr[data-schedule="nightly-report"]').dataset.paused === "1"`)
+		b.do(chromedp.Click(chromedp.CSS(`tr[data-schedule="cache-warmup"] button[data-action="trigger"]`)))
+		b.waitFor("the run it started", `!!document.querySelector('tr[data-schedule="cache-warmup"] [data-test="last-run"] a')`)
+		b.screenshot("dashboard-schedules.png")
+	})
+
+	t.Run("ClusterShowsEveryNode", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/cluster"))
+		leader := c.Node(c.Leader(t)).ID()
+		b.waitFor("three nodes", `document.querySelectorAll('tr[data-node-id]').length === 3`)
+		b.waitFor("no error banner", `document.getElementById("banner").hidden`)
+		b.waitFor("the leader named", fmt.Sprintf(`document.querySelector('[data-test="leader"]').textContent === %q`, leader))
+		b.waitFor("the follower's last contact", `/ago|just now/.test(document.querySelector('[data-test="last-contact"]').textContent)`)
+		b.screenshot("dashboard-cluster.png")
+	})
+
+	t.Run("APIErrorsShowInTheBanner", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/jobs/no-such-job"))
+		b.waitFor("a not_found banner", `!document.getElementById("banner").hidden && document.getElementById("banner").dataset.code === "not_found"`)
+	})
+
+	b.t = t
+	b.noExceptions()
+}
+
+// findChromium returns the browser to drive. Outside CI a machine without
+// one skips the test; in CI (CI=true) it must run.
+func findChromium(t *testing.T) string {
+	t.Helper()
+	candidates := []string{os.Getenv("WORKRON_CHROMIUM"), "/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome", "headless-shell"}
+	for _, c := range candidates {
+		if c == "" {
+			continue
+		}
+		if p, err := exec.LookPath(c); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatal("no Chromium found (looked for $WORKRON_CHROMIUM, /usr/bin/chromium, chromium, chromium-browser, google-chrome); CI must run the dashboard's browser test: apt-get install chromium")
+	}
+	t.Skip("no Chromium found: install it (apt-get install chromium) or set WORKRON_CHROMIUM to run the dashboard's browser test")
+	return ""
+}
+
+// startBrowser starts headless Chromium with a fresh profile; cleanup stops it.
+func startBrowser(t *testing.T, path string) context.Context {
+	t.Helper()
+	profile := t.TempDir()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(profile),
+		chromedp.WindowSize(1280, 800),
+	)
+	// The whole browser session is bounded; each step has its own deadline.
+	life, cancelLife := context.WithTimeout(context.Background(), 2*time.Minute)
+	actx, cancelAlloc := chromedp.NewExecAllocator(life, opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	t.Cleanup(func() {
+		cancelTab()
+		cancelAlloc()
+		cancelLife()
+	})
+	// The first action starts the browser, which lives as long as the
+	// context it is given: so no per-step deadline here.
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 800), chromedp.Navigate("about:blank")); err != nil {
+		t.Fatalf("start %s: %v", path, err)
+	}
+	return ctx
+}
+
+// page drives the browser tab and collects the page's uncaught exceptions.
+type page struct {
+	t   *testing.T
+	ctx context.Context
+
+	once       sync.Once
+	mu         sync.Mutex
+	exceptions []string
+}
+
+// helpers are defined in the page for waitFor's expressions.
+const helpers = `window.rowStatus = (id) => {
+  const el = document.querySelector('tr[data-job-id="' + id + '"] [data-test="status"]');
+  return el ? el.textContent : null;
+};`
+
+func (p *page) do(steps ...chromedp.Action[chromedp.Void]) {
+	p.t.Helper()
+	p.once.Do(p.watch)
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		p.t.Fatalf("browser: %v\n%s", err, p.dump())
+	}
+}
+
+// watch records uncaught exceptions of the page until the browser stops.
+func (p *page) watch() {
+	events := chromedp.Events(p.ctx, runtime.ExceptionThrown)
+	go func() {
+		for ev, err := range events {
+			if err != nil {
+				return
+			}
+			msg := ev.ExceptionDetails.Text
+			if ev.ExceptionDetails.Exception != nil {
+				msg += " " + ev.ExceptionDetails.Exception.Description
+			}
+			p.mu.Lock()
+			p.exceptions = append(p.exceptions, msg)
+			p.mu.Unlock()
+		}
+	}()
+}
+
+func (p *page) noExceptions() {
+	p.t.Helper()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, e := range p.exceptions {
+		p.t.Errorf("uncaught exception in the page: %s", e)
+	}
+}
+
+// waitFor polls a JavaScript expression until it is true, for 10 s.
+func (p *page) waitFor(what, expr string) {
+	p.t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	var last error
+	for time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](helpers+"\n!!("+expr+")"))
+		cancel()
+		if err == nil && ok {
+			return
+		}
+		last = err
+		time.Sleep(50 * time.Millisecond)
+	}
+	p.t.Fatalf("waited 10s for %s (%s); last error %v\n%s", what, expr, last, p.dump())
+}
+
+// dump is the page's main view as text, for failure messages.
+func (p *page) dump() string {
+	ctx, cancel := context.WithTimeout(p.ctx, 3*time.Second)
+	defer cancel()
+	text, err := chromedp.Run(ctx, chromedp.Evaluate[string](
+		`location.hash + "\nbanner: " + document.getElementById("banner").textContent.trim() + "\n" + document.getElementById("view").innerText`))
+	if err != nil {
+		return "(page text unavailable: " + err.Error() + ")"
+	}
+	return "page:\n" + text
+}
+
+// screenshot writes a full-page PNG for the README when WORKRON_SCREENSHOTS=1.
+func (p *page) screenshot(name string) {
+	p.t.Helper()
+	if os.Getenv("WORKRON_SCREENSHOTS") != "1" {
+		return
+	}
+	// No focus ring, no hover highlight where the last click was.
+	p.do(chromedp.Evaluate[chromedp.Void](`document.activeElement && document.activeElement.blur()`))
+	ctx, cancel := context.WithTimeout(p.ctx, 10*time.Second)
+	defer cancel()
+	if _, err := chromedp.Call(ctx, input.DispatchMouseEvent, input.DispatchMouseEventParams{Type: input.DispatchMouseEventTypeMouseMoved, X: 1, Y: 790}); err != nil {
+		p.t.Fatalf("move the mouse away: %v", err)
+	}
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		p.t.Fatalf("screenshot %s: %v", name, err)
+	}
+	if err := os.MkdirAll(screenshotDir, 0o755); err != nil {
+		p.t.Fatal(err)
+	}
+	path := filepath.Join(screenshotDir, name)
+	if err := os.WriteFile(path, png, 0o644); err != nil {
+		p.t.Fatal(err)
+	}
+	p.t.Logf("wrote %s (%d bytes)", path, len(png))
+}
+
+// ---- the cluster's side ----
+
+// client calls the JSON API like a worker or a script would.
+type client struct {
+	t    *testing.T
+	base string
+}
+
+func (c *client) call(method, path string, body, out any, want int) {
+	c.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, r)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != want {
+		c.t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, data, want)
+	}
+	if out != nil {
+		if err := json.Unmarshal(data, out); err != nil {
+			c.t.Fatalf("%s %s: decoding %s: %v", method, path, data, err)
+		}
+	}
+}
+
+func (c *client) job(id string) wire.Job {
+	c.t.Helper()
+	var j wire.Job
+	c.call(http.MethodGet, "/jobs/"+id, nil, &j, http.StatusOK)
+	return j
+}
+
+func (c *client) paused(queue string) bool {
+	c.t.Helper()
+	var out struct {
+		Queues []struct {
+			Name   string `json:"name"`
+			Paused bool   `json:"paused"`
+		} `json:"queues"`
+	}
+	c.call(http.MethodGet, "/queues", nil, &out, http.StatusOK)
+	for _, q := range out.Queues {
+		if q.Name == queue {
+			return q.Paused
+		}
+	}
+	c.t.Fatalf("no queue %s", queue)
+	return false
+}
+
+// claim claims one job from queue for worker, as a worker would.
+func (c *client) claim(worker, queue string) wire.Job {
+	c.t.Helper()
+	var res wire.ClaimResponse
+	c.call(http.MethodPost, "/jobs/claim", wire.ClaimRequest{WorkerID: worker, Queues: []string{queue}, Max: 1, Wait: "5s"}, &res, http.StatusOK)
+	if len(res.Jobs) != 1 {
+		c.t.Fatalf("claim from %s: got %d jobs", queue, len(res.Jobs))
+	}
+	return res.Jobs[0]
+}
+
+func (c *client) submit(req wire.SubmitRequest) string {
+	c.t.Helper()
+	var j wire.Job
+	c.call(http.MethodPost, "/jobs", req, &j, http.StatusCreated)
+	return j.ID
+}
+
+// seeded names the jobs the test looks for.
+type seeded struct {
+	all                   []string
+	fetch, train, publish string // a chain; train is running its second attempt
+	cancel                string // pending, cancelled in the browser
+	video                 string // pending, cancelled through the API
+	failed                string // failed for good
+	schedules             bool   // the node serves /schedules and has two
+}
+
+// seed fills the cluster with the jobs of a small, plausible installation.
+// No worker runs: the test claims and reports by hand, so every job stays
+// where it is put.
+func seed(c *client) seeded {
+	c.t.Helper()
+	var s seeded
+	intp := func(n int) *int { return &n }
+
+	c.call(http.MethodPost, "/workers/register", wire.Worker{ID: "gpu-worker-1", Resources: wire.Resources{VRAMMB: 24576, MemoryMB: 65536, CPUMillis: 16000, Slots: 4},
+		Tags: []string{"gpu", "us-east-1"}, Queues: []string{"etl", "email"}}, nil, http.StatusCreated)
+	c.call(http.MethodPost, "/workers/register", wire.Worker{ID: "cpu-worker-1", Resources: wire.Resources{MemoryMB: 16384, CPUMillis: 8000, Slots: 8},
+		Tags: []string{"us-east-1"}, Queues: []string{"default", "video", "reports"}}, nil, http.StatusCreated)
+
+	var chain wire.JobList
+	c.call(http.MethodPost, "/jobs/batch", wire.BatchSubmitRequest{Jobs: []wire.SubmitRequest{
+		{Command: "./fetch-dataset.sh --date 2026-11-20", Queue: "etl", Priority: 5},
+		{Command: "python train.py --epochs 20 --data /data/2026-11-20", Queue: "etl", Priority: 5, DependsOn: []string{"$0"}, Timeout: "2h",
+			Backoff: &wire.Backoff{Base: "20ms", Max: "20ms"}, Metadata: map[string]string{"team": "ml", "model": "ranker-v3"}},
+		{Command: "./publish-model.sh ranker-v3", Queue: "etl", DependsOn: []string{"$1"}},
+	}}, &chain, http.StatusCreated)
+	s.fetch, s.train, s.publish = chain.Jobs[0].ID, chain.Jobs[1].ID, chain.Jobs[2].ID
+
+	hello := c.submit(wire.SubmitRequest{Command: "echo hello"})
+	s.failed = c.submit(wire.SubmitRequest{Command: "./send-digest.sh --batch 7", Queue: "email", MaxAttempts: intp(1)})
+	digests := []string{
+		c.submit(wire.SubmitRequest{Command: "./send-digest.sh --batch 8", Queue: "email"}),
+		c.submit(wire.SubmitRequest{Command: "./send-digest.sh --batch 9", Queue: "email"}),
+	}
+	s.cancel = c.submit(wire.SubmitRequest{Command: "ffmpeg -i talk.mov -vf scale=1280:-2 talk-720p.mp4", Queue: "video", Priority: 2})
+	s.video = c.submit(wire.SubmitRequest{Command: "ffmpeg -i demo.mov -vf scale=1920:-2 demo-1080p.mp4", Queue: "video", Priority: 2})
+	report := c.submit(wire.SubmitRequest{Type: "report.monthly", Payload: json.RawMessage(`{"month":"2026-10"}`), Queue: "reports"})
+
+	// The chain: fetch succeeds, train fails once (out of memory) and runs
+	// again; publish waits for it.
+	j := c.claim("gpu-worker-1", "etl")
+	c.call(http.MethodPost, "/jobs/"+j.ID+"/done", wire.ReportRequest{Lease: j.Lease, ExitCode: intp(0),
+		Output: "downloading s3://datasets/2026-11-20 ...\n412 files, 3.1 GiB\nchecksums ok\n"}, nil, http.StatusOK)
+	j = c.claim("gpu-worker-1", "etl")
+	c.call(http.MethodPost, "/jobs/"+j.ID+"/fail", wire.ReportRequest{Lease: j.Lease, ExitCode: intp(137), Error: "exit status 137",
+		Output: "loading /data/2026-11-20\nepoch 1/20 loss=0.912 acc=0.701\nepoch 2/20 loss=0.744 acc=0.768\nepoch 3/20 loss=0.651 acc=0.802\nKilled\n"}, nil, http.StatusOK)
+	j = c.claim("gpu-worker-1", "etl") // waits out the 20 ms backoff
+	if j.ID != s.train || j.Attempts != 2 {
+		c.t.Fatalf("claimed %s attempt %d, want %s attempt 2", j.ID, j.Attempts, s.train)
+	}
+
+	j = c.claim("gpu-worker-1", "email")
+	c.call(http.MethodPost, "/jobs/"+j.ID+"/fail", wire.ReportRequest{Lease: j.Lease, ExitCode: intp(1), Error: "exit status 1",
+		Output: "connecting to smtp.internal:587\nerror: 421 4.7.0 Try again later, closing connection\n"}, nil, http.StatusOK)
+	if j.ID != s.failed {
+		c.t.Fatalf("claimed %s from email, want %s", j.ID, s.failed)
+	}
+	j = c.claim("cpu-worker-1", "default")
+	c.call(http.MethodPost, "/jobs/"+j.ID+"/done", wire.ReportRequest{Lease: j.Lease, ExitCode: intp(0), Output: "hello\n"}, nil, http.StatusOK)
+
+	s.schedules = c.trySchedules()
+
+	s.all = []string{s.fetch, s.train, s.publish, hello, s.failed, digests[0], digests[1], s.cancel, s.video, report} // in submission order
+	for _, id := range s.all {
+		if strings.TrimSpace(id) == "" {
+			c.t.Fatal("a seeded job has no id")
+		}
+	}
+	return s
+}
+
+// trySchedules creates two schedules; it reports false on a node that has no
+// /schedules route.
+func (c *client) trySchedules() bool {
+	c.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, c.base+"/schedules", nil)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == http.StatusNotFound {
+		return false
+	}
+	for _, sc := range []wire.ScheduleRequest{
+		{Name: "cache-warmup", Cron: "@every 15m", Job: wire.SubmitRequest{Command: "./warm-cache.sh --top 1000"}},
+		{Name: "nightly-report", Cron: "0 3 * * *", Timezone: "Europe/Paris", Job: wire.SubmitRequest{Type: "report.daily", Payload: json.RawMessage(`{"scope":"all"}`), Queue: "reports"}},
+	} {
+		c.call(http.MethodPost, "/schedules", sc, nil, http.StatusCreated)
+	}
+	return true
+}

@@ -1,0 +1,841 @@
+// Workron dashboard. Plain JavaScript, no framework and no build step: hash
+// routes (#/jobs, #/jobs/ID, #/queues, #/workers, #/schedules, #/cluster),
+// one fetch helper for the node's JSON API, and small DOM builders. Every
+// page has a refresh() that the timer calls every 2 s unless paused.
+'use strict';
+
+(() => {
+  const REFRESH_MS = 2000;
+  const PAGE_SIZES = [25, 50, 100];
+  const DEPENDENTS_SCAN = 200; // newest jobs searched for a job's dependents
+  const MAX_PARENTS = 12; // parents fetched for the dependency graph
+  const TOKEN_KEY = 'workron.token';
+  const PAUSED_KEY = 'workron.refreshPaused';
+  const STATUSES = ['blocked', 'scheduled', 'pending', 'running', 'cancelling', 'done', 'failed', 'cancelled'];
+  const CANCELLABLE = new Set(['blocked', 'scheduled', 'pending', 'running']);
+  const RETRYABLE = new Set(['failed', 'cancelled']);
+  const API_BASE = new URL('../', document.baseURI); // the page is /ui/, the API is /
+  const API_ROOT = API_BASE.href.replace(/\/$/, ''); // for hints people copy
+
+  // ---- DOM helpers -------------------------------------------------------
+
+  const $ = (sel, root = document) => root.querySelector(sel);
+
+  // h builds an element. attrs: class, dataset (object), on* handlers,
+  // boolean attributes (true/false), anything else as an attribute.
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    setAttrs(el, attrs);
+    appendAll(el, children);
+    return el;
+  }
+
+  // s builds an SVG element the same way.
+  function s(tag, attrs, ...children) {
+    const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+    setAttrs(el, attrs);
+    appendAll(el, children);
+    return el;
+  }
+
+  function setAttrs(el, attrs) {
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === 'dataset') Object.assign(el.dataset, v);
+      else if (k.startsWith('on')) el.addEventListener(k.slice(2), v);
+      else el.setAttribute(k, v === true ? '' : String(v));
+    }
+  }
+
+  function appendAll(el, children) {
+    for (const c of children.flat(Infinity)) {
+      if (c === undefined || c === null || c === false) continue;
+      el.append(c instanceof Node ? c : String(c));
+    }
+  }
+
+  // replace swaps a container's content, unless the data it was built from
+  // did not change: then the DOM (and any text the user selected) stays.
+  const rendered = new WeakMap(); // container -> JSON of the data it shows
+
+  function replace(container, data, build) {
+    const key = JSON.stringify(data);
+    if (rendered.get(container) === key) return;
+    rendered.set(container, key);
+    container.replaceChildren(...[build()].flat(Infinity).filter((c) => c !== null && c !== undefined && c !== false));
+  }
+
+  // ---- formatting --------------------------------------------------------
+
+  function isZeroTime(t) {
+    return !t || t.startsWith('0001-01-01');
+  }
+
+  function duration(ms) {
+    const neg = ms < 0;
+    ms = Math.abs(ms);
+    let out;
+    if (ms < 1000) out = `${Math.round(ms)}ms`;
+    else if (ms < 60e3) out = `${(ms / 1000).toFixed(ms < 10e3 && ms % 1000 ? 1 : 0)}s`;
+    else if (ms < 3600e3) out = `${Math.floor(ms / 60e3)}m ${Math.floor((ms % 60e3) / 1000)}s`;
+    else if (ms < 86400e3) out = `${Math.floor(ms / 3600e3)}h ${Math.floor((ms % 3600e3) / 60e3)}m`;
+    else out = `${Math.floor(ms / 86400e3)}d ${Math.floor((ms % 86400e3) / 3600e3)}h`;
+    return neg ? '-' + out : out;
+  }
+
+  function relative(t) {
+    let ms = Date.now() - new Date(t).getTime();
+    if (Math.abs(ms) < 1000) return 'just now';
+    if (Math.abs(ms) < 60e3) ms = Math.round(ms / 1000) * 1000; // "3s ago", not "3.2s ago"
+    return ms > 0 ? `${duration(ms)} ago` : `in ${duration(-ms)}`;
+  }
+
+  // when renders a timestamp as "3s ago" with the exact time on hover; the
+  // text is kept current by updateTimes.
+  function when(t) {
+    if (isZeroTime(t)) return h('span', { class: 'muted' }, '—');
+    return h('time', { datetime: t, title: new Date(t).toLocaleString() }, relative(t));
+  }
+
+  function updateTimes() {
+    for (const el of document.querySelectorAll('time[datetime]')) {
+      el.textContent = relative(el.getAttribute('datetime'));
+    }
+  }
+
+  function mib(n) {
+    if (!n) return '—';
+    return n >= 1024 ? `${(n / 1024).toFixed(n % 1024 ? 1 : 0)} GiB` : `${n} MiB`;
+  }
+
+  function badge(status, test = 'status') {
+    return h('span', { class: `badge st-${status}`, dataset: { test } }, status);
+  }
+
+  function jobTitle(j) {
+    if (j.command) return j.command;
+    if (!j.type) return '—';
+    const payload = j.payload ? ' ' + JSON.stringify(j.payload) : '';
+    return `${j.type}${payload}`;
+  }
+
+  // head builds a table header; labels starting with '#' or listed in nums
+  // are right-aligned like their numbers.
+  function head(labels, nums = []) {
+    return h('thead', null, h('tr', null, labels.map((c) => h('th', { class: nums.includes(c) ? 'num' : null }, c))));
+  }
+
+  function empty(text, hint) {
+    return h('div', { class: 'empty', dataset: { test: 'empty' } }, h('p', null, text), hint && h('p', { class: 'muted' }, hint));
+  }
+
+  function jobLink(id) {
+    return h('a', { href: `#/jobs/${encodeURIComponent(id)}`, class: 'mono' }, id);
+  }
+
+  // ---- API ----------------------------------------------------------------
+
+  class APIError extends Error {
+    constructor(status, code, message) {
+      super(message);
+      this.status = status;
+      this.code = code;
+    }
+  }
+
+  // Set when the node knows no leader and reads fall back to ?stale=1.
+  let staleReads = false;
+
+  async function call(method, path) {
+    const headers = { Accept: 'application/json' };
+    const token = localStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = `Bearer ${token}`;
+    let res;
+    try {
+      res = await fetch(new URL(path, API_BASE), { method, headers, cache: 'no-store' });
+    } catch (err) {
+      throw new APIError(0, 'unreachable', `cannot reach the node (${err.message})`);
+    }
+    const text = await res.text();
+    let body = null;
+    try {
+      body = text ? JSON.parse(text) : null;
+    } catch {
+      // not JSON: the status line has to do
+    }
+    if (!res.ok) {
+      const msg = (body && body.error) || `${res.status} ${res.statusText}`.trim();
+      throw new APIError(res.status, (body && body.code) || `http_${res.status}`, msg);
+    }
+    return body;
+  }
+
+  // get reads from the leader; without one it reads this node's own,
+  // possibly stale, state rather than showing nothing.
+  async function get(path) {
+    try {
+      const body = await call('GET', path);
+      staleReads = false;
+      return body;
+    } catch (err) {
+      if (!(err instanceof APIError) || err.code !== 'no_leader') throw err;
+      staleReads = true;
+      return call('GET', path + (path.includes('?') ? '&' : '?') + 'stale=1');
+    }
+  }
+
+  const post = (path) => call('POST', path);
+
+  // ---- banner -------------------------------------------------------------
+
+  let refreshError = null; // cleared by the next good refresh
+  let actionError = null; // stays until dismissed or the next good action
+
+  function describe(err) {
+    if (err instanceof APIError) return `${err.message} (${err.code}${err.status ? ', HTTP ' + err.status : ''})`;
+    return String(err && err.message ? err.message : err);
+  }
+
+  function showBanner() {
+    const banner = $('#banner');
+    const err = actionError || refreshError;
+    let text = err ? describe(err) : '';
+    if (!err && staleReads) text = 'This node knows no leader: showing its local state, which may be stale.';
+    banner.hidden = !text;
+    banner.classList.toggle('banner-warn', !err && staleReads);
+    banner.dataset.code = err && err.code ? err.code : '';
+    $('#banner-text').textContent = text;
+  }
+
+  // act runs a button's action, shows its error, and refreshes at once.
+  async function act(fn) {
+    try {
+      await fn();
+      actionError = null;
+    } catch (err) {
+      actionError = err;
+    }
+    showBanner();
+    refreshNow();
+  }
+
+  // ---- buttons that ask twice ---------------------------------------------
+
+  // A cancel button arms on the first click and acts on the second within a
+  // few seconds. Armed state lives here, so a refresh does not lose it.
+  const armed = new Map(); // key -> timer
+
+  function confirmButton({ key, label, confirm, action, cls, data, run }) {
+    const isArmed = armed.has(key);
+    return h('button', {
+      type: 'button',
+      class: `${cls || ''}${isArmed ? ' armed' : ''}`,
+      dataset: { action, ...data, ...(isArmed ? { armed: '1' } : {}) },
+      onclick: (ev) => {
+        ev.stopPropagation();
+        if (!armed.has(key)) {
+          armed.set(key, setTimeout(() => { armed.delete(key); rerender(); }, 4000));
+          rerender();
+          return;
+        }
+        clearTimeout(armed.get(key));
+        armed.delete(key);
+        act(run);
+      },
+    }, isArmed ? confirm : label);
+  }
+
+  function jobButtons(j) {
+    const out = [];
+    const id = encodeURIComponent(j.id);
+    if (CANCELLABLE.has(j.status)) {
+      out.push(confirmButton({
+        key: `cancel:${j.id}`, label: 'Cancel', confirm: 'Confirm cancel', action: 'cancel', cls: 'danger small',
+        data: { jobId: j.id }, run: () => post(`jobs/${id}/cancel`),
+      }));
+    }
+    if (RETRYABLE.has(j.status)) {
+      out.push(h('button', {
+        type: 'button', class: 'small', dataset: { action: 'retry', jobId: j.id },
+        onclick: (ev) => { ev.stopPropagation(); act(() => post(`jobs/${id}/retry`)); },
+      }, 'Retry'));
+    }
+    return out;
+  }
+
+  // ---- pages ----------------------------------------------------------------
+
+  // Each page: mount(view, params) builds the static part and returns
+  // { refresh, rerender? }. refresh fetches and renders; it may throw.
+
+  const pages = {};
+
+  // Pagination of the jobs list survives re-renders but not a filter change.
+  const jobsPaging = { filter: '', stack: [], cursor: '' };
+
+  pages.jobs = (view, params) => {
+    const status = params.get('status') || '';
+    const queue = params.get('queue') || '';
+    const limit = Math.min(1000, Math.max(1, Math.floor(Number(params.get('limit'))) || PAGE_SIZES[0]));
+    const sizes = PAGE_SIZES.includes(limit) ? PAGE_SIZES : [...PAGE_SIZES, limit].sort((a, b) => a - b);
+    const filter = `${status}|${queue}|${limit}`;
+    if (jobsPaging.filter !== filter) Object.assign(jobsPaging, { filter, stack: [], cursor: '' });
+
+    const setParam = (k, v) => {
+      const p = new URLSearchParams(params);
+      if (v) p.set(k, v);
+      else p.delete(k);
+      const q = p.toString();
+      location.hash = `#/jobs${q ? '?' + q : ''}`;
+    };
+
+    const tabs = h('div', { class: 'tabs', id: 'status-tabs' });
+    const queueSelect = h('select', { id: 'filter-queue', dataset: { test: 'filter-queue' }, onchange: (e) => setParam('queue', e.target.value) },
+      h('option', { value: '' }, 'All queues'));
+    const sizeSelect = h('select', { id: 'filter-limit', onchange: (e) => setParam('limit', e.target.value === String(PAGE_SIZES[0]) ? '' : e.target.value) },
+      sizes.map((n) => h('option', { value: n, selected: n === limit }, `${n} per page`)));
+    const search = h('input', { id: 'job-search', type: 'search', placeholder: 'Job id, e.g. job-42', spellcheck: 'false', dataset: { test: 'job-search' } });
+    const searchForm = h('form', {
+      class: 'search', onsubmit: (e) => {
+        e.preventDefault();
+        const id = search.value.trim();
+        if (id) location.hash = `#/jobs/${encodeURIComponent(id)}`;
+      },
+    }, search, h('button', { type: 'submit' }, 'Open'));
+    const table = h('div', { id: 'jobs-table' });
+    const pager = h('div', { class: 'pager', id: 'jobs-pager' });
+
+    view.append(
+      h('div', { class: 'page-head' }, h('h1', null, 'Jobs'), searchForm),
+      h('div', { class: 'toolbar' }, tabs, h('div', { class: 'filters' }, queueSelect, sizeSelect)),
+      h('div', { class: 'card flush' }, table),
+      pager,
+    );
+
+    let data = { jobs: [], next: '', queues: [] };
+
+    const render = () => {
+      // Status tabs with counts summed over the queues in view.
+      const counts = {};
+      for (const q of data.queues) {
+        if (queue && q.name !== queue) continue;
+        for (const [st, n] of Object.entries(q.counts || {})) counts[st] = (counts[st] || 0) + n;
+      }
+      const total = Object.values(counts).reduce((a, b) => a + b, 0);
+      replace(tabs, { counts, status, queue }, () => [
+        tab('All', '', total),
+        STATUSES.map((st) => tab(st, st, counts[st])),
+      ]);
+
+      const names = data.queues.map((q) => q.name);
+      if (queue && !names.includes(queue)) names.push(queue);
+      replace(queueSelect, { names, queue }, () => [
+        h('option', { value: '' }, 'All queues'),
+        names.map((n) => h('option', { value: n, selected: n === queue }, n)),
+      ]);
+
+      replace(table, { jobs: data.jobs, armed: [...armed.keys()] }, () => {
+        if (!data.jobs.length) {
+          return empty(status || queue ? 'No jobs match these filters.' : 'No jobs yet.',
+            `Submit one: curl -X POST ${API_ROOT}/jobs -d '{"command":"echo hello"}'`);
+        }
+        return h('table', { class: 'table', dataset: { test: 'jobs' } },
+          head(['ID', 'Status', 'Queue', 'Command', 'Attempts', 'Priority', 'Created', 'Worker', ''], ['Attempts', 'Priority']),
+          h('tbody', null, data.jobs.map(jobRow)));
+      });
+
+      const page = jobsPaging.stack.length + 1;
+      replace(pager, { page, next: data.next, n: data.jobs.length }, () => page === 1 && !data.next ? [] : [
+        h('button', { type: 'button', class: 'ghost', id: 'page-newest', disabled: page === 1, onclick: () => { Object.assign(jobsPaging, { stack: [], cursor: '' }); refreshNow(); } }, '« Newest'),
+        h('button', { type: 'button', class: 'ghost', id: 'page-prev', disabled: page === 1, onclick: () => { jobsPaging.cursor = jobsPaging.stack.pop() || ''; refreshNow(); } }, '‹ Newer'),
+        h('span', { class: 'muted', dataset: { test: 'page' } }, `Page ${page}`),
+        h('button', { type: 'button', class: 'ghost', id: 'page-next', disabled: !data.next, onclick: () => { jobsPaging.stack.push(jobsPaging.cursor); jobsPaging.cursor = data.next; refreshNow(); } }, 'Older ›'),
+      ]);
+    };
+
+    function tab(label, value, count) {
+      const p = new URLSearchParams(params);
+      if (value) p.set('status', value);
+      else p.delete('status');
+      const q = p.toString();
+      return h('a', { href: `#/jobs${q ? '?' + q : ''}`, class: `tab${value === status ? ' active' : ''}`, dataset: { status: value || 'all' } },
+        label, count !== undefined && h('span', { class: 'count' }, count));
+    }
+
+    function jobRow(j) {
+      return h('tr', { dataset: { jobId: j.id, status: j.status }, class: 'clickable', onclick: (e) => { if (!e.target.closest('a,button')) location.hash = `#/jobs/${encodeURIComponent(j.id)}`; } },
+        h('td', null, jobLink(j.id)),
+        h('td', null, badge(j.status)),
+        h('td', null, h('a', { href: `#/jobs?queue=${encodeURIComponent(j.queue)}` }, j.queue)),
+        h('td', { class: 'cmd', title: jobTitle(j) }, h('code', null, jobTitle(j))),
+        h('td', { class: 'num' }, `${j.attempts} / ${j.max_attempts}`),
+        h('td', { class: 'num' }, j.priority),
+        h('td', null, when(j.created_at)),
+        h('td', { class: 'mono' }, j.worker_id || h('span', { class: 'muted' }, '—')),
+        h('td', { class: 'actions' }, jobButtons(j)));
+    }
+
+    return {
+      async refresh() {
+        const q = new URLSearchParams({ limit });
+        if (status) q.set('status', status);
+        if (queue) q.set('queue', queue);
+        if (jobsPaging.cursor) q.set('cursor', jobsPaging.cursor);
+        const [list, queues] = await Promise.all([get(`jobs?${q}`), get('queues')]);
+        data = { jobs: list.jobs || [], next: list.next_cursor || '', queues: queues.queues || [] };
+        render();
+      },
+      rerender: render,
+    };
+  };
+
+  pages.job = (view, params, id) => {
+    const head = h('div', { class: 'page-head' });
+    const body = h('div', { id: 'job-body' });
+    view.append(h('p', { class: 'crumbs' }, h('a', { href: '#/jobs' }, '‹ Jobs')), head, body);
+    let data = null;
+
+    const render = () => {
+      if (!data) return;
+      const { job: j, parents, dependents, dependentsComplete } = data;
+      replace(head, { id: j.id, status: j.status, armed: [...armed.keys()] }, () => [
+        h('h1', null, h('span', { class: 'job-id', dataset: { test: 'job-id' } }, j.id), badge(j.status, 'job-status')),
+        h('div', { class: 'actions', dataset: { jobId: j.id } }, jobButtons(j)),
+      ]);
+      replace(body, { j, parents, dependents }, () => [
+        h('div', { class: 'grid-2' },
+          h('section', { class: 'card' }, h('h2', null, 'Details'), details(j)),
+          h('div', { class: 'stack' },
+            h('section', { class: 'card' }, h('h2', null, 'Dependencies'), graph(j, parents, dependents, dependentsComplete)),
+            h('section', { class: 'card' },
+              h('h2', null, 'Output', h('span', { class: 'muted small-note' }, ' last 4 KiB of the latest report')),
+              j.output ? h('pre', { class: 'output', dataset: { test: 'output' } }, j.output) : empty('No output recorded yet.')))),
+        h('section', { class: 'card flush' }, h('h2', { class: 'pad' }, 'Attempts'), attempts(j)),
+      ]);
+    };
+
+    return {
+      async refresh() {
+        const enc = encodeURIComponent(id);
+        const job = await get(`jobs/${enc}`);
+        const parentIDs = (job.depends_on || []).slice(0, MAX_PARENTS);
+        const [parents, recent] = await Promise.all([
+          Promise.all(parentIDs.map((p) => get(`jobs/${encodeURIComponent(p)}`).catch(() => ({ id: p, status: 'gone' })))),
+          get(`jobs?limit=${DEPENDENTS_SCAN}`),
+        ]);
+        const jobs = recent.jobs || [];
+        const dependents = jobs.filter((x) => (x.depends_on || []).includes(job.id));
+        // Dependents are submitted after the job; if the job is among the
+        // newest, so are all of them.
+        const dependentsComplete = !recent.next_cursor || jobs.some((x) => x.id === job.id);
+        data = { job, parents, dependents, dependentsComplete };
+        render();
+      },
+      rerender: render,
+    };
+  };
+
+  function details(j) {
+    const rows = [
+      ['Queue', h('a', { href: `#/jobs?queue=${encodeURIComponent(j.queue)}` }, j.queue)],
+      [j.command ? 'Command' : 'Type', h('code', { class: 'wrap' }, j.command || j.type)],
+      j.payload && ['Payload', h('code', { class: 'wrap' }, JSON.stringify(j.payload))],
+      ['Priority', j.priority],
+      ['Attempts', `${j.attempts} of ${j.max_attempts}`],
+      j.worker_id && ['Worker', h('span', { class: 'mono' }, j.worker_id)],
+      j.lease && ['Lease', h('span', { class: 'mono' }, `${j.lease}`, j.lease_expires_at && h('span', { class: 'muted' }, ' expires ', when(j.lease_expires_at)))],
+      ['Created', when(j.created_at)],
+      ['Run at', when(j.run_at)],
+      j.started_at && ['Started', when(j.started_at)],
+      j.done_at && ['Finished', when(j.done_at)],
+      j.timeout && ['Timeout', j.timeout],
+      j.exit_code !== undefined && ['Exit code', h('span', { class: 'mono' }, j.exit_code)],
+      j.last_error && ['Last error', h('span', { class: 'error-text' }, j.last_error)],
+      j.idempotency_key && ['Idempotency key', h('span', { class: 'mono' }, j.idempotency_key)],
+      j.backoff && ['Backoff', `base ${j.backoff.base || '1s'}, max ${j.backoff.max || '1h'}, jitter ${j.backoff.jitter ?? 0.3}`],
+      j.metadata && ['Metadata', pairs(j.metadata)],
+      j.env && ['Environment', pairs(j.env)],
+      j.expires_at && ['Deleted', when(j.expires_at)],
+    ].filter(Boolean);
+    return h('dl', { class: 'details' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
+  }
+
+  function pairs(obj) {
+    return h('span', { class: 'pairs' }, Object.entries(obj).sort().map(([k, v]) => h('code', null, `${k}=${v}`)));
+  }
+
+  function attempts(j) {
+    const rows = (j.attempt_history || []).slice();
+    if ((j.status === 'running' || j.status === 'cancelling') && j.attempts > 0) {
+      rows.push({ attempt: j.attempts, worker_id: j.worker_id, lease: j.lease, status: j.status, started_at: j.started_at, current: true });
+    }
+    if (!rows.length) return empty('No attempts yet.', j.status === 'blocked' ? 'The job waits for its dependencies.' : 'The job waits for a worker.');
+    rows.sort((a, b) => b.attempt - a.attempt);
+    return h('table', { class: 'table', dataset: { test: 'attempts' } },
+      head(['#', 'Status', 'Worker', 'Lease', 'Exit', 'Started', 'Took', 'Error'], ['#', 'Exit', 'Took']),
+      h('tbody', null, rows.map((a) => h('tr', { dataset: { test: 'attempt-row', attempt: a.attempt } },
+        h('td', { class: 'num' }, a.attempt),
+        h('td', null, badge(a.status, 'attempt-status')),
+        h('td', { class: 'mono' }, a.worker_id || '—'),
+        h('td', { class: 'mono muted' }, a.lease || '—'),
+        h('td', { class: 'num' }, a.exit_code ?? '—'),
+        h('td', null, when(a.started_at)),
+        h('td', { class: 'num' }, a.current ? h('span', { class: 'muted' }, 'running') : (isZeroTime(a.started_at) || isZeroTime(a.ended_at) ? '—' : duration(new Date(a.ended_at) - new Date(a.started_at)))),
+        h('td', { class: 'error-text' }, a.error || '')))));
+  }
+
+  // graph draws parents → job → dependents as boxes linked to their pages.
+  function graph(j, parents, dependents, complete) {
+    const more = (j.depends_on || []).length - parents.length;
+    if (!parents.length && !dependents.length) {
+      return empty('No dependencies.', complete ? 'No job depends on this one.' : `No job among the ${DEPENDENTS_SCAN} newest depends on this one.`);
+    }
+    const W = 172, H = 44, GAP = 56, ROW = 54, TOP = 24, PAD = 2;
+    const rows = Math.max(parents.length, dependents.length, 1);
+    const body = rows * ROW - (ROW - H);
+    const width = 3 * W + 2 * GAP + 2 * PAD;
+    const height = TOP + body + 2 * PAD;
+    const colX = [PAD, PAD + W + GAP, PAD + 2 * (W + GAP)];
+    const yOf = (i, n) => TOP + PAD + (body - (n * ROW - (ROW - H))) / 2 + i * ROW;
+
+    const box = (job, x, y, self) => {
+      const label = job.id.length > 20 ? job.id.slice(0, 19) + '…' : job.id;
+      const g = s('g', { class: `node st-${job.status}${self ? ' self' : ''}`, dataset: { test: 'graph-node', jobId: job.id } },
+        s('rect', { x, y, width: W, height: H, rx: 6 }),
+        s('text', { x: x + 12, y: y + 19, class: 'id' }, label),
+        s('text', { x: x + 12, y: y + 35, class: 'st' }, job.status));
+      return self ? g : s('a', { href: `#/jobs/${encodeURIComponent(job.id)}` }, s('title', null, `${job.id}: ${job.command || job.type || job.status}`), g);
+    };
+    const edge = (x1, y1, x2, y2) => s('path', { class: 'edge', d: `M${x1},${y1} C${x1 + GAP / 2},${y1} ${x2 - GAP / 2},${y2} ${x2 - 2},${y2}`, 'marker-end': 'url(#arrow)' });
+    const label = (text, i) => s('text', { class: 'col', x: colX[i] + W / 2, y: 12, 'text-anchor': 'middle' }, text);
+
+    const selfY = yOf(0, 1);
+    const parts = [
+      s('defs', null, s('marker', { id: 'arrow', viewBox: '0 0 10 10', refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: 'auto' },
+        s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow' }))),
+      parents.length && label('depends on', 0), label('this job', 1), dependents.length && label('dependents', 2),
+    ];
+    parents.forEach((p, i) => {
+      const y = yOf(i, parents.length);
+      parts.push(edge(colX[0] + W, y + H / 2, colX[1], selfY + H / 2), box(p, colX[0], y));
+    });
+    dependents.forEach((d, i) => {
+      const y = yOf(i, dependents.length);
+      parts.push(edge(colX[1] + W, selfY + H / 2, colX[2], y + H / 2), box(d, colX[2], y));
+    });
+    parts.push(box(j, colX[1], selfY, true));
+    return [
+      s('svg', { class: 'graph', viewBox: `0 0 ${width} ${height}`, role: 'img', 'aria-label': 'dependency graph', dataset: { test: 'graph' } }, parts),
+      more > 0 && h('p', { class: 'muted' }, `and ${more} more dependencies not drawn`),
+      !complete && h('p', { class: 'muted' }, `Dependents are looked up among the ${DEPENDENTS_SCAN} newest jobs.`),
+    ];
+  }
+
+  pages.queues = (view) => {
+    const table = h('div', { id: 'queues-table' });
+    view.append(h('div', { class: 'page-head' }, h('h1', null, 'Queues')), h('div', { class: 'card flush' }, table),
+      h('p', { class: 'muted' }, 'A paused queue keeps its jobs and accepts new ones; workers claim nothing from it until it is resumed.'));
+    const cols = ['pending', 'running', 'blocked', 'done', 'failed', 'cancelled'];
+    let queues = [];
+    const render = () => replace(table, queues, () => {
+      if (!queues.length) return empty('No queues yet.', 'A queue appears when its first job is submitted.');
+      return h('table', { class: 'table', dataset: { test: 'queues' } },
+        h('thead', null, h('tr', null, h('th', null, 'Queue'), h('th', null, 'State'), cols.map((c) => h('th', { class: 'num' }, c)), h('th', { class: 'num' }, 'total'), h('th', null, ''))),
+        h('tbody', null, queues.map((q) => {
+          const counts = q.counts || {};
+          const total = Object.values(counts).reduce((a, b) => a + b, 0);
+          const name = encodeURIComponent(q.name);
+          return h('tr', { dataset: { queue: q.name, paused: q.paused ? '1' : '0' } },
+            h('td', null, h('a', { href: `#/jobs?queue=${name}`, class: 'strong' }, q.name)),
+            h('td', null, q.paused ? h('span', { class: 'badge st-paused', dataset: { test: 'queue-state' } }, 'paused') : h('span', { class: 'badge st-active', dataset: { test: 'queue-state' } }, 'active')),
+            cols.map((c) => h('td', { class: 'num' }, counts[c] ? h('a', { href: `#/jobs?queue=${name}&status=${c}` }, counts[c]) : h('span', { class: 'muted' }, '0'))),
+            h('td', { class: 'num strong' }, total),
+            h('td', { class: 'actions' }, q.paused
+              ? h('button', { type: 'button', class: 'small', dataset: { action: 'resume', queue: q.name }, onclick: () => act(() => post(`queues/${name}/resume`)) }, 'Resume')
+              : h('button', { type: 'button', class: 'small', dataset: { action: 'pause', queue: q.name }, onclick: () => act(() => post(`queues/${name}/pause`)) }, 'Pause')));
+        })));
+    });
+    return {
+      async refresh() {
+        queues = ((await get('queues')).queues || []).slice().sort((a, b) => a.name.localeCompare(b.name));
+        render();
+      },
+    };
+  };
+
+  pages.workers = (view) => {
+    const table = h('div', { id: 'workers-table' });
+    view.append(h('div', { class: 'page-head' }, h('h1', null, 'Workers')), h('div', { class: 'card flush' }, table));
+    let workers = [];
+    const render = () => replace(table, workers, () => {
+      if (!workers.length) return empty('No workers have registered.', `Start one: workron worker --server ${API_ROOT}`);
+      return h('table', { class: 'table', dataset: { test: 'workers' } },
+        head(['Worker', 'Status', 'Running', 'Memory', 'VRAM', 'CPU', 'Queues', 'Tags', 'Last heartbeat', 'Registered'], ['Memory', 'VRAM', 'CPU']),
+        h('tbody', null, workers.map((w) => {
+          const r = w.resources || {};
+          return h('tr', { dataset: { workerId: w.id } },
+            h('td', { class: 'mono strong' }, w.id, w.exec_addr && h('div', { class: 'muted small-note' }, w.exec_addr)),
+            h('td', null, badge(w.status || 'active', 'worker-status')),
+            h('td', null, capacity(w.running_jobs, r.slots)),
+            h('td', { class: 'num' }, mib(r.memory_mb)),
+            h('td', { class: 'num' }, mib(r.vram_mb)),
+            h('td', { class: 'num' }, r.cpu_millis ? `${r.cpu_millis / 1000} cores` : '—'),
+            h('td', null, (w.queues && w.queues.length ? w.queues : ['default']).map((q) => h('span', { class: 'chip' }, q))),
+            h('td', null, (w.tags || []).map((t) => h('span', { class: 'chip' }, t))),
+            h('td', null, when(w.last_heartbeat)),
+            h('td', null, when(w.registered_at)));
+        })));
+    });
+    return {
+      async refresh() {
+        workers = ((await get('workers')).workers || []).slice().sort((a, b) => a.id.localeCompare(b.id));
+        render();
+      },
+    };
+  };
+
+  function capacity(running, slots) {
+    if (!slots) return h('span', { class: 'num' }, `${running} running`);
+    const meter = h('span', { class: 'meter' }, h('span', { class: 'meter-fill' }));
+    // Width through the CSSOM: the page's CSP allows no inline style attribute.
+    meter.firstChild.style.width = `${Math.min(100, (100 * running) / slots)}%`;
+    return h('span', { class: 'capacity', title: `${running} of ${slots} slots busy` }, meter, h('span', { class: 'num' }, `${running} / ${slots}`));
+  }
+
+  pages.schedules = (view) => {
+    const table = h('div', { id: 'schedules-table' });
+    view.append(h('div', { class: 'page-head' }, h('h1', null, 'Schedules')), h('div', { class: 'card flush' }, table));
+    let list = null;
+    const render = () => replace(table, list, () => {
+      if (!list) return empty('No schedules.', 'This node does not serve schedules.');
+      if (!list.length) return empty('No schedules.', `Create one: curl -X POST ${API_ROOT}/schedules -d '{"name":"nightly","cron":"0 3 * * *","job":{"command":"./backup.sh"}}'`);
+      return h('table', { class: 'table', dataset: { test: 'schedules' } },
+        head(['Schedule', 'Cron', 'Job', 'Next run', 'Last run', 'Runs', 'State', ''], ['Runs']),
+        h('tbody', null, list.map(scheduleRow)));
+    });
+
+    function scheduleRow(sc) {
+      const job = sc.job || {};
+      const name = encodeURIComponent(sc.name);
+      const tz = sc.timezone && sc.timezone !== 'UTC' ? sc.timezone : '';
+      const counts = [`${sc.runs || 0}`, sc.skipped ? `${sc.skipped} skipped` : '', sc.missed ? `${sc.missed} missed` : ''].filter(Boolean).join(' · ');
+      return h('tr', { dataset: { schedule: sc.name, paused: sc.paused ? '1' : '0' } },
+        h('td', { class: 'strong nowrap' }, sc.name, sc.last_error && h('div', { class: 'error-text small-note' }, sc.last_error)),
+        h('td', { class: 'nowrap' }, h('code', null, sc.cron), tz && h('div', { class: 'muted small-note' }, tz)),
+        h('td', { class: 'cmd', title: jobTitle(job) }, h('code', null, jobTitle(job)), h('div', { class: 'muted small-note' }, `queue ${job.queue || 'default'}`)),
+        h('td', { class: 'nowrap', dataset: { test: 'next-run' } }, sc.paused ? h('span', { class: 'muted' }, 'paused') : when(sc.next_run)),
+        h('td', { dataset: { test: 'last-run' } }, sc.last_job_id
+          ? h('div', { class: 'last-run' }, h('div', null, sc.last_run && when(sc.last_run), ' ', sc.last_job_status && badge(sc.last_job_status, 'last-status')),
+            h('div', { class: 'truncate', title: sc.last_job_id }, jobLink(sc.last_job_id)))
+          : h('span', { class: 'muted' }, 'never')),
+        h('td', { class: 'num' }, counts),
+        h('td', null, h('span', { class: `badge ${sc.paused ? 'st-paused' : 'st-active'}`, dataset: { test: 'schedule-state' } }, sc.paused ? 'paused' : 'active')),
+        h('td', { class: 'actions' },
+          h('button', { type: 'button', class: 'small', dataset: { action: 'trigger', schedule: sc.name }, title: 'Create one run now', onclick: () => act(() => post(`schedules/${name}/trigger`)) }, 'Run now'),
+          sc.paused
+            ? h('button', { type: 'button', class: 'small', dataset: { action: 'resume', schedule: sc.name }, onclick: () => act(() => post(`schedules/${name}/resume`)) }, 'Resume')
+            : h('button', { type: 'button', class: 'small', dataset: { action: 'pause', schedule: sc.name }, onclick: () => act(() => post(`schedules/${name}/pause`)) }, 'Pause')));
+    }
+
+    return {
+      async refresh() {
+        try {
+          list = ((await get('schedules')).schedules || []);
+        } catch (err) {
+          if (!(err instanceof APIError) || err.status !== 404) throw err;
+          list = null; // a node without schedules (an older version)
+        }
+        render();
+      },
+    };
+  };
+
+  pages.cluster = (view) => {
+    const cards = h('div', { class: 'stats', id: 'cluster-stats' });
+    const table = h('div', { id: 'nodes-table' });
+    view.append(h('div', { class: 'page-head' }, h('h1', null, 'Cluster')), cards, h('div', { class: 'card flush' }, table));
+    let data = null;
+    const stat = (label, value, test, note) => h('div', { class: 'card stat' }, h('div', { class: 'stat-label' }, label),
+      h('div', { class: 'stat-value', dataset: { test } }, value), note && h('div', { class: 'muted small-note' }, note));
+    const render = () => {
+      if (!data) return;
+      const { cluster: c, health } = data;
+      const self = health.node_id;
+      const contact = health.role === 'leader' ? 'this node leads'
+        : c.last_contact && !isZeroTime(c.last_contact) ? relative(c.last_contact) : '—';
+      replace(cards, { c, health, contact }, () => [
+        stat('Leader', c.leader || 'none', 'leader', c.leader ? `of ${(c.nodes || []).length} voters` : 'no quorum: writes are refused'),
+        stat('This node', self, 'self', health.role),
+        stat('Applied index', (c.applied_index || 0).toLocaleString(), 'applied-index', c.term ? `term ${c.term}` : null),
+        stat('Last contact with leader', contact, 'last-contact', health.role === 'leader' ? null : 'as this node last heard from it'),
+      ]);
+      replace(table, { nodes: c.nodes, leader: c.leader, self }, () => h('table', { class: 'table', dataset: { test: 'nodes' } },
+        head(['Node', 'Role', 'HTTP', 'Raft', '']),
+        h('tbody', null, (c.nodes || []).map((n) => h('tr', { dataset: { nodeId: n.id, role: n.role }, class: n.id === self ? 'self' : '' },
+          h('td', null, h('span', { class: 'node-id' }, h('span', { class: 'mono strong' }, n.id), n.id === self && h('span', { class: 'chip' }, 'this node'))),
+          h('td', null, badge(n.role, 'role')),
+          h('td', { class: 'mono' }, n.http || h('span', { class: 'muted' }, 'unknown')),
+          h('td', { class: 'mono' }, n.raft),
+          h('td', { class: 'actions' }, n.http && n.id !== self && h('a', { href: `${n.http}/ui/#/cluster`, class: 'button-link' }, 'Open its dashboard')))))));
+    };
+    return {
+      async refresh() {
+        const [cluster, health] = await Promise.all([call('GET', 'cluster'), healthNow()]);
+        data = { cluster, health };
+        render();
+      },
+    };
+  };
+
+  // ---- header health ---------------------------------------------------------
+
+  async function healthNow() {
+    let hl;
+    try {
+      hl = await call('GET', 'health');
+    } catch (err) {
+      if (err instanceof APIError && err.status === 503) hl = { status: 'no_leader', role: '?', node_id: '?', leader: '' };
+      else throw err;
+    }
+    const el = $('#health');
+    const ok = hl.status === 'ok';
+    el.className = `health ${ok ? 'health-ok' : 'health-bad'}`;
+    el.dataset.status = hl.status;
+    el.replaceChildren(h('span', { class: 'dot' }), ok ? `leader ${hl.leader}` : 'no leader',
+      h('span', { class: 'muted' }, ` · ${hl.node_id} is ${hl.role}`));
+    return hl;
+  }
+
+  // ---- router and refresh loop ------------------------------------------------
+
+  let current = null; // { refresh, rerender, gen }
+  let generation = 0;
+  let timer = null;
+  let running = false;
+
+  function route() {
+    const raw = location.hash.replace(/^#/, '') || '/jobs';
+    const [path, query = ''] = raw.split('?');
+    const params = new URLSearchParams(query);
+    const parts = path.split('/').filter(Boolean);
+    let name = parts[0] || 'jobs';
+    let arg;
+    if (name === 'jobs' && parts.length > 1) {
+      name = 'job';
+      arg = decodeURIComponent(parts.slice(1).join('/'));
+    }
+    if (!pages[name]) {
+      location.replace('#/jobs');
+      return;
+    }
+    for (const a of document.querySelectorAll('#nav a')) {
+      a.classList.toggle('active', a.dataset.nav === (name === 'job' ? 'jobs' : name));
+    }
+    document.title = `${arg || name[0].toUpperCase() + name.slice(1)} · Workron`;
+    const view = $('#view');
+    view.replaceChildren();
+    view.dataset.page = name;
+    actionError = null;
+    generation++;
+    current = { ...pages[name](view, params, arg), gen: generation };
+    refreshNow();
+  }
+
+  function rerender() {
+    if (current && current.rerender) current.rerender();
+  }
+
+  async function refreshNow() {
+    clearTimeout(timer);
+    if (running) {
+      // A refresh is under way; run again right after it.
+      timer = setTimeout(refreshNow, 50);
+      return;
+    }
+    running = true;
+    const page = current;
+    try {
+      if (page) await page.refresh();
+      if (page && page.gen !== generation) return;
+      await healthNow();
+      refreshError = null;
+      $('#updated').textContent = `Updated ${new Date().toLocaleTimeString()}`;
+      $('#view').dataset.loaded = '1';
+    } catch (err) {
+      if (page === current) refreshError = err;
+    } finally {
+      running = false;
+      updateTimes();
+      showBanner();
+      if (!paused()) timer = setTimeout(tick, REFRESH_MS);
+    }
+  }
+
+  // tick is the timer's refresh: a hidden tab asks nothing of the cluster
+  // and refreshes as soon as it is shown again.
+  function tick() {
+    if (document.hidden) return;
+    refreshNow();
+  }
+
+  function paused() {
+    return localStorage.getItem(PAUSED_KEY) === '1';
+  }
+
+  function showRefreshState() {
+    const b = $('#refresh-toggle');
+    b.textContent = paused() ? 'Auto-refresh paused' : 'Auto-refresh on';
+    b.classList.toggle('paused', paused());
+    b.dataset.paused = paused() ? '1' : '0';
+  }
+
+  function init() {
+    $('#refresh-toggle').addEventListener('click', () => {
+      localStorage.setItem(PAUSED_KEY, paused() ? '0' : '1');
+      showRefreshState();
+      refreshNow();
+    });
+    $('#token-toggle').addEventListener('click', () => {
+      const panel = $('#token-panel');
+      panel.hidden = !panel.hidden;
+      $('#token-input').value = localStorage.getItem(TOKEN_KEY) || '';
+      if (!panel.hidden) $('#token-input').focus();
+    });
+    $('#token-panel').addEventListener('submit', (e) => {
+      e.preventDefault();
+      const v = $('#token-input').value.trim();
+      if (v) localStorage.setItem(TOKEN_KEY, v);
+      else localStorage.removeItem(TOKEN_KEY);
+      $('#token-panel').hidden = true;
+      showTokenState();
+      refreshNow();
+    });
+    $('#token-clear').addEventListener('click', () => {
+      localStorage.removeItem(TOKEN_KEY);
+      $('#token-input').value = '';
+      $('#token-panel').hidden = true;
+      showTokenState();
+      refreshNow();
+    });
+    $('#banner-close').addEventListener('click', () => {
+      actionError = null;
+      refreshError = null;
+      showBanner();
+    });
+    window.addEventListener('hashchange', route);
+    document.addEventListener('visibilitychange', () => {
+      if (!document.hidden && !paused()) refreshNow();
+    });
+    showRefreshState();
+    showTokenState();
+    route();
+  }
+
+  function showTokenState() {
+    const set = !!localStorage.getItem(TOKEN_KEY);
+    $('#token-toggle').textContent = set ? 'Token set' : 'Token';
+    $('#token-toggle').classList.toggle('on', set);
+  }
+
+  init();
+})();
