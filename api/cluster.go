@@ -46,7 +46,12 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
 		httpOf[n.ID] = n.HTTP
 	}
 	leader, _ := s.node.Leader()
-	out := wire.Cluster{Leader: leader, AppliedIndex: s.node.Stats().AppliedIndex}
+	st := s.node.Stats()
+	out := wire.Cluster{Leader: leader, AppliedIndex: st.AppliedIndex, Term: st.Term}
+	if !st.LastContact.IsZero() && s.node.Role() != "leader" {
+		t := st.LastContact.UTC()
+		out.LastContact = &t
+	}
 	for _, sv := range servers {
 		role := "follower"
 		switch {
@@ -228,7 +233,7 @@ func (s *Server) OnLeader(ctx context.Context) {
 	if err := s.announceOnce(ctx); err != nil {
 		s.logger.Warn("record own address", "err", err)
 	}
-	loops := []interface{ run(context.Context) }{&reaper{s: s}, &sweeper{s: s}}
+	loops := []interface{ run(context.Context) }{&reaper{s: s}, &sweeper{s: s}, &scheduler{s: s}}
 	var wg sync.WaitGroup
 	for _, l := range loops {
 		wg.Add(1)

@@ -105,6 +105,9 @@ func (s *Server) checkDependencies(jobs []fsm.NewJob) error {
 				if len(jobs) == 1 {
 					return invalid("depends_on", "%q refers to a batch position; use POST /jobs/batch", d)
 				}
+				if n, err := strconv.Atoi(d[1:]); err != nil || n < 0 || n >= len(jobs) || n == i {
+					return invalid(fmt.Sprintf("jobs[%d].depends_on", i), "%q does not name another job of this batch", d)
+				}
 				continue
 			}
 			if _, err := s.state.Job(d); err != nil {
@@ -113,6 +116,46 @@ func (s *Server) checkDependencies(jobs []fsm.NewJob) error {
 					field = fmt.Sprintf("jobs[%d].depends_on", i)
 				}
 				return invalid(field, "unknown job %s", d)
+			}
+		}
+	}
+	return batchCycle(jobs)
+}
+
+// batchCycle refuses "$N" references that form a cycle, before anything is
+// proposed (the FSM checks again). References are already in range.
+func batchCycle(jobs []fsm.NewJob) error {
+	const (
+		unseen = iota
+		onPath
+		finished
+	)
+	state := make([]int, len(jobs))
+	var visit func(i int, path []string) error
+	visit = func(i int, path []string) error {
+		state[i] = onPath
+		path = append(path, "$"+strconv.Itoa(i))
+		for _, d := range jobs[i].DependsOn {
+			if !strings.HasPrefix(d, "$") {
+				continue
+			}
+			n, _ := strconv.Atoi(d[1:])
+			switch state[n] {
+			case onPath:
+				return invalid(fmt.Sprintf("jobs[%d].depends_on", i), "dependency cycle %s -> $%d", strings.Join(path, " -> "), n)
+			case unseen:
+				if err := visit(n, path); err != nil {
+					return err
+				}
+			}
+		}
+		state[i] = finished
+		return nil
+	}
+	for i := range jobs {
+		if state[i] == unseen {
+			if err := visit(i, nil); err != nil {
+				return err
 			}
 		}
 	}

@@ -7,6 +7,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/workron/workron/api/ui"
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/raftnode"
@@ -77,6 +79,16 @@ type Config struct {
 	// SweepInterval is how often the leader deletes expired finished jobs.
 	// Defaults to 1m.
 	SweepInterval time.Duration
+	// ScheduleInterval is the longest the leader's scheduler sleeps before
+	// it re-reads the schedules (it also wakes for each tick). Defaults to 1s.
+	ScheduleInterval time.Duration
+	// ScheduleGrace is how late a schedule's tick may run and still count as
+	// on time; older ticks were missed and follow the schedule's catch-up.
+	// Defaults to 10s (a zero grace would miss every tick by a few ms).
+	ScheduleGrace time.Duration
+	// ScheduleMaxCatchup caps how many missed ticks catch-up "all" runs per
+	// schedule (the latest ones). Defaults to 100.
+	ScheduleMaxCatchup int
 
 	// Logger receives request and job logs. Defaults to discarding them.
 	Logger *slog.Logger
@@ -97,6 +109,10 @@ func DefaultConfig() Config {
 		MaxBatchJobs:      1000,
 		Retention:         168 * time.Hour,
 		SweepInterval:     time.Minute,
+
+		ScheduleInterval:   time.Second,
+		ScheduleGrace:      10 * time.Second,
+		ScheduleMaxCatchup: 100,
 	}
 }
 
@@ -123,6 +139,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: Retention must not be negative")
 	case c.SweepInterval <= 0:
 		return fmt.Errorf("api: SweepInterval must be positive")
+	case c.ScheduleInterval <= 0:
+		return fmt.Errorf("api: ScheduleInterval must be positive")
+	case c.ScheduleGrace < 0:
+		return fmt.Errorf("api: ScheduleGrace must not be negative")
+	case c.ScheduleMaxCatchup < 1:
+		return fmt.Errorf("api: ScheduleMaxCatchup must be at least 1, got %d", c.ScheduleMaxCatchup)
 	}
 	return nil
 }
@@ -155,6 +177,10 @@ func New(cfg Config) (*Server, error) {
 	if cfg.MaxBatchBodyBytes == 0 {
 		cfg.MaxBatchBodyBytes = 32 << 20
 	}
+	def := DefaultConfig()
+	cfg.ScheduleInterval = cmp.Or(cfg.ScheduleInterval, def.ScheduleInterval)
+	cfg.ScheduleGrace = cmp.Or(cfg.ScheduleGrace, def.ScheduleGrace)
+	cfg.ScheduleMaxCatchup = cmp.Or(cfg.ScheduleMaxCatchup, def.ScheduleMaxCatchup)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -207,12 +233,24 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /queues", r(s.handleQueues))
 	s.mux.HandleFunc("POST /queues/{name}/pause", w(s.handlePause))
 	s.mux.HandleFunc("POST /queues/{name}/resume", w(s.handleResume))
+	s.mux.HandleFunc("POST /schedules", w(s.handleCreateSchedule))
+	s.mux.HandleFunc("GET /schedules", r(s.handleListSchedules))
+	s.mux.HandleFunc("GET /schedules/{name}", r(s.handleGetSchedule))
+	s.mux.HandleFunc("PUT /schedules/{name}", w(s.handleUpdateSchedule))
+	s.mux.HandleFunc("DELETE /schedules/{name}", w(s.handleDeleteSchedule))
+	s.mux.HandleFunc("POST /schedules/{name}/pause", w(s.handlePauseSchedule))
+	s.mux.HandleFunc("POST /schedules/{name}/resume", w(s.handleResumeSchedule))
+	s.mux.HandleFunc("POST /schedules/{name}/trigger", w(s.handleTriggerSchedule))
 	s.mux.HandleFunc("GET /health", s.handleHealth)
 	s.mux.HandleFunc("GET /cluster", s.handleCluster)
 	s.mux.HandleFunc("POST /cluster/join", w(s.handleJoin))
 	s.mux.HandleFunc("DELETE /cluster/nodes/{id}", w(s.handleRemove))
 	s.mux.HandleFunc("GET /backup", r(s.handleBackup))
 	s.mux.Handle("GET /metrics", s.metrics.handler())
+	dashboard := ui.Handler()
+	s.mux.Handle("GET /ui", dashboard)
+	s.mux.Handle("GET /ui/", dashboard)
+	s.mux.Handle("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusFound))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
 	})
@@ -244,7 +282,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, be.status(), be.code(), be.Error())
 	case errors.As(err, &ve):
 		writeError(w, http.StatusBadRequest, "invalid", ve.Error())
-	case errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrWorkerNotFound):
+	case errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrWorkerNotFound), errors.Is(err, fsm.ErrScheduleNotFound):
 		writeError(w, http.StatusNotFound, "not_found", trimPrefix(err))
 	case errors.Is(err, fsm.ErrStaleLease):
 		writeError(w, http.StatusConflict, "stale_lease", trimPrefix(err))

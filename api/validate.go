@@ -260,6 +260,7 @@ func toWire(j *store.Job, now int64) wire.Job {
 		out.UniqueFor = time.Duration(j.UniqueFor).String()
 	}
 	out.ExpiresAt = optTime(j.ExpireAt)
+	out.Schedule, out.ScheduledFor, out.After = j.Schedule, optTime(j.ScheduledFor), j.After
 	if j.Status.Leased() {
 		out.Lease = j.Lease
 		out.LeaseExpiresAt = optTime(j.LeaseDeadline)

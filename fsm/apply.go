@@ -46,6 +46,14 @@ func (a *applier) apply(c *Cmd) Result {
 		return a.pauseQueue(c.Queue)
 	case OpDelete:
 		return a.deleteJobs(c.Delete)
+	case OpPutSchedule:
+		return a.putSchedule(c.PutSchedule)
+	case OpDeleteSchedule:
+		return a.deleteSchedule(c.DeleteSchedule)
+	case OpPauseSchedule:
+		return a.pauseSchedule(c.PauseSchedule)
+	case OpFire:
+		return a.fire(c.Fire)
 	}
 	// Decode refuses unknown ops, so this is a bug, not input.
 	panic(fmt.Sprintf("workron: unknown command %q at index %d", c.Op, a.index))
@@ -103,6 +111,7 @@ func (a *applier) put(j *store.Job, prev store.Status) {
 	a.expiry(j)
 	a.must(a.tx.UpdateJob(j, prev, a.index))
 	a.reindex(j, prev)
+	a.releaseQueued(j, prev)
 }
 
 // expiry keeps a job's place in the retention index: a finished job with a

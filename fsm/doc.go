@@ -23,6 +23,17 @@
 // time; leases in one tree by deadline. They are rebuilt from the store on
 // start and restore and only ever changed by Apply.
 //
+// # Schedules
+//
+// A schedule is replicated state: a cron expression and time zone (opaque
+// here: only the leader parses them, so no node's time zone database can
+// make replicas diverge), a job template and its progress. The leader
+// decides that a tick is due and proposes Fire; the FSM creates the tick's
+// job only if the tick is later than the schedule's LastTick, so a duplicate
+// or late proposal is a no-op, and the job's id is derived from the schedule
+// and the tick, so a tick can never create two jobs. Overlap rules are
+// applied here too, against the state of the moment.
+//
 // # Rejections
 //
 // A command that breaks a rule (a stale lease, an unknown job, a cycle)

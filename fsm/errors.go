@@ -19,6 +19,8 @@ var (
 	ErrNotRunning = errors.New("fsm: job is not running")
 	// ErrConflict means the job's state does not allow the operation.
 	ErrConflict = errors.New("fsm: conflicting state")
+	// ErrScheduleNotFound means the schedule does not exist.
+	ErrScheduleNotFound = errors.New("fsm: schedule not found")
 )
 
 // ValidationError says which field of a command is invalid and why.

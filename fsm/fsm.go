@@ -40,6 +40,7 @@ type Result struct {
 	Deadline int64
 	Actions  []Action
 	Worker   *store.Worker
+	Schedule *store.Schedule // schedule commands: the schedule after the command
 }
 
 // Action tells a worker to act on a job it runs.

@@ -22,11 +22,17 @@ func (a *applier) submit(s *Submit) Result {
 	// Resolve idempotency keys first: "$N" may name a job that already exists.
 	existing := make([]*store.Job, len(s.Jobs))
 	fresh := 0
+	keys := make(map[string]bool)
 	for i, nj := range s.Jobs {
 		if nj.IdempotencyKey == "" {
 			fresh++
 			continue
 		}
+		// Two new jobs under one key: a retry could answer only one of them.
+		if keys[nj.IdempotencyKey] {
+			return Result{Err: &ValidationError{Field: fmt.Sprintf("jobs[%d].idempotency_key", i), Reason: "key " + strconv.Quote(nj.IdempotencyKey) + " is given twice"}}
+		}
+		keys[nj.IdempotencyKey] = true
 		id, until, err := a.tx.IdempotencyKey(nj.IdempotencyKey)
 		if err == store.ErrNotFound || (until != 0 && until <= a.now) {
 			fresh++ // never used, or its unique_for has passed
@@ -181,6 +187,8 @@ func (a *applier) newJob(nj *NewJob, id string, seq uint64) *store.Job {
 		RunAt:          runAt,
 		Retention:      nj.Retention,
 		UniqueFor:      nj.UniqueFor,
+		Schedule:       nj.Schedule,
+		ScheduledFor:   nj.ScheduledFor,
 	}
 }
 

@@ -31,7 +31,7 @@ var (
 	bucketMeta     = []byte("meta")    // name -> value
 	bucketQueues   = []byte("queues")  // paused queue name -> 1
 	bucketExpiry   = []byte("expiry")  // expire_at(8) seq(8) -> id of a finished job
-	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry}
+	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry, bucketSchedules}
 	keyApplied     = []byte("applied_index")
 	keyNextSeq     = []byte("next_seq")
 	keyLastNow     = []byte("last_now")

@@ -52,6 +52,8 @@ func runClient(ctx context.Context, verb string, args []string, stdout, stderr i
 		return c.simple(ctx, fs, args, "/queues", c.printQueues)
 	case "cluster":
 		return c.cluster(ctx, fs, args)
+	case "schedules":
+		return c.schedules(ctx, fs, args)
 	}
 	return fmt.Errorf("unknown command %q", verb)
 }
@@ -260,6 +262,10 @@ func (c *cli) printJob(j *wire.Job) {
 	row("priority", fmt.Sprint(j.Priority))
 	row("attempts", fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts))
 	row("depends_on", strings.Join(j.DependsOn, ","))
+	row("schedule", j.Schedule)
+	if j.ScheduledFor != nil {
+		row("scheduled_for", j.ScheduledFor.Local().Format(time.DateTime))
+	}
 	row("worker", j.WorkerID)
 	if j.ExitCode != nil {
 		row("exit_code", fmt.Sprint(*j.ExitCode))

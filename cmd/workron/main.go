@@ -28,9 +28,14 @@ Usage:
   workron jobs get ID | cancel ID | retry ID | wait ID
   workron workers                          list workers
   workron queues                           list queues
+  workron schedules ls | get NAME | delete NAME | pause NAME | resume NAME | trigger NAME
+  workron schedules create|update NAME --cron EXPR [--timezone TZ] [--overlap allow|skip|queue]
+                    [--catchup none|one|all] [job flags] -- COMMAND...   (or --file SCHEDULE.json)
   workron cluster status | join --id ID --raft ADDR --http URL | remove ID
   workron backup FILE                      download a consistent copy of the state
   workron restore --data DIR FILE          seed a new node's data dir from a backup
+  workron bench  [--short] [--server URL,...] [--scenarios a,b] [-o json]
+                                           measure throughput and latency
 
 Client verbs take --server (or WORKRON_SERVER, default http://127.0.0.1:7070)
 and -o json. Run "workron COMMAND -h" for a command's flags.
@@ -70,7 +75,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runWorker(ctx, rest, stderr)
 	case "dev":
 		return runDev(ctx, rest, stdout, stderr)
-	case "submit", "jobs", "workers", "queues", "cluster":
+	case "bench":
+		return runBench(ctx, rest, stdout, stderr)
+	case "submit", "jobs", "workers", "queues", "cluster", "schedules":
 		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "backup":
 		return runBackup(ctx, rest, stdout, stderr)

@@ -1,0 +1,192 @@
+package api
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/raftnode"
+	"github.com/workron/workron/store"
+)
+
+// testClock is a clock that moves only when told.
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *testClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = t
+}
+
+func (c *testClock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
+
+// loneNode is a one-member "cluster" that applies each proposal to its FSM
+// at once, stamped with the test clock: enough for handlers and leader
+// loops, with no Raft underneath.
+type loneNode struct {
+	mu    sync.Mutex
+	f     *fsm.FSM
+	clock *testClock
+	index uint64
+}
+
+var _ Raft = (*loneNode)(nil)
+
+func (n *loneNode) Propose(_ context.Context, cmd fsm.Cmd) (fsm.Result, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	data, err := fsm.Encode(&fsm.Entry{Now: n.clock.Now().UnixNano(), Cmds: []fsm.Cmd{cmd}})
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	n.index++
+	out := n.f.ApplyBatch([]*raft.Log{{Index: n.index, Type: raft.LogCommand, Data: data}})
+	res := out[0].([]fsm.Result)[0]
+	return res, res.Err
+}
+
+func (n *loneNode) IsLeader() bool                                 { return true }
+func (n *loneNode) Leader() (string, string)                       { return "n1", "127.0.0.1:1" }
+func (n *loneNode) VerifyLeader(context.Context) error             { return nil }
+func (n *loneNode) ID() string                                     { return "n1" }
+func (n *loneNode) RaftAddr() string                               { return "127.0.0.1:1" }
+func (n *loneNode) Role() string                                   { return "leader" }
+func (n *loneNode) Servers() ([]raftnode.Server, error)            { return nil, nil }
+func (n *loneNode) AddVoter(context.Context, string, string) error { return nil }
+func (n *loneNode) RemoveServer(context.Context, string) error     { return nil }
+func (n *loneNode) Stats() raftnode.Stats                          { return raftnode.Stats{} }
+func (n *loneNode) WriteBackup(io.Writer) (int64, error)           { return 0, nil }
+
+// schedEnv is a Server over a loneNode, driven by a test clock.
+type schedEnv struct {
+	t     *testing.T
+	clock *testClock
+	node  *loneNode
+	srv   *Server
+	h     http.Handler
+}
+
+// newSchedEnv starts a Server at start; mutate may change its Config.
+func newSchedEnv(t *testing.T, start time.Time, mutate func(*Config)) *schedEnv {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsm.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := f.Check(); err != nil {
+			t.Errorf("store check at cleanup: %v", err)
+		}
+		st.Close()
+	})
+	clock := &testClock{now: start}
+	node := &loneNode{f: f, clock: clock}
+	cfg := DefaultConfig()
+	cfg.Node, cfg.State, cfg.AdvertiseHTTP, cfg.Now = node, f, "http://127.0.0.1:1", clock.Now
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	srv, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &schedEnv{t: t, clock: clock, node: node, srv: srv, h: srv.Handler()}
+}
+
+// do sends a request and decodes a JSON reply into out (if not nil).
+func (e *schedEnv) do(method, path string, body any, out any) (int, wire.Error) {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = bytes.NewReader([]byte(b))
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, httptest.NewRequest(method, path, rd))
+	var werr wire.Error
+	if rec.Code >= 400 {
+		_ = json.Unmarshal(rec.Body.Bytes(), &werr)
+	} else if out != nil {
+		if err := json.Unmarshal(rec.Body.Bytes(), out); err != nil {
+			e.t.Fatalf("%s %s: decode %q: %v", method, path, rec.Body.String(), err)
+		}
+	}
+	return rec.Code, werr
+}
+
+// create makes a schedule and fails the test unless that gave 201.
+func (e *schedEnv) create(req wire.ScheduleRequest) wire.Schedule {
+	e.t.Helper()
+	var sc wire.Schedule
+	if code, werr := e.do(http.MethodPost, "/schedules", req, &sc); code != http.StatusCreated {
+		e.t.Fatalf("create schedule %s: %d %+v", req.Name, code, werr)
+	}
+	return sc
+}
+
+// scheduledJobs lists the jobs of a schedule, oldest first.
+func (e *schedEnv) scheduledJobs(name string) []*store.Job {
+	e.t.Helper()
+	jobs, _, err := e.srv.state.ListJobs(store.ListQuery{Match: func(j *store.Job) bool { return j.Schedule == name }})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for i, k := 0, len(jobs)-1; i < k; i, k = i+1, k-1 {
+		jobs[i], jobs[k] = jobs[k], jobs[i]
+	}
+	return jobs
+}
+
+// ticks lists the scheduled_for of a schedule's jobs, oldest first.
+func (e *schedEnv) ticks(name string) []time.Time {
+	var out []time.Time
+	for _, j := range e.scheduledJobs(name) {
+		out = append(out, time.Unix(0, j.ScheduledFor).UTC())
+	}
+	return out
+}
+
+func (e *schedEnv) digest() string {
+	e.t.Helper()
+	d, err := e.srv.state.Digest()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return d
+}
+
+// pass runs one scheduler pass, as the leader's loop would.
+func (e *schedEnv) pass(s *scheduler) time.Time {
+	return s.runOnce(context.Background())
+}
