@@ -33,6 +33,10 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if req.GangSize != 0 {
+		s.submitGang(w, r, &req)
+		return
+	}
 	nj, err := newJob(&req, "", s.cfg.Now(), s.cfg.Retention)
 	if err != nil {
 		s.fail(w, r, err)
@@ -51,8 +55,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	if res.Existing {
 		status = http.StatusOK
 	} else {
-		s.metrics.submitted.WithLabelValues(nj.Queue).Inc()
-		s.logger.Debug("job submitted", "job", res.Jobs[0].ID, "queue", nj.Queue, "request_id", requestID(r.Context()))
+		s.jobsSubmitted(r.Context(), res.Jobs)
 	}
 	writeJSON(w, status, toWire(res.Jobs[0], s.now()))
 }
@@ -90,9 +93,7 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	for _, j := range jobs {
-		s.metrics.submitted.WithLabelValues(j.Queue).Inc()
-	}
+	s.jobsSubmitted(r.Context(), res.Jobs)
 	writeJSON(w, http.StatusCreated, wire.JobList{Jobs: toWireList(res.Jobs, s.now())})
 }
 
@@ -168,7 +169,9 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, toWire(j, s.now()))
+	out := toWire(j, s.now())
+	out.Unschedulable = s.unschedulable(j)
+	writeJSON(w, http.StatusOK, out)
 }
 
 // handleList serves GET /jobs?status=&queue=&limit=&cursor=&metadata.k=v.
@@ -223,7 +226,7 @@ func listFilter(status, queue string, q map[string][]string, now int64) (store.S
 		preds = append(preds, func(j *store.Job) bool { return j.RunAt <= now })
 	default:
 		if !st.Valid() {
-			return "", nil, invalid("status", "%q is not one of blocked, scheduled, pending, running, cancelling, done, failed, cancelled", status)
+			return "", nil, invalid("status", "%q is not one of blocked, scheduled, pending, reserved, running, cancelling, done, failed, cancelled", status)
 		}
 	}
 	if queue != "" {
@@ -264,6 +267,7 @@ func (s *Server) jobCommand(w http.ResponseWriter, r *http.Request, cmd fsm.Cmd)
 		s.fail(w, r, err)
 		return
 	}
+	s.jobChanged(r.Context(), cmd.Op, res.Jobs[0])
 	writeJSON(w, http.StatusOK, toWire(res.Jobs[0], s.now()))
 }
 
