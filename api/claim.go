@@ -19,6 +19,9 @@ const claimRetryPause = 5 * time.Millisecond
 type claimArgs struct {
 	cmd  fsm.Claim
 	wait time.Duration
+	// anyQueue (the seed's /jobs/next without a queue) re-lists the queues
+	// on every wake-up, so a queue created during the wait is seen.
+	anyQueue bool
 }
 
 // claim leases jobs to a worker, waiting up to wait for one to be ready. An
@@ -31,13 +34,16 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 	deadline := time.Now().Add(a.wait)
 	for {
 		changed := s.state.Changed()
-		if s.state.Claimable(a.cmd.Queues, a.cmd.Types, a.cmd.Shell, s.now()) {
+		if a.anyQueue {
+			a.cmd.Queues = s.allQueues()
+		}
+		if s.state.ClaimableBy(a.cmd.WorkerID, a.cmd.Queues, a.cmd.Types, a.cmd.Shell, s.now()) {
 			res, err := s.propose(ctx, fsm.Cmd{Op: fsm.OpClaim, Claim: &a.cmd})
 			if err != nil {
 				return nil, err
 			}
 			if len(res.Jobs) > 0 {
-				s.metrics.claimed.Add(float64(len(res.Jobs)))
+				s.jobsClaimed(ctx, res.Jobs)
 				return res.Jobs, nil
 			}
 			changed = nil // lost a race: pause briefly rather than spin
@@ -122,7 +128,7 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	jobs, err := s.claim(r.Context(), args)
+	jobs, err := s.boundedClaim(r.Context(), args)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -145,7 +151,8 @@ func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	jobs, err := s.claim(r.Context(), args)
+	args.anyQueue = q.Get("queue") == ""
+	jobs, err := s.boundedClaim(r.Context(), args)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -184,6 +191,7 @@ func (s *Server) handleJobHeartbeat(w http.ResponseWriter, r *http.Request) {
 	out := wire.HeartbeatResponse{LeaseExpiresAt: optTime(res.Deadline)}
 	if len(res.Actions) > 0 {
 		out.Action = res.Actions[0].Action
+		out.PreemptionEpoch = res.Actions[0].Epoch
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -197,6 +205,9 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 	var req wire.ReportRequest
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if !s.knownJob(w, r) {
 		return
 	}
 	rep := &fsm.Report{
@@ -215,8 +226,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		return
 	}
 	j := res.Jobs[0]
-	s.metrics.finished(j)
-	s.logger.Debug("attempt reported", "job", j.ID, "attempt", j.Attempts, "lease", req.Lease, "status", j.Status, "request_id", requestID(r.Context()))
+	s.attemptEnded(r.Context(), j, false)
 	writeJSON(w, http.StatusOK, toWire(j, s.now()))
 }
 
@@ -289,7 +299,7 @@ func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 	}
 	out := wire.WorkerHeartbeatResponse{Renewed: res.Renewed, LeaseExpiresAt: optTime(res.Deadline)}
 	for _, a := range res.Actions {
-		out.Actions = append(out.Actions, wire.JobAction{JobID: a.JobID, Lease: a.Lease, Action: a.Action})
+		out.Actions = append(out.Actions, wire.JobAction{JobID: a.JobID, Lease: a.Lease, Action: a.Action, PreemptionEpoch: a.Epoch})
 	}
 	writeJSON(w, http.StatusOK, out)
 }

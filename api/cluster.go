@@ -18,10 +18,8 @@ import (
 
 // handleHealth is served by every node from its own view; 503 without a leader.
 func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	leader, _ := s.node.Leader()
-	h := wire.Health{Status: "ok", NodeID: s.node.ID(), Role: s.node.Role(), Leader: leader}
-	if leader == "" {
-		h.Status = "no_leader"
+	h := s.health()
+	if h.Leader == "" {
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, h)
 		return
@@ -29,7 +27,8 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, h)
 }
 
-// handleCluster shows the Raft configuration with each member's addresses.
+// handleCluster shows the Raft configuration with each member's addresses
+// and health, probed just now (see HealthProbeTimeout).
 func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
 	servers, err := s.node.Servers()
 	if err != nil {
@@ -65,6 +64,7 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
 		}
 		out.Nodes = append(out.Nodes, wire.Node{ID: sv.ID, HTTP: httpOf[sv.ID], Raft: sv.Addr, Role: role})
 	}
+	s.probeHealth(r.Context(), out.Nodes)
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -207,6 +207,7 @@ func (s *Server) announceOnce(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(t, "/")+"/cluster/join", bytes.NewReader(body))
 		hr.Header.Set("Content-Type", "application/json")
+		s.authorize(hr)
 		resp, err := s.client.Do(hr)
 		cancel()
 		if err != nil {
@@ -230,10 +231,12 @@ func (s *Server) OnLeader(ctx context.Context) {
 	s.leaderSince = time.Now()
 	s.leaderMu.Unlock()
 	s.logger.Info("leading: reaper starts after one lease period", "lease_ttl", s.cfg.LeaseTTL)
-	if err := s.announceOnce(ctx); err != nil {
-		s.logger.Warn("record own address", "err", err)
+	if !s.announced() {
+		if err := s.announceOnce(ctx); err != nil {
+			s.logger.Warn("record own address", "err", err)
+		}
 	}
-	loops := []interface{ run(context.Context) }{&reaper{s: s}, &sweeper{s: s}, &scheduler{s: s}}
+	loops := []interface{ run(context.Context) }{&reaper{s: s}, &sweeper{s: s}, &scheduler{s: s}, &admission{s: s}}
 	var wg sync.WaitGroup
 	for _, l := range loops {
 		wg.Add(1)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
@@ -23,9 +24,18 @@ const (
 func (s *Server) now() int64 { return s.cfg.Now().UnixNano() }
 
 // propose runs one command on the leader with the request's context.
+// A proposal is not cancelled with its request: once Raft has the command it
+// will commit, and cutting the wait short (a client gone, a server shutting
+// down) would only turn a known answer into an unknown one, e.g. a claim
+// whose jobs then sit leased to nobody until their lease expires.
 func (s *Server) propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proposeTimeout)
+	defer cancel()
 	return s.node.Propose(ctx, cmd)
 }
+
+// proposeTimeout bounds how long a request waits for its command to apply.
+const proposeTimeout = 10 * time.Second
 
 func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	var req wire.SubmitRequest
@@ -262,6 +272,9 @@ func (s *Server) handleRetry(w http.ResponseWriter, r *http.Request) {
 
 // jobCommand proposes a command about one job and replies with the job.
 func (s *Server) jobCommand(w http.ResponseWriter, r *http.Request, cmd fsm.Cmd) {
+	if !s.knownJob(w, r) {
+		return
+	}
 	res, err := s.propose(r.Context(), cmd)
 	if err != nil {
 		s.fail(w, r, err)
@@ -269,6 +282,16 @@ func (s *Server) jobCommand(w http.ResponseWriter, r *http.Request, cmd fsm.Cmd)
 	}
 	s.jobChanged(r.Context(), cmd.Op, res.Jobs[0])
 	writeJSON(w, http.StatusOK, toWire(res.Jobs[0], s.now()))
+}
+
+// knownJob answers 404 for a request about a job this (leading) node does
+// not have, so that a mistyped id costs no log entry. The FSM checks again.
+func (s *Server) knownJob(w http.ResponseWriter, r *http.Request) bool {
+	if _, err := s.state.Job(r.PathValue("id")); err != nil {
+		s.fail(w, r, err)
+		return false
+	}
+	return true
 }
 
 // draw is a random number in [0,1) for backoff jitter, drawn by the leader
