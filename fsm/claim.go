@@ -19,9 +19,9 @@ func (a *applier) claim(c *Claim) Result {
 	n := min(max(c.Max, 1), MaxClaim)
 	a.f.idx.promote(a.now)
 	kinds := claimKinds(c.Queues, c.Types, c.Shell)
-	var out []*store.Job
+	out := a.claimReserved(c, n)
 	for len(out) < n {
-		it, ok := a.f.idx.best(kinds)
+		it, ok := a.f.idx.bestFit(kinds, c.WorkerID)
 		if !ok {
 			break
 		}
@@ -36,7 +36,8 @@ func (a *applier) claim(c *Claim) Result {
 		j.Status = store.StatusRunning
 		j.Attempts++
 		j.WorkerID = c.WorkerID
-		j.Lease = a.index
+		j.Lease, err = a.tx.NextLease(a.index)
+		a.must(err)
 		j.StartedAt = a.now
 		j.DoneAt = 0
 		j.ExitCode = nil
@@ -73,5 +74,6 @@ func (a *applier) touchWorker(id string, queues []string) *store.Worker {
 	}
 	w.LastHeartbeat = a.now
 	a.must(a.tx.PutWorker(w, a.index))
+	a.f.idx.gx.setWorker(w)
 	return w
 }

@@ -177,7 +177,7 @@ func TestClaim(t *testing.T) {
 		}
 	})
 
-	t.Run("MaxLeasesSeveralWithOneLease", func(t *testing.T) {
+	t.Run("MaxLeasesSeveralEachWithItsOwnLease", func(t *testing.T) {
 		h := setup(t)
 		for i := 0; i < 5; i++ {
 			h.submit(fsm.NewJob{Command: "x"})
@@ -186,9 +186,9 @@ func TestClaim(t *testing.T) {
 		if got := jobIDs(jobs); !slices.Equal(got, []string{"job-1", "job-2", "job-3"}) {
 			t.Fatalf("claimed %v, want the first three", got)
 		}
-		for _, j := range jobs {
-			if j.Lease != h.index || j.Attempts != 1 || j.Status != store.StatusRunning {
-				t.Errorf("job %s lease %d attempts %d %s, want lease %d attempt 1 running", j.ID, j.Lease, j.Attempts, j.Status, h.index)
+		for i, j := range jobs {
+			if want := h.index + uint64(i); j.Lease != want || j.Attempts != 1 || j.Status != store.StatusRunning {
+				t.Errorf("job %s lease %d attempts %d %s, want lease %d attempt 1 running", j.ID, j.Lease, j.Attempts, j.Status, want)
 			}
 		}
 		if jobs := h.claim(fsm.Claim{WorkerID: "w", Max: 10}); len(jobs) != 2 {

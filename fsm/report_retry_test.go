@@ -85,3 +85,22 @@ func TestListedWorkerHeartbeat(t *testing.T) {
 		}
 	})
 }
+
+func TestLeasesNeverRepeat(t *testing.T) {
+	t.Run("TheEntryAfterAMultiClaimGetsAFreshLease", func(t *testing.T) {
+		h := setup(t)
+		h.submit(fsm.NewJob{Command: "a"}, fsm.NewJob{Command: "b"}, fsm.NewJob{Command: "c"})
+		two := h.claim(fsm.Claim{WorkerID: "w1", Max: 2})
+		third := h.claimOne("w2")
+		seen := map[uint64]bool{}
+		for _, j := range append(two, third) {
+			if seen[j.Lease] {
+				t.Fatalf("lease %d handed out twice", j.Lease)
+			}
+			seen[j.Lease] = true
+		}
+		if third.Lease <= two[1].Lease {
+			t.Fatalf("lease %d after lease %d", third.Lease, two[1].Lease)
+		}
+	})
+}

@@ -51,6 +51,15 @@ func (t *Tx) LastNow() int64 { return int64(t.metaUint(keyLastNow)) }
 // SetLastNow records the latest command time applied.
 func (t *Tx) SetLastNow(now int64) error { return t.putMetaUint(keyLastNow, uint64(now)) }
 
+// NextLease allocates a fencing token for a claim at the Raft index: the
+// index itself unless an earlier token was at or past it (several claims in
+// one entry, or a state restored into a new cluster whose log starts over),
+// so tokens never repeat and only grow.
+func (t *Tx) NextLease(index uint64) (uint64, error) {
+	l := max(index, t.metaUint(keyLastLease)+1)
+	return l, t.putMetaUint(keyLastLease, l)
+}
+
 // NextSeq allocates the next job sequence number (starting at 1).
 func (t *Tx) NextSeq() (uint64, error) {
 	n := t.metaUint(keyNextSeq) + 1
