@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -158,7 +159,12 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		s.metrics.observeRequest(route, sw.status, time.Since(start))
-		s.logger.Debug("request", "method", r.Method, "path", r.URL.Path, "status", sw.status, "duration", time.Since(start), "request_id", id)
+		level := slog.LevelDebug
+		if sw.status >= http.StatusInternalServerError {
+			level = slog.LevelWarn
+		}
+		s.logger.Log(ctx, level, "request", "method", r.Method, "path", r.URL.Path, "route", route, "status", sw.status,
+			"duration", time.Since(start), "request_id", id)
 	})
 }
 

@@ -21,9 +21,14 @@ type metrics struct {
 	failed    *prometheus.CounterVec
 	retried   *prometheus.CounterVec
 	expired   *prometheus.CounterVec
-	claimed   prometheus.Counter
+	claimed   *prometheus.CounterVec
+	cancelled *prometheus.CounterVec
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
+	// startLatency and runDuration are observed per attempt: from when it
+	// could start to its claim, and from its claim to its report.
+	startLatency *prometheus.HistogramVec
+	runDuration  *prometheus.HistogramVec
 }
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
@@ -39,14 +44,27 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Name: "workron_jobs_failed_total", Help: "Jobs that failed for good.",
 		}, []string{"queue"}),
 		retried: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "workron_jobs_retried_total", Help: "Failed attempts that were scheduled for a retry.",
+			Name: "workron_jobs_retried_total", Help: "Jobs sent back to pending for another attempt: after a failed or expired attempt, or by POST /jobs/{id}/retry.",
 		}, []string{"queue"}),
 		expired: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "workron_leases_expired_total", Help: "Attempts whose lease ran out.",
 		}, []string{"queue"}),
-		claimed: prometheus.NewCounter(prometheus.CounterOpts{
+		claimed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "workron_jobs_claimed_total", Help: "Jobs leased to workers.",
-		}),
+		}, []string{"queue"}),
+		cancelled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "workron_jobs_cancelled_total", Help: "Jobs cancelled through the API (a running job counts when it is told to stop).",
+		}, []string{"queue"}),
+		startLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "workron_job_start_latency_seconds",
+			Help:    "From when an attempt could start (submission, run_at, unblocking or retry) to its claim.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600},
+		}, []string{"queue"}),
+		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "workron_job_run_duration_seconds",
+			Help:    "From an attempt's claim to its done or fail report.",
+			Buckets: []float64{0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 7200, 21600},
+		}, []string{"queue"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "workron_http_requests_total", Help: "HTTP requests by route and status.",
 		}, []string{"route", "status"}),
@@ -55,9 +73,10 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"route"}),
 	}
-	reg.MustRegister(m.submitted, m.completed, m.failed, m.retried, m.expired, m.claimed, m.requests, m.latency)
+	reg.MustRegister(m.submitted, m.completed, m.failed, m.retried, m.expired, m.claimed, m.cancelled, m.requests, m.latency,
+		m.startLatency, m.runDuration)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(&stateCollector{s: s})
+	reg.MustRegister(&stateCollector{s: s}, &raftCollector{s: s})
 	return m
 }
 
@@ -82,40 +101,42 @@ func (m *metrics) finished(j *store.Job) {
 	}
 }
 
-// stateCollector reads queue depths and Raft figures at scrape time.
+// stateCollector reads queue depths at scrape time, from the state
+// machine's in-memory counters and ready trees.
 type stateCollector struct{ s *Server }
 
 var (
-	descDepth    = prometheus.NewDesc("workron_queue_jobs", "Jobs by queue and status (this node's state).", []string{"queue", "status"}, nil)
-	descRole     = prometheus.NewDesc("workron_raft_leader", "1 if this node is the leader.", nil, nil)
-	descTerm     = prometheus.NewDesc("workron_raft_term", "Current Raft term.", nil, nil)
-	descCommit   = prometheus.NewDesc("workron_raft_commit_index", "Raft commit index.", nil, nil)
-	descApplied  = prometheus.NewDesc("workron_raft_applied_index", "Index applied to the state machine.", nil, nil)
-	descEntries  = prometheus.NewDesc("workron_raft_entries_proposed_total", "Log entries proposed by this node.", nil, nil)
-	descCommands = prometheus.NewDesc("workron_raft_commands_proposed_total", "Commands packed into those entries.", nil, nil)
+	descDepth  = prometheus.NewDesc("workron_queue_jobs", "Jobs by queue and status (this node's state).", []string{"queue", "status"}, nil)
+	descOldest = prometheus.NewDesc("workron_queue_oldest_pending_age_seconds",
+		"How long the longest-waiting job that is due to run has waited since it became runnable (0 if none), by queue (this node's state).", []string{"queue"}, nil)
+	descPaused = prometheus.NewDesc("workron_queue_paused", "1 if the queue is paused.", []string{"queue"}, nil)
 )
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descDepth, descRole, descTerm, descCommit, descApplied, descEntries, descCommands} {
-		ch <- d
-	}
+	ch <- descDepth
+	ch <- descOldest
+	ch <- descPaused
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.s.now()
+	oldest := c.s.state.OldestReady(now)
 	for _, q := range c.s.state.Queues() {
 		for st, n := range q.Counts {
 			ch <- prometheus.MustNewConstMetric(descDepth, prometheus.GaugeValue, float64(n), q.Name, string(st))
 		}
+		age := 0.0
+		if at, ok := oldest[q.Name]; ok && at < now {
+			age = time.Duration(now - at).Seconds()
+		}
+		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, age, q.Name)
+		ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, boolValue(q.Paused), q.Name)
 	}
-	st := c.s.node.Stats()
-	leader := 0.0
-	if c.s.node.IsLeader() {
-		leader = 1
+}
+
+func boolValue(b bool) float64 {
+	if b {
+		return 1
 	}
-	ch <- prometheus.MustNewConstMetric(descRole, prometheus.GaugeValue, leader)
-	ch <- prometheus.MustNewConstMetric(descTerm, prometheus.GaugeValue, float64(st.Term))
-	ch <- prometheus.MustNewConstMetric(descCommit, prometheus.GaugeValue, float64(st.CommitIndex))
-	ch <- prometheus.MustNewConstMetric(descApplied, prometheus.GaugeValue, float64(st.AppliedIndex))
-	ch <- prometheus.MustNewConstMetric(descEntries, prometheus.CounterValue, float64(st.Entries))
-	ch <- prometheus.MustNewConstMetric(descCommands, prometheus.CounterValue, float64(st.Commands))
+	return 0
 }

@@ -59,9 +59,7 @@ func (r *reaper) runOnce(ctx context.Context) int {
 			if err != nil {
 				return
 			}
-			j := res.Jobs[0]
-			r.s.metrics.expired.WithLabelValues(j.Queue).Inc()
-			r.s.logger.Info("lease expired", "job", j.ID, "attempt", j.Attempts, "lease", l.Lease, "worker", l.WorkerID, "status", j.Status)
+			r.s.attemptEnded(ctx, res.Jobs[0], true)
 			mu.Lock()
 			accepted++
 			mu.Unlock()

@@ -9,6 +9,7 @@ package api
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -89,6 +90,15 @@ type Config struct {
 	// ScheduleMaxCatchup caps how many missed ticks catch-up "all" runs per
 	// schedule (the latest ones). Defaults to 100.
 	ScheduleMaxCatchup int
+	// AdmissionInterval is how often the leader places waiting gangs and
+	// checks the gang and worker timeouts below. Defaults to 1s.
+	AdmissionInterval time.Duration
+	// ReserveTimeout is how long a gang's reservation may wait for every
+	// worker to claim its task before it rolls back. Defaults to 30s.
+	ReserveTimeout time.Duration
+	// DrainTimeout is how long a draining gang waits for its preempted
+	// tasks to be acknowledged before it force-drains them. Defaults to 60s.
+	DrainTimeout time.Duration
 
 	// Logger receives request and job logs. Defaults to discarding them.
 	Logger *slog.Logger
@@ -96,6 +106,26 @@ type Config struct {
 	Registry *prometheus.Registry
 	// Now is the clock. Defaults to time.Now.
 	Now func() time.Time
+
+	// Auth, when set, requires a bearer token with the right role on every
+	// route but GET /health, the dashboard's files and (with MetricsOpen)
+	// GET /metrics; see auth.go. Nil serves everyone.
+	Auth *Tokens
+	// MetricsOpen serves GET /metrics without a token even when Auth is set.
+	MetricsOpen bool
+	// ClientTLS, when set, is the TLS configuration of the requests this node
+	// sends to its peers (forwarding, joining, health probes): the cluster's
+	// CA and this node's certificate.
+	ClientTLS *tls.Config
+	// JoinNeedsMemberCert refuses POST /cluster/join (403) unless it came
+	// over TLS with a client certificate verified against the cluster's CA
+	// (the HTTPS server's ClientCAs), which nodes joining with --join
+	// present. Set it with mutual TLS.
+	JoinNeedsMemberCert bool
+	// MaxLongPolls caps the claims that long-poll on this node at once. A
+	// claim beyond it does not wait: it takes a ready job if there is one,
+	// else gets 429 with Retry-After. Defaults to 1024.
+	MaxLongPolls int
 }
 
 // DefaultConfig returns a Config with every optional field at its default.
@@ -107,12 +137,17 @@ func DefaultConfig() Config {
 		MaxBodyBytes:      1 << 20,
 		MaxBatchBodyBytes: 32 << 20,
 		MaxBatchJobs:      1000,
+		MaxLongPolls:      1024,
 		Retention:         168 * time.Hour,
 		SweepInterval:     time.Minute,
 
 		ScheduleInterval:   time.Second,
 		ScheduleGrace:      10 * time.Second,
 		ScheduleMaxCatchup: 100,
+
+		AdmissionInterval: time.Second,
+		ReserveTimeout:    30 * time.Second,
+		DrainTimeout:      time.Minute,
 	}
 }
 
@@ -135,6 +170,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: MaxBodyBytes must be at least 1024, got %d", c.MaxBodyBytes)
 	case c.MaxBatchJobs < 1:
 		return fmt.Errorf("api: MaxBatchJobs must be at least 1")
+	case c.MaxLongPolls < 0:
+		return fmt.Errorf("api: MaxLongPolls must not be negative, got %d", c.MaxLongPolls)
 	case c.Retention < 0:
 		return fmt.Errorf("api: Retention must not be negative")
 	case c.SweepInterval <= 0:
@@ -145,6 +182,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: ScheduleGrace must not be negative")
 	case c.ScheduleMaxCatchup < 1:
 		return fmt.Errorf("api: ScheduleMaxCatchup must be at least 1, got %d", c.ScheduleMaxCatchup)
+	case c.AdmissionInterval <= 0 || c.ReserveTimeout <= 0 || c.DrainTimeout <= 0:
+		return fmt.Errorf("api: AdmissionInterval, ReserveTimeout and DrainTimeout must be positive")
 	}
 	return nil
 }
@@ -162,6 +201,9 @@ type Server struct {
 
 	leaderMu    sync.Mutex
 	leaderSince time.Time
+
+	// polls holds a token per claim long-polling on this node.
+	polls chan struct{}
 
 	// lastPoll is when each worker last long-polled this node (worker id to
 	// time.Time). Idle workers poll without writing to the log, so this
@@ -181,6 +223,10 @@ func New(cfg Config) (*Server, error) {
 	cfg.ScheduleInterval = cmp.Or(cfg.ScheduleInterval, def.ScheduleInterval)
 	cfg.ScheduleGrace = cmp.Or(cfg.ScheduleGrace, def.ScheduleGrace)
 	cfg.ScheduleMaxCatchup = cmp.Or(cfg.ScheduleMaxCatchup, def.ScheduleMaxCatchup)
+	cfg.AdmissionInterval = cmp.Or(cfg.AdmissionInterval, def.AdmissionInterval)
+	cfg.ReserveTimeout = cmp.Or(cfg.ReserveTimeout, def.ReserveTimeout)
+	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, def.DrainTimeout)
+	cfg.MaxLongPolls = cmp.Or(cfg.MaxLongPolls, def.MaxLongPolls)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -201,8 +247,10 @@ func New(cfg Config) (*Server, error) {
 		logger: cfg.Logger.With("component", "api"),
 		mux:    http.NewServeMux(),
 		client: &http.Client{Transport: newTransport(), Timeout: 10 * time.Second},
+		polls:  make(chan struct{}, cfg.MaxLongPolls),
 	}
 	s.proxy = s.newProxy()
+	s.setClientTLS()
 	s.metrics = newMetrics(cfg.Registry, s)
 	s.routes()
 	return s, nil
@@ -210,7 +258,7 @@ func New(cfg Config) (*Server, error) {
 
 // Handler is the node's whole HTTP surface.
 func (s *Server) Handler() http.Handler {
-	return s.withRequestID(s.mux)
+	return s.withRequestID(s.withAuth(s.mux))
 }
 
 func (s *Server) routes() {
@@ -227,6 +275,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /jobs/{id}/fail", w(s.handleFail))
 	s.mux.HandleFunc("POST /jobs/{id}/cancel", w(s.handleCancel))
 	s.mux.HandleFunc("POST /jobs/{id}/retry", w(s.handleRetry))
+	s.mux.HandleFunc("POST /jobs/{id}/checkpoint", w(s.handleCheckpoint))
+	s.mux.HandleFunc("POST /jobs/{id}/preempted", w(s.handlePreempted))
+	s.mux.HandleFunc("GET /gangs/{id}", r(s.handleGetGang))
 	s.mux.HandleFunc("POST /workers/register", w(s.handleRegister))
 	s.mux.HandleFunc("POST /workers/{id}/heartbeat", w(s.handleWorkerHeartbeat))
 	s.mux.HandleFunc("GET /workers", r(s.handleWorkers))
@@ -278,12 +329,16 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		be *badRequest
 	)
 	switch {
+	case errors.Is(err, errTooManyLongPolls):
+		writeTooManyLongPolls(w)
 	case errors.As(err, &be):
 		writeError(w, be.status(), be.code(), be.Error())
 	case errors.As(err, &ve):
 		writeError(w, http.StatusBadRequest, "invalid", ve.Error())
-	case errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrWorkerNotFound), errors.Is(err, fsm.ErrScheduleNotFound):
+	case errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrWorkerNotFound), errors.Is(err, fsm.ErrScheduleNotFound), errors.Is(err, fsm.ErrGangNotFound):
 		writeError(w, http.StatusNotFound, "not_found", trimPrefix(err))
+	case errors.Is(err, fsm.ErrStaleEpoch):
+		writeError(w, http.StatusConflict, "stale_epoch", trimPrefix(err))
 	case errors.Is(err, fsm.ErrStaleLease):
 		writeError(w, http.StatusConflict, "stale_lease", trimPrefix(err))
 	case errors.Is(err, fsm.ErrNotRunning):

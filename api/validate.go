@@ -83,6 +83,10 @@ func newJob(req *wire.SubmitRequest, prefix string, now time.Time, retention tim
 	if err := checkMap(f("metadata"), req.Metadata); err != nil {
 		return nj, err
 	}
+	res, tags, err := jobNeeds(req, f)
+	if err != nil {
+		return nj, err
+	}
 	if len(req.IdempotencyKey) > MaxKeyBytes {
 		return nj, invalid(f("idempotency_key"), "longer than %d bytes", MaxKeyBytes)
 	}
@@ -138,6 +142,8 @@ func newJob(req *wire.SubmitRequest, prefix string, now time.Time, retention tim
 		RunAt:          runAt,
 		Retention:      int64(retention),
 		UniqueFor:      int64(uniqueFor),
+		Resources:      res,
+		Tags:           tags,
 	}, nil
 }
 
@@ -261,6 +267,7 @@ func toWire(j *store.Job, now int64) wire.Job {
 	}
 	out.ExpiresAt = optTime(j.ExpireAt)
 	out.Schedule, out.ScheduledFor, out.After = j.Schedule, optTime(j.ScheduledFor), j.After
+	needsWire(&out, j)
 	if j.Status.Leased() {
 		out.Lease = j.Lease
 		out.LeaseExpiresAt = optTime(j.LeaseDeadline)

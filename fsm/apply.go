@@ -19,6 +19,9 @@ type applier struct {
 }
 
 func (a *applier) apply(c *Cmd) Result {
+	if err := checkKeys(c); err != nil {
+		return Result{Err: err}
+	}
 	switch c.Op {
 	case OpSubmit:
 		return a.submit(c.Submit)
@@ -54,6 +57,20 @@ func (a *applier) apply(c *Cmd) Result {
 		return a.pauseSchedule(c.PauseSchedule)
 	case OpFire:
 		return a.fire(c.Fire)
+	case OpSubmitGang:
+		return a.submitGang(c.SubmitGang)
+	case OpReserveGang:
+		return a.reserveGang(c.ReserveGang)
+	case OpUnreserveGang:
+		return a.unreserveGang(c.Gang)
+	case OpForceDrain:
+		return a.forceDrain(c.Gang)
+	case OpWorkerOffline:
+		return a.workerOffline(c.WorkerOffline)
+	case OpPreempted:
+		return a.preempted(c.Preempted)
+	case OpCheckpoint:
+		return a.checkpoint(c.Checkpoint)
 	}
 	// Decode refuses unknown ops, so this is a bug, not input.
 	panic(fmt.Sprintf("workron: unknown command %q at index %d", c.Op, a.index))
@@ -91,18 +108,24 @@ func (a *applier) unindex(j *store.Job) {
 		a.f.idx.removePending(j)
 	case j.Status.Leased():
 		a.f.idx.removeLease(j.ID)
+	case j.Status == store.StatusReserved:
+		a.f.idx.removeReserved(j.ID)
 	}
 }
 
 // reindex puts a changed job back into the indexes that fit its status.
 func (a *applier) reindex(j *store.Job, prev store.Status) {
 	a.f.idx.count(j.Queue, prev, j.Status)
+	a.capacityFreed(j, prev)
 	switch {
 	case j.Status == store.StatusPending:
 		a.f.idx.addPending(j, a.now)
 		a.readyChanged = true
 	case j.Status.Leased():
 		a.f.idx.addLease(j)
+	case j.Status == store.StatusReserved:
+		a.f.idx.addReserved(j)
+		a.readyChanged = true // its worker's long-poll may take it now
 	}
 }
 
@@ -118,7 +141,7 @@ func (a *applier) put(j *store.Job, prev store.Status) {
 // retention expires that long after it finished; others never do.
 func (a *applier) expiry(j *store.Job) {
 	var at int64
-	if j.Status.Finished() && j.Retention > 0 {
+	if j.Status.Finished() && j.Retention > 0 && !a.inOpenGang(j) {
 		at = j.DoneAt + j.Retention
 	}
 	if at != j.ExpireAt {
@@ -136,6 +159,7 @@ func (a *applier) deleteJobs(d *Delete) Result {
 			continue
 		}
 		a.must(a.tx.DeleteJob(j))
+		a.forgetGangTask(j)
 		a.f.idx.count(j.Queue, j.Status, "")
 		if j.IdempotencyKey != "" {
 			if kid, until, err := a.tx.IdempotencyKey(j.IdempotencyKey); err == nil && kid == j.ID && until <= a.now {

@@ -34,6 +34,13 @@ const (
 	OpDeleteSchedule  Op = "delete_schedule"
 	OpPauseSchedule   Op = "pause_schedule"
 	OpFire            Op = "fire"
+	OpSubmitGang      Op = "submit_gang"
+	OpReserveGang     Op = "reserve_gang"
+	OpUnreserveGang   Op = "unreserve_gang"
+	OpForceDrain      Op = "force_drain"
+	OpWorkerOffline   Op = "worker_offline"
+	OpPreempted       Op = "preempted"
+	OpCheckpoint      Op = "checkpoint"
 )
 
 // Entry is what one Raft log entry carries: the leader's clock reading,
@@ -62,6 +69,12 @@ type Cmd struct {
 	DeleteSchedule  *DeleteSchedule  `json:"del_sched,omitempty"`
 	PauseSchedule   *PauseSchedule   `json:"pause_sched,omitempty"`
 	Fire            *Fire            `json:"fire,omitempty"`
+	SubmitGang      *SubmitGang      `json:"submit_gang,omitempty"`
+	ReserveGang     *ReserveGang     `json:"reserve_gang,omitempty"`
+	Gang            *GangRef         `json:"gang,omitempty"` // unreserve_gang, force_drain
+	WorkerOffline   *WorkerOffline   `json:"offline,omitempty"`
+	Preempted       *Preempted       `json:"preempted,omitempty"`
+	Checkpoint      *Checkpoint      `json:"ckpt,omitempty"`
 }
 
 // Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
@@ -91,6 +104,8 @@ type NewJob struct {
 	UniqueFor      int64             `json:"unique_for,omitempty"`
 	Schedule       string            `json:"sched,omitempty"`     // set by Fire only
 	ScheduledFor   int64             `json:"sched_for,omitempty"` // set by Fire only
+	Resources      store.Resources   `json:"res,omitzero"`
+	Tags           []string          `json:"tags,omitempty"`
 }
 
 // Delete removes finished jobs whose retention has run out at the entry's
@@ -240,6 +255,18 @@ func (c *Cmd) valid() bool {
 		return c.PauseSchedule != nil
 	case OpFire:
 		return c.Fire != nil
+	case OpSubmitGang:
+		return c.SubmitGang != nil
+	case OpReserveGang:
+		return c.ReserveGang != nil
+	case OpUnreserveGang, OpForceDrain:
+		return c.Gang != nil
+	case OpWorkerOffline:
+		return c.WorkerOffline != nil
+	case OpPreempted:
+		return c.Preempted != nil
+	case OpCheckpoint:
+		return c.Checkpoint != nil
 	}
 	return false
 }

@@ -34,6 +34,20 @@
 // and the tick, so a tick can never create two jobs. Overlap rules are
 // applied here too, against the state of the moment.
 //
+// # Resources and gangs
+//
+// Jobs may ask for resources and tags; workers offer them. What a worker has
+// free (its offer minus what its running and reserved jobs ask for) is kept
+// in memory, rebuilt from the store, and a claim passes over the jobs that do
+// not fit it. A gang (gang.go) is N tasks that run together on N distinct
+// workers: the leader picks the workers and proposes ReserveGang, which
+// re-checks every worker and reserves all tasks or none. A failed task
+// drains its gang; siblings acknowledge their preemption (or are
+// force-drained) by the drain's epoch, and get their attempt back. Every
+// decision that needs a clock (timeouts, a silent worker) is the leader's,
+// proposed with the gang's epoch or the worker's last heartbeat, so the FSM
+// only re-checks it.
+//
 // # Rejections
 //
 // A command that breaks a rule (a stale lease, an unknown job, a cycle)

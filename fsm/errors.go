@@ -21,6 +21,11 @@ var (
 	ErrConflict = errors.New("fsm: conflicting state")
 	// ErrScheduleNotFound means the schedule does not exist.
 	ErrScheduleNotFound = errors.New("fsm: schedule not found")
+	// ErrGangNotFound means the gang does not exist (or was deleted).
+	ErrGangNotFound = errors.New("fsm: gang not found")
+	// ErrStaleEpoch means the command names a reservation or drain of a
+	// gang that is no longer the current one: the gang moved on.
+	ErrStaleEpoch = errors.New("fsm: stale epoch")
 )
 
 // ValidationError says which field of a command is invalid and why.

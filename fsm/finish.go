@@ -23,12 +23,15 @@ func (a *applier) report(r *Report) Result {
 	j.ExitCode = r.ExitCode
 	j.Output = tail(r.Output, MaxOutput)
 	if r.Success {
+		if a.gangDrained(j, prev, false) {
+			return Result{Jobs: []*store.Job{j}}
+		}
 		a.endAttempt(j, store.StatusDone, "", false)
 		j.Status = store.StatusDone
 		j.DoneAt = a.now
 		j.LastError = ""
 		a.put(j, prev)
-		a.unblockDependents(j)
+		a.taskDone(j)
 		return Result{Jobs: []*store.Job{j}}
 	}
 	msg := r.Error
@@ -93,6 +96,9 @@ type attemptEnd struct {
 // failAttempt ends a failed attempt of an unindexed job: a cancelling job is
 // cancelled; one with attempts left waits out its backoff; others fail.
 func (a *applier) failAttempt(j *store.Job, prev store.Status, e attemptEnd) {
+	if a.gangFail(j, prev, e) {
+		return
+	}
 	msg := e.msg
 	j.LastError = msg
 	switch {
@@ -181,6 +187,9 @@ func (a *applier) cancel(c *Cancel) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
+	if r, ok := a.cancelGang(j, c); ok {
+		return r
+	}
 	prev := j.Status
 	switch {
 	case prev.Finished():
@@ -216,6 +225,9 @@ func (a *applier) retry(r *Retry) Result {
 	j, err := a.job(r.JobID)
 	if err != nil {
 		return Result{Err: err}
+	}
+	if res, ok := a.retryGang(j); ok {
+		return res
 	}
 	prev := j.Status
 	if prev != store.StatusFailed && prev != store.StatusCancelled {

@@ -41,13 +41,15 @@ type Result struct {
 	Actions  []Action
 	Worker   *store.Worker
 	Schedule *store.Schedule // schedule commands: the schedule after the command
+	Gang     *store.Gang     // gang commands: the gang after the command
 }
 
 // Action tells a worker to act on a job it runs.
 type Action struct {
 	JobID  string
 	Lease  uint64
-	Action string // "cancel"
+	Action string // "cancel" or "preempt"
+	Epoch  uint64 // preempt: the drain's epoch, to acknowledge
 }
 
 // FSM applies committed entries to the store and keeps the in-memory indexes
@@ -120,7 +122,8 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 					if errors.As(err, &ve) {
 						panic(fmt.Sprintf("workron: stopping at log index %d: %v", l.Index, err))
 					}
-					panic(fmt.Sprintf("workron: stopping at log index %d: corrupt entry: %v", l.Index, err))
+					panic(fmt.Sprintf("workron: stopping at log index %d: corrupt entry, or one with a command a newer Workron wrote "+
+						"(if the cluster runs mixed versions, upgrade this node's binary): %v", l.Index, err))
 				}
 				a := &applier{f: f, tx: tx, index: l.Index, now: max(e.Now, f.lastNow)}
 				res := make([]Result, len(e.Cmds))

@@ -27,6 +27,7 @@ type readyItem struct {
 	seq   uint64
 	id    string
 	kind  kind
+	need  *need // nil: the job asks for no resources or tags
 }
 
 func readyLess(a, b readyItem) bool {
@@ -52,6 +53,7 @@ type leaseItem struct {
 	id       string
 	lease    uint64
 	worker   string
+	res      store.Resources // what the attempt holds of its worker
 }
 
 func leaseLess(a, b leaseItem) bool {
@@ -69,6 +71,7 @@ type index struct {
 	byWorker map[string]map[string]struct{}
 	paused   map[string]bool
 	counts   map[string]map[store.Status]int
+	gx       *gangIndex // capacity, reservations and open gangs
 }
 
 func newIndex() *index {
@@ -80,11 +83,12 @@ func newIndex() *index {
 		byWorker: make(map[string]map[string]struct{}),
 		paused:   make(map[string]bool),
 		counts:   make(map[string]map[store.Status]int),
+		gx:       newGangIndex(),
 	}
 }
 
 func itemOf(j *store.Job) readyItem {
-	return readyItem{prio: j.Priority, runAt: j.RunAt, seq: j.Seq, id: j.ID, kind: kind{j.Queue, j.Type}}
+	return readyItem{prio: j.Priority, runAt: j.RunAt, seq: j.Seq, id: j.ID, kind: kind{j.Queue, j.Type}, need: needOf(j)}
 }
 
 // count moves a job between status counters: from "" on create, to "" on delete.
@@ -222,10 +226,12 @@ func (x *index) dueDelayed(kinds [][]kind, now int64) bool {
 }
 
 func (x *index) addLease(j *store.Job) {
-	it := leaseItem{deadline: j.LeaseDeadline, id: j.ID, lease: j.Lease, worker: j.WorkerID}
+	it := leaseItem{deadline: j.LeaseDeadline, id: j.ID, lease: j.Lease, worker: j.WorkerID, res: j.Resources}
 	if old, ok := x.leaseOf[j.ID]; ok {
 		x.leases.Delete(old)
+		x.gx.use(old.worker, old.res, -1)
 	}
+	x.gx.use(j.WorkerID, j.Resources, 1)
 	x.leases.ReplaceOrInsert(it)
 	x.leaseOf[j.ID] = it
 	w := x.byWorker[j.WorkerID]
@@ -243,6 +249,7 @@ func (x *index) removeLease(id string) {
 	}
 	x.leases.Delete(old)
 	delete(x.leaseOf, id)
+	x.gx.use(old.worker, old.res, -1)
 	if w := x.byWorker[old.worker]; w != nil {
 		delete(w, id)
 		if len(w) == 0 {
@@ -290,12 +297,17 @@ func rebuildIndex(tx *store.Tx, now int64) (*index, error) {
 				x.addPending(j, now)
 			case j.Status.Leased():
 				x.addLease(j)
+			case j.Status == store.StatusReserved:
+				x.addReserved(j)
 			}
 			return nil
 		})
 		if err != nil {
 			return nil, err
 		}
+	}
+	if err := x.gx.rebuild(tx); err != nil {
+		return nil, err
 	}
 	return x, nil
 }

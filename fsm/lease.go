@@ -36,6 +36,7 @@ func (a *applier) heartbeat(h *Heartbeat) Result {
 	if j.Status == store.StatusCancelling {
 		r.Actions = []Action{{JobID: j.ID, Lease: j.Lease, Action: "cancel"}}
 	}
+	r.Actions = append(r.Actions, preemptActions(j)...)
 	return r
 }
 
@@ -82,6 +83,7 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 		if j.Status == store.StatusCancelling {
 			r.Actions = append(r.Actions, Action{JobID: j.ID, Lease: j.Lease, Action: "cancel"})
 		}
+		r.Actions = append(r.Actions, preemptActions(j)...)
 	}
 	return r
 }
@@ -99,5 +101,7 @@ func (a *applier) register(r *Register) Result {
 	}
 	w.LastHeartbeat = a.now
 	a.must(a.tx.PutWorker(&w, a.index))
+	a.f.idx.gx.setWorker(&w)
+	a.readyChanged = true // its capacity or tags may fit waiting jobs now
 	return Result{Worker: &w}
 }

@@ -189,6 +189,8 @@ func (a *applier) newJob(nj *NewJob, id string, seq uint64) *store.Job {
 		UniqueFor:      nj.UniqueFor,
 		Schedule:       nj.Schedule,
 		ScheduledFor:   nj.ScheduledFor,
+		Resources:      nj.Resources,
+		Tags:           nj.Tags,
 	}
 }
 

@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -78,6 +79,15 @@ type Config struct {
 	Logger *slog.Logger
 	// RaftLogLevel is hashicorp/raft's own log level. Defaults to "WARN".
 	RaftLogLevel string
+
+	// TLS, when set, makes the Raft transport speak TLS in both directions
+	// with this configuration, which must hold the node's certificate, the
+	// cluster's CA as RootCAs and ClientCAs, and ClientAuth
+	// tls.RequireAndVerifyClientCert: a host without a certificate from
+	// the CA can then neither vote, nor send entries, nor receive them.
+	// Peers dial the advertised address, which their certificates must
+	// name. Nil (the default) is plain TCP.
+	TLS *tls.Config
 }
 
 // DefaultConfig returns a Config with every optional field at its default.

@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
 
@@ -53,17 +52,21 @@ type Node struct {
 	closeOnce    sync.Once
 	closeErr     error
 	metrics      entryMetrics
+	snapStats    snapshotRecorder
 }
 
 // entryMetrics counts what the proposer packs.
 type entryMetrics struct {
 	entries  atomic.Uint64
 	commands atomic.Uint64
+	perEntry *Histogram // commands per entry
+	apply    *Histogram // seconds from raft.Apply to results
 }
 
 func (m *entryMetrics) observeEntry(cmds int) {
 	m.entries.Add(1)
 	m.commands.Add(uint64(cmds))
+	m.perEntry.Observe(float64(cmds))
 }
 
 // Open starts a node: it opens (or creates) the data directory, restores the
@@ -84,6 +87,7 @@ func Open(cfg Config) (*Node, error) {
 		proposerDone: make(chan struct{}),
 		leaderDone:   make(chan struct{}),
 		notifyCh:     make(chan bool, 16),
+		metrics:      entryMetrics{perEntry: newHistogram(entryBounds), apply: newHistogram(applyBounds)},
 	}
 	if err := n.open(); err != nil {
 		n.closeStores()
@@ -112,11 +116,12 @@ func (n *Node) open() error {
 	if err != nil {
 		return fmt.Errorf("open raft log: %w", err)
 	}
-	hlog := hclog.New(&hclog.LoggerOptions{Name: "raft", Level: hclog.LevelFromString(cfg.RaftLogLevel), Output: os.Stderr})
+	hlog := raftLogger(n.logger, cfg.RaftLogLevel)
 	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
 	if err != nil {
 		return fmt.Errorf("open snapshots: %w", err)
 	}
+	n.snapStats.load(n.snaps)
 	if err := n.catchUpFromSnapshot(); err != nil {
 		return err
 	}
@@ -124,7 +129,11 @@ func (n *Node) open() error {
 	if err != nil {
 		return fmt.Errorf("raft address %q: %w", cfg.RaftAddr, err)
 	}
-	n.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise(addr), 3, 10*time.Second, hlog)
+	if cfg.TLS != nil {
+		n.transport, err = newTLSTransport(cfg.RaftAddr, advertise(addr), cfg.TLS, hlog)
+	} else {
+		n.transport, err = raft.NewTCPTransportWithLogger(cfg.RaftAddr, advertise(addr), 3, 10*time.Second, hlog)
+	}
 	if err != nil {
 		return fmt.Errorf("raft transport on %s: %w", cfg.RaftAddr, err)
 	}
@@ -148,7 +157,7 @@ func (n *Node) open() error {
 	if err := n.bootstrap(rc); err != nil {
 		return err
 	}
-	n.raft, err = raft.NewRaft(rc, n.fsm, cache, n.logStore, n.snaps, n.transport)
+	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats}, cache, n.logStore, n.snaps, n.transport)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -276,6 +285,8 @@ func (n *Node) Shutdown() error {
 		if n.raft != nil && n.raft.State() == raft.Leader && len(n.raft.GetConfiguration().Configuration().Servers) > 1 {
 			if err := n.raft.LeadershipTransfer().Error(); err != nil {
 				n.logger.Warn("leadership transfer failed", "err", err)
+			} else {
+				n.logger.Info("handed leadership over before shutting down")
 			}
 		}
 		close(n.shutdownCh)
@@ -395,19 +406,31 @@ func mapMembershipError(err error) error {
 type Stats struct {
 	Term, CommitIndex, AppliedIndex, LastLogIndex uint64
 	LastContact                                   time.Time
-	Entries, Commands                             uint64
+	// Entries and Commands count the log entries this node proposed and
+	// the commands packed into them.
+	Entries, Commands uint64
+	// CommandsPerEntry is a histogram of the commands per proposed entry.
+	CommandsPerEntry HistogramSnapshot
+	// ApplyLatency is a histogram of the seconds from handing a proposed
+	// entry to Raft to having its results (committed and applied here).
+	ApplyLatency HistogramSnapshot
+	// Snapshot describes the newest Raft snapshot.
+	Snapshot SnapshotStats
 }
 
 // Stats reads the node's counters.
 func (n *Node) Stats() Stats {
 	return Stats{
-		Term:         n.raft.CurrentTerm(),
-		CommitIndex:  n.raft.CommitIndex(),
-		AppliedIndex: n.fsm.Applied(),
-		LastLogIndex: n.raft.LastIndex(),
-		LastContact:  n.raft.LastContact(),
-		Entries:      n.metrics.entries.Load(),
-		Commands:     n.metrics.commands.Load(),
+		Term:             n.raft.CurrentTerm(),
+		CommitIndex:      n.raft.CommitIndex(),
+		AppliedIndex:     n.fsm.Applied(),
+		LastLogIndex:     n.raft.LastIndex(),
+		LastContact:      n.raft.LastContact(),
+		Entries:          n.metrics.entries.Load(),
+		Commands:         n.metrics.commands.Load(),
+		CommandsPerEntry: n.metrics.perEntry.snapshot(),
+		ApplyLatency:     n.metrics.apply.snapshot(),
+		Snapshot:         n.snapStats.stats(),
 	}
 }
 

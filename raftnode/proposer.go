@@ -101,6 +101,7 @@ func (n *Node) submitEntry(batch []*proposal, sem chan struct{}) {
 		fail(batch, fmt.Errorf("raftnode: %w", err))
 		return
 	}
+	start := time.Now()
 	fut := n.raft.Apply(data, n.cfg.ApplyTimeout)
 	n.metrics.observeEntry(len(batch))
 	go func() {
@@ -109,6 +110,7 @@ func (n *Node) submitEntry(batch []*proposal, sem chan struct{}) {
 			fail(batch, mapApplyError(err))
 			return
 		}
+		n.metrics.apply.Observe(time.Since(start).Seconds())
 		res, ok := fut.Response().([]fsm.Result)
 		if !ok || len(res) != len(batch) {
 			fail(batch, fmt.Errorf("raftnode: entry %d applied with %d results for %d commands", fut.Index(), len(res), len(batch)))

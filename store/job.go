@@ -13,6 +13,7 @@ type Status string
 const (
 	StatusBlocked    Status = "blocked"
 	StatusPending    Status = "pending"
+	StatusReserved   Status = "reserved" // a gang task held for one worker until it claims it
 	StatusRunning    Status = "running"
 	StatusCancelling Status = "cancelling"
 	StatusDone       Status = "done"
@@ -21,7 +22,7 @@ const (
 )
 
 // Statuses lists every stored status, in lifecycle order.
-var Statuses = []Status{StatusBlocked, StatusPending, StatusRunning, StatusCancelling, StatusDone, StatusFailed, StatusCancelled}
+var Statuses = []Status{StatusBlocked, StatusPending, StatusReserved, StatusRunning, StatusCancelling, StatusDone, StatusFailed, StatusCancelled}
 
 // Finished reports whether s is a final status.
 func (s Status) Finished() bool {
@@ -101,6 +102,12 @@ type Job struct {
 	Schedule       string            `json:"sched,omitempty"`     // the schedule that fired it
 	ScheduledFor   int64             `json:"sched_for,omitempty"` // the tick it belongs to
 	After          string            `json:"after,omitempty"`     // blocked until this job finishes, however it ends
+	Resources      Resources         `json:"res,omitzero"`        // what an attempt needs of its worker
+	Tags           []string          `json:"tags,omitempty"`      // tags its worker must offer
+	GangID         string            `json:"gang,omitempty"`      // the gang it is a task of
+	GangIndex      int               `json:"gang_idx,omitempty"`  // its index in the gang, from 0
+	GangSize       int               `json:"gang_size,omitempty"` // how many tasks the gang has
+	PreemptEpoch   uint64            `json:"preempt,omitempty"`   // its gang drains: stop this attempt and acknowledge this epoch
 	ModifyIndex    uint64            `json:"mod"`
 }
 
@@ -116,6 +123,7 @@ type Worker struct {
 	Queues        []string `json:"queues,omitempty"`
 	RegisteredAt  int64    `json:"reg"`
 	LastHeartbeat int64    `json:"hb"`
+	OfflineAt     int64    `json:"offline,omitempty"` // declared offline then; offline while LastHeartbeat is not later
 	ModifyIndex   uint64   `json:"mod"`
 }
 

@@ -31,6 +31,16 @@
 // must return soon after, because Run waits for it. A panic is recovered and
 // reported as a failure; wrap an error with NoRetry to make it final.
 //
+// # Gangs
+//
+// A gang task runs like any shell job, with GANG_ID, GANG_SIZE, GANG_INDEX
+// and GANG_PEERS in its env (from the server) and WORKRON_CHECKPOINT, the
+// path of a file that starts with the checkpoint its previous attempt left.
+// When a heartbeat says "preempt" (its gang drains), the worker stops the
+// command like a cancel (SIGTERM, KillGrace, SIGKILL), uploads the file if
+// the command left it non-empty (1 MiB at most), and acknowledges with the
+// drain's epoch instead of reporting a failure.
+//
 // # Reports and shutdown
 //
 // Success is reported to /done, anything else to /fail with the lease as a

@@ -82,7 +82,7 @@ func (w *Worker) act(a wire.JobAction) {
 	case wire.ActionCancel:
 		cause = errCancelled
 	case wire.ActionPreempt:
-		cause = errPreempted
+		cause = preemption(a.PreemptionEpoch)
 	default:
 		w.log.Warn("unknown heartbeat action ignored", "job_id", a.JobID, "action", a.Action)
 		return

@@ -76,6 +76,8 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 		defer w.finish(t)
 		log := w.log.With("job_id", job.ID, "attempt", job.Attempts, "lease", job.Lease)
 		log.Debug("job started", "command", job.Command, "type", job.Type)
+		job, ck := w.withCheckpoint(log, job)
+		defer ck.remove()
 		began := time.Now()
 		out := w.execute(ctx, job)
 		cancel(nil)
@@ -84,7 +86,7 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 		} else {
 			log.Info("job done", "took", time.Since(began))
 		}
-		w.report(base, log, job, out)
+		w.settle(base, log, job, out, ck)
 	})
 }
 

@@ -15,6 +15,7 @@ const (
 	StatusBlocked    = "blocked"    // waiting on dependencies
 	StatusScheduled  = "scheduled"  // pending, but its run_at is in the future
 	StatusPending    = "pending"    // claimable
+	StatusReserved   = "reserved"   // a gang task held for one worker until it claims it
 	StatusRunning    = "running"    // leased to a worker
 	StatusCancelling = "cancelling" // running, and its worker was asked to stop
 	StatusDone       = "done"
@@ -50,6 +51,13 @@ type SubmitRequest struct {
 	Metadata       map[string]string `json:"metadata,omitempty"`
 	Retention      string            `json:"retention,omitempty"`
 	UniqueFor      string            `json:"unique_for,omitempty"`
+	// Resources and Tags are what each attempt needs of its worker: a job
+	// is claimed only by a worker with that much free and every tag.
+	Resources *Resources `json:"resources,omitempty"`
+	Tags      []string   `json:"tags,omitempty"`
+	// GangSize, when not 0, makes POST /jobs create a gang of that many
+	// tasks that run together on distinct workers (see Gang).
+	GangSize int `json:"gang_size,omitempty"`
 }
 
 // Backoff configures the delay before a retry: min(base·2^(attempt-1), max),
@@ -100,6 +108,47 @@ type Job struct {
 	Schedule       string            `json:"schedule,omitempty"`      // the schedule that created it
 	ScheduledFor   *time.Time        `json:"scheduled_for,omitempty"` // the tick it belongs to
 	After          string            `json:"after,omitempty"`         // blocked until this previous run ends
+	Resources      *Resources        `json:"resources,omitempty"`     // what an attempt needs of its worker
+	Tags           []string          `json:"tags,omitempty"`          // tags its worker must offer
+	GangID         string            `json:"gang_id,omitempty"`
+	GangIndex      *int              `json:"gang_index,omitempty"`
+	GangSize       int               `json:"gang_size,omitempty"`
+	// PreemptionEpoch is set while the job's gang drains and this attempt
+	// must stop: acknowledge it with POST /jobs/{id}/preempted?epoch=N.
+	PreemptionEpoch uint64 `json:"preemption_epoch,omitempty"`
+	// Unschedulable says why no active worker could ever run the job as it
+	// asks (computed when read), e.g. "needs 40960 MB VRAM; largest worker
+	// has 24576".
+	Unschedulable string `json:"unschedulable,omitempty"`
+}
+
+// GangSubmitResponse is the reply of POST /jobs with a gang_size: the gang
+// and its tasks' job ids by index.
+type GangSubmitResponse struct {
+	GangID string   `json:"gang_id"`
+	Tasks  []string `json:"tasks"`
+}
+
+// Gang is the reply of GET /gangs/{id}. Epoch counts its reservations and
+// drains; Workers are the workers of its tasks, by index, while it is
+// reserved, running or draining.
+type Gang struct {
+	GangID        string     `json:"gang_id"`
+	Size          int        `json:"size"`
+	Status        string     `json:"status"`
+	Epoch         uint64     `json:"epoch"`
+	Tasks         []string   `json:"tasks"`
+	Workers       []string   `json:"workers,omitempty"`
+	Queue         string     `json:"queue"`
+	Priority      int        `json:"priority"`
+	Resources     *Resources `json:"resources,omitempty"`
+	Tags          []string   `json:"tags,omitempty"`
+	RunAt         *time.Time `json:"run_at,omitempty"`
+	ReservedAt    *time.Time `json:"reserved_at,omitempty"`
+	DrainStarted  *time.Time `json:"drain_started_at,omitempty"`
+	LastError     string     `json:"last_error,omitempty"`
+	Unschedulable string     `json:"unschedulable,omitempty"`
+	Jobs          []Job      `json:"jobs"`
 }
 
 // Attempt records how one finished attempt of a job ended.
@@ -158,8 +207,9 @@ type HeartbeatRequest struct {
 	Lease uint64 `json:"lease,omitempty"`
 }
 
-// HeartbeatResponse is the reply of a job heartbeat. Action is empty, or
-// "cancel" when the job was cancelled while running.
+// HeartbeatResponse is the reply of a job heartbeat. Action is empty,
+// "cancel" when the job was cancelled while running, or "preempt" (with
+// PreemptionEpoch) when its gang drains.
 type HeartbeatResponse struct {
 	Action          string     `json:"action,omitempty"`
 	PreemptionEpoch uint64     `json:"preemption_epoch,omitempty"`
@@ -228,6 +278,9 @@ type Health struct {
 	NodeID string `json:"node_id"`
 	Role   string `json:"role"`
 	Leader string `json:"leader"`
+	// AppliedIndex and Term are the answering node's.
+	AppliedIndex uint64 `json:"applied_index"`
+	Term         uint64 `json:"term"`
 }
 
 // Cluster is the reply of GET /cluster.
@@ -248,6 +301,24 @@ type Node struct {
 	HTTP string `json:"http"`
 	Raft string `json:"raft"`
 	Role string `json:"role"`
+	// Health is how the node answered GET /health when the answering node
+	// asked it just now; absent when its HTTP address is not known.
+	Health *NodeHealth `json:"health,omitempty"`
+}
+
+// NodeHealth is one member's health as another member probed it.
+type NodeHealth struct {
+	// Reachable is whether the node answered within the probe's timeout.
+	Reachable bool `json:"reachable"`
+	// Status is the node's /health status: "ok", or "no_leader" when it
+	// knows no leader. Empty when unreachable.
+	Status string `json:"status,omitempty"`
+	// Role, AppliedIndex and Term are as the node itself reports them.
+	Role         string `json:"role,omitempty"`
+	AppliedIndex uint64 `json:"applied_index,omitempty"`
+	Term         uint64 `json:"term,omitempty"`
+	// Error says why the probe failed.
+	Error string `json:"error,omitempty"`
 }
 
 // JoinRequest is the body of POST /cluster/join.

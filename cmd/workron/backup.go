@@ -27,13 +27,20 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) != 1 {
 		return errors.New("backup: give the file to write, e.g. workron backup state.bak")
 	}
+	hc, err := c.sec.httpClient(0)
+	if err != nil {
+		return err
+	}
 	var last error
 	for _, s := range splitList(c.server) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(s, "/")+"/backup", nil)
 		if err != nil {
 			return err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		if err := c.sec.authorize(req); err != nil {
+			return err
+		}
+		resp, err := hc.Do(req)
 		if err != nil {
 			last = err
 			continue

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -22,11 +23,13 @@ import (
 type cliFlags struct {
 	server string
 	output string
+	sec    clientSecurity
 }
 
 func (c *cliFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.server, "server", envOr("WORKRON_SERVER", "http://127.0.0.1:7070"), "node URLs, comma-separated (env WORKRON_SERVER)")
 	fs.StringVar(&c.output, "o", "table", "output: table or json")
+	c.sec.register(fs, "token")
 }
 
 // cli is one client verb's context.
@@ -62,9 +65,7 @@ func (c *cli) connect() error {
 	if c.flags.output != "table" && c.flags.output != "json" {
 		return fmt.Errorf("-o: %q is not table or json", c.flags.output)
 	}
-	cfg := client.DefaultConfig()
-	cfg.Servers = splitList(c.flags.server)
-	cl, err := client.New(cfg)
+	cl, err := c.flags.sec.newClient(splitList(c.flags.server), nil)
 	if err != nil {
 		return err
 	}
@@ -317,13 +318,20 @@ func (c *cli) raw(ctx context.Context, method, path string, body any) ([]byte, e
 		}
 		rd = bytes.NewReader(b)
 	}
+	hc, err := c.flags.sec.httpClient(0)
+	if err != nil {
+		return nil, err
+	}
 	var last error
 	for _, s := range splitList(c.flags.server) {
 		req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(s, "/")+path, rd)
 		if err != nil {
 			return nil, err
 		}
-		resp, err := http.DefaultClient.Do(req)
+		if err := c.flags.sec.authorize(req); err != nil {
+			return nil, err
+		}
+		resp, err := hc.Do(req)
 		if err != nil {
 			last = err
 			continue
@@ -407,13 +415,7 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		if err := json.Unmarshal(body, &cl); err != nil {
 			return err
 		}
-		tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tROLE\tHTTP\tRAFT")
-		for _, n := range cl.Nodes {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.ID, n.Role, n.HTTP, n.Raft)
-		}
-		tw.Flush()
-		fmt.Fprintf(c.out, "leader: %s  applied index: %d\n", cl.Leader, cl.AppliedIndex)
+		printCluster(c.out, &cl)
 		return nil
 	case "join":
 		if _, err := c.raw(ctx, http.MethodPost, "/cluster/join", join); err != nil {
@@ -432,4 +434,30 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		return nil
 	}
 	return fmt.Errorf("cluster: unknown subcommand %q", pos[0])
+}
+
+// printCluster shows each member with its health as the answering node
+// probed it: HEALTH is the member's /health status or "unreachable".
+func printCluster(out io.Writer, cl *wire.Cluster) {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "ID\tROLE\tHEALTH\tAPPLIED\tHTTP\tRAFT")
+	for _, n := range cl.Nodes {
+		health, applied := "unknown", "-"
+		if h := n.Health; h != nil {
+			health = h.Status
+			if h.Reachable {
+				applied = fmt.Sprint(h.AppliedIndex)
+			} else {
+				health = "unreachable"
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.Role, health, applied, cmp.Or(n.HTTP, "-"), cmp.Or(n.Raft, "-"))
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "leader: %s, applied index: %d\n", cl.Leader, cl.AppliedIndex)
+	for _, n := range cl.Nodes {
+		if h := n.Health; h != nil && !h.Reachable && h.Error != "" {
+			fmt.Fprintf(out, "%s: %s\n", n.ID, h.Error)
+		}
+	}
 }

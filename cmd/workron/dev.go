@@ -46,6 +46,10 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		grace: 30 * time.Second, killGrace: 5 * time.Second, wait: 30 * time.Second}
 	wcfg := wf.config(logger.With("component", "worker"))
 	wcfg.ID = "dev-worker"
+	if wcfg.Client, err = sf.sec.selfClient(srv.advertise, wcfg.Logger); err != nil {
+		srv.shutdown()
+		return err
+	}
 	w, err := worker.New(wcfg)
 	if err != nil {
 		srv.shutdown()

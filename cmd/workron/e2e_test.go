@@ -256,17 +256,18 @@ type cluster struct {
 	hc      *http.Client
 	nodes   []*node
 	workers []*proc
+	extra   []string // more `workron server` flags
 }
 
 var errPortTaken = errors.New("port taken")
 
 // startCluster starts three nodes on free ports and waits until all agree on
 // a leader. A port that another process took between the pick and the bind
-// makes it start over on other ports.
-func startCluster(t *testing.T, bin, dir string) *cluster {
+// makes it start over on other ports. extra flags go to every server.
+func startCluster(t *testing.T, bin, dir string, extra ...string) *cluster {
 	t.Helper()
 	tr := &http.Transport{MaxIdleConnsPerHost: 2 * e2eClients, IdleConnTimeout: 10 * time.Second}
-	c := &cluster{dir: dir, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
+	c := &cluster{dir: dir, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}, extra: extra}
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.printLogs(t)
@@ -310,6 +311,7 @@ func (c *cluster) tryStart(bin, dir string) error {
 				"--raft-heartbeat-timeout", "150ms", "--raft-election-timeout", "150ms",
 				"--lease-ttl", "2s", "--reap-interval", "100ms", "--log-level", "info"},
 		}}
+		n.args = append(n.args, c.extra...)
 		c.nodes = append(c.nodes, n)
 	}
 	offsets := make([]int64, len(c.nodes))

@@ -44,16 +44,25 @@ and -o json. Run "workron COMMAND -h" for a command's flags.
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		var ee *exitError
-		if errors.As(err, &ee) {
-			os.Exit(ee.code)
-		}
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "workron:", err)
-		}
-		os.Exit(1)
+	if code := exitCode(run(ctx, os.Args[1:], os.Stdout, os.Stderr), os.Stderr); code != 0 {
+		stop()
+		os.Exit(code)
 	}
+}
+
+// exitCode is the process's exit code for run's error, which it prints to
+// stderr unless the error is an exitError (already explained) or a request
+// for help (the usage is already printed).
+func exitCode(err error, stderr io.Writer) int {
+	var ee *exitError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	fmt.Fprintln(stderr, "workron:", err)
+	return 1
 }
 
 // exitError ends the process with a given code and no further message.

@@ -28,6 +28,8 @@ type serverFlags struct {
 	stateNoSync                     bool
 	snapshotThreshold               uint64
 	logs                            logFlags
+	sec                             securityFlags
+	gang                            gangFlags
 }
 
 func (f *serverFlags) register(fs *flag.FlagSet) {
@@ -49,6 +51,8 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.stateNoSync, "state-nosync", false, "skip fsync of the state file (the Raft log stays fsync'd)")
 	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", 8192, "log entries between snapshots")
 	f.logs.register(fs)
+	f.sec.register(fs)
+	f.gang.register(fs)
 }
 
 func runServer(ctx context.Context, args []string, stderr io.Writer) error {
@@ -99,14 +103,20 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	if f.bootstrap && len(peers) > 0 {
 		return nil, errors.New("server: give --bootstrap or --peers, not both")
 	}
+	sec, err := f.sec.load()
+	if err != nil {
+		return nil, err
+	}
 	ln, err := net.Listen("tcp", f.httpAddr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on --http %s: %w", f.httpAddr, err)
 	}
 	advertise := f.advertiseHTTP
 	if advertise == "" {
-		advertise = "http://" + ln.Addr().String()
+		advertise = sec.scheme() + "://" + ln.Addr().String()
 	}
+	httpAddr := ln.Addr().String()
+	ln = sec.listener(ln)
 	s := &runningServer{advertise: advertise, served: make(chan error, 1), logger: logger}
 	rc := raftnode.DefaultConfig()
 	rc.ID, rc.RaftAddr, rc.DataDir = f.id, f.raftAddr, f.dataDir
@@ -115,6 +125,7 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	rc.StateNoSync = f.stateNoSync
 	rc.SnapshotThreshold = f.snapshotThreshold
 	rc.Logger = logger
+	rc.TLS = sec.raft
 	// The API is built after the node but leads through it: hand the node a
 	// trampoline that waits for the API to exist.
 	apiReady := make(chan *api.Server, 1)
@@ -136,7 +147,9 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	ac.JoinURLs = splitList(f.join)
 	ac.LeaseTTL, ac.MaxWait, ac.ReapInterval = f.leaseTTL, f.maxWait, f.reapInterval
 	ac.Retention, ac.SweepInterval = f.retention, f.sweepInterval
+	f.gang.configure(&ac)
 	ac.Logger = logger
+	sec.configure(&f.sec, &ac)
 	s.api, err = api.New(ac)
 	if err != nil {
 		ln.Close()
@@ -146,16 +159,10 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	apiReady <- s.api
 	base, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	s.http = &http.Server{
-		Handler:           s.api.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       60 * time.Second,
-		WriteTimeout:      f.maxWait + 30*time.Second,
-		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	s.http = f.sec.httpServer(s.api.Handler(), f.maxWait)
+	s.http.BaseContext = func(net.Listener) context.Context { return base }
+	s.http.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
+	sec.warnExposure(logger, httpAddr, f.raftAddr)
 	go func() { s.served <- s.http.Serve(ln) }()
 	go s.api.Announce(base)
 	return s, nil

@@ -20,6 +20,7 @@ type workerFlags struct {
 	vramMB, memoryMB          int
 	execAddr                  string
 	logs                      logFlags
+	sec                       clientSecurity
 }
 
 func (f *workerFlags) register(fs *flag.FlagSet) {
@@ -35,6 +36,7 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.memoryMB, "memory-mb", 0, "memory this worker offers, in MB")
 	fs.StringVar(&f.execAddr, "exec-addr", "", "address peers of a gang reach this worker at")
 	f.logs.register(fs)
+	f.sec.register(fs, "token-file")
 }
 
 func (f *workerFlags) config(logger *slog.Logger) worker.Config {
@@ -65,7 +67,12 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	w, err := worker.New(f.config(logger))
+	cfg := f.config(logger)
+	if cfg.Client, err = f.sec.newClient(cfg.Servers, logger); err != nil {
+		return err
+	}
+	defer cfg.Client.Close()
+	w, err := worker.New(cfg)
 	if err != nil {
 		return err
 	}

@@ -88,6 +88,7 @@ type call struct {
 	path       string     // escaped path, starting with "/"
 	query      url.Values // may be nil
 	body       any        // JSON-encoded when not nil
+	raw        []byte     // sent as is (application/octet-stream) instead of body when not nil
 	out        any        // decoded from a 2xx reply when not nil
 	idempotent bool       // safe to resend after any transport error or 502/504
 	longPoll   time.Duration
@@ -103,6 +104,9 @@ func (c *Client) do(ctx context.Context, cl call) (int, error) {
 			return 0, fmt.Errorf("client: encode %s %s: %w", cl.method, cl.path, err)
 		}
 		body = b
+	}
+	if cl.raw != nil {
+		body = cl.raw
 	}
 	reqID := newRequestID()
 	n := len(c.servers)
@@ -202,7 +206,10 @@ func (c *Client) newRequest(ctx context.Context, server string, cl call, body []
 	if err != nil {
 		return nil, fmt.Errorf("client: build %s %s: %w", cl.method, target, err)
 	}
-	if body != nil {
+	switch {
+	case cl.raw != nil:
+		req.Header.Set("Content-Type", "application/octet-stream")
+	case body != nil:
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")

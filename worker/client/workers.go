@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -123,6 +124,47 @@ func (c *Client) report(ctx context.Context, id, action string, rep wire.ReportR
 	var out wire.Job
 	if _, err := c.do(ctx, call{method: http.MethodPost, path: jobPath(id, action), body: rep, out: &out}); err != nil {
 		return nil, err
+	}
+	return &out, nil
+}
+
+// Checkpoint uploads a gang task's checkpoint (POST
+// /jobs/{id}/checkpoint?epoch=N) while its gang drains: data replaces any
+// older checkpoint of the task, and its next attempt gets it as
+// CHECKPOINT_DATA. A stale epoch gives IsConflict; data over the server's
+// cap (1 MiB) gives a 413 APIError. Resending is safe.
+func (c *Client) Checkpoint(ctx context.Context, id string, epoch uint64, data []byte) error {
+	if id == "" {
+		return fmt.Errorf("checkpoint: %w", ErrEmptyID)
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	_, err := c.do(ctx, call{
+		method: http.MethodPost, path: jobPath(id, "checkpoint"),
+		query: url.Values{"epoch": {strconv.FormatUint(epoch, 10)}}, raw: data, idempotent: true,
+	})
+	if err != nil {
+		return fmt.Errorf("checkpoint job %s: %w", id, err)
+	}
+	return nil
+}
+
+// Preempted acknowledges that the worker stopped a gang task for the drain
+// of epoch (POST /jobs/{id}/preempted?epoch=N) and returns the job. A stale
+// epoch (the drain ended without this worker, or the acknowledgement was
+// already applied) gives IsConflict.
+func (c *Client) Preempted(ctx context.Context, id string, epoch uint64) (*wire.Job, error) {
+	if id == "" {
+		return nil, fmt.Errorf("acknowledge preemption: %w", ErrEmptyID)
+	}
+	var out wire.Job
+	_, err := c.do(ctx, call{
+		method: http.MethodPost, path: jobPath(id, "preempted"),
+		query: url.Values{"epoch": {strconv.FormatUint(epoch, 10)}}, out: &out,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("acknowledge preemption of job %s: %w", id, err)
 	}
 	return &out, nil
 }

@@ -164,6 +164,7 @@
       // not JSON: the status line has to do
     }
     if (!res.ok) {
+      if (res.status === 401) askForToken();
       const msg = (body && body.error) || `${res.status} ${res.statusText}`.trim();
       throw new APIError(res.status, (body && body.code) || `http_${res.status}`, msg);
     }
@@ -829,6 +830,16 @@
     showRefreshState();
     showTokenState();
     route();
+  }
+
+  // askForToken opens the token form when the node refuses a request for
+  // want of a valid token (it runs with --auth-token-file).
+  function askForToken() {
+    const panel = $('#token-panel');
+    if (!panel.hidden) return;
+    panel.hidden = false;
+    $('#token-input').value = localStorage.getItem(TOKEN_KEY) || '';
+    $('#token-input').focus();
   }
 
   function showTokenState() {

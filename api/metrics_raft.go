@@ -1,0 +1,84 @@
+package api
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/workron/workron/raftnode"
+)
+
+// raftCollector turns the node's raftnode.Stats into series at scrape time.
+type raftCollector struct{ s *Server }
+
+// raftRoles are the values of workron_raft_role's role label.
+var raftRoles = []string{"leader", "follower", "candidate", "shutdown"}
+
+var (
+	descLeader   = prometheus.NewDesc("workron_raft_leader", "1 if this node is the leader.", nil, nil)
+	descRole     = prometheus.NewDesc("workron_raft_role", "1 for this node's current Raft role, 0 for the others.", []string{"role"}, nil)
+	descTerm     = prometheus.NewDesc("workron_raft_term", "Current Raft term.", nil, nil)
+	descCommit   = prometheus.NewDesc("workron_raft_commit_index", "Raft commit index.", nil, nil)
+	descApplied  = prometheus.NewDesc("workron_raft_applied_index", "Index applied to the state machine.", nil, nil)
+	descLastLog  = prometheus.NewDesc("workron_raft_last_log_index", "Last index in this node's Raft log.", nil, nil)
+	descContact  = prometheus.NewDesc("workron_raft_last_contact_seconds", "Seconds since this node last heard from the leader (0 on the leader).", nil, nil)
+	descEntries  = prometheus.NewDesc("workron_raft_entries_proposed_total", "Log entries proposed by this node.", nil, nil)
+	descCommands = prometheus.NewDesc("workron_raft_commands_proposed_total", "Commands packed into those entries.", nil, nil)
+	descPerEntry = prometheus.NewDesc("workron_raft_commands_per_entry", "Commands packed into each log entry this node proposed.", nil, nil)
+	descApply    = prometheus.NewDesc("workron_raft_apply_duration_seconds", "From handing a proposed entry to Raft to having its results (committed and applied on this node).", nil, nil)
+	descSnapIdx  = prometheus.NewDesc("workron_raft_snapshot_index", "Last log index covered by the newest snapshot (0 if none).", nil, nil)
+	descSnapSize = prometheus.NewDesc("workron_raft_snapshot_bytes", "Size of the newest snapshot.", nil, nil)
+	descSnapTime = prometheus.NewDesc("workron_raft_snapshot_duration_seconds", "How long the newest snapshot took to capture and write (0 if taken before this process started).", nil, nil)
+	descSnapAt   = prometheus.NewDesc("workron_raft_snapshot_timestamp_seconds", "When this process finished its newest snapshot, Unix time (0 if none).", nil, nil)
+	descSnaps    = prometheus.NewDesc("workron_raft_snapshots_total", "Snapshots this process has taken.", nil, nil)
+)
+
+func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descLeader, descRole, descTerm, descCommit, descApplied, descLastLog, descContact,
+		descEntries, descCommands, descPerEntry, descApply, descSnapIdx, descSnapSize, descSnapTime, descSnapAt, descSnaps} {
+		ch <- d
+	}
+}
+
+func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	st := c.s.node.Stats()
+	role := c.s.node.Role()
+	gauge(descLeader, boolValue(role == "leader"))
+	for _, r := range raftRoles {
+		gauge(descRole, boolValue(role == r), r)
+	}
+	gauge(descTerm, float64(st.Term))
+	gauge(descCommit, float64(st.CommitIndex))
+	gauge(descApplied, float64(st.AppliedIndex))
+	gauge(descLastLog, float64(st.LastLogIndex))
+	contact := 0.0
+	if role != "leader" && !st.LastContact.IsZero() {
+		contact = time.Since(st.LastContact).Seconds()
+	}
+	gauge(descContact, contact)
+	ch <- prometheus.MustNewConstMetric(descEntries, prometheus.CounterValue, float64(st.Entries))
+	ch <- prometheus.MustNewConstMetric(descCommands, prometheus.CounterValue, float64(st.Commands))
+	ch <- constHistogram(descPerEntry, st.CommandsPerEntry)
+	ch <- constHistogram(descApply, st.ApplyLatency)
+	sn := st.Snapshot
+	gauge(descSnapIdx, float64(sn.Index))
+	gauge(descSnapSize, float64(sn.Bytes))
+	gauge(descSnapTime, sn.Duration.Seconds())
+	at := 0.0
+	if !sn.Taken.IsZero() {
+		at = float64(sn.Taken.UnixNano()) / 1e9
+	}
+	gauge(descSnapAt, at)
+	ch <- prometheus.MustNewConstMetric(descSnaps, prometheus.CounterValue, float64(sn.Count))
+}
+
+func constHistogram(d *prometheus.Desc, h raftnode.HistogramSnapshot) prometheus.Metric {
+	buckets := make(map[float64]uint64, len(h.Buckets))
+	for _, b := range h.Buckets {
+		buckets[b.UpperBound] = b.Count
+	}
+	return prometheus.MustNewConstHistogram(d, h.Count, h.Sum, buckets)
+}

@@ -1,0 +1,423 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/testcert"
+	"github.com/workron/workron/worker/client"
+)
+
+// syncBuffer is a log sink safe for the node's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// inProcessNode starts `workron server ARGS...` in this process, logging
+// at debug level into the returned buffer, and stops it at cleanup.
+func inProcessNode(t *testing.T, args ...string) (*runningServer, *syncBuffer) {
+	t.Helper()
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	var f serverFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	logs := &syncBuffer{}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	srv, err := startServer(f, logger)
+	if err != nil {
+		t.Fatalf("start %s: %v", f.id, err)
+	}
+	t.Cleanup(func() {
+		if err := srv.shutdown(); err != nil {
+			t.Errorf("shutdown %s: %v", f.id, err)
+		}
+	})
+	return srv, logs
+}
+
+// pollUntil polls cond every 20ms until it returns nil or timeout passes.
+func pollUntil(t *testing.T, timeout time.Duration, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := cond()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting after %s: %v", timeout, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Tokens of the secure cluster.
+const (
+	tokAdmin  = "admin-0123456789abcdef"
+	tokClient = "client-0123456789abcdef"
+	tokWorker = "worker-0123456789abcdef"
+)
+
+// secureCluster is three nodes with HTTPS, mutual TLS for Raft and tokens.
+type secureCluster struct {
+	dir    string
+	ca     *testcert.CA
+	caFile string
+	tokens string // the token file
+	urls   []string
+	logs   []*syncBuffer
+}
+
+// nodeArgs are the flags of a secure node whose certificate comes from ca.
+func (c *secureCluster) nodeArgs(t *testing.T, id string, ca *testcert.CA) []string {
+	leaf := ca.Issue(t, id)
+	cert, key, _ := ca.Files(t, c.dir, leaf, id)
+	return []string{"--id", id, "--http", "127.0.0.1:0", "--raft", "127.0.0.1:0", "--data", filepath.Join(c.dir, id),
+		"--raft-heartbeat-timeout", "200ms", "--raft-election-timeout", "200ms",
+		"--tls-cert", cert, "--tls-key", key, "--tls-ca", c.caFile, "--auth-token-file", c.tokens}
+}
+
+func startSecureCluster(t *testing.T) *secureCluster {
+	t.Helper()
+	c := &secureCluster{dir: t.TempDir(), ca: testcert.NewCA(t, "workron test CA")}
+	c.caFile = filepath.Join(c.dir, "ca.crt")
+	c.tokens = filepath.Join(c.dir, "tokens")
+	for path, data := range map[string]string{
+		c.caFile: string(c.ca.PEM),
+		c.tokens: "admin " + tokAdmin + " ops\nclient " + tokClient + "\nworker " + tokWorker + "\n",
+	} {
+		if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 1; i <= 3; i++ {
+		args := c.nodeArgs(t, fmt.Sprintf("n%d", i), c.ca)
+		if i == 1 {
+			args = append(args, "--bootstrap")
+		} else {
+			args = append(args, "--join", c.urls[0])
+		}
+		srv, logs := inProcessNode(t, args...)
+		c.urls = append(c.urls, srv.advertise)
+		c.logs = append(c.logs, logs)
+		if i == 1 {
+			pollUntil(t, 15*time.Second, func() error { return c.healthy(srv.advertise) })
+		}
+	}
+	pollUntil(t, 20*time.Second, func() error { return c.members(3) })
+	return c
+}
+
+// httpsClient trusts the cluster's CA; it presents no client certificate.
+func (c *secureCluster) httpsClient(t *testing.T) *http.Client {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: c.ca.Pool()}}
+	t.Cleanup(tr.CloseIdleConnections)
+	return &http.Client{Transport: tr, Timeout: 10 * time.Second}
+}
+
+func (c *secureCluster) get(hc *http.Client, url, token string) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
+}
+
+func (c *secureCluster) healthy(url string) error {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.ca.Pool()}}
+	defer tr.CloseIdleConnections()
+	code, body, err := c.get(&http.Client{Transport: tr, Timeout: 5 * time.Second}, url+"/health", "")
+	if err != nil || code != http.StatusOK {
+		return fmt.Errorf("health of %s: %d %s %v", url, code, body, err)
+	}
+	return nil
+}
+
+// members waits for every node to show n voters with HTTP addresses.
+func (c *secureCluster) members(n int) error {
+	tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: c.ca.Pool()}}
+	defer tr.CloseIdleConnections()
+	hc := &http.Client{Transport: tr, Timeout: 5 * time.Second}
+	for _, u := range c.urls {
+		code, body, err := c.get(hc, u+"/cluster?stale=1", tokClient)
+		if err != nil || code != http.StatusOK {
+			return fmt.Errorf("cluster of %s: %d %s %v", u, code, body, err)
+		}
+		var cl wire.Cluster
+		if err := json.Unmarshal(body, &cl); err != nil {
+			return err
+		}
+		known := 0
+		for _, nd := range cl.Nodes {
+			if nd.HTTP != "" {
+				known++
+			}
+		}
+		if len(cl.Nodes) != n || known != n || cl.Leader == "" {
+			return fmt.Errorf("%s sees %d members, %d with addresses, leader %q", u, len(cl.Nodes), known, cl.Leader)
+		}
+	}
+	return nil
+}
+
+// goClient is a worker/client for the cluster with a token.
+func (c *secureCluster) goClient(t *testing.T, token string, servers ...string) *client.Client {
+	t.Helper()
+	cs := clientSecurity{token: token, ca: c.caFile}
+	cl, err := cs.newClient(servers, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
+}
+
+// TestSecureCluster runs a three-node cluster with HTTPS, mutual TLS
+// between nodes and bearer tokens, formed through --bootstrap and --join
+// (so joining is authenticated end to end), and checks who gets in.
+func TestSecureCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster")
+	}
+	c := startSecureCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	t.Run("JobsRunOverHTTPSThroughAFollower", func(t *testing.T) {
+		submitter := c.goClient(t, tokClient, c.urls[1], c.urls[2])
+		job, err := submitter.Submit(ctx, wire.SubmitRequest{Command: "true", Queue: "secure"})
+		if err != nil {
+			t.Fatalf("submit: %v", err)
+		}
+		w := c.goClient(t, tokWorker, c.urls[2])
+		cr, err := w.Claim(ctx, wire.ClaimRequest{WorkerID: "w1", Queues: []string{"secure"}, Shell: true, Wait: "5s"})
+		if err != nil || len(cr.Jobs) != 1 {
+			t.Fatalf("claim: %+v %v", cr, err)
+		}
+		if _, err := w.Done(ctx, job.ID, wire.ReportRequest{Lease: cr.Jobs[0].Lease}); err != nil {
+			t.Fatalf("done: %v", err)
+		}
+		got, err := submitter.Get(ctx, job.ID)
+		if err != nil || got.Status != "done" {
+			t.Fatalf("job: %+v %v", got, err)
+		}
+	})
+
+	t.Run("TokensAndRolesAreChecked", func(t *testing.T) {
+		hc := c.httpsClient(t)
+		for _, tc := range []struct {
+			name, path, token string
+			want              int
+		}{
+			{"NoToken", "/jobs", "", http.StatusUnauthorized},
+			{"UnknownToken", "/jobs", "not-a-token-of-this-cluster", http.StatusUnauthorized},
+			{"WorkerReadingJobs", "/jobs", tokWorker, http.StatusForbidden},
+			{"ClientTakingABackup", "/backup", tokClient, http.StatusForbidden},
+			{"ClientReadingJobs", "/jobs", tokClient, http.StatusOK},
+			{"HealthWithoutToken", "/health", "", http.StatusOK},
+			{"MetricsWithoutToken", "/metrics", "", http.StatusUnauthorized},
+		} {
+			for i, u := range c.urls {
+				code, body, err := c.get(hc, u+tc.path, tc.token)
+				if err != nil || code != tc.want {
+					t.Errorf("%s on n%d: want %d, got %d %s %v", tc.name, i+1, tc.want, code, body, err)
+				}
+			}
+		}
+	})
+
+	t.Run("PlainHTTPIsRefused", func(t *testing.T) {
+		plain := &http.Client{Transport: &http.Transport{}, Timeout: 5 * time.Second}
+		defer plain.CloseIdleConnections()
+		url := "http://" + strings.TrimPrefix(c.urls[0], "https://")
+		code, body, err := c.get(plain, url+"/jobs", tokClient)
+		if err == nil && code < 400 {
+			t.Fatalf("plain HTTP got %d %s", code, body)
+		}
+	})
+
+	t.Run("AServerWithAnUnknownCertificateIsNotTrusted", func(t *testing.T) {
+		tr := &http.Transport{TLSClientConfig: &tls.Config{RootCAs: testcert.NewCA(t, "other").Pool()}}
+		defer tr.CloseIdleConnections()
+		if _, _, err := c.get(&http.Client{Transport: tr, Timeout: 5 * time.Second}, c.urls[0]+"/health", ""); err == nil {
+			t.Fatal("a client trusting another CA reached the node")
+		}
+	})
+
+	t.Run("ANodeWithAForeignCertificateCannotJoin", func(t *testing.T) {
+		// It holds the admin token and trusts the cluster's CA: only its
+		// certificate, from another CA, is wrong.
+		other := testcert.NewCA(t, "another CA")
+		args := c.nodeArgs(t, "n4", other)
+		_, logs := inProcessNode(t, append(args, "--join", c.urls[0]+","+c.urls[1])...)
+		time.Sleep(2 * time.Second) // four announce rounds; a negative needs time to show
+		if err := c.members(3); err != nil {
+			t.Fatalf("the cluster changed: %v\nn4's log:\n%s", err, logs)
+		}
+		if strings.Contains(logs.String(), "node joined") {
+			t.Fatalf("n4 thinks it joined:\n%s", logs)
+		}
+	})
+
+	t.Run("TheBinarysWorkerAndCLIUseTokensAndTheCA", func(t *testing.T) {
+		tokFile := filepath.Join(c.dir, "worker.token")
+		if err := os.WriteFile(tokFile, []byte(tokWorker+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		wctx, stop := context.WithCancel(context.Background())
+		workerDone := make(chan error, 1)
+		go func() {
+			workerDone <- run(wctx, []string{"worker", "--server", c.urls[1], "--token-file", tokFile, "--tls-ca", c.caFile,
+				"--queues", "cli", "--id", "cli-worker", "--poll-wait", "1s", "--log-level", "error"}, io.Discard, io.Discard)
+		}()
+		defer func() {
+			stop()
+			if err := <-workerDone; err != nil {
+				t.Errorf("worker: %v", err)
+			}
+		}()
+		var out, errOut bytes.Buffer
+		args := []string{"submit", "--server", c.urls[2], "--token", tokClient, "--tls-ca", c.caFile, "--queue", "cli", "--wait", "--", "true"}
+		if err := run(ctx, args, &out, &errOut); err != nil {
+			t.Fatalf("workron submit --wait: %v\n%s%s", err, &out, &errOut)
+		}
+		out.Reset()
+		if err := run(ctx, []string{"cluster", "status", "--server", c.urls[0], "--tls-ca", c.caFile, "--token", tokClient}, &out, &errOut); err != nil {
+			t.Fatalf("workron cluster status: %v\n%s", err, &errOut)
+		}
+		err := run(ctx, []string{"jobs", "ls", "--server", c.urls[0], "--tls-ca", c.caFile, "--token", tokWorker}, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "forbidden") {
+			t.Fatalf("jobs ls with a worker token: %v", err)
+		}
+		t.Setenv("WORKRON_TOKEN", tokClient)
+		if err := run(ctx, []string{"jobs", "ls", "--server", c.urls[0], "--tls-ca", c.caFile}, io.Discard, io.Discard); err != nil {
+			t.Fatalf("jobs ls with WORKRON_TOKEN: %v", err)
+		}
+	})
+
+	t.Run("LogsHoldNoToken", func(t *testing.T) {
+		for i, l := range c.logs {
+			for _, tok := range []string{tokAdmin, tokClient, tokWorker} {
+				if strings.Contains(l.String(), tok) {
+					t.Errorf("n%d's log holds a token", i+1)
+				}
+			}
+		}
+	})
+}
+
+func TestExposureWarnings(t *testing.T) {
+	tok := &security{}
+	for _, tc := range []struct {
+		name       string
+		sec        *security
+		http, raft string
+		warns      []string
+	}{
+		{"LoopbackIsQuiet", tok, "127.0.0.1:7001", "127.0.0.1:8001", nil},
+		{"LocalhostIsQuiet", tok, "localhost:7001", "[::1]:8001", nil},
+		{"AllInterfacesWithoutAuth", tok, "[::]:7001", "127.0.0.1:8001", []string{"requires no token"}},
+		{"PublicRaftWithoutMutualTLS", tok, "127.0.0.1:7001", "0.0.0.0:8001", []string{"Raft", "mutual TLS"}},
+		{"EmptyHostMeansEveryInterface", tok, "127.0.0.1:7001", ":8001", []string{"Raft"}},
+		{"LoadWarningsAreSaid", &security{warn: []string{"SECURITY: the token file"}}, "127.0.0.1:7001", "127.0.0.1:8001", []string{"token file"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			tc.sec.warnExposure(slog.New(slog.NewTextHandler(&buf, nil)), tc.http, tc.raft)
+			if len(tc.warns) == 0 && buf.Len() > 0 {
+				t.Fatalf("warned: %s", &buf)
+			}
+			for _, w := range tc.warns {
+				if !strings.Contains(buf.String(), w) || !strings.Contains(buf.String(), "level=WARN") {
+					t.Errorf("no warning with %q: %s", w, &buf)
+				}
+			}
+		})
+	}
+}
+
+func TestSecurityFlagsAreChecked(t *testing.T) {
+	dir := t.TempDir()
+	weak := filepath.Join(dir, "weak")
+	if err := os.WriteFile(weak, []byte("admin s3cr3t\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, args := range map[string][]string{
+		"CAWithoutCertificate":  {"--tls-ca", filepath.Join(dir, "ca.crt")},
+		"CertificateWithoutKey": {"--tls-cert", filepath.Join(dir, "n.crt")},
+		"MissingTokenFile":      {"--auth-token-file", filepath.Join(dir, "nope")},
+		"WeakToken":             {"--auth-token-file", weak},
+		"TinyBodyLimit":         {"--max-body-bytes", "10"},
+		"NoLongPolls":           {"--max-long-polls", "0"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fs := flag.NewFlagSet("server", flag.ContinueOnError)
+			var f serverFlags
+			f.register(fs)
+			if err := fs.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			_, err := f.sec.load()
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("the error quotes the token: %v", err)
+			}
+		})
+	}
+}
+
+func TestReadableTokenFileIsWarnedAbout(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tokens")
+	if err := os.WriteFile(path, []byte("client "+tokClient+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := securityFlags{tokenFile: path, maxBodyBytes: 1 << 20, maxHeaderBytes: 1 << 16, maxLongPolls: 1}
+	sec, err := f.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := strings.Join(sec.warn, "\n")
+	if !strings.Contains(all, "readable by other users") || !strings.Contains(all, "no admin token") {
+		t.Fatalf("warnings: %q", sec.warn)
+	}
+}

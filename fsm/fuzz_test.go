@@ -1,0 +1,172 @@
+package fsm_test
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// FuzzDecodeApply feeds arbitrary bytes to the log decoder and applies what
+// it accepts to an FSM that already holds jobs, a worker, a lease and a
+// schedule. Bytes that are not an entry must be refused by Decode; a command
+// that Decode accepted must be applied or rejected through Result.Err, never
+// panic: a panic in Apply stops every node of the cluster at the same index.
+// The cleanup of newTestFSM then checks the store's and the indexes'
+// invariants.
+//
+// Run it with: go test -run='^$' -fuzz='^FuzzDecodeApply$' -fuzztime=30s ./fsm
+func FuzzDecodeApply(f *testing.F) {
+	for _, c := range everyOp() {
+		f.Add(entryBytes(f, c))
+	}
+	for _, c := range fuzzSeedCmds() {
+		f.Add(entryBytes(f, c))
+	}
+	f.Add([]byte{})
+	f.Add([]byte{fsm.EncodingVersion})
+	f.Add([]byte{fsm.EncodingVersion + 1, '{', '}'})
+	f.Add(append([]byte{fsm.EncodingVersion}, `{"now":1,"cmds":[{"op":"submit"}]}`...))
+	f.Add(append([]byte{fsm.EncodingVersion}, `{"now":-9223372036854775808,"cmds":[{"op":"claim","claim":{"worker":"","max":-5,"ttl":-1}}]}`...))
+	f.Add(append([]byte{fsm.EncodingVersion}, `{"cmds":[{"op":"set_node","node":{}},{"op":"remove_node","node":{}}]}`...))
+	f.Add(append([]byte{fsm.EncodingVersion}, `{"cmds":[{"op":"pause_queue","queue":{"name":""}}]}`...))
+	f.Add(append([]byte{fsm.EncodingVersion}, `{"cmds":[{"op":"register","worker":{"worker":{}}}]}`...))
+
+	f.Fuzz(func(t *testing.T, data []byte) {
+		e, err := fsm.Decode(data)
+		if err != nil {
+			return // ApplyBatch stops the node on such bytes, by design
+		}
+		fz := newTestFSM(t)
+		prelude(t, fz)
+		out := fz.ApplyBatch([]*raft.Log{{Index: 100, Type: raft.LogCommand, Data: data}})
+		res, ok := out[0].([]fsm.Result)
+		if !ok || len(res) != len(e.Cmds) {
+			t.Fatalf("applied %d commands, got reply %#v", len(e.Cmds), out[0])
+		}
+		// The state must still take ordinary commands afterwards.
+		applyCmd(t, fz, 101, t0.Add(time.Hour), submit(fsm.NewJob{Command: "after"}))
+	})
+}
+
+// prelude gives a fuzzed entry some state to act on: pending, running and
+// blocked jobs, a worker and a schedule.
+func prelude(t *testing.T, f *fsm.FSM) {
+	t.Helper()
+	applyCmd(t, f, 1, t0, register(store.Worker{ID: "w", Queues: []string{"default"}}))
+	applyCmd(t, f, 2, t0, submit(
+		fsm.NewJob{Command: "a"},
+		fsm.NewJob{Command: "b", IdempotencyKey: "k"},
+		fsm.NewJob{Type: "t", Payload: json.RawMessage(`{}`), DependsOn: []string{"$0"}},
+	))
+	applyCmd(t, f, 3, t0, claimCmd(fsm.Claim{WorkerID: "w", Queues: []string{"default"}, Shell: true, Max: 1, LeaseTTL: int64(ttl)}))
+	applyCmd(t, f, 4, t0, fsm.Cmd{Op: fsm.OpPutSchedule, PutSchedule: &fsm.PutSchedule{
+		Name: "s", Cron: "* * * * *", Job: fsm.NewJob{Command: "tick"}, Overlap: fsm.OverlapQueue, Catchup: fsm.CatchupOne, Create: true,
+	}})
+	applyCmd(t, f, 5, t0, fsm.Cmd{Op: fsm.OpSubmitGang, SubmitGang: &fsm.SubmitGang{Size: 2, Job: fsm.NewJob{Command: "g"}}})
+}
+
+// fuzzSeedCmds are commands aimed at the prelude's state, with edge values.
+func fuzzSeedCmds() []fsm.Cmd {
+	tick := t0.Add(time.Minute).UnixNano()
+	return []fsm.Cmd{
+		succeed("job-1", 3),
+		fail("job-1", 3, "boom"),
+		expire("job-1", 3),
+		heartbeat("job-1", 0, ttl),
+		workerHeartbeat("w", ttl),
+		{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{WorkerID: "w", Listed: true, Leases: []fsm.LeaseRef{{JobID: "job-1", Lease: 3}, {JobID: "nope"}}}},
+		cancel("job-1", true),
+		cancel("job-3", false),
+		retry("job-2"),
+		{Op: fsm.OpFire, Fire: &fsm.Fire{Name: "s", Tick: tick, JobID: fsm.FireJobID("s", tick, false)}},
+		{Op: fsm.OpFire, Fire: &fsm.Fire{Name: "s", Tick: tick, JobID: "wrong", Skip: true, Missed: -3}},
+		{Op: fsm.OpFire, Fire: &fsm.Fire{Name: "s", Tick: -1, Manual: true}},
+		{Op: fsm.OpPauseSchedule, PauseSchedule: &fsm.PauseSchedule{Name: "s", Paused: true}},
+		{Op: fsm.OpDeleteSchedule, DeleteSchedule: &fsm.DeleteSchedule{Name: "s"}},
+		{Op: fsm.OpPutSchedule, PutSchedule: &fsm.PutSchedule{Name: "", Cron: "", Job: fsm.NewJob{}}},
+		submit(fsm.NewJob{ID: "x", Command: "c", DependsOn: []string{"$1", "job-1"}}, fsm.NewJob{Command: "d", MaxAttempts: -1, Priority: -1 << 40, Timeout: -1, RunAt: -1}),
+		submit(fsm.NewJob{Command: "e", IdempotencyKey: "k", UniqueFor: 1 << 62, Retention: -1, Backoff: store.Backoff{Base: -1, Max: -1, Jitter: -2}}),
+		claimCmd(fsm.Claim{WorkerID: "w2", Max: 1 << 30, LeaseTTL: 1 << 62}),
+		register(store.Worker{ID: "w", Tags: []string{""}}),
+		pause("", true),
+		{Op: fsm.OpDelete, Delete: &fsm.Delete{IDs: []string{"", "job-1", "job-1"}}},
+		{Op: fsm.OpSetNode, Node: &store.Node{}},
+		// Gangs: the prelude's is gang-4 with tasks job-5 and job-6.
+		{Op: fsm.OpSubmitGang, SubmitGang: &fsm.SubmitGang{Size: 0, Job: fsm.NewJob{Command: "g"}}},
+		{Op: fsm.OpSubmitGang, SubmitGang: &fsm.SubmitGang{Size: 1 << 20, Job: fsm.NewJob{Command: "g", DependsOn: []string{"job-1"}}}},
+		{Op: fsm.OpReserveGang, ReserveGang: &fsm.ReserveGang{GangID: "gang-4", Epoch: 0, Workers: []string{"w", "w"}}},
+		{Op: fsm.OpReserveGang, ReserveGang: &fsm.ReserveGang{GangID: "gang-4", Workers: []string{"w"}}},
+		{Op: fsm.OpReserveGang, ReserveGang: &fsm.ReserveGang{GangID: "", Workers: nil}},
+		{Op: fsm.OpUnreserveGang, Gang: &fsm.GangRef{GangID: "gang-4", Epoch: 1}},
+		{Op: fsm.OpForceDrain, Gang: &fsm.GangRef{GangID: "gang-4", Epoch: 1}},
+		{Op: fsm.OpWorkerOffline, WorkerOffline: &fsm.WorkerOffline{WorkerID: "w", SeenAt: 1 << 62}},
+		{Op: fsm.OpPreempted, Preempted: &fsm.Preempted{JobID: "job-5", Epoch: 1}},
+		{Op: fsm.OpCheckpoint, Checkpoint: &fsm.Checkpoint{JobID: "job-5", Epoch: 1, Data: []byte("ck")}},
+		{Op: fsm.OpCheckpoint, Checkpoint: &fsm.Checkpoint{JobID: "job-1", Epoch: 0, Data: nil}},
+	}
+}
+
+// TestUnstorableKeysAreRejected covers what the fuzzer cannot reach in
+// reasonable time: keys longer than the store takes. Each command is
+// rejected with a ValidationError and changes nothing.
+func TestUnstorableKeysAreRejected(t *testing.T) {
+	long := strings.Repeat("k", fsm.MaxKeyBytes+1)
+	if fsm.MaxKeyBytes != bolt.MaxKeySize {
+		t.Fatalf("fsm.MaxKeyBytes = %d, bbolt's MaxKeySize = %d", fsm.MaxKeyBytes, bolt.MaxKeySize)
+	}
+	tick := t0.Add(time.Minute).UnixNano()
+	cases := map[string]fsm.Cmd{
+		"JobID":          submit(fsm.NewJob{ID: long, Command: "c"}),
+		"IdempotencyKey": submit(fsm.NewJob{IdempotencyKey: long, Command: "c"}),
+		"WorkerID":       register(store.Worker{ID: long}),
+		"QueueName":      pause(long, true),
+		"NodeID":         {Op: fsm.OpSetNode, Node: &store.Node{ID: long}},
+		"EmptyNodeID":    {Op: fsm.OpSetNode, Node: &store.Node{}},
+		"ScheduleName":   {Op: fsm.OpPutSchedule, PutSchedule: &fsm.PutSchedule{Name: long, Cron: "* * * * *", Job: fsm.NewJob{Command: "c"}, Overlap: fsm.OverlapAllow, Catchup: fsm.CatchupOne, Create: true}},
+		"FireJobID":      {Op: fsm.OpFire, Fire: &fsm.Fire{Name: "s", Tick: tick, JobID: long}},
+		"ClaimWorkerID":  claimCmd(fsm.Claim{WorkerID: long, Shell: true, Max: 1, LeaseTTL: 1}),
+		"HeartbeatOfID":  {Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{WorkerID: long, LeaseTTL: 1}},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := newTestFSM(t)
+			prelude(t, f)
+			before := digest(t, f)
+			res := applyCmd(t, f, 100, t0.Add(time.Second), c)
+			var ve *fsm.ValidationError
+			if !errors.As(res[0].Err, &ve) {
+				t.Fatalf("result error = %v, want a ValidationError", res[0].Err)
+			}
+			if len(ve.Error()) > 200 {
+				t.Errorf("the error quotes the whole key: %d bytes", len(ve.Error()))
+			}
+			if after := digest(t, f); after == before {
+				return
+			}
+			// Only the applied index and time may move.
+			g := newTestFSM(t)
+			prelude(t, g)
+			applyCmd(t, g, 100, t0.Add(time.Second))
+			if digest(t, g) != digest(t, f) {
+				t.Error("the rejected command changed the state")
+			}
+		})
+	}
+}
+
+func entryBytes(tb testing.TB, cmds ...fsm.Cmd) []byte {
+	tb.Helper()
+	data, err := fsm.Encode(&fsm.Entry{Now: t0.Add(time.Second).UnixNano(), Cmds: cmds})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return data
+}

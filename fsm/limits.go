@@ -1,0 +1,62 @@
+package fsm
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MaxKeyBytes is the longest id, name or key a command may carry where the
+// store keeps it as a key: bbolt's own limit (bolt.MaxKeySize). The API's
+// limits are far lower; this one only keeps a hand-made or corrupt command
+// from failing a store write half way, which would stop the node.
+const MaxKeyBytes = 32768
+
+// checkKeys rejects a command whose ids, names or keys the store could not
+// write (empty, or longer than MaxKeyBytes). It refuses exactly what would
+// otherwise fail a store write and stop the node, so a node that checks and
+// one that does not agree on every entry that either applies.
+func checkKeys(c *Cmd) error {
+	switch c.Op {
+	case OpSubmit:
+		for i, nj := range c.Submit.Jobs {
+			if err := keyLen(fmt.Sprintf("jobs[%d].id", i), nj.ID, true); err != nil {
+				return err
+			}
+			if err := keyLen(fmt.Sprintf("jobs[%d].idempotency_key", i), nj.IdempotencyKey, true); err != nil {
+				return err
+			}
+		}
+	case OpSubmitGang:
+		if err := keyLen("job.id", c.SubmitGang.Job.ID, true); err != nil {
+			return err
+		}
+		return keyLen("job.idempotency_key", c.SubmitGang.Job.IdempotencyKey, true)
+	case OpClaim:
+		return keyLen("worker_id", c.Claim.WorkerID, true)
+	case OpWorkerHeartbeat:
+		return keyLen("worker_id", c.WorkerHeartbeat.WorkerID, true)
+	case OpRegister:
+		return keyLen("id", c.Register.Worker.ID, true)
+	case OpSetNode:
+		return keyLen("node.id", c.Node.ID, false)
+	case OpPauseQueue:
+		return keyLen("name", c.Queue.Name, true)
+	case OpPutSchedule:
+		return keyLen("name", c.PutSchedule.Name, true)
+	case OpFire:
+		return keyLen("job", c.Fire.JobID, true)
+	}
+	return nil
+}
+
+// keyLen checks one key's length; mayBeEmpty leaves the empty case to the
+// command's own rules.
+func keyLen(field, key string, mayBeEmpty bool) error {
+	switch {
+	case key == "" && !mayBeEmpty:
+		return &ValidationError{Field: field, Reason: "must not be empty"}
+	case len(key) > MaxKeyBytes:
+		return &ValidationError{Field: field, Reason: fmt.Sprintf("%.32s… is longer than %d bytes", strings.ToValidUTF8(key, "?"), MaxKeyBytes)}
+	}
+	return nil
+}

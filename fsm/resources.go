@@ -1,0 +1,261 @@
+package fsm
+
+import (
+	"slices"
+	"sort"
+
+	"github.com/workron/workron/store"
+)
+
+// Placement by resources. A job may ask for resources (VRAM, memory, CPU,
+// slots) and tags; a worker offers resources and tags when it registers.
+// What a worker has free is its offer minus what its running and reserved
+// jobs ask for. These indexes are derived data like the others: rebuilt from
+// the store on open and restore, changed only inside Apply.
+
+// need is what a job asks of its worker; nil when it asks for nothing, so
+// that claiming such a job costs no more than it did before resources.
+type need struct {
+	res  store.Resources
+	tags []string
+}
+
+func needOf(j *store.Job) *need {
+	if j.Resources.IsZero() && len(j.Tags) == 0 {
+		return nil
+	}
+	return &need{res: j.Resources, tags: j.Tags}
+}
+
+// offer is what a worker registered with.
+type offer struct {
+	res  store.Resources
+	tags []string
+}
+
+// reservedItem is a gang task held for one worker.
+type reservedItem struct {
+	id     string
+	seq    uint64
+	kind   kind
+	worker string
+	res    store.Resources
+}
+
+// gangIndex keeps what placement reads: each worker's offer and use, the
+// reservations per worker, and the gangs that are not finished.
+type gangIndex struct {
+	offers     map[string]offer
+	used       map[string]store.Resources
+	reserved   map[string]map[string]reservedItem // worker -> job id -> item
+	reservedOf map[string]reservedItem            // job id -> item
+	open       map[string]store.Gang              // gang id -> gang, unfinished only
+}
+
+func newGangIndex() *gangIndex {
+	return &gangIndex{
+		offers:     make(map[string]offer),
+		used:       make(map[string]store.Resources),
+		reserved:   make(map[string]map[string]reservedItem),
+		reservedOf: make(map[string]reservedItem),
+		open:       make(map[string]store.Gang),
+	}
+}
+
+// rebuild reads the workers and the unfinished gangs (jobs are indexed by
+// rebuildIndex).
+func (g *gangIndex) rebuild(tx *store.Tx) error {
+	err := tx.ForEachWorker(func(w *store.Worker) error {
+		g.setWorker(w)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return tx.ForEachGang(func(gg *store.Gang) error {
+		g.setGang(gg)
+		return nil
+	})
+}
+
+func (g *gangIndex) setWorker(w *store.Worker) {
+	g.offers[w.ID] = offer{res: w.Capacity(), tags: slices.Clone(w.Tags)}
+}
+
+func (g *gangIndex) setGang(gg *store.Gang) {
+	if gg.Status.Finished() {
+		delete(g.open, gg.ID)
+		return
+	}
+	c := *gg
+	c.Tasks, c.Workers, c.Tags = slices.Clone(gg.Tasks), slices.Clone(gg.Workers), slices.Clone(gg.Tags)
+	g.open[gg.ID] = c
+}
+
+// use adds (sign +1) or removes (-1) what a job holds of a worker.
+func (g *gangIndex) use(worker string, res store.Resources, sign int) {
+	if res.IsZero() {
+		return
+	}
+	u := g.used[worker].Add(res, sign)
+	if u.IsZero() {
+		delete(g.used, worker)
+		return
+	}
+	g.used[worker] = u
+}
+
+// fits reports whether a job that asks for n fits what worker has free.
+func (x *index) fits(worker string, n *need) bool {
+	if n == nil {
+		return true
+	}
+	o := x.gx.offers[worker]
+	if !store.HasTags(o.tags, n.tags) {
+		return false
+	}
+	return n.res.IsZero() || x.gx.used[worker].Add(n.res, 1).Within(o.res)
+}
+
+// bestFit is best for one worker: the next job a claim over kinds would get,
+// passing over jobs that do not fit what the worker has free. Jobs that ask
+// for nothing fit at once, so a queue of them is read at its head only.
+func (x *index) bestFit(kinds [][]kind, worker string) (readyItem, bool) {
+	for _, ks := range kinds {
+		if len(ks) == 0 || x.paused[ks[0].queue] {
+			continue
+		}
+		var (
+			top   readyItem
+			found bool
+		)
+		for _, k := range ks {
+			t := x.ready[k]
+			if t == nil {
+				continue
+			}
+			if it, ok := t.Min(); !ok {
+				continue
+			} else if it.need == nil || x.fits(worker, it.need) {
+				if !found || readyLess(it, top) {
+					top, found = it, true
+				}
+				continue // the common case: the head fits
+			}
+			t.Ascend(func(it readyItem) bool {
+				if found && !readyLess(it, top) {
+					return false // nothing further in this tree beats top
+				}
+				if x.fits(worker, it.need) {
+					top, found = it, true
+					return false
+				}
+				return true
+			})
+		}
+		if found {
+			return top, true
+		}
+	}
+	return readyItem{}, false
+}
+
+func (x *index) addReserved(j *store.Job) {
+	it := reservedItem{id: j.ID, seq: j.Seq, kind: kind{j.Queue, j.Type}, worker: j.WorkerID, res: j.Resources}
+	x.removeReserved(j.ID)
+	m := x.gx.reserved[it.worker]
+	if m == nil {
+		m = make(map[string]reservedItem)
+		x.gx.reserved[it.worker] = m
+	}
+	m[it.id] = it
+	x.gx.reservedOf[it.id] = it
+	x.gx.use(it.worker, it.res, 1)
+}
+
+func (x *index) removeReserved(id string) {
+	it, ok := x.gx.reservedOf[id]
+	if !ok {
+		return
+	}
+	delete(x.gx.reservedOf, id)
+	if m := x.gx.reserved[it.worker]; m != nil {
+		delete(m, id)
+		if len(m) == 0 {
+			delete(x.gx.reserved, it.worker)
+		}
+	}
+	x.gx.use(it.worker, it.res, -1)
+}
+
+// reservedFor lists the tasks reserved for worker, oldest first.
+func (x *index) reservedFor(worker string) []reservedItem {
+	m := x.gx.reserved[worker]
+	if len(m) == 0 {
+		return nil // the common case: claims of workers that hold no reservation
+	}
+	out := make([]reservedItem, 0, len(m))
+	for _, it := range m {
+		out = append(out, it)
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].seq < out[k].seq })
+	return out
+}
+
+// takes reports whether a claim serves jobs of type typ ("" for shell).
+func takes(types []string, shell bool, typ string) bool {
+	if typ == "" {
+		return shell || len(types) == 0
+	}
+	return slices.Contains(types, typ)
+}
+
+// capacityFreed wakes the long-polls when a job gives back what it held of
+// its worker: a job that did not fit may fit now.
+func (a *applier) capacityFreed(j *store.Job, prev store.Status) {
+	held := prev.Leased() || prev == store.StatusReserved
+	if held && !j.Status.Leased() && !j.Resources.IsZero() {
+		a.readyChanged = true
+	}
+}
+
+// ClaimableBy is Claimable for one worker: it also counts the gang tasks
+// reserved for it and passes over jobs that do not fit what it has free.
+func (f *FSM) ClaimableBy(worker string, queues, types []string, shell bool, now int64) bool {
+	kinds := claimKinds(queues, types, shell)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, it := range f.idx.gx.reserved[worker] {
+		if takes(types, shell, it.kind.typ) && !f.idx.paused[it.kind.queue] {
+			return true
+		}
+	}
+	if _, ok := f.idx.bestFit(kinds, worker); ok {
+		return true
+	}
+	return f.idx.dueDelayed(kinds, now)
+}
+
+// WorkerUsage is what each worker's running and reserved jobs ask for, by
+// worker id; workers that hold nothing are absent.
+func (f *FSM) WorkerUsage() map[string]store.Resources {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make(map[string]store.Resources, len(f.idx.gx.used))
+	for w, u := range f.idx.gx.used {
+		out[w] = u
+	}
+	return out
+}
+
+// OpenGangs lists the gangs that are not finished, by id.
+func (f *FSM) OpenGangs() []store.Gang {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]store.Gang, 0, len(f.idx.gx.open))
+	for _, g := range f.idx.gx.open {
+		out = append(out, g)
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].ID < out[k].ID })
+	return out
+}
