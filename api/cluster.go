@@ -205,7 +205,12 @@ func (s *Server) announceOnce(ctx context.Context) error {
 	var last error
 	for _, t := range targets {
 		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		hr, _ := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(t, "/")+"/cluster/join", bytes.NewReader(body))
+		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(t, "/")+"/cluster/join", bytes.NewReader(body))
+		if err != nil {
+			cancel()
+			last = fmt.Errorf("join address %q: %w", t, err)
+			continue
+		}
 		hr.Header.Set("Content-Type", "application/json")
 		s.authorize(hr)
 		resp, err := s.client.Do(hr)

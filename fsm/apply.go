@@ -210,7 +210,8 @@ func backoffDelay(b store.Backoff, attempt int, draw float64) int64 {
 	if draw < 0 || draw >= 1 {
 		draw = 0
 	}
-	return min(d+int64(min(float64(d)*b.Jitter*draw, float64(maxBackoff))), maxBackoff)
+	jitter := min(max(b.Jitter, 0), 10) // the API allows 0..10; clamp hand-made commands too
+	return min(d+int64(min(float64(d)*jitter*draw, float64(maxBackoff))), maxBackoff)
 }
 
 func durationString(ns int64) string { return time.Duration(ns).String() }

@@ -310,13 +310,13 @@ func (c *cli) simple(ctx context.Context, fs *flag.FlagSet, args []string, path 
 // raw sends a request to the first server and returns the body of a 2xx
 // reply, or the API's error.
 func (c *cli) raw(ctx context.Context, method, path string, body any) ([]byte, error) {
-	var rd io.Reader
+	var payload []byte
 	if body != nil {
 		b, err := json.Marshal(body)
 		if err != nil {
 			return nil, err
 		}
-		rd = bytes.NewReader(b)
+		payload = b
 	}
 	hc, err := c.flags.sec.httpClient(0)
 	if err != nil {
@@ -324,6 +324,10 @@ func (c *cli) raw(ctx context.Context, method, path string, body any) ([]byte, e
 	}
 	var last error
 	for _, s := range splitList(c.flags.server) {
+		var rd io.Reader
+		if payload != nil {
+			rd = bytes.NewReader(payload) // a fresh reader for each server tried
+		}
 		req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(s, "/")+path, rd)
 		if err != nil {
 			return nil, err
