@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestBench runs every scenario of `workron bench --short` against its own
+// in-process cluster, with small numbers, and asserts only that the
+// correctness checks pass and every figure is reported; speed is never
+// asserted.
+func TestBench(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a three-node cluster and loads it for several seconds")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	args := []string{"--short", "--jobs", "300", "--clients", "16", "--rate", "100", "--duration", "1s", "-o", "json"}
+	if err := runBench(ctx, args, &stdout, &stderr); err != nil {
+		t.Fatalf("runBench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	var got []string
+	for line := range strings.Lines(stdout.String()) {
+		var fg figure
+		if err := json.Unmarshal([]byte(line), &fg); err != nil {
+			t.Fatalf("output line %q is not a figure: %v", line, err)
+		}
+		if !fg.Correct {
+			t.Errorf("figure %s is not correct: %s", fg.Figure, fg.Problems)
+		}
+		got = append(got, fg.Figure)
+	}
+	want := []string{"submit_single", "submit_single_follower", "submit_batch", "claim_done", "claim_done_batched",
+		"latency_p50", "latency_p99", "latency_max"}
+	if !slices.Equal(got, want) {
+		t.Errorf("figures = %v, want %v", got, want)
+	}
+}
+
+// TestBenchFlags checks that bad flags are refused before anything starts.
+func TestBenchFlags(t *testing.T) {
+	for _, args := range [][]string{
+		{"--clients", "0"},
+		{"--rate", "-1"},
+		{"--scenarios", "submit_single,nope"},
+		{"-o", "yaml"},
+	} {
+		var stdout, stderr bytes.Buffer
+		if err := runBench(context.Background(), args, &stdout, &stderr); err == nil {
+			t.Errorf("runBench(%q) = nil, want an error", args)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	vals := []float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, tc := range []struct{ p, want float64 }{{0.5, 5}, {0.99, 10}, {1, 10}, {0.1, 1}} {
+		if got := percentile(vals, tc.p); got != tc.want {
+			t.Errorf("percentile(%v) = %v, want %v", tc.p, got, tc.want)
+		}
+	}
+	if got := percentile(nil, 0.5); got != 0 {
+		t.Errorf("percentile of nothing = %v, want 0", got)
+	}
+}
+
+func TestTrackerCheck(t *testing.T) {
+	now := time.Now()
+	setup := func() *tracker {
+		tr := newTracker()
+		tr.submitted("a", now)
+		tr.submitted("b", now)
+		return tr
+	}
+	t.Run("EveryJobClaimedAndDoneOnceIsCorrect", func(t *testing.T) {
+		tr := setup()
+		tr.claimed("a", 1, 10, now)
+		tr.claimed("b", 1, 11, now)
+		tr.done("a", 10)
+		tr.done("b", 11)
+		if p := tr.check(true); len(p) != 0 {
+			t.Errorf("check = %q, want no problems", p)
+		}
+	})
+	t.Run("RetriedAttemptIsCorrect", func(t *testing.T) {
+		tr := setup()
+		tr.claimed("a", 1, 10, now)
+		tr.claimed("a", 2, 12, now)
+		tr.claimed("b", 1, 11, now)
+		tr.done("a", 12)
+		tr.done("b", 11)
+		if p := tr.check(true); len(p) != 0 {
+			t.Errorf("check = %q, want no problems", p)
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		do   func(tr *tracker)
+		want string
+	}{
+		{"AttemptClaimedTwiceIsReported", func(tr *tracker) {
+			tr.claimed("a", 1, 10, now)
+			tr.claimed("a", 1, 13, now)
+		}, "claimed twice"},
+		{"LeaseReusedIsReported", func(tr *tracker) {
+			tr.claimed("a", 1, 10, now)
+			tr.claimed("a", 2, 10, now)
+		}, "claimed twice"},
+		{"JobDoneTwiceIsReported", func(tr *tracker) { tr.done("a", 10); tr.done("a", 10) }, "done 2 times"},
+		{"JobNeverDoneIsReported", func(tr *tracker) {}, "done 0 times"},
+		{"StrayJobIsReported", func(tr *tracker) { tr.claimed("zzz", 1, 99, now) }, "never submitted"},
+		{"DuplicateIDIsReported", func(tr *tracker) { tr.submitted("a", now) }, "two submits"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := setup()
+			tc.do(tr)
+			p := strings.Join(tr.check(true), "; ")
+			if !strings.Contains(p, tc.want) {
+				t.Errorf("check = %q, want a problem containing %q", p, tc.want)
+			}
+		})
+	}
+	t.Run("ClaimFromUnservedQueueIsReported", func(t *testing.T) {
+		tr := setup()
+		tr.claimed("a", 1, 10, now)
+		if p := strings.Join(tr.check(false), "; "); !strings.Contains(p, "nobody serves") {
+			t.Errorf("check = %q, want the claim reported", p)
+		}
+	})
+}
