@@ -62,6 +62,7 @@ var routeRoles = map[string]Role{
 	"POST /schedules/{name}/trigger": RoleClient,
 	"GET /jobs/next":                 RoleWorker,
 	"POST /jobs/claim":               RoleWorker,
+	"POST /jobs/reports":             RoleWorker,
 	"POST /jobs/{id}/heartbeat":      RoleWorker,
 	"POST /jobs/{id}/done":           RoleWorker,
 	"POST /jobs/{id}/fail":           RoleWorker,
@@ -74,6 +75,7 @@ var routeRoles = map[string]Role{
 	"POST /cluster/join":             RoleAdmin,
 	"DELETE /cluster/nodes/{id}":     RoleAdmin,
 	"GET /backup":                    RoleAdmin,
+	"GET /debug/digest":              RoleAdmin,
 	"GET /metrics":                   routeAny, // or open: Config.MetricsOpen
 	"GET /health":                    routeOpen,
 	"GET /ui":                        routeOpen, // static files; the page sends the token

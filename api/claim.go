@@ -128,12 +128,27 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	var reports func() []wire.BatchReportResult
+	if len(req.Reports) > 0 {
+		reps, err := batchReports(req.Reports)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		// Proposed now, beside the claim: one log entry carries both.
+		reports = s.startReports(r.Context(), reps)
+	}
 	jobs, err := s.boundedClaim(r.Context(), args)
-	if err != nil {
+	out := wire.ClaimResponse{LeaseTTLMillis: s.cfg.LeaseTTL.Milliseconds()}
+	if reports != nil {
+		out.Reports = reports()
+	}
+	if err != nil && out.Reports == nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.ClaimResponse{Jobs: toWireList(jobs, s.now()), LeaseTTLMillis: s.cfg.LeaseTTL.Milliseconds()})
+	out.Jobs = toWireList(jobs, s.now())
+	writeJSON(w, http.StatusOK, out)
 }
 
 // handleNext is the seed's claim: GET /jobs/next?worker_id=W[&wait=][&queue=].

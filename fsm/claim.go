@@ -1,6 +1,8 @@
 package fsm
 
 import (
+	"time"
+
 	"github.com/workron/workron/store"
 )
 
@@ -63,6 +65,10 @@ func (a *applier) deadline(j *store.Job, ttl int64) int64 {
 	return d
 }
 
+// touchEvery is how stale a worker's stored LastHeartbeat may get before a
+// claim rewrites it.
+const touchEvery = int64(time.Second)
+
 // touchWorker records that a worker was heard from, registering it if it
 // never did (the seed's workers may claim without registering).
 func (a *applier) touchWorker(id string, queues []string) *store.Worker {
@@ -71,6 +77,9 @@ func (a *applier) touchWorker(id string, queues []string) *store.Worker {
 		w = &store.Worker{ID: id, RegisteredAt: a.now, Queues: queues}
 	} else {
 		a.must(err)
+		if a.now-w.LastHeartbeat < touchEvery && w.OfflineAt == 0 {
+			return w // heard from just now: spare the write on a hot path
+		}
 	}
 	w.LastHeartbeat = a.now
 	a.must(a.tx.PutWorker(w, a.index))

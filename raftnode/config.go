@@ -59,9 +59,12 @@ type Config struct {
 	SnapshotThreshold uint64
 	// SnapshotInterval is how often to check the threshold. Defaults to 30s.
 	SnapshotInterval time.Duration
-	// StateNoSync skips fsync on the state file's commits; the Raft log
-	// stays fsync'd. Defaults to false.
-	StateNoSync bool
+	// StateFsync makes every commit of the state file fsync. Off by
+	// default: the Raft log is fsync'd and is the durable record, a reply is
+	// sent only after its entry is committed there, and a state file that a
+	// crash may have left damaged is verified at the next start and rebuilt
+	// from the snapshot and the log if need be. Defaults to false.
+	StateFsync bool
 
 	// MaxBatch is the most commands packed into one log entry. Defaults to 512.
 	MaxBatch int
@@ -79,6 +82,15 @@ type Config struct {
 	Logger *slog.Logger
 	// RaftLogLevel is hashicorp/raft's own log level. Defaults to "WARN".
 	RaftLogLevel string
+
+	// Now is the clock the leader stamps into every entry (fsm.Entry.Now).
+	// Defaults to time.Now. A test hook (workron server --clock-offset)
+	// shifts it to simulate a node whose clock jumped.
+	Now func() time.Time
+	// FsyncDelay, a test hook, sleeps this long before every write to the
+	// Raft log, to simulate a slow disk (workron server
+	// --raft-fsync-delay). Defaults to 0.
+	FsyncDelay time.Duration
 
 	// TLS, when set, makes the Raft transport speak TLS in both directions
 	// with this configuration, which must hold the node's certificate, the
@@ -125,6 +137,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("raftnode: MaxBatch must be in 1..65536, got %d", c.MaxBatch)
 	case c.MaxInflight < 1 || c.MaxInflight > 1024:
 		return fmt.Errorf("raftnode: MaxInflight must be in 1..1024, got %d", c.MaxInflight)
+	case c.FsyncDelay < 0:
+		return fmt.Errorf("raftnode: FsyncDelay must not be negative, got %s", c.FsyncDelay)
 	}
 	if len(c.Peers) > 0 {
 		found := false

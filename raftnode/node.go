@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/store"
@@ -53,6 +54,8 @@ type Node struct {
 	closeErr     error
 	metrics      entryMetrics
 	snapStats    snapshotRecorder
+	clock        clusterClock
+	ready        leaderReady
 }
 
 // entryMetrics counts what the proposer packs.
@@ -79,6 +82,9 @@ func Open(cfg Config) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
 	n := &Node{
 		cfg:          cfg,
 		logger:       cfg.Logger.With("component", "raft", "node", cfg.ID),
@@ -88,6 +94,7 @@ func Open(cfg Config) (*Node, error) {
 		leaderDone:   make(chan struct{}),
 		notifyCh:     make(chan bool, 16),
 		metrics:      entryMetrics{perEntry: newHistogram(entryBounds), apply: newHistogram(applyBounds)},
+		clock:        clusterClock{now: cfg.Now},
 	}
 	if err := n.open(); err != nil {
 		n.closeStores()
@@ -104,7 +111,7 @@ func (n *Node) open() error {
 		return fmt.Errorf("create data dir: %w", err)
 	}
 	var err error
-	n.state, err = store.Open(filepath.Join(cfg.DataDir, "state.db"), store.Options{NoSync: cfg.StateNoSync})
+	n.state, err = n.openState(filepath.Join(cfg.DataDir, "state.db"))
 	if err != nil {
 		return err
 	}
@@ -112,7 +119,10 @@ func (n *Node) open() error {
 	if err != nil {
 		return fmt.Errorf("load state: %w", err)
 	}
-	n.logStore, err = raftboltdb.New(raftboltdb.Options{Path: filepath.Join(cfg.DataDir, "raft.db")})
+	n.logStore, err = raftboltdb.New(raftboltdb.Options{
+		Path:        filepath.Join(cfg.DataDir, "raft.db"),
+		BoltOptions: &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType},
+	})
 	if err != nil {
 		return fmt.Errorf("open raft log: %w", err)
 	}
@@ -150,7 +160,11 @@ func (n *Node) open() error {
 	rc.NotifyCh = n.notifyCh
 	rc.BatchApplyCh = true
 	rc.NoSnapshotRestoreOnStart = true // the state file is newer; see catchUpFromSnapshot
-	cache, err := raft.NewLogCache(1024, n.logStore)
+	var logs raft.LogStore = n.logStore
+	if cfg.FsyncDelay > 0 {
+		logs = &slowLogStore{LogStore: n.logStore, delay: cfg.FsyncDelay}
+	}
+	cache, err := raft.NewLogCache(1024, logs)
 	if err != nil {
 		return fmt.Errorf("raft log cache: %w", err)
 	}
@@ -242,10 +256,13 @@ func (n *Node) runLeadership() {
 				continue
 			}
 			n.logger.Info("gained leadership")
+			term := n.raft.CurrentTerm()
 			if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
 				n.logger.Warn("barrier after election failed", "err", err)
 				continue
 			}
+			n.clock.resync(n.fsm.LastNow())
+			n.ready.set(term)
 			if n.cfg.OnLeader != nil {
 				run = startLeaderRun(n.cfg.OnLeader)
 			}
@@ -312,12 +329,58 @@ func (n *Node) closeStores() {
 		n.logStore.Close()
 	}
 	if n.state != nil {
-		n.state.Close()
+		err := n.state.Sync()
+		if cerr := n.state.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil && !n.cfg.StateFsync {
+			os.Remove(dirtyMarker(n.state.Path()))
+		}
 	}
+}
+
+// dirtyMarker names the file that exists while an unsynced state file is
+// open; finding it at start means the last run did not close cleanly.
+func dirtyMarker(statePath string) string { return statePath + ".open" }
+
+// openState opens the state file. Without StateFsync, a file that a crash
+// left open is not trusted: nothing says its pages reached the disk, and
+// bbolt cannot check a damaged file without crashing. It is set aside (as
+// state.db.unclean) and the state is rebuilt from the newest snapshot and
+// the Raft log, which are fsync'd; see catchUpFromSnapshot.
+func (n *Node) openState(path string) (*store.Store, error) {
+	opts := store.Options{NoSync: !n.cfg.StateFsync}
+	if !opts.NoSync {
+		return store.Open(path, opts)
+	}
+	marker := dirtyMarker(path)
+	if _, err := os.Stat(marker); err == nil {
+		if _, err := os.Stat(path); err == nil {
+			n.logger.Warn("state file was not closed cleanly; rebuilding it from the snapshot and the Raft log", "moved_to", path+".unclean")
+			if err := os.Rename(path, path+".unclean"); err != nil {
+				return nil, fmt.Errorf("set aside unclean state file: %w", err)
+			}
+		}
+	}
+	st, err := store.Open(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		st.Close()
+		return nil, fmt.Errorf("write %s: %w", marker, err)
+	}
+	return st, nil
 }
 
 // FSM is the node's state machine, for reads.
 func (n *Node) FSM() *fsm.FSM { return n.fsm }
+
+// Now is the cluster time: the time this node stamps into the entries it
+// proposes, never behind the last applied entry's time when it gained
+// leadership (see clusterClock). Leader loops should read it rather than
+// the wall clock.
+func (n *Node) Now() time.Time { return n.clock.Now() }
 
 // ID is this node's id.
 func (n *Node) ID() string { return n.cfg.ID }
@@ -347,14 +410,23 @@ func (n *Node) Leader() (id, addr string) {
 	return string(i), string(a)
 }
 
-// VerifyLeader confirms with a quorum that this node still leads, so reads
-// from its state are not stale.
+// VerifyLeader confirms with a quorum that this node still leads, and that
+// its state machine has applied everything committed before its term (it
+// waits for that after an election), so reads from its state are not stale:
+// they see every write acknowledged before the call.
 func (n *Node) VerifyLeader(ctx context.Context) error {
+	if err := n.waitLeaderReady(ctx); err != nil {
+		return err
+	}
+	term, _ := n.ready.get()
 	if err := wait(ctx, n.raft.VerifyLeader()); err != nil {
 		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) {
 			return ErrNotLeader
 		}
 		return fmt.Errorf("verify leader: %w", err)
+	}
+	if n.raft.CurrentTerm() != term {
+		return ErrNotLeader // leadership changed meanwhile
 	}
 	return nil
 }

@@ -111,6 +111,14 @@ func (s *Store) Close() error {
 	return err
 }
 
+// Sync flushes the file to disk; needed only when it was opened NoSync.
+func (s *Store) Sync() error {
+	if err := s.db.Sync(); err != nil {
+		return fmt.Errorf("sync state %s: %w", s.path, err)
+	}
+	return nil
+}
+
 // Path is the state file's path.
 func (s *Store) Path() string { return s.path }
 

@@ -161,6 +161,9 @@ type Attempt struct {
 	Error    string    `json:"error,omitempty"`
 	Started  time.Time `json:"started_at"`
 	Ended    time.Time `json:"ended_at"`
+	// Expired is set when the cluster ended the attempt (its lease ran out,
+	// it timed out, its worker went offline), not its worker's report.
+	Expired bool `json:"expired,omitempty"`
 }
 
 // JobList is the reply of GET /jobs: newest first; pass NextCursor as
@@ -180,15 +183,20 @@ type ClaimRequest struct {
 	Queues   []string `json:"queues,omitempty"`
 	Types    []string `json:"types,omitempty"`
 	Shell    bool     `json:"shell,omitempty"`
-	Max      int      `json:"max,omitempty"`
-	Wait     string   `json:"wait,omitempty"`
+	// Reports end attempts in the same round trip (a worker reporting the
+	// job it just finished while asking for the next); the reply's Reports
+	// answers them in order, as POST /jobs/reports does.
+	Reports []BatchReport `json:"reports,omitempty"`
+	Max     int           `json:"max,omitempty"`
+	Wait    string        `json:"wait,omitempty"`
 }
 
 // ClaimResponse is the reply of POST /jobs/claim. LeaseTTLMillis tells the
 // worker how long a lease lasts without a heartbeat.
 type ClaimResponse struct {
-	Jobs           []Job `json:"jobs"`
-	LeaseTTLMillis int64 `json:"lease_ttl_ms"`
+	Jobs           []Job               `json:"jobs"`
+	LeaseTTLMillis int64               `json:"lease_ttl_ms"`
+	Reports        []BatchReportResult `json:"reports,omitempty"`
 }
 
 // ReportRequest is the optional body of POST /jobs/{id}/done and /fail. A zero
@@ -201,6 +209,36 @@ type ReportRequest struct {
 	Error    string `json:"error,omitempty"`
 	Retry    *bool  `json:"retry,omitempty"`
 }
+
+// BatchReportRequest is the body of POST /jobs/reports: several attempts
+// ended at once (at most MaxBatchReports). Status is "done" or "failed".
+type BatchReportRequest struct {
+	Reports []BatchReport `json:"reports"`
+}
+
+// BatchReport is one attempt's end in a BatchReportRequest.
+type BatchReport struct {
+	JobID  string `json:"job_id"`
+	Status string `json:"status"`
+	ReportRequest
+}
+
+// BatchReportResponse answers each report in order: the job's status after
+// it, or the error that refused it (the others still apply).
+type BatchReportResponse struct {
+	Results []BatchReportResult `json:"results"`
+}
+
+// BatchReportResult is the answer to one BatchReport.
+type BatchReportResult struct {
+	JobID  string `json:"job_id"`
+	Status string `json:"status,omitempty"`
+	Error  string `json:"error,omitempty"`
+	Code   string `json:"code,omitempty"`
+}
+
+// MaxBatchReports is the most reports one POST /jobs/reports may carry.
+const MaxBatchReports = 1000
 
 // HeartbeatRequest is the optional body of POST /jobs/{id}/heartbeat.
 type HeartbeatRequest struct {
@@ -281,6 +319,20 @@ type Health struct {
 	// AppliedIndex and Term are the answering node's.
 	AppliedIndex uint64 `json:"applied_index"`
 	Term         uint64 `json:"term"`
+}
+
+// Digest is the reply of GET /debug/digest: the answering node's own state,
+// for comparing replicas (the chaos harness, internal/chaos).
+type Digest struct {
+	NodeID string `json:"node_id"`
+	// AppliedIndex is the index of the state Digest hashes, read in the same
+	// transaction; CommitIndex and LastLogIndex are Raft's at about that time.
+	AppliedIndex uint64 `json:"applied_index"`
+	CommitIndex  uint64 `json:"commit_index"`
+	LastLogIndex uint64 `json:"last_log_index"`
+	Digest       string `json:"digest"`
+	// Check is "ok", or why the store's indexes disagree with its records.
+	Check string `json:"check"`
 }
 
 // Cluster is the reply of GET /cluster.

@@ -30,7 +30,7 @@ import (
 
 // benchScenarios are the scenarios `workron bench` knows, in the order it
 // runs them.
-var benchScenarios = []string{"submit_single", "submit_batch", "claim_done", "claim_done_batched", "latency"}
+var benchScenarios = []string{"submit_single", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched", "latency"}
 
 // Fixed shapes of the scenarios.
 const (
@@ -185,6 +185,8 @@ func (b *bencher) run(ctx context.Context, name string) ([]figure, error) {
 		return b.submitBatch(ctx)
 	case "claim_done":
 		return b.claimDone(ctx, name, 1)
+	case "claim_done_piggyback":
+		return b.claimDone(ctx, name, 1)
 	case "claim_done_batched":
 		return b.claimDone(ctx, name, benchBatchedClaimMax)
 	case "latency":
@@ -313,6 +315,7 @@ func benchServerFlags(id, dir string, join []string) (serverFlags, error) {
 	} else {
 		args = append(args, "--join", strings.Join(join, ","))
 	}
+	args = append(args, strings.Fields(os.Getenv("WORKRON_BENCH_NODE_ARGS"))...)
 	if err := fs.Parse(args); err != nil {
 		return f, fmt.Errorf("bench node flags: %w", err)
 	}
@@ -1027,7 +1030,7 @@ func (b *bencher) claimDone(ctx context.Context, name string, claimMax int) ([]f
 	var wg sync.WaitGroup
 	for i := range b.f.clients {
 		w := benchWorker{b: b, base: leader, id: fmt.Sprintf("bench-%s-w%d", b.runID, i), queue: queue,
-			max: claimMax, wait: "1s", t: t, errs: &errs, onDone: onDone}
+			max: claimMax, wait: "1s", t: t, errs: &errs, onDone: onDone, piggyback: name == "claim_done_piggyback"}
 		wg.Go(func() { w.run(runCtx) })
 	}
 	wg.Wait()
@@ -1042,8 +1045,11 @@ func (b *bencher) claimDone(ctx context.Context, name string, claimMax int) ([]f
 	d := ph.end(ctx, *stop, &fg)
 	fg.Value, fg.Errors = float64(n)/d.Seconds(), errs.Load()
 	fg.Note = fmt.Sprintf("claim max %d (wait 1s) then POST /jobs/{id}/done per job", claimMax)
-	if claimMax > 1 {
-		fg.Note += ", the reports of one claim sent concurrently (there is no batch report endpoint)"
+	switch {
+	case name == "claim_done_piggyback":
+		fg.Note = "claim max 1 (wait 1s) carrying the done report of the previous job: one round trip per job"
+	case claimMax > 1:
+		fg.Note = fmt.Sprintf("claim max %d (wait 1s) then one POST /jobs/reports per claim", claimMax)
 	}
 	fg.check(problems, t.check(true), b.verifyQueue(ctx, leader, queue, wire.StatusDone, t))
 	return []figure{fg}, nil
@@ -1061,9 +1067,16 @@ type benchWorker struct {
 	t      *tracker
 	errs   *atomic.Int64
 	onDone func() // called once per job reported done
+	// piggyback sends each done report with the next claim instead of on
+	// its own (one round trip per job).
+	piggyback bool
 }
 
 func (w *benchWorker) run(ctx context.Context) {
+	if w.piggyback {
+		w.runPiggyback(ctx)
+		return
+	}
 	body := mustJSON(wire.ClaimRequest{WorkerID: w.id, Queues: []string{w.queue}, Max: w.max, Wait: w.wait})
 	for ctx.Err() == nil {
 		var reply struct {
@@ -1087,11 +1100,98 @@ func (w *benchWorker) run(ctx context.Context) {
 			w.report(ctx, reply.Jobs[0].ID, reply.Jobs[0].Lease)
 			continue
 		}
-		var wg sync.WaitGroup
-		for _, j := range reply.Jobs {
-			wg.Go(func() { w.report(ctx, j.ID, j.Lease) })
+		w.reportBatch(ctx, reply.Jobs)
+	}
+}
+
+// runPiggyback claims one job at a time, each claim carrying the done
+// report of the job before it; the last report goes on its own.
+func (w *benchWorker) runPiggyback(ctx context.Context) {
+	var pending []jobRef
+	for ctx.Err() == nil {
+		// No long-poll: a worker whose claim comes back empty must not hold
+		// its last report back for the length of a wait.
+		req := wire.ClaimRequest{WorkerID: w.id, Queues: []string{w.queue}, Max: 1}
+		for _, j := range pending {
+			req.Reports = append(req.Reports, wire.BatchReport{JobID: j.ID, Status: wire.StatusDone, ReportRequest: wire.ReportRequest{Lease: j.Lease}})
 		}
-		wg.Wait()
+		var reply struct {
+			Jobs    []jobRef                 `json:"jobs"`
+			Reports []wire.BatchReportResult `json:"reports"`
+		}
+		st, err := w.b.do(ctx, http.MethodPost, w.base+"/jobs/claim", mustJSON(req), &reply, w.errs)
+		at := time.Now()
+		if classify(st, err) != outOK || len(reply.Reports) != len(pending) {
+			if ctx.Err() != nil {
+				break
+			}
+			w.errs.Add(1)
+			w.b.noteError("claim", st, err)
+			sleepCtx(ctx, 20*time.Millisecond)
+			continue // a repeated report for the same lease is answered like the first
+		}
+		var retry []jobRef
+		for i, r := range reply.Reports {
+			switch {
+			case r.Status == wire.StatusDone:
+				w.t.done(pending[i].ID, pending[i].Lease)
+				w.onDone()
+			case r.Code == "unavailable":
+				retry = append(retry, pending[i])
+			default:
+				w.errs.Add(1)
+				w.b.noteError("report done", http.StatusConflict, fmt.Errorf("%s: %s", r.Code, r.Error))
+			}
+		}
+		pending = retry
+		for _, j := range reply.Jobs {
+			w.t.claimed(j.ID, j.Attempts, j.Lease, at)
+			pending = append(pending, j)
+		}
+		if len(pending) == 0 {
+			sleepCtx(ctx, 5*time.Millisecond) // the queue is empty: poll gently
+		}
+	}
+	if len(pending) > 0 {
+		w.reportBatch(context.WithoutCancel(ctx), pending)
+	}
+}
+
+// reportBatch sends done for several attempts in one POST /jobs/reports,
+// retrying the reports whose outcome is not known. A repeated report for
+// the same lease is answered like the first, so retries are safe.
+func (w *benchWorker) reportBatch(ctx context.Context, jobs []jobRef) {
+	left := jobs
+	for try := 0; try < 20 && len(left) > 0 && ctx.Err() == nil; try++ {
+		req := wire.BatchReportRequest{Reports: make([]wire.BatchReport, len(left))}
+		for i, j := range left {
+			req.Reports[i] = wire.BatchReport{JobID: j.ID, Status: wire.StatusDone, ReportRequest: wire.ReportRequest{Lease: j.Lease}}
+		}
+		var reply wire.BatchReportResponse
+		st, err := w.b.do(ctx, http.MethodPost, w.base+"/jobs/reports", mustJSON(req), &reply, w.errs)
+		if ctx.Err() != nil {
+			return
+		}
+		if classify(st, err) != outOK || len(reply.Results) != len(left) {
+			w.errs.Add(1)
+			w.b.noteError("report batch", st, err)
+			sleepCtx(ctx, 50*time.Millisecond)
+			continue
+		}
+		var retry []jobRef
+		for i, r := range reply.Results {
+			switch {
+			case r.Status == wire.StatusDone:
+				w.t.done(left[i].ID, left[i].Lease)
+				w.onDone()
+			case r.Code == "unavailable":
+				retry = append(retry, left[i])
+			default:
+				w.errs.Add(1)
+				w.b.noteError("report done", http.StatusConflict, fmt.Errorf("%s: %s", r.Code, r.Error))
+			}
+		}
+		left = retry
 	}
 }
 

@@ -25,8 +25,10 @@ type serverFlags struct {
 	leaseTTL, maxWait, reapInterval time.Duration
 	retention, sweepInterval        time.Duration
 	heartbeat, election             time.Duration
-	stateNoSync                     bool
+	stateFsync                      bool
 	snapshotThreshold               uint64
+	maxBatch, maxInflight           int
+	fsyncDelay, clockOffset         time.Duration // test hooks
 	logs                            logFlags
 	sec                             securityFlags
 	gang                            gangFlags
@@ -48,8 +50,14 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.sweepInterval, "sweep-interval", time.Minute, "how often the leader deletes finished jobs past their retention")
 	fs.DurationVar(&f.heartbeat, "raft-heartbeat-timeout", time.Second, "Raft heartbeat timeout")
 	fs.DurationVar(&f.election, "raft-election-timeout", time.Second, "Raft election timeout")
-	fs.BoolVar(&f.stateNoSync, "state-nosync", false, "skip fsync of the state file (the Raft log stays fsync'd)")
+	fs.BoolVar(&f.stateFsync, "state-fsync", false, "fsync the state file on every commit too (the Raft log is always fsync'd)")
 	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", 8192, "log entries between snapshots")
+	fs.IntVar(&f.maxBatch, "max-batch", raftnode.DefaultConfig().MaxBatch, "most commands the leader packs into one log entry")
+	fs.IntVar(&f.maxInflight, "max-inflight", raftnode.DefaultConfig().MaxInflight, "most log entries the leader has in flight; more queue up and pack")
+	// Test hooks for the chaos harness (internal/chaos); never needed in
+	// production.
+	fs.DurationVar(&f.fsyncDelay, "raft-fsync-delay", 0, "test hook: sleep this long before each Raft log write (a slow disk)")
+	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "test hook: add this to the node's clock (a clock that jumped)")
 	f.logs.register(fs)
 	f.sec.register(fs)
 	f.gang.register(fs)
@@ -122,8 +130,15 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	rc.ID, rc.RaftAddr, rc.DataDir = f.id, f.raftAddr, f.dataDir
 	rc.Bootstrap, rc.Peers = f.bootstrap, peers
 	rc.HeartbeatTimeout, rc.ElectionTimeout = f.heartbeat, f.election
-	rc.StateNoSync = f.stateNoSync
+	rc.StateFsync = f.stateFsync
 	rc.SnapshotThreshold = f.snapshotThreshold
+	rc.MaxBatch, rc.MaxInflight = f.maxBatch, f.maxInflight
+	rc.FsyncDelay = f.fsyncDelay
+	clock := time.Now
+	if off := f.clockOffset; off != 0 {
+		clock = func() time.Time { return time.Now().Add(off) }
+	}
+	rc.Now = clock
 	rc.Logger = logger
 	rc.TLS = sec.raft
 	// The API is built after the node but leads through it: hand the node a
@@ -147,6 +162,7 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	ac.JoinURLs = splitList(f.join)
 	ac.LeaseTTL, ac.MaxWait, ac.ReapInterval = f.leaseTTL, f.maxWait, f.reapInterval
 	ac.Retention, ac.SweepInterval = f.retention, f.sweepInterval
+	ac.Now = s.node.Now // the cluster time: never behind the log's
 	f.gang.configure(&ac)
 	ac.Logger = logger
 	sec.configure(&f.sec, &ac)
