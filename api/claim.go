@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -37,8 +39,11 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 		if a.anyQueue {
 			a.cmd.Queues = s.allQueues()
 		}
-		if s.state.ClaimableBy(a.cmd.WorkerID, a.cmd.Queues, a.cmd.Types, a.cmd.Shell, s.now()) {
+		finished := s.claimsFinished()
+		ready := s.state.ClaimableCount(a.cmd.WorkerID, a.cmd.Queues, a.cmd.Types, a.cmd.Shell, s.now())
+		if ready > 0 && s.claiming.acquire(ready) {
 			res, err := s.propose(ctx, fsm.Cmd{Op: fsm.OpClaim, Claim: &a.cmd})
+			s.claiming.release()
 			if err != nil {
 				return nil, err
 			}
@@ -55,6 +60,7 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 		timer := time.NewTimer(min(left, s.untilNextDue(changed == nil)))
 		select {
 		case <-changed:
+		case <-finished: // a claim in flight ended: the jobs it left may be ours
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
@@ -62,6 +68,52 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 		}
 		timer.Stop()
 	}
+}
+
+// claimGate keeps the long-polls of one leader from sending many more
+// claims than there are jobs: when a job arrives every parked worker wakes,
+// but only as many claims as there are claimable jobs go out at once; the
+// others wait for one of them to finish, then look again.
+type claimGate struct {
+	inflight atomic.Int64
+	mu       sync.Mutex
+	done     chan struct{} // closed when a claim in flight finishes
+}
+
+// acquire takes a slot if fewer than ready claims are in flight.
+func (g *claimGate) acquire(ready int) bool {
+	for {
+		n := g.inflight.Load()
+		if n >= int64(ready) {
+			return false
+		}
+		if g.inflight.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// release frees a slot and wakes the polls waiting for one.
+func (g *claimGate) release() {
+	g.inflight.Add(-1)
+	g.mu.Lock()
+	if g.done != nil {
+		close(g.done)
+		g.done = nil
+	}
+	g.mu.Unlock()
+}
+
+// claimsFinished returns a channel closed when the next claim in flight
+// finishes.
+func (s *Server) claimsFinished() <-chan struct{} {
+	g := &s.claiming
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done == nil {
+		g.done = make(chan struct{})
+	}
+	return g.done
 }
 
 // untilNextDue is how long to sleep before the next delayed job is due.

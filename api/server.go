@@ -209,6 +209,9 @@ type Server struct {
 	// time.Time). Idle workers poll without writing to the log, so this
 	// in-memory mark is what shows them active.
 	lastPoll sync.Map
+
+	// claiming limits concurrent long-poll claims to the jobs ready.
+	claiming claimGate
 }
 
 // New builds a Server; call Handler to serve it and OnLeader from the node.

@@ -222,18 +222,39 @@ func (a *applier) capacityFreed(j *store.Job, prev store.Status) {
 // ClaimableBy is Claimable for one worker: it also counts the gang tasks
 // reserved for it and passes over jobs that do not fit what it has free.
 func (f *FSM) ClaimableBy(worker string, queues, types []string, shell bool, now int64) bool {
+	return f.ClaimableCount(worker, queues, types, shell, now) > 0
+}
+
+// ClaimableCount is 0 when ClaimableBy is false, and otherwise a rough count
+// of the jobs such claims could take (at least 1): the worker's reservations
+// plus the ready jobs of the claim's queues and types. Long-polls use it to
+// send only about as many claims as there are jobs.
+func (f *FSM) ClaimableCount(worker string, queues, types []string, shell bool, now int64) int {
 	kinds := claimKinds(queues, types, shell)
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	n := 0
 	for _, it := range f.idx.gx.reserved[worker] {
 		if takes(types, shell, it.kind.typ) && !f.idx.paused[it.kind.queue] {
-			return true
+			n++
 		}
 	}
-	if _, ok := f.idx.bestFit(kinds, worker); ok {
-		return true
+	_, fits := f.idx.bestFit(kinds, worker)
+	due := f.idx.dueDelayed(kinds, now)
+	if n == 0 && !fits && !due {
+		return 0
 	}
-	return f.idx.dueDelayed(kinds, now)
+	for _, ks := range kinds {
+		for _, k := range ks {
+			if t := f.idx.ready[k]; t != nil && !f.idx.paused[k.queue] {
+				n += t.Len()
+			}
+		}
+	}
+	if due {
+		n++
+	}
+	return max(n, 1)
 }
 
 // WorkerUsage is what each worker's running and reserved jobs ask for, by
