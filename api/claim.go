@@ -407,16 +407,25 @@ type QueueInfo struct {
 	Name   string         `json:"name"`
 	Paused bool           `json:"paused"`
 	Counts map[string]int `json:"counts"`
+	// OldestPendingSeconds is how long the longest-waiting runnable job of
+	// the queue has been runnable; absent when none is.
+	OldestPendingSeconds float64 `json:"oldest_pending_seconds,omitempty"`
 }
 
 func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 	var out []QueueInfo
+	now := s.now()
+	oldest := s.state.OldestReady(now)
 	for _, q := range s.state.Queues() {
 		c := make(map[string]int, len(q.Counts))
 		for st, n := range q.Counts {
 			c[string(st)] = n
 		}
-		out = append(out, QueueInfo{Name: q.Name, Paused: q.Paused, Counts: c})
+		qi := QueueInfo{Name: q.Name, Paused: q.Paused, Counts: c}
+		if at, ok := oldest[q.Name]; ok {
+			qi.OldestPendingSeconds = max(time.Duration(now-at).Seconds(), 0)
+		}
+		out = append(out, qi)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
 }

@@ -52,7 +52,7 @@ func runClient(ctx context.Context, verb string, args []string, stdout, stderr i
 	case "workers":
 		return c.simple(ctx, fs, args, "/workers", c.printWorkers)
 	case "queues":
-		return c.simple(ctx, fs, args, "/queues", c.printQueues)
+		return c.queues(ctx, fs, args)
 	case "cluster":
 		return c.cluster(ctx, fs, args)
 	case "schedules":
@@ -368,6 +368,34 @@ func (c *cli) printWorkers(body []byte) error {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", w.ID, w.Status, w.RunningJobs, w.Resources.Slots, strings.Join(w.Queues, ","), w.LastHeartbeat.Local().Format(time.DateTime))
 	}
 	return tw.Flush()
+}
+
+// queues lists the queues (`workron queues`) or pauses or resumes one
+// (`workron queues pause|resume NAME`).
+func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 0 || pos[0] == "ls" || pos[0] == "list" {
+		return c.simple(ctx, fs, nil, "/queues", c.printQueues)
+	}
+	if (pos[0] != "pause" && pos[0] != "resume") || len(pos) != 2 {
+		return errors.New("queues: give ls, pause NAME or resume NAME")
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
+	body, err := c.raw(ctx, http.MethodPost, "/queues/"+url.PathEscape(pos[1])+"/"+pos[0], nil)
+	if err != nil {
+		return err
+	}
+	if c.flags.output == "json" {
+		_, err := c.out.Write(body)
+		return err
+	}
+	fmt.Fprintf(c.out, "%sd %s\n", pos[0], pos[1])
+	return nil
 }
 
 func (c *cli) printQueues(body []byte) error {
