@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
 )
@@ -152,12 +153,20 @@ func readState(t *testing.T, hc *http.Client, base string) map[string]string {
 	for i := range workers.Workers {
 		workers.Workers[i].Status, workers.Workers[i].LastHeartbeat = "", time.Time{}
 	}
-	var schedules, queues json.RawMessage
+	var (
+		schedules json.RawMessage
+		queues    struct {
+			Queues []api.QueueInfo `json:"queues"`
+		}
+	)
 	if err := getJSON(hc, base+"/schedules", &schedules); err != nil {
 		t.Fatal(err)
 	}
 	if err := getJSON(hc, base+"/queues", &queues); err != nil {
 		t.Fatal(err)
+	}
+	for i := range queues.Queues {
+		queues.Queues[i].OldestPendingSeconds = 0 // grows with the clock
 	}
 	for k, v := range map[string]any{"jobs": jobs, "workers": workers, "schedules": schedules, "queues": queues} {
 		b, err := json.Marshal(v)

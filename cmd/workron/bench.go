@@ -30,7 +30,7 @@ import (
 
 // benchScenarios are the scenarios `workron bench` knows, in the order it
 // runs them.
-var benchScenarios = []string{"submit_single", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched", "latency"}
+var benchScenarios = []string{"submit_single", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched", "latency", "real_workers", "failover", "large_store"}
 
 // Fixed shapes of the scenarios.
 const (
@@ -59,6 +59,7 @@ type benchFlags struct {
 	scenarios  string
 	output     string
 	cpuprofile string
+	procs      procBenchFlags // the scenarios with real processes (bench_procs.go)
 }
 
 func (f *benchFlags) register(fs *flag.FlagSet) {
@@ -72,6 +73,7 @@ func (f *benchFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.scenarios, "scenarios", strings.Join(benchScenarios, ","), "scenarios to run, comma-separated")
 	fs.StringVar(&f.output, "o", "table", "output: table (a table, then one JSON line per figure) or json (JSON lines only)")
 	fs.StringVar(&f.cpuprofile, "cpuprofile", "", "write a CPU profile of the whole process during each scenario's timed phase to `FILE` (FILE.SCENARIO when several run)")
+	f.procs.register(fs)
 }
 
 // validate names the first flag out of bounds and applies --short's defaults.
@@ -102,6 +104,9 @@ func (f *benchFlags) validate(set map[string]bool) error {
 		if !slices.Contains(benchScenarios, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q (known: %s)", s, strings.Join(benchScenarios, ", "))
 		}
+	}
+	if err := f.procs.validate(f.short, set); err != nil {
+		return err
 	}
 	if len(splitList(f.scenarios)) == 0 {
 		return errors.New("--scenarios: name at least one scenario")
@@ -191,6 +196,12 @@ func (b *bencher) run(ctx context.Context, name string) ([]figure, error) {
 		return b.claimDone(ctx, name, benchBatchedClaimMax)
 	case "latency":
 		return b.latency(ctx)
+	case "real_workers":
+		return b.realWorkers(ctx)
+	case "failover":
+		return b.failover(ctx)
+	case "large_store":
+		return b.largeStore(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }

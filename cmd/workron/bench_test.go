@@ -20,8 +20,10 @@ func TestBench(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var stdout, stderr bytes.Buffer
-	args := []string{"--short", "--jobs", "300", "--clients", "16", "--rate", "100", "--duration", "1s", "-o", "json"}
+	var stdout bytes.Buffer
+	var stderr syncBuffer // the in-process nodes' loggers write to it at once
+	args := []string{"--short", "--jobs", "300", "--clients", "16", "--rate", "100", "--duration", "1s", "-o", "json",
+		"--scenarios", "submit_single,submit_batch,claim_done,claim_done_piggyback,claim_done_batched,latency"} // TestBenchProcesses runs the rest
 	if err := runBench(ctx, args, &stdout, &stderr); err != nil {
 		t.Fatalf("runBench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
@@ -36,8 +38,46 @@ func TestBench(t *testing.T) {
 		}
 		got = append(got, fg.Figure)
 	}
-	want := []string{"submit_single", "submit_single_follower", "submit_batch", "claim_done", "claim_done_batched",
+	want := []string{"submit_single", "submit_single_follower", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched",
 		"latency_p50", "latency_p99", "latency_max"}
+	if !slices.Equal(got, want) {
+		t.Errorf("figures = %v, want %v", got, want)
+	}
+}
+
+// TestBenchProcesses runs the scenarios that start real workron processes
+// (real_workers, failover, large_store) in --short mode, from a workron
+// binary built for the test, and asserts only that the correctness checks
+// pass and every figure is reported; speed is never asserted.
+func TestBenchProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts server and worker processes and kills a leader")
+	}
+	bin := workronBinary(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	var stdout bytes.Buffer
+	var stderr syncBuffer // the in-process nodes' loggers write to it at once
+	args := []string{"--short", "--jobs", "300", "--clients", "16", "-o", "json", "--bin", bin,
+		"--scenarios", "real_workers,failover,large_store"}
+	if err := runBench(ctx, args, &stdout, &stderr); err != nil {
+		t.Fatalf("runBench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+	}
+	var got []string
+	for line := range strings.Lines(stdout.String()) {
+		var fg figure
+		if err := json.Unmarshal([]byte(line), &fg); err != nil {
+			t.Fatalf("output line %q is not a figure: %v", line, err)
+		}
+		if !fg.Correct {
+			t.Errorf("figure %s is not correct: %s", fg.Figure, fg.Problems)
+		}
+		got = append(got, fg.Figure)
+	}
+	want := []string{"fork_exec_ceiling", "real_workers", "failover_median", "failover_max",
+		"large_store_claim_done_empty", "large_store_fill", "large_store_claim_done", "large_store_claim_done_vs_empty",
+		"large_store_rss_n1", "large_store_rss_n2", "large_store_rss_n3", "large_store_disk_per_job",
+		"large_store_restart", "large_store_restart_clean"}
 	if !slices.Equal(got, want) {
 		t.Errorf("figures = %v, want %v", got, want)
 	}
@@ -50,6 +90,9 @@ func TestBenchFlags(t *testing.T) {
 		{"--rate", "-1"},
 		{"--scenarios", "submit_single,nope"},
 		{"-o", "yaml"},
+		{"--failover-rounds", "0"},
+		{"--large-jobs", "-1"},
+		{"--proc-raft-timeout", "1ms"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if err := runBench(context.Background(), args, &stdout, &stderr); err == nil {
