@@ -9,6 +9,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -344,21 +345,24 @@ func (n *Node) closeStores() {
 func dirtyMarker(statePath string) string { return statePath + ".open" }
 
 // openState opens the state file. Without StateFsync, a file that a crash
-// left open is not trusted: nothing says its pages reached the disk, and
-// bbolt cannot check a damaged file without crashing. It is set aside (as
-// state.db.unclean) and the state is rebuilt from the newest snapshot and
-// the Raft log, which are fsync'd; see catchUpFromSnapshot.
+// left open (its marker is still there) is trusted only if the machine has
+// not rebooted since: after a process crash the kernel still holds every
+// page it was given. After a reboot nothing says those pages reached the
+// disk, and bbolt cannot check a damaged file without crashing, so the file
+// is removed and the state rebuilt from the newest snapshot and the Raft
+// log, which are fsync'd; see catchUpFromSnapshot.
 func (n *Node) openState(path string) (*store.Store, error) {
 	opts := store.Options{NoSync: !n.cfg.StateFsync}
 	if !opts.NoSync {
 		return store.Open(path, opts)
 	}
 	marker := dirtyMarker(path)
-	if _, err := os.Stat(marker); err == nil {
+	boot := bootID()
+	if was, err := os.ReadFile(marker); err == nil && (boot == "" || string(was) != boot) {
 		if _, err := os.Stat(path); err == nil {
-			n.logger.Warn("state file was not closed cleanly; rebuilding it from the snapshot and the Raft log", "moved_to", path+".unclean")
-			if err := os.Rename(path, path+".unclean"); err != nil {
-				return nil, fmt.Errorf("set aside unclean state file: %w", err)
+			n.logger.Warn("state file was left open before a reboot (or by another machine); rebuilding it from the snapshot and the Raft log")
+			if err := os.Remove(path); err != nil {
+				return nil, fmt.Errorf("remove unsynced state file: %w", err)
 			}
 		}
 	}
@@ -366,11 +370,20 @@ func (n *Node) openState(path string) (*store.Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+	if err := os.WriteFile(marker, []byte(boot), 0o600); err != nil {
 		st.Close()
 		return nil, fmt.Errorf("write %s: %w", marker, err)
 	}
 	return st, nil
+}
+
+// bootID names this boot of the machine ("" where the kernel does not say).
+func bootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // FSM is the node's state machine, for reads.

@@ -49,9 +49,10 @@ func TestStateFileDamagedByACrashIsRebuilt(t *testing.T) {
 			if err := n.Shutdown(); err != nil {
 				t.Fatal(err)
 			}
-			// Simulate the crash: the marker stays and the file is broken.
+			// Simulate a crash and a reboot: the marker stays, written by
+			// another boot, and the file is broken.
 			statePath := filepath.Join(dir, "state.db")
-			if err := os.WriteFile(statePath+".open", nil, 0o600); err != nil {
+			if err := os.WriteFile(statePath+".open", []byte("an-earlier-boot"), 0o600); err != nil {
 				t.Fatal(err)
 			}
 			damage.do(t, statePath)
@@ -75,8 +76,8 @@ func TestStateFileDamagedByACrashIsRebuilt(t *testing.T) {
 			if err := n.FSM().Check(); err != nil {
 				t.Fatalf("rebuilt state: %v", err)
 			}
-			if _, err := os.Stat(statePath + ".unclean"); err != nil {
-				t.Fatalf("unclean file not set aside: %v", err)
+			if _, err := os.Stat(statePath + ".open"); err != nil {
+				t.Fatalf("no open-marker while the node runs: %v", err)
 			}
 		})
 	}
@@ -104,5 +105,55 @@ func overwrite(t *testing.T, path string, off, n int, b byte) {
 	}
 	if _, err := f.WriteAt(buf, int64(off)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestStateFileLeftByAProcessCrashIsKept: the same boot means the kernel
+// still holds every page the crashed process wrote, so the file is reused.
+func TestStateFileLeftByAProcessCrashIsKept(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "n1")
+	cfg := raftnode.DefaultConfig()
+	cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Bootstrap = "n1", "127.0.0.1:0", dir, true
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
+	cfg.RaftLogLevel = "OFF"
+	n, err := raftnode.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, leads(n))
+	register(t, n, "w1")
+	marker := filepath.Join(dir, "state.db.open")
+	boot, err := os.ReadFile(marker)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if len(boot) == 0 {
+		t.Skip("this kernel gives no boot id: every crash rebuilds")
+	}
+	// The crash: the marker of this boot stays.
+	if err := os.WriteFile(marker, boot, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.Stat(filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err = raftnode.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Shutdown()
+	after, err := os.Stat(filepath.Join(dir, "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(before, after) {
+		t.Fatal("the state file of a process crash was replaced, not reused")
+	}
+	if _, err := n.FSM().Worker("w1"); err != nil {
+		t.Fatalf("state lost: %v", err)
 	}
 }
