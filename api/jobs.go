@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/http"
@@ -287,7 +288,20 @@ func (s *Server) jobCommand(w http.ResponseWriter, r *http.Request, cmd fsm.Cmd)
 // knownJob answers 404 for a request about a job this (leading) node does
 // not have, so that a mistyped id costs no log entry. The FSM checks again.
 func (s *Server) knownJob(w http.ResponseWriter, r *http.Request) bool {
-	if _, err := s.state.Job(r.PathValue("id")); err != nil {
+	_, err := s.state.Job(r.PathValue("id"))
+	if errors.Is(err, fsm.ErrNotFound) {
+		// A leader fresh from an election may not have applied the job's
+		// submit yet: only a caught-up leader may say it does not exist.
+		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+		verr := s.node.VerifyLeader(ctx)
+		cancel()
+		if verr != nil {
+			err = verr
+		} else {
+			_, err = s.state.Job(r.PathValue("id"))
+		}
+	}
+	if err != nil {
 		s.fail(w, r, err)
 		return false
 	}

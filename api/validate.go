@@ -276,6 +276,7 @@ func toWire(j *store.Job, now int64) wire.Job {
 		out.AttemptHistory = append(out.AttemptHistory, wire.Attempt{
 			Attempt: a.Attempt, WorkerID: a.WorkerID, Lease: a.Lease, Status: string(a.Status),
 			ExitCode: a.ExitCode, Error: a.Error, Started: time.Unix(0, a.Started).UTC(), Ended: time.Unix(0, a.Ended).UTC(),
+			Expired: a.Expired,
 		})
 	}
 	return out

@@ -105,6 +105,13 @@ func (f *FSM) Applied() uint64 {
 	return f.applied
 }
 
+// LastNow is the time (Unix ns) of the last applied entry: the state's "now".
+func (f *FSM) LastNow() int64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lastNow
+}
+
 // Changed returns a channel closed the next time a job may have become
 // claimable (submitted, retried, unblocked, queue resumed, state restored).
 func (f *FSM) Changed() <-chan struct{} {
@@ -190,6 +197,14 @@ func (f *FSM) Digest() (string, error) {
 	f.stMu.RLock()
 	defer f.stMu.RUnlock()
 	return f.st.Digest()
+}
+
+// DigestAt is Digest with the applied index of the same state, read in one
+// store transaction (see store.Store.DigestAt).
+func (f *FSM) DigestAt() (applied uint64, digest string, err error) {
+	f.stMu.RLock()
+	defer f.stMu.RUnlock()
+	return f.st.DigestAt()
 }
 
 // Check verifies the store's indexes; see store.Check.

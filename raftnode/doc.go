@@ -16,7 +16,18 @@
 // Leadership changes arrive on raft.Config.NotifyCh. On gaining leadership
 // the node waits for a Barrier, so its state machine has applied everything
 // committed, and then runs Config.OnLeader under a context that is cancelled
-// when leadership is lost.
+// when leadership is lost. Until that Barrier has completed, VerifyLeader
+// waits (or fails with ErrNotLeader): a node that won an election may not yet
+// have applied what earlier leaders acknowledged, so its state must not
+// answer reads as the leader's.
+//
+// # Time
+//
+// The leader stamps its time into every entry; the FSM never lets it go
+// back. Node.Now is that time: on gaining leadership the node takes max(own
+// clock, last entry's time) and adds its monotonic clock's elapsed time, so
+// a node whose wall clock lags or jumped neither freezes the log's time nor
+// reads a clock behind it in its leader loops (lease expiry, retries).
 //
 // # Restarts
 //

@@ -91,7 +91,7 @@ func (n *Node) runProposer() {
 // submitEntry stamps the time, hands the entry to Raft, and fans the results
 // out from a goroutine that frees the in-flight slot when Raft is done.
 func (n *Node) submitEntry(batch []*proposal, sem chan struct{}) {
-	e := fsm.Entry{Now: time.Now().UnixNano(), Cmds: make([]fsm.Cmd, len(batch))}
+	e := fsm.Entry{Now: n.clock.Now().UnixNano(), Cmds: make([]fsm.Cmd, len(batch))}
 	for i, p := range batch {
 		e.Cmds[i] = p.cmd
 	}

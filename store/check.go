@@ -52,8 +52,16 @@ func (s *Store) Check() error {
 // Digest is a hash of every bucket's keys and values, in key order. Two
 // nodes that applied the same log to the same index have equal digests.
 func (s *Store) Digest() (string, error) {
+	_, d, err := s.DigestAt()
+	return d, err
+}
+
+// DigestAt is Digest together with the applied index recorded in the same
+// read transaction, so the two always describe the same state.
+func (s *Store) DigestAt() (applied uint64, digest string, err error) {
 	h := sha256.New()
-	err := s.View(func(t *Tx) error {
+	err = s.View(func(t *Tx) error {
+		applied = t.Applied()
 		names := make([]string, 0, len(allBuckets))
 		for _, b := range allBuckets {
 			names = append(names, string(b))
@@ -73,7 +81,7 @@ func (s *Store) Digest() (string, error) {
 		return nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("digest: %w", err)
+		return 0, "", fmt.Errorf("digest: %w", err)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return applied, hex.EncodeToString(h.Sum(nil)), nil
 }

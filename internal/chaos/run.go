@@ -1,0 +1,553 @@
+//go:build unix
+
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+)
+
+// Config configures a run.
+type Config struct {
+	// Seed drives every random choice of the harness (faults, their
+	// targets and timing, the job mix). Timing still depends on the
+	// machine, so a replay repeats the same faults in the same order, not
+	// the same interleaving. Defaults to the time.
+	Seed uint64
+	// Duration is how long load and faults run. Defaults to 90s.
+	Duration time.Duration
+	// Nodes is 3 or 5. Defaults to 3.
+	Nodes int
+	// RealWorkers is how many `workron worker` processes run beside the
+	// virtual workers. Defaults to 2.
+	RealWorkers int
+	// VirtualWorkers is how many recorded workers the harness runs.
+	// Defaults to 6.
+	VirtualWorkers int
+	// SubmitRate is jobs submitted per second. Defaults to 8, about what the
+	// workers finish under faults: a higher rate builds a backlog that the
+	// drain must then work off.
+	SubmitRate float64
+	// Faults are the fault kinds to inject (see AllFaults); nil means all
+	// that the machine allows, none means a run without faults.
+	Faults []string
+	// NoNetns runs on loopback even as root (no network faults).
+	NoNetns bool
+	// Dir holds data, logs and the history. Defaults to a new temporary
+	// directory, removed after a clean run.
+	Dir string
+	// Bin is the workron binary; built (without -race) when empty.
+	Bin string
+	// DrainTimeout is how long the drain after healing may go without any
+	// job finishing before the harness stops waiting for the rest.
+	// Defaults to 60s.
+	DrainTimeout time.Duration
+	// Log receives progress lines. Defaults to os.Stderr.
+	Log io.Writer
+}
+
+// Report is what a run found.
+type Report struct {
+	Seed     uint64        `json:"seed"`
+	Nodes    int           `json:"nodes"`
+	Duration time.Duration `json:"duration_ns"`
+	Elapsed  time.Duration `json:"elapsed_ns"`
+	Network  string        `json:"network"`
+	Dir      string        `json:"dir"`
+
+	Faults      map[string]int `json:"faults"`
+	FaultsTotal int            `json:"faults_total"`
+	FaultErrors []string       `json:"fault_errors,omitempty"`
+
+	Submitted int `json:"submitted"` // jobs the load meant to submit
+	Accepted  int `json:"accepted"`  // of them, answered with a 2xx
+	Jobs      int `json:"jobs"`      // jobs the cluster has
+	Done      int `json:"done"`
+	Failed    int `json:"failed"`
+	Pending   int `json:"pending"` // waiting for a retry due later
+
+	Requests     int64  `json:"requests"`
+	Ops          int    `json:"ops"`           // recorded operations
+	UnknownOps   int    `json:"unknown_ops"`   // of them with an unknown outcome
+	Synthesized  int    `json:"synthesized"`   // unknown claims matched to attempts
+	Linearizable int    `json:"linearizable"`  // jobs whose history was checked
+	Abandoned    int64  `json:"abandoned"`     // jobs a virtual worker walked away from
+	AppliedIndex uint64 `json:"applied_index"` // every node's, at the end
+	Digest       string `json:"digest"`
+
+	Anomalies      []string `json:"anomalies"`
+	Visualizations []string `json:"visualizations,omitempty"`
+}
+
+// OK reports whether the run found no anomaly.
+func (r *Report) OK() bool { return len(r.Anomalies) == 0 }
+
+func (c *Config) defaults() {
+	if c.Seed == 0 {
+		c.Seed = uint64(time.Now().UnixNano())
+	}
+	if c.Duration == 0 {
+		c.Duration = 90 * time.Second
+	}
+	if c.Nodes == 0 {
+		c.Nodes = 3
+	}
+	if c.RealWorkers == 0 {
+		c.RealWorkers = 2
+	}
+	if c.VirtualWorkers == 0 {
+		c.VirtualWorkers = 6
+	}
+	if c.SubmitRate == 0 {
+		c.SubmitRate = 8
+	}
+	if c.DrainTimeout == 0 {
+		c.DrainTimeout = 60 * time.Second
+	}
+	if c.Log == nil {
+		c.Log = os.Stderr
+	}
+}
+
+// Run starts a cluster, runs the load and faults, heals, waits for
+// quiescence and checks. The error is for a harness that could not run;
+// what the run found is in the report.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.defaults()
+	if cfg.Nodes != 3 && cfg.Nodes != 5 {
+		return nil, fmt.Errorf("chaos: nodes must be 3 or 5, got %d", cfg.Nodes)
+	}
+	for _, f := range cfg.Faults {
+		if !slices.Contains(AllFaults, f) {
+			return nil, fmt.Errorf("chaos: unknown fault %q (known: %s)", f, strings.Join(AllFaults, ", "))
+		}
+	}
+	r := &runner{cfg: cfg, begin: time.Now(), rep: &Report{Seed: cfg.Seed, Nodes: cfg.Nodes, Duration: cfg.Duration}}
+	r.logf("seed %d (replay: --seed %d), %d nodes, %s of faults", cfg.Seed, cfg.Seed, cfg.Nodes, cfg.Duration)
+	removeDir, err := r.prepare()
+	if err != nil {
+		return nil, err
+	}
+	nw, netOK, err := openNetwork(r.cfg, r.logf)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := nw.close(); err != nil {
+			r.logf("removing the network: %v", err)
+		}
+	}()
+	r.rep.Network = nw.describe()
+	r.c = newCluster(r.cfg.Dir, r.cfg.Bin, nw, cfg.Nodes, cfg.RealWorkers, r.logf)
+	defer r.c.stopAll()
+	if err := startAll(ctx, r.c); err != nil {
+		return r.rep, err
+	}
+	defer r.c.hc.CloseIdleConnections()
+	r.l = newLoad(r.c, newRecorder(), cfg.Seed, cfg.VirtualWorkers)
+	defer r.l.closeIdle()
+	r.in = newInjector(r.c, r.l, netOK, r.logf)
+
+	r.loadAndFaults(ctx, r.usableFaults(netOK))
+	r.check(ctx)
+	r.rep.Elapsed = time.Since(r.begin)
+	if r.rep.OK() && removeDir {
+		r.c.stopAll()
+		_ = os.RemoveAll(r.cfg.Dir)
+		r.rep.Dir = ""
+	}
+	return r.rep, nil
+}
+
+// runner is one run's state.
+type runner struct {
+	cfg   Config
+	begin time.Time
+	rep   *Report
+	logMu sync.Mutex
+	c     *cluster
+	l     *load
+	in    *injector
+}
+
+func (r *runner) logf(format string, args ...any) {
+	r.logMu.Lock()
+	defer r.logMu.Unlock()
+	fmt.Fprintf(r.cfg.Log, "chaos %6.1fs "+format+"\n", append([]any{time.Since(r.begin).Seconds()}, args...)...)
+}
+
+// prepare makes the directory (reporting whether to remove it after a
+// clean run) and the binary.
+func (r *runner) prepare() (bool, error) {
+	removeDir := false
+	if r.cfg.Dir == "" {
+		d, err := os.MkdirTemp("", "workron-chaos-")
+		if err != nil {
+			return false, err
+		}
+		r.cfg.Dir, removeDir = d, true
+	} else if err := os.MkdirAll(r.cfg.Dir, 0o755); err != nil {
+		return false, err
+	}
+	r.rep.Dir = r.cfg.Dir
+	if r.cfg.Bin == "" {
+		bin, err := buildBinary(r.cfg.Dir)
+		if err != nil {
+			return false, err
+		}
+		r.cfg.Bin = bin
+	}
+	return removeDir, nil
+}
+
+// usableFaults are the configured faults the network allows.
+func (r *runner) usableFaults(netOK bool) []string {
+	faults := r.cfg.Faults
+	if faults == nil {
+		faults = AllFaults
+	}
+	if netOK {
+		return faults
+	}
+	var kept []string
+	for _, f := range faults {
+		if !slices.Contains(networkFaults, f) {
+			kept = append(kept, f)
+		}
+	}
+	if len(kept) < len(faults) {
+		r.logf("without network namespaces these faults are left out: %s", strings.Join(networkFaults, ", "))
+	}
+	return kept
+}
+
+// loadAndFaults runs the load and the faults for the configured duration,
+// heals, lets the workers finish every job, then stops them.
+func (r *runner) loadAndFaults(ctx context.Context, faults []string) {
+	runCtx, stopRun := context.WithCancel(ctx)
+	defer stopRun()
+	var workersWG, loadWG sync.WaitGroup
+	faultCtx, stopFaults := context.WithTimeout(runCtx, r.cfg.Duration)
+	defer stopFaults()
+	loadWG.Go(func() { r.l.submitters(faultCtx, runCtx, r.cfg.SubmitRate) })
+	for i, w := range r.l.vworkers {
+		workersWG.Go(func() { w.run(runCtx, r.cfg.Seed+uint64(i)*7919) })
+	}
+	workersWG.Go(func() { r.l.readers(runCtx, 2) })
+	go r.progress(faultCtx)
+	r.in.run(faultCtx, faults, r.cfg.Seed)
+	<-faultCtx.Done()
+	r.logf("faults over; healing everything")
+	r.in.healAll(ctx)
+	if _, err := r.c.waitLeader(ctx, 30*time.Second); err != nil {
+		r.rep.Anomalies = append(r.rep.Anomalies, "after healing: "+err.Error())
+	}
+	loadWG.Wait() // every submit got its answer (or runCtx ended)
+	r.logf("draining: waiting for every job to finish (giving up after %s without progress)", r.cfg.DrainTimeout)
+	if !waitFinished(ctx, r.c, r.cfg.DrainTimeout, r.logf) {
+		r.logf("draining stalled: no job finished for %s", r.cfg.DrainTimeout)
+	}
+	stopRun()
+	workersWG.Wait()
+	for _, w := range r.c.workers {
+		w.kill()
+	}
+}
+
+func (r *runner) progress(ctx context.Context) {
+	tick := time.NewTicker(15 * time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			r.l.mu.Lock()
+			acc := len(r.l.accepted)
+			r.l.mu.Unlock()
+			_, total, _ := r.in.summary()
+			r.logf("%d jobs accepted, %d faults so far", acc, total)
+		}
+	}
+}
+
+// check compares the replicas, reads the final state and checks it and the
+// history.
+func (r *runner) check(ctx context.Context) {
+	rep, l := r.rep, r.l
+	rep.AppliedIndex, rep.Digest = checkReplicas(ctx, r.c, rep, r.logf)
+	jobs, err := listAll(ctx, r.c)
+	if err != nil {
+		rep.Anomalies = append(rep.Anomalies, "final listing: "+err.Error())
+	}
+	for _, n := range r.c.nodes {
+		for _, msg := range n.crashList() {
+			rep.Anomalies = append(rep.Anomalies, msg+"; see "+n.log)
+		}
+		if s := panics(n.log); s != "" {
+			rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s logged a panic: %s", n.id, s))
+		}
+	}
+	rep.Faults, rep.FaultsTotal, rep.FaultErrors = r.in.summary()
+	ops := l.rec.history()
+	if err := writeHistory(filepath.Join(r.cfg.Dir, "history.jsonl"), ops); err != nil {
+		r.logf("writing the history: %v", err)
+	}
+	l.mu.Lock()
+	in := checkInput{ops: ops, specs: l.specs, accepted: l.accepted, jobs: jobs, virtual: l.isVirtual,
+		dir: r.cfg.Dir, timeout: 20 * time.Second}
+	rep.Submitted, rep.Accepted = len(l.specs), len(l.accepted)
+	rep.Anomalies = append(rep.Anomalies, l.invalid...)
+	l.mu.Unlock()
+	var vids []string
+	for _, w := range l.vworkers {
+		vids = append(vids, w.id)
+		rep.Abandoned += w.abandoned.Load()
+	}
+	if err := saveRun(r.cfg.Dir, in, vids); err != nil {
+		r.logf("saving the final state: %v", err)
+	}
+	r.logf("checking %d jobs and %d recorded operations", len(jobs), len(ops))
+	res := checkJobs(in)
+	rep.Jobs, rep.Done, rep.Failed, rep.Pending = res.Jobs, res.Done, res.Failed, res.Pending
+	rep.Ops, rep.UnknownOps, rep.Synthesized, rep.Linearizable = res.Ops, res.Unknown, res.Synthesized, res.Checked
+	rep.Anomalies = append(rep.Anomalies, res.Anomalies...)
+	rep.Visualizations = res.Visualizations
+	rep.Requests = l.stats.submits.Load() + l.stats.claims.Load() + l.stats.heartbeats.Load() + l.stats.reports.Load() + l.stats.gets.Load()
+}
+
+// buildBinary builds ./cmd/workron (without -race) into dir.
+func buildBinary(dir string) (string, error) {
+	bin := filepath.Join(dir, "workron")
+	cmd := exec.Command("go", "build", "-o", bin, "github.com/workron/workron/cmd/workron")
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+func openNetwork(cfg Config, logf func(string, ...any)) (network, bool, error) {
+	if !cfg.NoNetns {
+		nw, err := newNsNet(cfg.Nodes, cfg.RealWorkers)
+		if err == nil {
+			return nw, true, nil
+		}
+		if !errors.Is(err, errNoNetworkFaults) {
+			return nil, false, err
+		}
+		logf("NOTE: %v; running on loopback without partitions (run as root for them)", err)
+	}
+	nw, err := newLoopNet(cfg.Nodes)
+	return nw, false, err
+}
+
+func startAll(ctx context.Context, c *cluster) error {
+	for _, n := range c.nodes {
+		if err := n.start(c.nodeArgs(n)); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.nodes {
+		if err := c.waitServing(ctx, n, 20*time.Second); err != nil {
+			return err
+		}
+	}
+	if _, err := c.waitLeader(ctx, 20*time.Second); err != nil {
+		return err
+	}
+	for i := range c.workers {
+		if err := c.startWorker(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// waitFinished polls the queue's counts until every job of the load is
+// done or failed, and gives up once stall passes without any job finishing:
+// a backlog that drains slowly is waited for, a stuck one is not.
+func waitFinished(ctx context.Context, c *cluster, stall time.Duration, logf func(string, ...any)) bool {
+	progress, lastLog, finished := time.Now(), time.Now(), -1
+	for {
+		counts, err := queueCounts(ctx, c)
+		if err == nil {
+			total := 0
+			for _, n := range counts {
+				total += n
+			}
+			done := counts[wire.StatusDone] + counts[wire.StatusFailed] + counts[wire.StatusCancelled]
+			if done == total {
+				return true
+			}
+			if done > finished {
+				finished, progress = done, time.Now()
+			}
+			if time.Since(lastLog) > 10*time.Second {
+				logf("draining: %v", counts)
+				lastLog = time.Now()
+			}
+		}
+		if time.Since(progress) > stall {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// queueCounts reads the chaos queue's jobs by status (GET /queues).
+func queueCounts(ctx context.Context, c *cluster) (map[string]int, error) {
+	var out struct {
+		Queues []struct {
+			Name   string         `json:"name"`
+			Counts map[string]int `json:"counts"`
+		} `json:"queues"`
+	}
+	var lastErr error
+	for _, n := range c.nodes {
+		status, err := c.getJSON(ctx, n.url+"/queues", &out)
+		if err == nil && status == http.StatusOK {
+			for _, q := range out.Queues {
+				if q.Name == chaosQueue {
+					return q.Counts, nil
+				}
+			}
+			return map[string]int{}, nil
+		}
+		lastErr = fmt.Errorf("GET %s/queues: HTTP %d, %v", n.url, status, err)
+	}
+	return nil, lastErr
+}
+
+// listAll pages through GET /jobs of the queue, as a consistent read,
+// through any node that answers.
+func listAll(ctx context.Context, c *cluster) ([]wire.Job, error) {
+	var lastErr error
+	for attempt := 0; attempt < 20; attempt++ {
+		for _, n := range c.nodes {
+			jobs, err := listFrom(ctx, c, n.url)
+			if err == nil {
+				return jobs, nil
+			}
+			lastErr = err
+		}
+		sleep(ctx, 250*time.Millisecond)
+	}
+	return nil, lastErr
+}
+
+func listFrom(ctx context.Context, c *cluster, base string) ([]wire.Job, error) {
+	var all []wire.Job
+	cursor := ""
+	for {
+		q := url.Values{"limit": {"1000"}, "queue": {chaosQueue}}
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		var page wire.JobList
+		status, err := c.getJSON(ctx, base+"/jobs?"+q.Encode(), &page)
+		if err != nil {
+			return nil, err
+		}
+		if status != http.StatusOK {
+			return nil, fmt.Errorf("GET %s/jobs: HTTP %d", base, status)
+		}
+		all = append(all, page.Jobs...)
+		if page.NextCursor == "" {
+			return all, nil
+		}
+		cursor = page.NextCursor
+	}
+}
+
+// checkReplicas waits until every node has applied the same index twice in
+// a row, with its whole log committed, then compares their digests.
+func checkReplicas(ctx context.Context, c *cluster, rep *Report, logf func(string, ...any)) (uint64, string) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	var prev []wire.Digest
+	for {
+		var ds []wire.Digest
+		for _, n := range c.nodes {
+			var d wire.Digest
+			status, err := c.getJSON(ctx, n.url+"/debug/digest", &d)
+			if err != nil || status != http.StatusOK {
+				ds = nil
+				break
+			}
+			ds = append(ds, d)
+		}
+		if len(ds) == len(c.nodes) && sameIndex(ds) && len(prev) == len(ds) && ds[0].AppliedIndex == prev[0].AppliedIndex {
+			return compareDigests(ds, rep, logf)
+		}
+		prev = ds
+		select {
+		case <-ctx.Done():
+			rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("nodes did not settle on one applied index within 30s: %+v", ds))
+			return 0, ""
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+}
+
+// sameIndex: every node applied the same index, and committed its whole
+// log, the same on every node. (Applied may trail commit by entries that
+// are not commands, like a new leader's no-op.)
+func sameIndex(ds []wire.Digest) bool {
+	for _, d := range ds {
+		if d.AppliedIndex != ds[0].AppliedIndex || d.CommitIndex != ds[0].CommitIndex || d.LastLogIndex != d.CommitIndex || d.AppliedIndex > d.CommitIndex {
+			return false
+		}
+	}
+	return true
+}
+
+func compareDigests(ds []wire.Digest, rep *Report, logf func(string, ...any)) (uint64, string) {
+	var lines []string
+	for _, d := range ds {
+		lines = append(lines, fmt.Sprintf("%s applied %d commit %d last %d digest %.16s check %s",
+			d.NodeID, d.AppliedIndex, d.CommitIndex, d.LastLogIndex, d.Digest, d.Check))
+		if d.Check != "ok" {
+			rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s: store check: %s", d.NodeID, d.Check))
+		}
+		if d.Digest != ds[0].Digest {
+			rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("divergent replicas at applied index %d: %s has digest %s, %s has %s",
+				d.AppliedIndex, ds[0].NodeID, ds[0].Digest, d.NodeID, d.Digest))
+		}
+	}
+	sort.Strings(lines)
+	logf("replicas: %s", strings.Join(lines, "; "))
+	return ds[0].AppliedIndex, ds[0].Digest
+}
+
+// panics returns the first panic line of a log, if any.
+func panics(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, "panic:") || strings.Contains(line, "fatal error:") || strings.HasPrefix(line, "workron: stopping") {
+			return line
+		}
+	}
+	return ""
+}

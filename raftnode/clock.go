@@ -1,0 +1,46 @@
+package raftnode
+
+import (
+	"sync"
+	"time"
+)
+
+// clusterClock is the time a node stamps into the entries it proposes
+// (fsm.Entry.Now) and that its leader loops should read (Node.Now): its own
+// clock, but never behind the time the log has reached.
+//
+// The FSM takes max(entry time, last entry time), so a leader whose clock
+// lags (or jumped back) cannot move the state's time backwards; but its
+// stamps would then freeze the state's time until its clock caught up, and
+// a leader whose loops read a lagging wall clock would not expire leases or
+// release retries that the log's time says are due. So on gaining
+// leadership (after its Barrier) a node takes max(own clock, the FSM's last
+// entry time) as its base and from then on adds the time elapsed on its
+// monotonic clock: the log's time goes on at the real rate whatever the
+// wall clocks of the nodes say.
+type clusterClock struct {
+	now func() time.Time
+
+	mu    sync.Mutex
+	base  int64     // Unix ns, the cluster time at start
+	start time.Time // own clock when base was taken (with its monotonic reading)
+	set   bool
+}
+
+// Now is the cluster time as this node sees it.
+func (c *clusterClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.set {
+		return c.now()
+	}
+	return time.Unix(0, c.base).Add(c.now().Sub(c.start))
+}
+
+// resync restarts the clock from max(own clock, floor).
+func (c *clusterClock) resync(floor int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.now()
+	c.base, c.start, c.set = max(t.UnixNano(), floor), t, true
+}
