@@ -290,7 +290,13 @@ func startBenchCluster(ctx context.Context, b *bencher, stderr io.Writer) (*benc
 		if err != nil {
 			return fail(err)
 		}
-		logger, err := f.logs.logger(stderr)
+		// The nodes' own logs (Raft's complaints while the cluster shuts
+		// down, mostly) would bury the figures: show them only on request.
+		logOut := io.Discard
+		if os.Getenv("WORKRON_BENCH_LOG") != "" {
+			logOut = stderr
+		}
+		logger, err := f.logs.logger(logOut)
 		if err != nil {
 			return fail(err)
 		}
