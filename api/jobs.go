@@ -131,47 +131,8 @@ func (s *Server) checkDependencies(jobs []fsm.NewJob) error {
 			}
 		}
 	}
-	return batchCycle(jobs)
-}
-
-// batchCycle refuses "$N" references that form a cycle, before anything is
-// proposed (the FSM checks again). References are already in range.
-func batchCycle(jobs []fsm.NewJob) error {
-	const (
-		unseen = iota
-		onPath
-		finished
-	)
-	state := make([]int, len(jobs))
-	var visit func(i int, path []string) error
-	visit = func(i int, path []string) error {
-		state[i] = onPath
-		path = append(path, "$"+strconv.Itoa(i))
-		for _, d := range jobs[i].DependsOn {
-			if !strings.HasPrefix(d, "$") {
-				continue
-			}
-			n, _ := strconv.Atoi(d[1:])
-			switch state[n] {
-			case onPath:
-				return invalid(fmt.Sprintf("jobs[%d].depends_on", i), "dependency cycle %s -> $%d", strings.Join(path, " -> "), n)
-			case unseen:
-				if err := visit(n, path); err != nil {
-					return err
-				}
-			}
-		}
-		state[i] = finished
-		return nil
-	}
-	for i := range jobs {
-		if state[i] == unseen {
-			if err := visit(i, nil); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	// Cycles among "$N" references: the FSM's own check, run before proposing.
+	return fsm.CheckBatchCycles(jobs)
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {

@@ -50,7 +50,7 @@ func (a *applier) submit(s *Submit) Result {
 		}
 		existing[i] = j
 	}
-	if err := checkBatchCycles(s.Jobs); err != nil {
+	if err := CheckBatchCycles(s.Jobs); err != nil {
 		return Result{Err: err}
 	}
 	ids := make([]string, len(s.Jobs))
@@ -216,9 +216,10 @@ func dedupe(ss []string) []string {
 	return out
 }
 
-// checkBatchCycles refuses a batch whose "$N" references form a cycle.
+// CheckBatchCycles refuses a batch whose "$N" references form a cycle. The
+// API runs it before proposing; submit runs it again when it applies.
 // Existing jobs cannot depend on new ones, so cycles can only lie inside.
-func checkBatchCycles(jobs []NewJob) error {
+func CheckBatchCycles(jobs []NewJob) error {
 	const (
 		unseen = iota
 		onPath
