@@ -26,16 +26,7 @@ type admission struct {
 }
 
 func (a *admission) run(ctx context.Context) {
-	t := time.NewTicker(a.s.cfg.AdmissionInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			a.runOnce(ctx)
-		}
-	}
+	every(ctx, a.s.cfg.AdmissionInterval, func() { a.runOnce(ctx) })
 }
 
 // runOnce makes one pass and returns how many commands the FSM accepted.

@@ -21,14 +21,20 @@ type reaper struct {
 }
 
 func (r *reaper) run(ctx context.Context) {
-	t := time.NewTicker(r.s.cfg.ReapInterval)
+	every(ctx, r.s.cfg.ReapInterval, func() { r.runOnce(ctx) })
+}
+
+// every calls fn once per interval until ctx ends: the shape of the
+// leader's periodic loops, whose runOnce tests call directly.
+func every(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			r.runOnce(ctx)
+			fn()
 		}
 	}
 }

@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"time"
 
 	"github.com/workron/workron/fsm"
 )
@@ -18,18 +17,11 @@ type sweeper struct {
 }
 
 func (w *sweeper) run(ctx context.Context) {
-	t := time.NewTicker(w.s.cfg.SweepInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			for n := sweepBatch; n == sweepBatch; {
-				n = w.runOnce(ctx)
-			}
+	every(ctx, w.s.cfg.SweepInterval, func() {
+		for n := sweepBatch; n == sweepBatch && ctx.Err() == nil; {
+			n = w.runOnce(ctx)
 		}
-	}
+	})
 }
 
 // runOnce proposes one delete of up to sweepBatch expired jobs and returns
