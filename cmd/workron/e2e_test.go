@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -27,6 +26,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/ports"
 )
 
 // The end-to-end test runs the real binary: three server processes, two
@@ -291,7 +291,7 @@ func startCluster(t *testing.T, bin, dir string, extra ...string) *cluster {
 }
 
 func (c *cluster) tryStart(bin, dir string) error {
-	ports, err := freePorts(6)
+	ports, err := ports.Free(6)
 	if err != nil {
 		return err
 	}
@@ -326,26 +326,6 @@ func (c *cluster) tryStart(bin, dir string) error {
 		}
 	}
 	return nil
-}
-
-// freePorts picks n distinct ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var out []int
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for len(out) < n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("pick a free port: %w", err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
 
 // waitServing waits until the node answers HTTP (so both its listeners are

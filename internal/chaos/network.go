@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/workron/workron/internal/ports"
 )
 
 // errNoNetworkFaults means the network cannot cut links: the harness runs
@@ -50,7 +52,7 @@ type loopNet struct {
 }
 
 func newLoopNet(nodes int) (*loopNet, error) {
-	ports, err := freePorts(2 * nodes)
+	ports, err := ports.Free(2 * nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -71,26 +73,6 @@ func (l *loopNet) heal() error                    { return nil }
 func (l *loopNet) close() error                   { return nil }
 func (l *loopNet) describe() string {
 	return "loopback (127.0.0.1, free ports): no partitions and no real-worker network loss"
-}
-
-// freePorts picks n distinct ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var out []int
-	var lns []net.Listener
-	defer func() {
-		for _, ln := range lns {
-			ln.Close()
-		}
-	}()
-	for len(out) < n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("pick a free port: %w", err)
-		}
-		lns = append(lns, ln)
-		out = append(out, ln.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
 
 // nsNet gives every node and real worker its own network namespace with a
