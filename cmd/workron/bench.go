@@ -1128,10 +1128,7 @@ func (w *benchWorker) runPiggyback(ctx context.Context) {
 	for ctx.Err() == nil {
 		// No long-poll: a worker whose claim comes back empty must not hold
 		// its last report back for the length of a wait.
-		req := wire.ClaimRequest{WorkerID: w.id, Queues: []string{w.queue}, Max: 1}
-		for _, j := range pending {
-			req.Reports = append(req.Reports, wire.BatchReport{JobID: j.ID, Status: wire.StatusDone, ReportRequest: wire.ReportRequest{Lease: j.Lease}})
-		}
+		req := wire.ClaimRequest{WorkerID: w.id, Queues: []string{w.queue}, Max: 1, Reports: doneReports(pending)}
 		var reply struct {
 			Jobs    []jobRef                 `json:"jobs"`
 			Reports []wire.BatchReportResult `json:"reports"`
@@ -1147,20 +1144,7 @@ func (w *benchWorker) runPiggyback(ctx context.Context) {
 			sleepCtx(ctx, 20*time.Millisecond)
 			continue // a repeated report for the same lease is answered like the first
 		}
-		var retry []jobRef
-		for i, r := range reply.Reports {
-			switch {
-			case r.Status == wire.StatusDone:
-				w.t.done(pending[i].ID, pending[i].Lease)
-				w.onDone()
-			case r.Code == "unavailable":
-				retry = append(retry, pending[i])
-			default:
-				w.errs.Add(1)
-				w.b.noteError("report done", http.StatusConflict, fmt.Errorf("%s: %s", r.Code, r.Error))
-			}
-		}
-		pending = retry
+		pending = w.settle(pending, reply.Reports)
 		for _, j := range reply.Jobs {
 			w.t.claimed(j.ID, j.Attempts, j.Lease, at)
 			pending = append(pending, j)
@@ -1180,10 +1164,7 @@ func (w *benchWorker) runPiggyback(ctx context.Context) {
 func (w *benchWorker) reportBatch(ctx context.Context, jobs []jobRef) {
 	left := jobs
 	for try := 0; try < 20 && len(left) > 0 && ctx.Err() == nil; try++ {
-		req := wire.BatchReportRequest{Reports: make([]wire.BatchReport, len(left))}
-		for i, j := range left {
-			req.Reports[i] = wire.BatchReport{JobID: j.ID, Status: wire.StatusDone, ReportRequest: wire.ReportRequest{Lease: j.Lease}}
-		}
+		req := wire.BatchReportRequest{Reports: doneReports(left)}
 		var reply wire.BatchReportResponse
 		st, err := w.b.do(ctx, http.MethodPost, w.base+"/jobs/reports", mustJSON(req), &reply, w.errs)
 		if ctx.Err() != nil {
@@ -1195,21 +1176,36 @@ func (w *benchWorker) reportBatch(ctx context.Context, jobs []jobRef) {
 			sleepCtx(ctx, 50*time.Millisecond)
 			continue
 		}
-		var retry []jobRef
-		for i, r := range reply.Results {
-			switch {
-			case r.Status == wire.StatusDone:
-				w.t.done(left[i].ID, left[i].Lease)
-				w.onDone()
-			case r.Code == "unavailable":
-				retry = append(retry, left[i])
-			default:
-				w.errs.Add(1)
-				w.b.noteError("report done", http.StatusConflict, fmt.Errorf("%s: %s", r.Code, r.Error))
-			}
-		}
-		left = retry
+		left = w.settle(left, reply.Results)
 	}
+}
+
+// doneReports are "done" reports for the attempts of jobs.
+func doneReports(jobs []jobRef) []wire.BatchReport {
+	out := make([]wire.BatchReport, len(jobs))
+	for i, j := range jobs {
+		out[i] = wire.BatchReport{JobID: j.ID, Status: wire.StatusDone, ReportRequest: wire.ReportRequest{Lease: j.Lease}}
+	}
+	return out
+}
+
+// settle records the answers to reports sent for the attempts in sent (in
+// order) and returns the attempts whose outcome is still unknown.
+func (w *benchWorker) settle(sent []jobRef, results []wire.BatchReportResult) []jobRef {
+	var retry []jobRef
+	for i, r := range results {
+		switch {
+		case r.Status == wire.StatusDone:
+			w.t.done(sent[i].ID, sent[i].Lease)
+			w.onDone()
+		case r.Code == "unavailable":
+			retry = append(retry, sent[i])
+		default:
+			w.errs.Add(1)
+			w.b.noteError("report done", http.StatusConflict, fmt.Errorf("%s: %s", r.Code, r.Error))
+		}
+	}
+	return retry
 }
 
 // report sends done for one attempt, retrying while the outcome is not
