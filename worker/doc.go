@@ -43,10 +43,17 @@
 //
 // # Reports and shutdown
 //
-// Success is reported to /done, anything else to /fail with the lease as a
-// fencing token. Transient failures are retried with backoff for up to one
-// lease TTL; a 409 (the job was given to another worker) or 404 drops the
-// report. When Run's context ends the worker stops claiming at once, lets
-// running jobs finish for up to Grace, stops the rest and reports them failed
-// with "worker shutting down", and returns.
+// Success is reported as "done", anything else as "failed", with the lease
+// as a fencing token. A job's slot is free as soon as it ends; its report
+// rides on the worker's next claim (POST /jobs/claim with "reports", which
+// then does not long-poll), or, when no claim takes it within a few
+// milliseconds, goes with the other waiting reports in one POST
+// /jobs/reports. Until the server has answered a report, the worker's
+// heartbeats keep listing its lease. Transient failures are retried with
+// backoff for up to one lease TTL; an answer that the lease is no longer
+// current (the job was given to another worker) or that the job is gone
+// drops the report. When Run's context ends the worker stops claiming at
+// once, lets running jobs finish for up to Grace, stops the rest and reports
+// them failed with "worker shutting down", sends every report still
+// waiting, and returns.
 package worker

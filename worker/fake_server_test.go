@@ -38,6 +38,10 @@ type fakeServer struct {
 	waiting   int             // claims being held open
 	cancels   map[string]bool // job ids to send a cancel action for
 	reports   map[string][]report
+	batches   int           // POST /jobs/reports requests
+	refuse    int           // answer this many more report-carrying requests 503
+	carried   int           // reports that came inside claims
+	carriers  int           // claims that carried reports
 	changed   chan struct{} // closed and replaced when a job is added
 }
 
@@ -59,6 +63,7 @@ func newFakeServer(t *testing.T) *fakeServer {
 	mux.HandleFunc("POST /jobs/claim", f.handleClaim)
 	mux.HandleFunc("POST /jobs/{id}/done", f.handleReport("done"))
 	mux.HandleFunc("POST /jobs/{id}/fail", f.handleReport("fail"))
+	mux.HandleFunc("POST /jobs/reports", f.handleBatchReport)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
@@ -114,6 +119,21 @@ func (f *fakeServer) counts() (registers, beats int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.registers, f.beats
+}
+
+// reportRequests returns how many POST /jobs/reports came, how many
+// claims carried reports and how many reports those claims carried.
+func (f *fakeServer) reportRequests() (batches, carriers, carried int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.batches, f.carriers, f.carried
+}
+
+// refuseReports makes the next n requests that carry reports fail with 503.
+func (f *fakeServer) refuseReports(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.refuse = n
 }
 
 func (f *fakeServer) waitingClaims() int {
@@ -214,6 +234,23 @@ func (f *fakeServer) handleClaim(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid", err.Error())
 		return
 	}
+	var results []wire.BatchReportResult
+	if len(req.Reports) > 0 {
+		f.mu.Lock()
+		refused := f.refuse > 0
+		if refused {
+			f.refuse--
+		} else {
+			f.carried += len(req.Reports)
+			f.carriers++
+			results = f.applyReports(req.Reports)
+		}
+		f.mu.Unlock()
+		if refused {
+			writeError(w, http.StatusServiceUnavailable, "unavailable", "no leader")
+			return
+		}
+	}
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
 	f.mu.Lock()
@@ -227,13 +264,13 @@ func (f *fakeServer) handleClaim(w http.ResponseWriter, r *http.Request) {
 	for {
 		jobs, changed := f.lease(req)
 		if len(jobs) > 0 {
-			writeJSON(w, http.StatusOK, wire.ClaimResponse{Jobs: jobs, LeaseTTLMillis: f.ttl.Milliseconds()})
+			writeJSON(w, http.StatusOK, wire.ClaimResponse{Jobs: jobs, LeaseTTLMillis: f.ttl.Milliseconds(), Reports: results})
 			return
 		}
 		select {
 		case <-changed:
 		case <-timer.C:
-			writeJSON(w, http.StatusOK, wire.ClaimResponse{Jobs: []wire.Job{}, LeaseTTLMillis: f.ttl.Milliseconds()})
+			writeJSON(w, http.StatusOK, wire.ClaimResponse{Jobs: []wire.Job{}, LeaseTTLMillis: f.ttl.Milliseconds(), Reports: results})
 			return
 		case <-r.Context().Done():
 			return
@@ -274,29 +311,73 @@ func (f *fakeServer) handleReport(kind string) http.HandlerFunc {
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
-		id := r.PathValue("id")
-		job, ok := f.jobs[id]
-		if !ok {
-			writeError(w, http.StatusNotFound, "not_found", "no such job")
+		job, status, code := f.applyReport(r.PathValue("id"), kind, req)
+		if status != http.StatusOK {
+			writeError(w, status, code, "report refused: "+code)
 			return
 		}
-		if req.Lease != job.Lease || (job.Status != wire.StatusRunning && job.Status != wire.StatusCancelling) {
-			f.reports[id] = append(f.reports[id], report{Kind: kind, Req: req, Status: http.StatusConflict})
-			writeError(w, http.StatusConflict, "stale_lease", "lease is not current")
-			return
-		}
-		f.reports[id] = append(f.reports[id], report{Kind: kind, Req: req, Status: http.StatusOK})
-		job.ExitCode, job.Output, job.LastError = req.ExitCode, req.Output, req.Error
-		switch {
-		case kind == "done":
-			job.Status = wire.StatusDone
-		case job.Status == wire.StatusCancelling && req.Retry != nil && !*req.Retry:
-			job.Status = wire.StatusCancelled
-		default:
-			job.Status = wire.StatusFailed
-		}
-		writeJSON(w, http.StatusOK, *job)
+		writeJSON(w, http.StatusOK, job)
 	}
+}
+
+// handleBatchReport serves POST /jobs/reports.
+func (f *fakeServer) handleBatchReport(w http.ResponseWriter, r *http.Request) {
+	var req wire.BatchReportRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		writeError(w, http.StatusBadRequest, "invalid_json", err.Error())
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.batches++
+	if f.refuse > 0 {
+		f.refuse--
+		writeError(w, http.StatusServiceUnavailable, "unavailable", "no leader")
+		return
+	}
+	writeJSON(w, http.StatusOK, wire.BatchReportResponse{Results: f.applyReports(req.Reports)})
+}
+
+// applyReports records reports (sent alone or inside a claim) with
+// f.mu held and answers each.
+func (f *fakeServer) applyReports(reps []wire.BatchReport) []wire.BatchReportResult {
+	out := make([]wire.BatchReportResult, len(reps))
+	for i, br := range reps {
+		kind := "done"
+		if br.Status == wire.StatusFailed {
+			kind = "fail"
+		}
+		job, _, code := f.applyReport(br.JobID, kind, br.ReportRequest)
+		out[i] = wire.BatchReportResult{JobID: br.JobID, Status: string(job.Status), Code: code}
+		if code != "" {
+			out[i].Error = "report refused: " + code
+		}
+	}
+	return out
+}
+
+// applyReport records one report with f.mu held and returns the job, the
+// HTTP status of the answer and its error code.
+func (f *fakeServer) applyReport(id, kind string, req wire.ReportRequest) (wire.Job, int, string) {
+	job, ok := f.jobs[id]
+	if !ok {
+		return wire.Job{}, http.StatusNotFound, "not_found"
+	}
+	if req.Lease != job.Lease || (job.Status != wire.StatusRunning && job.Status != wire.StatusCancelling) {
+		f.reports[id] = append(f.reports[id], report{Kind: kind, Req: req, Status: http.StatusConflict})
+		return wire.Job{}, http.StatusConflict, "stale_lease"
+	}
+	f.reports[id] = append(f.reports[id], report{Kind: kind, Req: req, Status: http.StatusOK})
+	job.ExitCode, job.Output, job.LastError = req.ExitCode, req.Output, req.Error
+	switch {
+	case kind == "done":
+		job.Status = wire.StatusDone
+	case job.Status == wire.StatusCancelling && req.Retry != nil && !*req.Retry:
+		job.Status = wire.StatusCancelled
+	default:
+		job.Status = wire.StatusFailed
+	}
+	return *job, http.StatusOK, ""
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

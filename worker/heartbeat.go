@@ -9,12 +9,13 @@ import (
 )
 
 // heartbeatLoop renews the worker's leases every third of the lease TTL
-// while any job runs, until ctx ends. It sleeps while the worker is idle.
+// while it holds any (a job runs or waits for its report's answer), until
+// ctx ends. It sleeps while the worker is idle.
 func (w *Worker) heartbeatLoop(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
 	for {
-		if w.runningCount() == 0 {
+		if !w.busy() {
 			select {
 			case <-ctx.Done():
 				return
@@ -30,7 +31,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 				return
 			case <-t.C:
 			}
-			if w.runningCount() == 0 {
+			if !w.busy() {
 				break
 			}
 			if err := w.heartbeatOnce(ctx); err != nil {
@@ -64,13 +65,20 @@ func (w *Worker) heartbeatOnce(ctx context.Context) error {
 	return nil
 }
 
-// runningLeases lists the attempts this worker is running, for a heartbeat.
+// runningLeases lists the attempts this worker holds, for a heartbeat: those
+// running and those whose reports have not been answered yet.
 func (w *Worker) runningLeases() []wire.JobLease {
+	out := w.reports.leases()
+	seen := make(map[wire.JobLease]bool, len(out))
+	for _, jl := range out {
+		seen[jl] = true
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]wire.JobLease, 0, len(w.running))
 	for _, t := range w.running {
-		out = append(out, wire.JobLease{JobID: t.job.ID, Lease: t.job.Lease})
+		if jl := (wire.JobLease{JobID: t.job.ID, Lease: t.job.Lease}); !seen[jl] {
+			out = append(out, jl)
+		}
 	}
 	return out
 }

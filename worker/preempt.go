@@ -111,7 +111,7 @@ func (ck *checkpoint) remove() {
 func (w *Worker) settle(ctx context.Context, log *slog.Logger, job wire.Job, out outcome, ck *checkpoint) {
 	var pe *preemptError
 	if !errors.As(out.err, &pe) {
-		w.report(ctx, log, job, out)
+		w.queueReport(log, job, out)
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, w.currentLeaseTTL())

@@ -49,6 +49,51 @@ func TestRun(t *testing.T) {
 		}
 	})
 
+	t.Run("ReportsRideOnClaimsAndGoInBatches", func(t *testing.T) {
+		f := newFakeServer(t)
+		cfg := testConfig(t, f.URL)
+		cfg.Concurrency = 4
+		startWorker(t, cfg, func(w *worker.Worker) {
+			w.Handle("noop", func(context.Context, *worker.Job) error { return nil })
+		})
+		const n = 60
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = f.add(wire.Job{Type: "noop"})
+		}
+		for _, id := range ids {
+			if rep := f.waitReport(t, id); rep.Kind != "done" || rep.Status != 200 {
+				t.Fatalf("job %s: report %+v, want done answered 200", id, rep)
+			}
+		}
+		for _, id := range ids {
+			if reps := f.reportsOf(id); len(reps) != 1 {
+				t.Fatalf("job %s reported %d times, want once: %+v", id, len(reps), reps)
+			}
+		}
+		batches, carriers, carried := f.reportRequests()
+		if carried == 0 {
+			t.Fatalf("no report rode on a claim (%d sent in %d batches)", n, batches)
+		}
+		if carriers+batches >= n {
+			t.Fatalf("%d reports took %d claims and %d batch requests: they were not batched", n, carriers, batches)
+		}
+	})
+
+	t.Run("RefusedReportsAreSentAgain", func(t *testing.T) {
+		f := newFakeServer(t)
+		f.refuseReports(3)
+		startWorker(t, testConfig(t, f.URL), nil)
+		id := f.add(wire.Job{Command: "echo once"})
+		rep := f.waitReport(t, id)
+		if rep.Kind != "done" || rep.Status != 200 || rep.Req.Output != "once\n" {
+			t.Fatalf("report = %+v, want done answered 200", rep)
+		}
+		if reps := f.reportsOf(id); len(reps) != 1 {
+			t.Fatalf("reports = %+v, want one", reps)
+		}
+	})
+
 	t.Run("RegistersAgainWhenTheServerForgetsIt", func(t *testing.T) {
 		f := newFakeServer(t)
 		cfg := testConfig(t, f.URL)

@@ -60,6 +60,7 @@ type Worker struct {
 	mu       sync.Mutex
 	handlers map[string]HandlerFunc
 	running  map[string]*task // by job id
+	reports  *reportQueue
 
 	jobs      sync.WaitGroup
 	slotFreed chan struct{} // cap 1: a task ended
@@ -82,6 +83,7 @@ func New(cfg Config) (*Worker, error) {
 		client:    cfg.Client,
 		handlers:  make(map[string]HandlerFunc),
 		running:   make(map[string]*task),
+		reports:   newReportQueue(),
 		slotFreed: make(chan struct{}, 1),
 		jobsBegan: make(chan struct{}, 1),
 	}
@@ -140,16 +142,24 @@ func (w *Worker) Run(ctx context.Context) error {
 	hbCtx, stopHeartbeats := context.WithCancel(base)
 	var hb sync.WaitGroup
 	hb.Go(func() { w.heartbeatLoop(hbCtx) })
+	closing := make(chan struct{})
+	var reporter sync.WaitGroup
+	reporter.Go(func() { w.reportLoop(base, closing) })
 
 	w.claimLoop(ctx, base, jobCtx)
 	w.drain(hardStop)
+	close(closing)
+	reporter.Wait()
 	stopHeartbeats()
 	hb.Wait()
 	w.log.Info("worker stopped")
 	return nil
 }
 
-// claimLoop claims jobs while there are free slots, until ctx ends.
+// claimLoop claims jobs while there are free slots, until ctx ends. Each
+// claim carries the reports still queued, so a busy worker reports and
+// claims in one round trip; such a claim does not long-poll, so the
+// reports' answers come back at once.
 func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 	bo := newBackoff(100*time.Millisecond, 5*time.Second)
 	for {
@@ -157,15 +167,21 @@ func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 		if !ok {
 			return
 		}
-		began := time.Now()
-		resp, err := w.client.Claim(ctx, wire.ClaimRequest{
+		reps := w.reports.take(wire.MaxBatchReports)
+		req := wire.ClaimRequest{
 			WorkerID: w.cfg.ID,
 			Queues:   w.cfg.Queues,
 			Types:    w.handlerTypes(),
 			Shell:    w.cfg.Shell,
 			Max:      free,
 			Wait:     w.cfg.PollWait.String(),
-		})
+		}
+		if len(reps) > 0 {
+			req.Reports, req.Wait = wireReports(reps), "0s"
+		}
+		began := time.Now()
+		resp, err := w.client.Claim(ctx, req)
+		w.claimAnswered(reps, resp, err)
 		if ctx.Err() != nil {
 			if err == nil {
 				w.startAll(base, jobCtx, resp)
@@ -183,7 +199,7 @@ func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 			continue
 		}
 		w.startAll(base, jobCtx, resp)
-		if len(resp.Jobs) == 0 && time.Since(began) < minPollWait {
+		if len(resp.Jobs) == 0 && len(reps) == 0 && time.Since(began) < minPollWait {
 			// The server answered at once with nothing: do not spin.
 			if !sleep(ctx, bo.next()) {
 				return
@@ -192,6 +208,19 @@ func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 		}
 		bo.reset()
 	}
+}
+
+// claimAnswered settles the reports a claim carried, or queues them again
+// for the reporter when the claim got no answer for them.
+func (w *Worker) claimAnswered(reps []*pendingReport, resp *wire.ClaimResponse, err error) {
+	if len(reps) == 0 {
+		return
+	}
+	if err != nil || len(resp.Reports) != len(reps) {
+		w.reports.putBack(reps, w.currentLeaseTTL())
+		return
+	}
+	w.settleReports(reps, resp.Reports)
 }
 
 func (w *Worker) startAll(base, jobCtx context.Context, resp *wire.ClaimResponse) {
@@ -298,6 +327,12 @@ func (w *Worker) handler(jobType string) HandlerFunc {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.handlers[jobType]
+}
+
+// busy reports whether the worker holds any lease: a job runs, or its
+// report has not been answered yet.
+func (w *Worker) busy() bool {
+	return w.runningCount() > 0 || len(w.reports.leases()) > 0
 }
 
 func (w *Worker) runningCount() int {

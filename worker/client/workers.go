@@ -117,6 +117,27 @@ func (c *Client) Fail(ctx context.Context, id string, rep wire.ReportRequest) (*
 	return job, nil
 }
 
+// Reports ends several attempts in one request (POST /jobs/reports, at most
+// wire.MaxBatchReports) and returns one result per report, in order. Each
+// report stands alone: a result with Code "stale_lease" or "not_found"
+// was not recorded while the others were. Resending is safe: a report is
+// accepted once per lease, and a repeat of an accepted one answers as it
+// did.
+func (c *Client) Reports(ctx context.Context, reports []wire.BatchReport) ([]wire.BatchReportResult, error) {
+	var out wire.BatchReportResponse
+	_, err := c.do(ctx, call{
+		method: http.MethodPost, path: "/jobs/reports",
+		body: wire.BatchReportRequest{Reports: reports}, out: &out, idempotent: true,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("report %d attempts: %w", len(reports), err)
+	}
+	if len(out.Results) != len(reports) {
+		return nil, fmt.Errorf("report %d attempts: the server answered %d results", len(reports), len(out.Results))
+	}
+	return out.Results, nil
+}
+
 func (c *Client) report(ctx context.Context, id, action string, rep wire.ReportRequest) (*wire.Job, error) {
 	if id == "" {
 		return nil, ErrEmptyID
