@@ -40,7 +40,8 @@ const routeAny Role = "any"
 
 // routeRoles is the role each route (as registered with the ServeMux)
 // requires. A route missing from this table requires RoleAdmin: a new
-// route is closed until someone decides who may call it.
+// route is closed until someone decides who may call it. The pprof routes
+// exist only with Config.Pprof.
 var routeRoles = map[string]Role{
 	"POST /jobs":                     RoleClient,
 	"POST /jobs/batch":               RoleClient,
@@ -76,6 +77,8 @@ var routeRoles = map[string]Role{
 	"DELETE /cluster/nodes/{id}":     RoleAdmin,
 	"GET /backup":                    RoleAdmin,
 	"GET /debug/digest":              RoleAdmin,
+	"GET /debug/pprof/":              RoleAdmin,
+	"POST /debug/pprof/symbol":       RoleAdmin,
 	"GET /metrics":                   routeAny, // or open: Config.MetricsOpen
 	"GET /health":                    routeOpen,
 	"GET /ui":                        routeOpen, // static files; the page sends the token

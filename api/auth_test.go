@@ -104,6 +104,7 @@ func authEnv(t *testing.T, mutate func(*Config)) (*schedEnv, *bytes.Buffer) {
 		c.Auth = testTokens(t)
 		c.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		c.MaxWait = 0
+		c.Pprof = true // its routes are in the table too
 		if mutate != nil {
 			mutate(c)
 		}

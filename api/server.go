@@ -126,6 +126,10 @@ type Config struct {
 	// claim beyond it does not wait: it takes a ready job if there is one,
 	// else gets 429 with Retry-After. Defaults to 1024.
 	MaxLongPolls int
+	// Pprof serves the Go runtime's profiles (net/http/pprof) under
+	// /debug/pprof/, admin-only with Auth. Defaults to false: the routes are
+	// not registered and answer 404.
+	Pprof bool
 }
 
 // DefaultConfig returns a Config with every optional field at its default.
@@ -303,6 +307,9 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /backup", r(s.handleBackup))
 	s.mux.HandleFunc("GET /debug/digest", s.handleDigest)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
+	if s.cfg.Pprof {
+		s.pprofRoutes()
+	}
 	dashboard := ui.Handler()
 	s.mux.Handle("GET /ui", dashboard)
 	s.mux.Handle("GET /ui/", dashboard)

@@ -28,6 +28,7 @@ type serverFlags struct {
 	stateFsync                      bool
 	snapshotThreshold               uint64
 	maxBatch, maxInflight           int
+	pprof                           bool
 	fsyncDelay, clockOffset         time.Duration // test hooks
 	logs                            logFlags
 	sec                             securityFlags
@@ -54,6 +55,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", 8192, "log entries between snapshots")
 	fs.IntVar(&f.maxBatch, "max-batch", raftnode.DefaultConfig().MaxBatch, "most commands the leader packs into one log entry")
 	fs.IntVar(&f.maxInflight, "max-inflight", raftnode.DefaultConfig().MaxInflight, "most log entries the leader has in flight; more queue up and pack")
+	fs.BoolVar(&f.pprof, "pprof", false, "serve Go runtime profiles (net/http/pprof) at /debug/pprof/ on the HTTP API; admin token only with --auth-token-file (default off)")
 	// Test hooks for the chaos harness (internal/chaos); never needed in
 	// production.
 	fs.DurationVar(&f.fsyncDelay, "raft-fsync-delay", 0, "test hook: sleep this long before each Raft log write (a slow disk)")
@@ -162,6 +164,7 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	ac.JoinURLs = splitList(f.join)
 	ac.LeaseTTL, ac.MaxWait, ac.ReapInterval = f.leaseTTL, f.maxWait, f.reapInterval
 	ac.Retention, ac.SweepInterval = f.retention, f.sweepInterval
+	ac.Pprof = f.pprof
 	ac.Now = s.node.Now // the cluster time: never behind the log's
 	f.gang.configure(&ac)
 	ac.Logger = logger
