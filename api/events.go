@@ -108,7 +108,7 @@ func (s *Server) jobChanged(ctx context.Context, op fsm.Op, j *store.Job) {
 			msg = "job cancelling: its worker is told on its next heartbeat"
 		}
 		s.logJob(ctx, slog.LevelInfo, msg, j)
-	case fsm.OpRetry:
+	case fsm.OpRetry, fsm.OpRetryDependents:
 		s.metrics.retried.WithLabelValues(j.Queue).Inc()
 		s.logJob(ctx, slog.LevelInfo, "job retried", j, "by", "request")
 	}

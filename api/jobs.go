@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -228,8 +229,14 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	s.jobCommand(w, r, fsm.Cmd{Op: fsm.OpCancel, Cancel: &fsm.Cancel{JobID: r.PathValue("id"), Cascade: cascade}})
 }
 
+// handleRetry re-queues a failed or cancelled job and, unless
+// ?cascade=false, the dependents its end failed or cancelled with it.
 func (s *Server) handleRetry(w http.ResponseWriter, r *http.Request) {
-	s.jobCommand(w, r, fsm.Cmd{Op: fsm.OpRetry, Retry: &fsm.Retry{JobID: r.PathValue("id")}})
+	cmd := fsm.Cmd{Op: fsm.OpRetryDependents, Retry: &fsm.Retry{JobID: r.PathValue("id"), Dependents: true}}
+	if r.URL.Query().Get("cascade") == "false" {
+		cmd = fsm.Cmd{Op: fsm.OpRetry, Retry: &fsm.Retry{JobID: r.PathValue("id")}}
+	}
+	s.jobCommand(w, r, cmd)
 }
 
 // jobCommand proposes a command about one job and replies with the job.
@@ -243,6 +250,9 @@ func (s *Server) jobCommand(w http.ResponseWriter, r *http.Request, cmd fsm.Cmd)
 		return
 	}
 	s.jobChanged(r.Context(), cmd.Op, res.Jobs[0])
+	for _, d := range res.Jobs[1:] {
+		s.logJob(r.Context(), slog.LevelInfo, "dependent revived", d, "dependency", res.Jobs[0].ID)
+	}
 	writeJSON(w, http.StatusOK, toWire(res.Jobs[0], s.now()))
 }
 

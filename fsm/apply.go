@@ -39,7 +39,7 @@ func (a *applier) apply(c *Cmd) Result {
 		return a.register(c.Register)
 	case OpCancel:
 		return a.cancel(c.Cancel)
-	case OpRetry:
+	case OpRetry, OpRetryDependents:
 		return a.retry(c.Retry)
 	case OpSetNode:
 		return a.fatal(a.tx.PutNode(c.Node))

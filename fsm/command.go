@@ -26,6 +26,7 @@ const (
 	OpRegister        Op = "register"
 	OpCancel          Op = "cancel"
 	OpRetry           Op = "retry"
+	OpRetryDependents Op = "retry_deps" // a retry that revives dependents
 	OpSetNode         Op = "set_node"
 	OpRemoveNode      Op = "remove_node"
 	OpPauseQueue      Op = "pause_queue"
@@ -179,8 +180,13 @@ type Cancel struct {
 }
 
 // Retry re-queues a failed or cancelled job with a fresh attempt budget.
+// Dependents also revives the dependents that its failure or cancellation
+// ended (see reviveDependents); it is only proposed with op
+// OpRetryDependents, so that a node too old to know it stops at the entry
+// instead of applying the plain retry and diverging.
 type Retry struct {
-	JobID string `json:"job"`
+	JobID      string `json:"job"`
+	Dependents bool   `json:"deps,omitempty"`
 }
 
 // PauseQueue pauses or resumes claims from a queue.
@@ -238,7 +244,9 @@ func (c *Cmd) valid() bool {
 	case OpCancel:
 		return c.Cancel != nil
 	case OpRetry:
-		return c.Retry != nil
+		return c.Retry != nil && !c.Retry.Dependents
+	case OpRetryDependents:
+		return c.Retry != nil && c.Retry.Dependents
 	case OpSetNode:
 		return c.Node != nil
 	case OpRemoveNode:

@@ -21,6 +21,7 @@ func everyOp() []fsm.Cmd {
 		register(store.Worker{ID: "w", Tags: []string{"gpu"}}),
 		cancel("job-1", true),
 		retry("job-1"),
+		retryDeps("job-1"),
 		{Op: fsm.OpSetNode, Node: &store.Node{ID: "n1", HTTP: "h", Raft: "r"}},
 		{Op: fsm.OpRemoveNode, Node: &store.Node{ID: "n1"}},
 		pause("q", true),

@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/workron/workron/store"
 )
@@ -173,11 +174,73 @@ func (a *applier) cascade(j *store.Job, st store.Status) {
 			}
 			d.Status = st
 			d.DoneAt = a.now
-			d.LastError = fmt.Sprintf("dependency %s %s", p.ID, p.Status)
+			d.LastError = cascadePrefix(p.ID) + string(p.Status)
 			a.put(d, store.StatusBlocked)
 			queue = append(queue, d)
 		}
 	}
+}
+
+// cascadePrefix starts the error of a job that cascade ended because of
+// the job id; reviveDependents recognises its victims by it.
+func cascadePrefix(id string) string { return "dependency " + id + " " }
+
+// reviveDependents undoes the cascades that ended j's dependents, after j
+// was retried: each dependent that never ran and was ended naming its
+// dependency is blocked again (or pending if nothing is left to wait for),
+// and so on down the graph. A dependent that also depends on another job
+// that failed or was cancelled stays as it is, and so do gang tasks, whose
+// gang decides their fate.
+func (a *applier) reviveDependents(j *store.Job) []*store.Job {
+	var out []*store.Job
+	queue := []*store.Job{j}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, id := range p.Dependents {
+			d, err := a.job(id)
+			if err != nil || !a.revivable(d, p.ID) {
+				continue
+			}
+			prev := d.Status
+			d.DoneAt, d.LastError, d.RunAt = 0, "", max(d.RunAt, a.now)
+			d.Waiting = a.waitingOn(d)
+			d.Status = store.StatusBlocked
+			if d.Waiting == 0 {
+				d.Status = store.StatusPending
+			}
+			a.put(d, prev)
+			out = append(out, d)
+			queue = append(queue, d)
+		}
+	}
+	return out
+}
+
+// revivable reports whether d was ended by the cascade from its dependency
+// parent and nothing else keeps it ended.
+func (a *applier) revivable(d *store.Job, parent string) bool {
+	if d.Attempts != 0 || d.GangID != "" || (d.Status != store.StatusFailed && d.Status != store.StatusCancelled) ||
+		!strings.HasPrefix(d.LastError, cascadePrefix(parent)) {
+		return false
+	}
+	for _, id := range d.DependsOn {
+		if dep, err := a.job(id); err == nil && (dep.Status == store.StatusFailed || dep.Status == store.StatusCancelled) {
+			return false
+		}
+	}
+	return true
+}
+
+// waitingOn counts j's dependencies that are not done.
+func (a *applier) waitingOn(j *store.Job) int {
+	n := 0
+	for _, id := range j.DependsOn {
+		if d, err := a.job(id); err == nil && d.Status != store.StatusDone {
+			n++
+		}
+	}
+	return n
 }
 
 // cancel stops a job: at once if it is not running; a running job becomes
@@ -237,17 +300,16 @@ func (a *applier) retry(r *Retry) Result {
 	j.DoneAt = 0
 	j.RunAt = a.now
 	j.Status = store.StatusPending
-	j.Waiting = 0
-	for _, id := range j.DependsOn {
-		if d, err := a.job(id); err == nil && d.Status != store.StatusDone {
-			j.Waiting++
-		}
-	}
+	j.Waiting = a.waitingOn(j)
 	if j.Waiting > 0 {
 		j.Status = store.StatusBlocked
 	}
 	a.put(j, prev)
-	return Result{Jobs: []*store.Job{j}}
+	res := Result{Jobs: []*store.Job{j}}
+	if r.Dependents {
+		res.Jobs = append(res.Jobs, a.reviveDependents(j)...)
+	}
+	return res
 }
 
 // pauseQueue stops or restarts claims from a queue.

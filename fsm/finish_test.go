@@ -299,6 +299,60 @@ func TestDependencies(t *testing.T) {
 		h.status(store.StatusPending, "job-2")
 	})
 
+	t.Run("RetryingAFailedParentRevivesTheDependentsItFailed", func(t *testing.T) {
+		h := chain(t, fsm.NewJob{MaxAttempts: 1})
+		h.at(time.Minute).ok(fail(h.claimOne("w").ID, 0, "boom"))
+		h.status(store.StatusFailed, "job-1", "job-2", "job-3")
+		// The plain retry (op "retry") leaves them failed, as nodes did
+		// before retry_deps existed.
+		h.ok(retry("job-1"))
+		h.status(store.StatusFailed, "job-2", "job-3")
+		h.at(time.Minute).ok(fail(h.claimOne("w").ID, 0, "boom again"))
+
+		r := h.at(time.Minute).ok(retryDeps("job-1"))
+		if got := jobIDs(r.Jobs); !slices.Equal(got, []string{"job-1", "job-2", "job-3"}) {
+			t.Fatalf("retry answered %v, want job-1 then the revived job-2, job-3", got)
+		}
+		h.status(store.StatusPending, "job-1")
+		h.status(store.StatusBlocked, "job-2", "job-3")
+		for _, id := range []string{"job-2", "job-3"} {
+			if j := h.job(id); j.Waiting != 1 || j.LastError != "" || j.DoneAt != 0 || j.ExpireAt != 0 {
+				t.Errorf("%s = waiting %d, error %q, done %d, expire %d; want waiting 1 and the end undone", id, j.Waiting, j.LastError, j.DoneAt, j.ExpireAt)
+			}
+		}
+		h.ok(succeed(h.claimOne("w").ID, 0))
+		h.ok(succeed(h.claimOne("w").ID, 0))
+		h.ok(succeed(h.claimOne("w").ID, 0))
+		h.status(store.StatusDone, "job-1", "job-2", "job-3")
+	})
+
+	t.Run("RetryingACancelledParentRevivesTheDependentsItCancelled", func(t *testing.T) {
+		h := chain(t, fsm.NewJob{})
+		h.ok(cancel("job-1", true))
+		h.ok(retryDeps("job-1"))
+		h.status(store.StatusPending, "job-1")
+		h.status(store.StatusBlocked, "job-2", "job-3")
+	})
+
+	t.Run("RetryLeavesDependentsThatEndedForOtherReasons", func(t *testing.T) {
+		h := setup(t)
+		// job-3 depends on job-1 and job-2; job-4 on job-1 alone but was
+		// cancelled by hand before job-1 failed.
+		h.submit(fsm.NewJob{Command: "a", MaxAttempts: 1}, fsm.NewJob{Command: "b", MaxAttempts: 1},
+			fsm.NewJob{Command: "c", DependsOn: []string{"$0", "$1"}}, fsm.NewJob{Command: "d", DependsOn: []string{"$0"}})
+		h.ok(cancel("job-4", false))
+		h.ok(fail(h.claimOne("w").ID, 0, "boom")) // job-1: job-3 fails naming it
+		h.ok(fail(h.claimOne("w").ID, 0, "boom")) // job-2
+		h.ok(retryDeps("job-1"))
+		h.status(store.StatusPending, "job-1")
+		// job-3 still has a failed dependency, job-2: it stays failed.
+		h.status(store.StatusFailed, "job-2", "job-3")
+		h.status(store.StatusCancelled, "job-4")
+		if got := h.job("job-4").LastError; got != "cancelled" {
+			t.Fatalf("job-4 error = %q, want its own cancel", got)
+		}
+	})
+
 	t.Run("CancelOfABlockedJobCascadesToItsOwnDependents", func(t *testing.T) {
 		h := chain(t, fsm.NewJob{})
 		h.ok(cancel("job-2", true))

@@ -621,6 +621,9 @@ func (g *logGen) cmd() fsm.Cmd {
 	case n < 89:
 		return cancel(g.jobID(), g.r.Intn(2) == 0)
 	case n < 93:
+		if g.r.Intn(2) == 0 {
+			return retryDeps(g.jobID())
+		}
 		return retry(g.jobID())
 	case n < 97:
 		ids := g.f.ExpiredJobs(ns(g.now), 4)

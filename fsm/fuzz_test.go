@@ -86,6 +86,7 @@ func fuzzSeedCmds() []fsm.Cmd {
 		cancel("job-1", true),
 		cancel("job-3", false),
 		retry("job-2"),
+		retryDeps("job-3"),
 		{Op: fsm.OpFire, Fire: &fsm.Fire{Name: "s", Tick: tick, JobID: fsm.FireJobID("s", tick, false)}},
 		{Op: fsm.OpFire, Fire: &fsm.Fire{Name: "s", Tick: tick, JobID: "wrong", Skip: true, Missed: -3}},
 		{Op: fsm.OpFire, Fire: &fsm.Fire{Name: "s", Tick: -1, Manual: true}},

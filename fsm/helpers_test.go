@@ -339,6 +339,10 @@ func cancel(id string, cascade bool) fsm.Cmd {
 
 func retry(id string) fsm.Cmd { return fsm.Cmd{Op: fsm.OpRetry, Retry: &fsm.Retry{JobID: id}} }
 
+func retryDeps(id string) fsm.Cmd {
+	return fsm.Cmd{Op: fsm.OpRetryDependents, Retry: &fsm.Retry{JobID: id, Dependents: true}}
+}
+
 func pause(name string, paused bool) fsm.Cmd {
 	return fsm.Cmd{Op: fsm.OpPauseQueue, Queue: &fsm.PauseQueue{Name: name, Paused: paused}}
 }

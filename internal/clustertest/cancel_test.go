@@ -81,6 +81,17 @@ func TestCancelAndRetry(t *testing.T) {
 		if child.Status != wire.StatusCancelled || !strings.Contains(child.LastError, jobs[0].ID) {
 			t.Errorf("dependent after its parent was cancelled: %s %q", child.Status, child.LastError)
 		}
+		// Retrying the parent brings the dependent back, waiting for it.
+		call(t, http.StatusOK, http.MethodPost, url+"/jobs/"+jobs[0].ID+"/retry", nil)
+		if child := getJob(t, url, jobs[1].ID); child.Status != wire.StatusBlocked || child.LastError != "" {
+			t.Errorf("dependent after its parent was retried: %s %q, want blocked", child.Status, child.LastError)
+		}
+		// ?cascade=false retries the parent alone.
+		call(t, http.StatusOK, http.MethodPost, url+"/jobs/"+jobs[0].ID+"/cancel", nil)
+		call(t, http.StatusOK, http.MethodPost, url+"/jobs/"+jobs[0].ID+"/retry?cascade=false", nil)
+		if child := getJob(t, url, jobs[1].ID); child.Status != wire.StatusCancelled {
+			t.Errorf("dependent after retry?cascade=false of its parent: %s, want cancelled", child.Status)
+		}
 	})
 
 	t.Run("AFailedJobIsRetried", func(t *testing.T) {
