@@ -94,10 +94,11 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 
 func (c *cli) submit(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var (
-		req                wire.SubmitRequest
-		maxAttempts        int
-		depends, env, meta string
-		wait               bool
+		req                             wire.SubmitRequest
+		maxAttempts                     int
+		depends, env, meta, tags, pload string
+		res                             wire.Resources
+		wait                            bool
 	)
 	fs.StringVar(&req.Queue, "queue", "", "queue (default \"default\")")
 	fs.IntVar(&req.Priority, "priority", 0, "priority; higher runs first")
@@ -109,14 +110,36 @@ func (c *cli) submit(ctx context.Context, fs *flag.FlagSet, args []string) error
 	fs.StringVar(&env, "env", "", "environment K=V pairs, comma-separated")
 	fs.StringVar(&meta, "metadata", "", "metadata K=V pairs, comma-separated")
 	fs.BoolVar(&wait, "wait", false, "wait until the job finishes and exit with its exit code")
+	fs.StringVar(&req.Type, "type", "", "a typed job for the Go handler registered under this name, instead of a command")
+	fs.StringVar(&pload, "payload", "", "the typed job's payload, a JSON document")
+	fs.StringVar(&tags, "tags", "", "tags its worker must offer, comma-separated")
+	fs.IntVar(&res.VRAMMB, "vram-mb", 0, "VRAM an attempt needs of its worker, in MB")
+	fs.IntVar(&res.MemoryMB, "memory-mb", 0, "memory an attempt needs of its worker, in MB")
+	fs.IntVar(&res.CPUMillis, "cpu-millis", 0, "CPU an attempt needs of its worker, in thousandths of a core")
+	fs.IntVar(&res.Slots, "slots", 0, "worker slots an attempt takes (default 1)")
+	fs.IntVar(&req.GangSize, "gang-size", 0, "run as a gang of this many tasks, placed and started all at once")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 {
-		return errors.New("submit: give the command after --, e.g. workron submit -- echo hello")
+	switch {
+	case req.Type == "" && len(pos) == 0:
+		return errors.New("submit: give the command after --, e.g. workron submit -- echo hello, or a --type")
+	case req.Type != "" && len(pos) > 0:
+		return errors.New("submit: give a command or a --type, not both")
+	case pload != "" && req.Type == "":
+		return errors.New("submit: --payload goes with --type")
+	case pload != "" && !json.Valid([]byte(pload)):
+		return fmt.Errorf("submit: --payload is not a JSON document: %q", pload)
 	}
 	req.Command = strings.Join(pos, " ")
+	if pload != "" {
+		req.Payload = json.RawMessage(pload)
+	}
+	req.Tags = splitList(tags)
+	if res != (wire.Resources{}) {
+		req.Resources = &res
+	}
 	if maxAttempts != 0 {
 		req.MaxAttempts = &maxAttempts
 	}
@@ -129,6 +152,16 @@ func (c *cli) submit(ctx context.Context, fs *flag.FlagSet, args []string) error
 	}
 	if err := c.connect(); err != nil {
 		return err
+	}
+	if req.GangSize != 0 {
+		if wait {
+			return errors.New("submit: --wait does not go with --gang-size; wait for its tasks with workron jobs wait")
+		}
+		g, err := c.client.SubmitGang(ctx, req)
+		if err != nil {
+			return err
+		}
+		return c.print(g, func() { fmt.Fprintf(c.out, "%s: %s\n", g.GangID, strings.Join(g.Tasks, " ")) })
 	}
 	job, err := c.client.Submit(ctx, req)
 	if err != nil {

@@ -100,6 +100,12 @@ func TestCLIGolden(t *testing.T) {
 	c.Converged(t, 5*time.Second)
 	s.run(0, "cluster", "status", "--server", "http://127.0.0.1:1,"+c.URL(c.Leader(t)))
 
+	s.note("Typed jobs, resources, tags and gangs.")
+	s.run(0, "submit", "--type", "resize", "--payload", `{"width":64}`, "--queue", "typed")
+	s.run(0, "submit", "--tags", "gpu,a100", "--vram-mb", "8000", "--memory-mb", "512", "--queue", "gpu", "--", "train")
+	s.run(0, "jobs", "get", "job-5", "-o", "json")
+	s.run(0, "submit", "--gang-size", "2", "--queue", "gang", "--", "mpirun", "step")
+
 	s.note("Errors go to stderr with a non-zero exit code.")
 	s.run(1, "jobs", "get", "job-99")
 	s.run(1, "jobs", "cancel", "job-1")
@@ -107,6 +113,9 @@ func TestCLIGolden(t *testing.T) {
 	s.run(1, "jobs")
 	s.run(1, "submit", "--queue", "q")
 	s.run(1, "submit", "--", "")
+	s.run(1, "submit", "--type", "resize", "--", "echo")
+	s.run(1, "submit", "--payload", "{}", "--", "echo")
+	s.run(1, "submit", "--type", "resize", "--payload", "{nope")
 	s.run(1, "queues", "-o", "yaml")
 	s.run(1, "cluster", "remove", "n9")
 	s.run(1, "workers", "--server", "http://127.0.0.1:1")

@@ -36,6 +36,24 @@ func (c *Client) SubmitWithStatus(ctx context.Context, req wire.SubmitRequest) (
 	return &out, status == http.StatusCreated, nil
 }
 
+// SubmitGang creates a gang of req.GangSize tasks (POST /jobs with
+// gang_size) and returns its id and its tasks' job ids. It is retried like
+// Submit.
+func (c *Client) SubmitGang(ctx context.Context, req wire.SubmitRequest) (*wire.GangSubmitResponse, error) {
+	if req.GangSize < 1 {
+		return nil, fmt.Errorf("submit gang: gang_size must be at least 1, got %d", req.GangSize)
+	}
+	var out wire.GangSubmitResponse
+	_, err := c.do(ctx, call{
+		method: http.MethodPost, path: "/jobs", body: req, out: &out,
+		idempotent: req.IdempotencyKey != "",
+	})
+	if err != nil {
+		return nil, fmt.Errorf("submit gang of %d: %w", req.GangSize, err)
+	}
+	return &out, nil
+}
+
 // SubmitBatch creates several jobs in one request (POST /jobs/batch) and
 // returns them in the order of reqs. It is retried like Submit, as
 // idempotent only when every request carries an IdempotencyKey.
