@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync/atomic"
 )
 
 // Role is what a bearer token may do. A token holds one or more roles;
@@ -91,9 +92,21 @@ var routeRoles = map[string]Role{
 // read from a token file by ParseTokens. Only SHA-256 digests of the
 // tokens are kept, except the node's own credential. Printing a Tokens
 // shows no token.
+// A Tokens can be swapped for a newer file's while the node serves (Swap):
+// requests check whichever set is current when they arrive.
 type Tokens struct {
+	set atomic.Pointer[tokenSet]
+}
+
+type tokenSet struct {
 	list []tokenEntry
 	node string // the first admin token: this node's credential with peers
+}
+
+// Swap makes n's tokens the ones t accepts, for requests from now on (a
+// token file reloaded on SIGHUP). n itself is left as it is.
+func (t *Tokens) Swap(n *Tokens) {
+	t.set.Store(n.set.Load())
 }
 
 type tokenEntry struct {
@@ -127,7 +140,7 @@ func LoadTokens(path string) (*Tokens, error) {
 // admin token is valid, but its node has no credential for its peers, so
 // joining a cluster through the API fails.
 func ParseTokens(r io.Reader) (*Tokens, error) {
-	t := &Tokens{}
+	t := &tokenSet{}
 	seen := make(map[[sha256.Size]byte]int)
 	sc := bufio.NewScanner(r)
 	for n := 1; sc.Scan(); n++ {
@@ -154,7 +167,9 @@ func ParseTokens(r io.Reader) (*Tokens, error) {
 	if len(t.list) == 0 {
 		return nil, errors.New("no tokens: give at least one line ROLE TOKEN")
 	}
-	return t, nil
+	out := &Tokens{}
+	out.set.Store(t)
+	return out, nil
 }
 
 func parseTokenLine(line string, n int) (tokenEntry, string, error) {
@@ -192,7 +207,7 @@ func (t *Tokens) String() string {
 	if t == nil {
 		return "api.Tokens(none)"
 	}
-	return fmt.Sprintf("api.Tokens(%d tokens)", len(t.list))
+	return fmt.Sprintf("api.Tokens(%d tokens)", len(t.set.Load().list))
 }
 
 // GoString hides the tokens from %#v too.
@@ -204,7 +219,7 @@ func (t *Tokens) NodeToken() string {
 	if t == nil {
 		return ""
 	}
-	return t.node
+	return t.set.Load().node
 }
 
 // lookup finds the entry of a presented token. Every entry is compared,
@@ -212,16 +227,17 @@ func (t *Tokens) NodeToken() string {
 // nor an early exit tells which token, or how much of one, matched.
 func (t *Tokens) lookup(tok string) (*tokenEntry, bool) {
 	sum := sha256.Sum256([]byte(tok))
+	list := t.set.Load().list
 	found := -1
-	for i := range t.list {
-		if subtle.ConstantTimeCompare(sum[:], t.list[i].sum[:]) == 1 {
+	for i := range list {
+		if subtle.ConstantTimeCompare(sum[:], list[i].sum[:]) == 1 {
 			found = i
 		}
 	}
 	if found < 0 {
 		return nil, false
 	}
-	return &t.list[found], true
+	return &list[found], true
 }
 
 // allows reports whether the entry's roles open a route that needs role.

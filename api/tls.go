@@ -7,14 +7,33 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"sync/atomic"
 )
 
 // TLSFiles are a node's certificate and key and, optionally, the CA that
 // signed every node's certificate. Build them with LoadTLS; each method
 // returns a fresh tls.Config for one use.
+//
+// The certificate can be swapped while the node serves (SwapCert, on
+// SIGHUP): every configuration asks for the current one at each handshake.
+// The CA is fixed at start.
 type TLSFiles struct {
-	cert tls.Certificate
+	cert atomic.Pointer[tls.Certificate]
 	ca   *x509.CertPool // nil: no --tls-ca; peers are checked against the system roots
+}
+
+// SwapCert makes n's certificate the one t presents, from the next
+// handshake on. Connections already open keep theirs.
+func (t *TLSFiles) SwapCert(n *TLSFiles) {
+	t.cert.Store(n.cert.Load())
+}
+
+func (t *TLSFiles) getCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return t.cert.Load(), nil
+}
+
+func (t *TLSFiles) getClientCertificate(*tls.CertificateRequestInfo) (*tls.Certificate, error) {
+	return t.cert.Load(), nil
 }
 
 // LoadTLS reads a PEM certificate (chain) and its key, and a PEM CA bundle
@@ -30,7 +49,8 @@ func LoadTLS(certFile, keyFile, caFile string) (*TLSFiles, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls: load certificate %s and key %s: %w", certFile, keyFile, err)
 	}
-	t := &TLSFiles{cert: cert}
+	t := &TLSFiles{}
+	t.cert.Store(&cert)
 	if caFile != "" {
 		pem, err := os.ReadFile(caFile)
 		if err != nil {
@@ -47,7 +67,9 @@ func LoadTLS(certFile, keyFile, caFile string) (*TLSFiles, error) {
 // NewTLSFiles is LoadTLS from memory, for tests and embedding: a parsed
 // certificate and a CA pool (nil for the system roots).
 func NewTLSFiles(cert tls.Certificate, ca *x509.CertPool) *TLSFiles {
-	return &TLSFiles{cert: cert, ca: ca}
+	t := &TLSFiles{ca: ca}
+	t.cert.Store(&cert)
+	return t
 }
 
 // Mutual reports whether a CA was given, so nodes authenticate each other.
@@ -58,7 +80,7 @@ func (t *TLSFiles) Mutual() bool { return t.ca != nil }
 // clients without one (CLI, workers, browsers) are served too, and the
 // bearer tokens decide what they may do.
 func (t *TLSFiles) Server() *tls.Config {
-	c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{t.cert}}
+	c := &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: t.getCertificate}
 	if t.ca != nil {
 		c.ClientCAs = t.ca
 		c.ClientAuth = tls.VerifyClientCertIfGiven
@@ -69,7 +91,7 @@ func (t *TLSFiles) Server() *tls.Config {
 // Client is the configuration of the node's own requests to peers: it
 // trusts the CA (or the system roots) and presents the node's certificate.
 func (t *TLSFiles) Client() *tls.Config {
-	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: t.ca, Certificates: []tls.Certificate{t.cert}}
+	return &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: t.ca, GetClientCertificate: t.getClientCertificate}
 }
 
 // Raft is the configuration of the Raft transport, for both directions:
@@ -80,11 +102,12 @@ func (t *TLSFiles) Raft() *tls.Config {
 		return nil
 	}
 	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{t.cert},
-		RootCAs:      t.ca,
-		ClientCAs:    t.ca,
-		ClientAuth:   tls.RequireAndVerifyClientCert,
+		MinVersion:           tls.VersionTLS13,
+		GetCertificate:       t.getCertificate,
+		GetClientCertificate: t.getClientCertificate,
+		RootCAs:              t.ca,
+		ClientCAs:            t.ca,
+		ClientAuth:           tls.RequireAndVerifyClientCert,
 	}
 }
 

@@ -93,6 +93,37 @@ func (f *securityFlags) load() (*security, error) {
 	return sec, nil
 }
 
+// reload reads the token file and the certificate and key again and swaps
+// them in, for requests and handshakes from now on (SIGHUP). The CA and
+// every other flag keep their values from the start. On any error nothing
+// changes. It returns what it reloaded.
+func (f *securityFlags) reload(sec *security) ([]string, error) {
+	var tokens *api.Tokens
+	var cert *api.TLSFiles
+	var what []string
+	if sec.tokens != nil {
+		t, err := api.LoadTokens(f.tokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("reload --auth-token-file: %w", err)
+		}
+		tokens, what = t, append(what, "tokens "+f.tokenFile)
+	}
+	if sec.tls != nil {
+		t, err := api.LoadTLS(f.tlsCert, f.tlsKey, "")
+		if err != nil {
+			return nil, fmt.Errorf("reload --tls-cert/--tls-key: %w", err)
+		}
+		cert, what = t, append(what, "certificate "+f.tlsCert)
+	}
+	if tokens != nil {
+		sec.tokens.Swap(tokens)
+	}
+	if cert != nil {
+		sec.tls.SwapCert(cert)
+	}
+	return what, nil
+}
+
 // scheme is the URL scheme of this node's API.
 func (s *security) scheme() string {
 	if s.tls != nil {

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -419,5 +420,103 @@ func TestReadableTokenFileIsWarnedAbout(t *testing.T) {
 	all := strings.Join(sec.warn, "\n")
 	if !strings.Contains(all, "readable by other users") || !strings.Contains(all, "no admin token") {
 		t.Fatalf("warnings: %q", sec.warn)
+	}
+}
+
+// TestSIGHUPReloadsTokensAndCertificate runs `workron server` as the
+// binary does, rotates its token file and certificate on disk, and sends
+// the process SIGHUP: new tokens and the new certificate are in use at
+// once, the old token is refused, and a broken file changes nothing.
+func TestSIGHUPReloadsTokensAndCertificate(t *testing.T) {
+	dir := t.TempDir()
+	ca := testcert.NewCA(t, "reload CA")
+	cert, key, caFile := ca.Files(t, dir, ca.Issue(t, "n1"), "n1")
+	tokens := filepath.Join(dir, "tokens")
+	const tokOld, tokNew = "client-old-0123456789", "client-new-0123456789"
+	writeTokens := func(data string) {
+		t.Helper()
+		if err := os.WriteFile(tokens, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeTokens("admin " + tokAdmin + "\nclient " + tokOld + "\n")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := &syncBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		done <- runServer(ctx, []string{"--id", "n1", "--bootstrap", "--http", "127.0.0.1:0", "--raft", "127.0.0.1:0",
+			"--data", filepath.Join(dir, "n1"), "--raft-heartbeat-timeout", "200ms", "--raft-election-timeout", "200ms",
+			"--tls-cert", cert, "--tls-key", key, "--tls-ca", caFile, "--auth-token-file", tokens}, logs)
+	}()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("server: %v", err)
+		}
+	}()
+	var url string
+	pollUntil(t, 15*time.Second, func() error {
+		_, rest, ok := strings.Cut(logs.String(), "msg=serving")
+		if !ok {
+			return fmt.Errorf("not serving yet")
+		}
+		_, rest, _ = strings.Cut(rest, "http=")
+		url, _, _ = strings.Cut(rest, " ")
+		return nil
+	})
+	// status answers GET /jobs with token on a fresh connection, and the
+	// serial number of the certificate the server showed.
+	status := func(token string) (int, string) {
+		t.Helper()
+		tr := &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.Pool()}}
+		defer tr.CloseIdleConnections()
+		req, _ := http.NewRequest(http.MethodGet, url+"/jobs?stale=1", nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := (&http.Client{Transport: tr, Timeout: 5 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatalf("GET /jobs: %v", err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode, resp.TLS.PeerCertificates[0].SerialNumber.String()
+	}
+	hup := func(wantLog string, n int) {
+		t.Helper()
+		if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		pollUntil(t, 5*time.Second, func() error {
+			if got := strings.Count(logs.String(), wantLog); got < n {
+				return fmt.Errorf("%d log lines %q, want %d", got, wantLog, n)
+			}
+			return nil
+		})
+	}
+
+	code, serial := status(tokOld)
+	if code != http.StatusOK {
+		t.Fatalf("old token before the reload: %d", code)
+	}
+	writeTokens("admin " + tokAdmin + "\nclient " + tokNew + "\n")
+	ca.Files(t, dir, ca.Issue(t, "n1"), "n1") // a new certificate at the same paths
+	hup("SIGHUP: reloaded", 1)
+	if code, _ := status(tokOld); code != http.StatusUnauthorized {
+		t.Errorf("old token after the reload: %d, want 401", code)
+	}
+	code, serial2 := status(tokNew)
+	if code != http.StatusOK {
+		t.Errorf("new token after the reload: %d, want 200", code)
+	}
+	if serial2 == serial {
+		t.Errorf("the server still shows certificate %s after the reload", serial)
+	}
+
+	writeTokens("client short\n")
+	hup("SIGHUP: reload failed", 1)
+	if code, serial3 := status(tokNew); code != http.StatusOK || serial3 != serial2 {
+		t.Errorf("after a failed reload: token %d, certificate %s; want 200 and %s kept", code, serial3, serial2)
+	}
+	if strings.Contains(logs.String(), tokNew) || strings.Contains(logs.String(), tokOld) {
+		t.Error("a token was logged")
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/workron/workron/api"
@@ -83,14 +85,37 @@ func runServer(ctx context.Context, args []string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP) // from the start: SIGHUP's default would end the process
+	defer signal.Stop(hup)
 	srv, err := startServer(f, logger)
 	if err != nil {
 		return err
 	}
 	logger.Info("serving", "node", f.id, "http", srv.advertise, "raft", srv.node.RaftAddr(), "data", f.dataDir)
-	<-ctx.Done()
+	for ctx.Err() == nil {
+		select {
+		case <-hup:
+			srv.reloadSecurity(&f.sec)
+		case <-ctx.Done():
+		}
+	}
 	logger.Info("shutting down")
 	return srv.shutdown()
+}
+
+// reloadSecurity swaps in the token file and the certificate as they are
+// on disk now, and logs what it did or why it kept the old ones.
+func (s *runningServer) reloadSecurity(f *securityFlags) {
+	what, err := f.reload(s.sec)
+	switch {
+	case err != nil:
+		s.logger.Error("SIGHUP: reload failed; the tokens and certificate in use are kept", "err", err)
+	case len(what) == 0:
+		s.logger.Info("SIGHUP: no token file or certificate to reload")
+	default:
+		s.logger.Info("SIGHUP: reloaded", "what", what)
+	}
 }
 
 // runningServer is a started node: Raft, API and HTTP listener.
@@ -102,6 +127,7 @@ type runningServer struct {
 	cancel    context.CancelFunc
 	served    chan error
 	logger    *slog.Logger
+	sec       *security
 }
 
 // startServer starts a node from flags; it returns once the node listens.
@@ -127,7 +153,7 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	}
 	httpAddr := ln.Addr().String()
 	ln = sec.listener(ln)
-	s := &runningServer{advertise: advertise, served: make(chan error, 1), logger: logger}
+	s := &runningServer{advertise: advertise, served: make(chan error, 1), logger: logger, sec: sec}
 	rc := raftnode.DefaultConfig()
 	rc.ID, rc.RaftAddr, rc.DataDir = f.id, f.raftAddr, f.dataDir
 	rc.Bootstrap, rc.Peers = f.bootstrap, peers
