@@ -165,9 +165,9 @@ func (n *Node) open() error {
 	if cfg.FsyncDelay > 0 {
 		logs = &slowLogStore{LogStore: n.logStore, delay: cfg.FsyncDelay}
 	}
-	cache, err := raft.NewLogCache(1024, logs)
+	cache, err := newLogCache(logs)
 	if err != nil {
-		return fmt.Errorf("raft log cache: %w", err)
+		return err
 	}
 	if err := n.bootstrap(rc); err != nil {
 		return err
