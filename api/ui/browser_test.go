@@ -104,6 +104,16 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.screenshot("dashboard-job.png")
 	})
 
+	t.Run("GangTaskPageShowsItsGang", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/jobs/" + jobs.gang[1]))
+		b.waitFor("both tasks in the gang card", `document.querySelectorAll('[data-test="gang"] [data-test="gang-task"]').length === 2`)
+		b.waitFor("the other task linked", fmt.Sprintf(`!!document.querySelector('[data-test="gang-task"][data-job-id=%q] a')`, jobs.gang[0]))
+		b.waitFor("the gang waiting to be placed", `document.querySelector('[data-test="gang-status"]').textContent === "blocked"`)
+		b.waitFor("why no worker can run it", `document.querySelector('[data-test="gang-unschedulable"]').textContent.includes("VRAM")`)
+		b.screenshot("dashboard-gang.png")
+	})
+
 	t.Run("QueuesPauseAndResume", func(t *testing.T) {
 		b.t = t
 		b.do(chromedp.Navigate(dash + "#/queues"))
@@ -413,11 +423,12 @@ func (c *client) submit(req wire.SubmitRequest) string {
 // seeded names the jobs the test looks for.
 type seeded struct {
 	all                   []string
-	fetch, train, publish string // a chain; train is running its second attempt
-	cancel                string // pending, cancelled in the browser
-	video                 string // pending, cancelled through the API
-	failed                string // failed for good
-	schedules             bool   // the node serves /schedules and has two
+	fetch, train, publish string   // a chain; train is running its second attempt
+	cancel                string   // pending, cancelled in the browser
+	gang                  []string // the tasks of a gang no worker can place
+	video                 string   // pending, cancelled through the API
+	failed                string   // failed for good
+	schedules             bool     // the node serves /schedules and has two
 }
 
 // seed fills the cluster with the jobs of a small, plausible installation.
@@ -476,7 +487,12 @@ func seed(c *client) seeded {
 
 	s.schedules = c.trySchedules()
 
-	s.all = []string{s.fetch, s.train, s.publish, hello, s.failed, digests[0], digests[1], s.cancel, s.video, report} // in submission order
+	var gang wire.GangSubmitResponse
+	c.call(http.MethodPost, "/jobs", wire.SubmitRequest{Command: "torchrun --nnodes 2 train_ddp.py", Queue: "etl", GangSize: 2,
+		Resources: &wire.Resources{VRAMMB: 40960}, Tags: []string{"gpu"}}, &gang, http.StatusCreated)
+	s.gang = gang.Tasks
+
+	s.all = append([]string{s.fetch, s.train, s.publish, hello, s.failed, digests[0], digests[1], s.cancel, s.video, report}, s.gang...) // in submission order
 	for _, id := range s.all {
 		if strings.TrimSpace(id) == "" {
 			c.t.Fatal("a seeded job has no id")

@@ -398,15 +398,18 @@
 
     const render = () => {
       if (!data) return;
-      const { job: j, parents, dependents, dependentsComplete } = data;
+      const { job: j, parents, dependents, dependentsComplete, gang } = data;
       replace(head, { id: j.id, status: j.status, armed: [...armed.keys()] }, () => [
         h('h1', null, h('span', { class: 'job-id', dataset: { test: 'job-id' } }, j.id), badge(j.status, 'job-status')),
         h('div', { class: 'actions', dataset: { jobId: j.id } }, jobButtons(j)),
       ]);
-      replace(body, { j, parents, dependents }, () => [
+      replace(body, { j, parents, dependents, gang }, () => [
         h('div', { class: 'grid-2' },
           h('section', { class: 'card' }, h('h2', null, 'Details'), details(j)),
           h('div', { class: 'stack' },
+            j.gang_id && h('section', { class: 'card', dataset: { test: 'gang' } },
+              h('h2', null, 'Gang ', h('span', { class: 'mono' }, j.gang_id), gang && badge(gang.status, 'gang-status')),
+              gangView(gang, j.id)),
             h('section', { class: 'card' }, h('h2', null, 'Dependencies'), graph(j, parents, dependents, dependentsComplete)),
             h('section', { class: 'card' },
               h('h2', null, 'Output', h('span', { class: 'muted small-note' }, ' last 4 KiB of the latest report')),
@@ -420,16 +423,17 @@
         const enc = encodeURIComponent(id);
         const job = await get(`jobs/${enc}`);
         const parentIDs = (job.depends_on || []).slice(0, MAX_PARENTS);
-        const [parents, recent] = await Promise.all([
+        const [parents, recent, gang] = await Promise.all([
           Promise.all(parentIDs.map((p) => get(`jobs/${encodeURIComponent(p)}`).catch(() => ({ id: p, status: 'gone' })))),
           get(`jobs?limit=${DEPENDENTS_SCAN}`),
+          job.gang_id ? get(`gangs/${encodeURIComponent(job.gang_id)}`).catch(() => null) : null,
         ]);
         const jobs = recent.jobs || [];
         const dependents = jobs.filter((x) => (x.depends_on || []).includes(job.id));
         // Dependents are submitted after the job; if the job is among the
         // newest, so are all of them.
         const dependentsComplete = !recent.next_cursor || jobs.some((x) => x.id === job.id);
-        data = { job, parents, dependents, dependentsComplete };
+        data = { job, parents, dependents, dependentsComplete, gang };
         render();
       },
       rerender: render,
@@ -452,13 +456,50 @@
       j.timeout && ['Timeout', j.timeout],
       j.exit_code !== undefined && ['Exit code', h('span', { class: 'mono' }, j.exit_code)],
       j.last_error && ['Last error', h('span', { class: 'error-text' }, j.last_error)],
+      j.resources && ['Needs', resources(j.resources)],
+      j.tags && ['Worker tags', h('span', { class: 'pairs' }, j.tags.map((t) => h('code', null, t)))],
+      j.unschedulable && ['Unschedulable', h('span', { class: 'error-text', dataset: { test: 'unschedulable' } }, j.unschedulable)],
+      j.gang_id && ['Gang task', `${j.gang_index ?? '?'} of ${j.gang_size} in `, h('span', { class: 'mono' }, j.gang_id)],
       j.idempotency_key && ['Idempotency key', h('span', { class: 'mono' }, j.idempotency_key)],
       j.backoff && ['Backoff', `base ${j.backoff.base || '1s'}, max ${j.backoff.max || '1h'}, jitter ${j.backoff.jitter ?? 0.3}`],
       j.metadata && ['Metadata', pairs(j.metadata)],
       j.env && ['Environment', pairs(j.env)],
       j.expires_at && ['Deleted', when(j.expires_at)],
     ].filter(Boolean);
-    return h('dl', { class: 'details' }, rows.map(([k, v]) => [h('dt', null, k), h('dd', null, v)]));
+    return h('dl', { class: 'details' }, rows.map(([k, ...v]) => [h('dt', null, k), h('dd', null, ...v)]));
+  }
+
+  function resources(r) {
+    const parts = [
+      r.vram_mb && `${mib(r.vram_mb)} VRAM`,
+      r.memory_mb && `${mib(r.memory_mb)} memory`,
+      r.cpu_millis && `${r.cpu_millis / 1000} CPU`,
+      r.slots > 1 && `${r.slots} slots`,
+    ].filter(Boolean);
+    return parts.length ? parts.join(', ') : '—';
+  }
+
+  // gangView shows a gang's state and its tasks, the current job marked.
+  function gangView(g, current) {
+    if (!g) return empty('The gang could not be read.');
+    const rows = [
+      ['Tasks', `${g.size}, placed and started together`],
+      ['Epoch', h('span', { class: 'mono' }, g.epoch), h('span', { class: 'muted' }, ' reservations and drains so far')],
+      g.reserved_at && ['Reserved', when(g.reserved_at)],
+      g.drain_started_at && ['Draining since', when(g.drain_started_at)],
+      g.unschedulable && ['Unschedulable', h('span', { class: 'error-text', dataset: { test: 'gang-unschedulable' } }, g.unschedulable)],
+      g.last_error && ['Last error', h('span', { class: 'error-text' }, g.last_error)],
+    ].filter(Boolean);
+    return [
+      h('dl', { class: 'details' }, rows.map(([k, ...v]) => [h('dt', null, k), h('dd', null, ...v)])),
+      h('table', { class: 'table', dataset: { test: 'gang-tasks' } },
+        head(['#', 'Task', 'Status', 'Worker'], ['#']),
+        h('tbody', null, (g.jobs || []).map((t, i) => h('tr', { dataset: { test: 'gang-task', jobId: t.id }, class: t.id === current ? 'current' : null },
+          h('td', { class: 'num' }, i),
+          h('td', null, t.id === current ? h('span', { class: 'mono' }, t.id) : jobLink(t.id)),
+          h('td', null, badge(t.status)),
+          h('td', { class: 'mono' }, (g.workers || [])[i] || t.worker_id || '—'))))),
+    ];
   }
 
   function pairs(obj) {
@@ -470,7 +511,11 @@
     if ((j.status === 'running' || j.status === 'cancelling') && j.attempts > 0) {
       rows.push({ attempt: j.attempts, worker_id: j.worker_id, lease: j.lease, status: j.status, started_at: j.started_at, current: true });
     }
-    if (!rows.length) return empty('No attempts yet.', j.status === 'blocked' ? 'The job waits for its dependencies.' : 'The job waits for a worker.');
+    if (!rows.length) {
+      const why = j.status !== 'blocked' ? 'The job waits for a worker.'
+        : j.gang_id ? 'The job waits for its gang to be placed on workers.' : 'The job waits for its dependencies.';
+      return empty('No attempts yet.', why);
+    }
     rows.sort((a, b) => b.attempt - a.attempt);
     return h('table', { class: 'table', dataset: { test: 'attempts' } },
       head(['#', 'Status', 'Worker', 'Lease', 'Exit', 'Started', 'Took', 'Error'], ['#', 'Exit', 'Took']),
