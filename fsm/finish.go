@@ -163,22 +163,16 @@ func (a *applier) unblockDependents(j *store.Job) {
 // cascade ends the blocked dependents of a job that will never be done,
 // transitively: they fail (or are cancelled) naming the dependency.
 func (a *applier) cascade(j *store.Job, st store.Status) {
-	queue := []*store.Job{j}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, id := range p.Dependents {
-			d, err := a.job(id)
-			if err != nil || d.Status != store.StatusBlocked {
-				continue
-			}
-			d.Status = st
-			d.DoneAt = a.now
-			d.LastError = cascadePrefix(p.ID) + string(p.Status)
-			a.put(d, store.StatusBlocked)
-			queue = append(queue, d)
+	a.walkDependents(j, func(p, d *store.Job) bool {
+		if d.Status != store.StatusBlocked {
+			return false
 		}
-	}
+		d.Status = st
+		d.DoneAt = a.now
+		d.LastError = cascadePrefix(p.ID) + string(p.Status)
+		a.put(d, store.StatusBlocked)
+		return true
+	})
 }
 
 // cascadePrefix starts the error of a job that cascade ended because of
@@ -193,28 +187,38 @@ func cascadePrefix(id string) string { return "dependency " + id + " " }
 // gang decides their fate.
 func (a *applier) reviveDependents(j *store.Job) []*store.Job {
 	var out []*store.Job
+	a.walkDependents(j, func(p, d *store.Job) bool {
+		if !a.revivable(d, p.ID) {
+			return false
+		}
+		prev := d.Status
+		d.DoneAt, d.LastError, d.RunAt = 0, "", max(d.RunAt, a.now)
+		d.Waiting = a.waitingOn(d)
+		d.Status = store.StatusBlocked
+		if d.Waiting == 0 {
+			d.Status = store.StatusPending
+		}
+		a.put(d, prev)
+		out = append(out, d)
+		return true
+	})
+	return out
+}
+
+// walkDependents visits j's dependents breadth first, down the graph:
+// change gets each with the job it was reached from, and the walk goes on
+// below the ones it changed.
+func (a *applier) walkDependents(j *store.Job, change func(parent, d *store.Job) bool) {
 	queue := []*store.Job{j}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
 		for _, id := range p.Dependents {
-			d, err := a.job(id)
-			if err != nil || !a.revivable(d, p.ID) {
-				continue
+			if d, err := a.job(id); err == nil && change(p, d) {
+				queue = append(queue, d)
 			}
-			prev := d.Status
-			d.DoneAt, d.LastError, d.RunAt = 0, "", max(d.RunAt, a.now)
-			d.Waiting = a.waitingOn(d)
-			d.Status = store.StatusBlocked
-			if d.Waiting == 0 {
-				d.Status = store.StatusPending
-			}
-			a.put(d, prev)
-			out = append(out, d)
-			queue = append(queue, d)
 		}
 	}
-	return out
 }
 
 // revivable reports whether d was ended by the cascade from its dependency
