@@ -1,0 +1,153 @@
+package fsm_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// fillStore stores n jobs shaped like a long-running cluster's: 90 % done
+// and 2.5 % failed (with their attempt history), 5 % pending (half of them
+// delayed) and 2.5 % running, over three queues.
+func fillStore(b *testing.B, st *store.Store, n int) {
+	b.Helper()
+	now := t0.UnixNano()
+	queues := []string{"default", "etl", "emails"}
+	const batch = 10000
+	for done := 0; done < n; done += batch {
+		err := st.Update(func(tx *store.Tx) error {
+			for i := done; i < min(done+batch, n); i++ {
+				seq, err := tx.NextSeq()
+				if err != nil {
+					return err
+				}
+				j := benchJob(seq, queues[i%len(queues)], i%40, now)
+				if err := tx.InsertJob(j, seq); err != nil {
+					return err
+				}
+			}
+			return tx.SetLastNow(now)
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchJob is the job of the given seq in the status its slot (0..39) picks.
+func benchJob(seq uint64, queue string, slot int, now int64) *store.Job {
+	created := now - int64(time.Hour) + int64(seq)*int64(time.Millisecond)
+	j := &store.Job{
+		ID: fmt.Sprintf("job-%d", seq), Seq: seq, Queue: queue, Priority: slot % 3,
+		Command:     fmt.Sprintf("/usr/local/bin/report --customer %d --format pdf", seq),
+		Metadata:    map[string]string{"source": "api"},
+		MaxAttempts: 3, Timeout: int64(10 * time.Minute),
+		Backoff:   store.Backoff{Base: int64(time.Second), Max: int64(time.Hour), Jitter: 0.3},
+		CreatedAt: created, RunAt: created,
+	}
+	exit0, exit1 := 0, 1
+	attempt := func(n int, worker string, st store.Status, exit *int, msg string) store.Attempt {
+		return store.Attempt{Attempt: n, WorkerID: worker, Lease: seq*4 + uint64(n), Status: st, ExitCode: exit, Error: msg,
+			Started: created + int64(n)*int64(time.Second), Ended: created + int64(n+1)*int64(time.Second)}
+	}
+	switch {
+	case slot < 36: // done, first try
+		j.Status, j.Attempts = store.StatusDone, 1
+		j.History = []store.Attempt{attempt(1, "worker-07", store.StatusDone, &exit0, "")}
+		j.WorkerID, j.Lease, j.ExitCode, j.Output = "worker-07", seq*4+1, &exit0, "wrote report.pdf (48 KiB)\n"
+		j.StartedAt, j.DoneAt = j.History[0].Started, j.History[0].Ended
+	case slot == 36: // failed after three attempts
+		j.Status, j.Attempts = store.StatusFailed, 3
+		for n := 1; n <= 3; n++ {
+			j.History = append(j.History, attempt(n, "worker-02", store.StatusFailed, &exit1, "exit status 1: upstream timed out"))
+		}
+		j.WorkerID, j.Lease, j.ExitCode, j.LastError = "worker-02", seq*4+3, &exit1, "exit status 1: upstream timed out"
+		j.StartedAt, j.DoneAt = j.History[2].Started, j.History[2].Ended
+	case slot == 37: // pending, due
+	case slot == 38: // pending, delayed
+		j.RunAt = now + int64(time.Hour)
+	default: // running
+		j.Status, j.Attempts = store.StatusRunning, 1
+		j.WorkerID, j.Lease, j.LeaseDeadline = fmt.Sprintf("worker-%02d", seq%16), seq*4+1, now+int64(30*time.Second)
+		j.StartedAt = now - int64(time.Second)
+	}
+	return j
+}
+
+// BenchmarkNew times what a node's start (and a snapshot restore) spends
+// rebuilding the in-memory indexes from a store of 200,000 jobs.
+func BenchmarkNew(b *testing.B) {
+	st, err := store.Open(filepath.Join(b.TempDir(), "state.db"), store.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	const n = 200000
+	fillStore(b, st, n)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, err := fsm.New(st, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/job")
+}
+
+// BenchmarkApply times the FSM on the hot path: a submit of 16 jobs, a
+// claim of those 16 and a batch report of them done, each one log entry
+// (encoded before the timer starts).
+func BenchmarkApply(b *testing.B) {
+	st, err := store.Open(filepath.Join(b.TempDir(), "state.db"), store.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	f, err := fsm.New(st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const per = 16
+	var logs []*raft.Log
+	entry := func(cmds ...fsm.Cmd) {
+		index := uint64(len(logs) + 1)
+		data, err := fsm.Encode(&fsm.Entry{Now: t0.UnixNano() + int64(index), Cmds: cmds})
+		if err != nil {
+			b.Fatal(err)
+		}
+		logs = append(logs, &raft.Log{Index: index, Type: raft.LogCommand, Data: data})
+	}
+	jobs := make([]fsm.NewJob, per)
+	for i := range jobs {
+		jobs[i] = fsm.NewJob{Command: "/usr/local/bin/report --format pdf", Queue: "default", MaxAttempts: 3,
+			Metadata: map[string]string{"source": "api"}, Backoff: store.Backoff{Base: int64(time.Second), Max: int64(time.Hour), Jitter: 0.3}}
+	}
+	claim := claimCmd(fsm.Claim{WorkerID: "worker-1", Max: per, LeaseTTL: int64(ttl)})
+	for i := range b.N {
+		entry(submit(jobs...))
+		entry(claim)
+		reports := make([]fsm.Cmd, per)
+		for k := range reports {
+			id := fmt.Sprintf("%s%d", fsm.JobIDPrefix, i*per+k+1) // the FSM numbers jobs from 1
+			reports[k] = report(fsm.Report{JobID: id, Success: true, Output: "wrote report.pdf (48 KiB)\n", ExitCode: intp(0)})
+		}
+		entry(reports...)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < len(logs); i += 3 {
+		f.ApplyBatch(logs[i : i+1])
+		claimed := f.ApplyBatch(logs[i+1 : i+2])[0].([]fsm.Result)[0].Jobs
+		done := f.ApplyBatch(logs[i+2 : i+3])[0].([]fsm.Result)
+		if len(claimed) != per || done[per-1].Err != nil {
+			b.Fatalf("claimed %d jobs, want %d; last report: %v", len(claimed), per, done[per-1].Err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/per, "ns/job")
+}
