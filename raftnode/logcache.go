@@ -48,12 +48,14 @@ func (d detachedLogs) StoreLog(l *raft.Log) error {
 	return d.StoreLogs([]*raft.Log{l})
 }
 
+// StoreLogs copies each entry into an allocation of its own: copies sharing
+// one array would keep every entry of the call, Data included, alive until
+// the last of them left the cache.
 func (d detachedLogs) StoreLogs(logs []*raft.Log) error {
-	copies := make([]raft.Log, len(logs))
-	ptrs := make([]*raft.Log, len(logs))
+	copies := make([]*raft.Log, len(logs))
 	for i, l := range logs {
-		copies[i] = *l
-		ptrs[i] = &copies[i]
+		c := *l
+		copies[i] = &c
 	}
-	return d.LogStore.StoreLogs(ptrs)
+	return d.LogStore.StoreLogs(copies)
 }
