@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -103,7 +104,7 @@ func TestOpenRefusesANewerFormat(t *testing.T) {
 		st2.Close()
 		t.Fatal("opened a state file of a newer format")
 	}
-	if !strings.Contains(err.Error(), "state format 2") {
+	if want := fmt.Sprintf("state format %d", currentFormat+1); !strings.Contains(err.Error(), want) {
 		t.Fatalf("open err = %v, want it to name the format", err)
 	}
 }

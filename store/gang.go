@@ -114,7 +114,7 @@ func (t *Tx) Gang(id string) (*Gang, error) {
 		return nil, ErrNotFound
 	}
 	g := new(Gang)
-	if err := decode(v, g); err != nil {
+	if err := decodeJSON(v, g); err != nil {
 		return nil, fmt.Errorf("gang %s: %w", id, err)
 	}
 	return g, nil
@@ -123,7 +123,7 @@ func (t *Tx) Gang(id string) (*Gang, error) {
 // PutGang stores (creates or replaces) a gang.
 func (t *Tx) PutGang(g *Gang, index uint64) error {
 	g.ModifyIndex = index
-	v, err := encode(g)
+	v, err := encodeJSON(g)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (t *Tx) DeleteGang(id string) error {
 func (t *Tx) ForEachGang(fn func(*Gang) error) error {
 	return t.tx.Bucket(bucketGangs).ForEach(func(k, v []byte) error {
 		g := new(Gang)
-		if err := decode(v, g); err != nil {
+		if err := decodeJSON(v, g); err != nil {
 			return fmt.Errorf("gang %s: %w", k, err)
 		}
 		return fn(g)

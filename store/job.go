@@ -1,9 +1,6 @@
 package store
 
-import (
-	"encoding/json"
-	"fmt"
-)
+import "encoding/json"
 
 // Status is a job's stored state. "scheduled" is not a stored status: it is a
 // pending job whose RunAt is still in the future.
@@ -111,6 +108,39 @@ type Job struct {
 	ModifyIndex    uint64            `json:"mod"`
 }
 
+// JobHead is what the FSM's in-memory indexes need of a job. A binary job
+// record stores these fields first, so reading only them stops early (see
+// Tx.ForEachJobHead).
+type JobHead struct {
+	ID            string
+	Seq           uint64
+	Status        Status
+	Queue         string
+	Type          string
+	Priority      int
+	RunAt         int64
+	WorkerID      string
+	Lease         uint64
+	LeaseDeadline int64
+	Resources     Resources
+	Tags          []string
+}
+
+// Head returns the head fields of j.
+func (j *Job) Head() JobHead {
+	return JobHead{
+		ID: j.ID, Seq: j.Seq, Status: j.Status, Queue: j.Queue, Type: j.Type, Priority: j.Priority,
+		RunAt: j.RunAt, WorkerID: j.WorkerID, Lease: j.Lease, LeaseDeadline: j.LeaseDeadline,
+		Resources: j.Resources, Tags: j.Tags,
+	}
+}
+
+func (j *Job) setHead(h *JobHead) {
+	j.ID, j.Seq, j.Status, j.Queue, j.Type, j.Priority = h.ID, h.Seq, h.Status, h.Queue, h.Type, h.Priority
+	j.RunAt, j.WorkerID, j.Lease, j.LeaseDeadline = h.RunAt, h.WorkerID, h.Lease, h.LeaseDeadline
+	j.Resources, j.Tags = h.Resources, h.Tags
+}
+
 // Worker is the stored record of a registered worker.
 type Worker struct {
 	ID            string   `json:"id"`
@@ -132,19 +162,4 @@ type Node struct {
 	ID   string `json:"id"`
 	HTTP string `json:"http"`
 	Raft string `json:"raft"`
-}
-
-func encode(v any) ([]byte, error) {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return nil, fmt.Errorf("encode %T: %w", v, err)
-	}
-	return b, nil
-}
-
-func decode(b []byte, v any) error {
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("decode %T: %w", v, err)
-	}
-	return nil
 }

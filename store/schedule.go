@@ -44,7 +44,7 @@ func (t *Tx) Schedule(name string) (*Schedule, error) {
 		return nil, ErrNotFound
 	}
 	s := new(Schedule)
-	if err := decode(v, s); err != nil {
+	if err := decodeJSON(v, s); err != nil {
 		return nil, fmt.Errorf("schedule %s: %w", name, err)
 	}
 	return s, nil
@@ -53,7 +53,7 @@ func (t *Tx) Schedule(name string) (*Schedule, error) {
 // PutSchedule stores (creates or replaces) a schedule.
 func (t *Tx) PutSchedule(s *Schedule, index uint64) error {
 	s.ModifyIndex = index
-	v, err := encode(s)
+	v, err := encodeJSON(s)
 	if err != nil {
 		return err
 	}
@@ -76,7 +76,7 @@ func (t *Tx) DeleteSchedule(name string) error {
 func (t *Tx) ForEachSchedule(fn func(*Schedule) error) error {
 	return t.tx.Bucket(bucketSchedules).ForEach(func(k, v []byte) error {
 		s := new(Schedule)
-		if err := decode(v, s); err != nil {
+		if err := decodeJSON(v, s); err != nil {
 			return fmt.Errorf("schedule %s: %w", k, err)
 		}
 		return fn(s)

@@ -2,6 +2,10 @@
 // indexes and one read or write transaction per call. It is pure data: it reads
 // no clock, draws no random numbers and knows nothing of Raft; every write is
 // stamped with the Raft index its caller passes in.
+//
+// Job records are binary (record.go gives the layout); the few other records
+// are JSON. A state file of format 1, where job records were JSON too, is
+// still read: each job is rewritten in binary when it next changes.
 package store
 
 import (
@@ -37,7 +41,8 @@ var (
 	keyLastNow     = []byte("last_now")
 	keyLastLease   = []byte("last_lease")
 	keyFormat      = []byte("format")
-	currentFormat  = uint64(1)
+	currentFormat  = uint64(2) // 2: job records binary (record.go)
+	oldestFormat   = uint64(1) // 1: every record JSON; still read, rewritten job by job
 	defaultMmapLen = 1 << 30
 )
 
@@ -88,8 +93,8 @@ func (s *Store) open() error {
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(keyFormat); v != nil && getUint(v) != currentFormat {
-			return fmt.Errorf("state format %d, this binary reads %d", getUint(v), currentFormat)
+		if v := meta.Get(keyFormat); v != nil && !readableFormat(getUint(v)) {
+			return fmt.Errorf("state format %d, this binary reads %d to %d", getUint(v), oldestFormat, currentFormat)
 		}
 		return meta.Put(keyFormat, putUint(currentFormat))
 	})
@@ -100,6 +105,12 @@ func (s *Store) open() error {
 	s.db = db
 	return nil
 }
+
+// readableFormat reports whether this binary reads state files of format f.
+// Opening one stamps it currentFormat: from then on it may hold records an
+// older binary cannot read, and such a binary refuses it (or a snapshot of
+// it) by that stamp rather than failing on a record.
+func readableFormat(f uint64) bool { return f >= oldestFormat && f <= currentFormat }
 
 // Close closes the state file.
 func (s *Store) Close() error {
@@ -216,9 +227,9 @@ func (s *Store) Restore(r io.Reader) error {
 		os.Remove(tmp)
 		return fmt.Errorf("restore: snapshot is truncated: %d of %d bytes", n, need)
 	}
-	if format != currentFormat {
+	if !readableFormat(format) {
 		os.Remove(tmp)
-		return fmt.Errorf("restore: snapshot has state format %d, this binary reads %d", format, currentFormat)
+		return fmt.Errorf("restore: snapshot has state format %d, this binary reads %d to %d", format, oldestFormat, currentFormat)
 	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("restore: close old state: %w", err)

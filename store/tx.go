@@ -10,7 +10,8 @@ import (
 
 // Tx is one read or write transaction. Write methods fail on a read Tx.
 type Tx struct {
-	tx *bolt.Tx
+	tx    *bolt.Tx
+	arena []byte // encoded records; see encodeJob
 }
 
 func putUint(v uint64) []byte {
@@ -73,7 +74,7 @@ func (t *Tx) Job(id string) (*Job, error) {
 		return nil, ErrNotFound
 	}
 	j := new(Job)
-	if err := decode(v, j); err != nil {
+	if err := decodeJob(v, j); err != nil {
 		return nil, fmt.Errorf("job %s: %w", id, err)
 	}
 	return j, nil
@@ -165,7 +166,7 @@ func (t *Tx) Expired(now int64, limit int) []string {
 }
 
 func (t *Tx) putJob(j *Job) error {
-	v, err := encode(j)
+	v, err := t.encodeJob(j)
 	if err != nil {
 		return err
 	}
@@ -173,6 +174,30 @@ func (t *Tx) putJob(j *Job) error {
 		return fmt.Errorf("put job %s: %w", j.ID, err)
 	}
 	return nil
+}
+
+// Sizes of the chunks of a write transaction's arena.
+const (
+	minArena = 4 << 10
+	maxArena = 64 << 10
+)
+
+// encodeJob encodes j into the transaction's arena. bbolt keeps the value of
+// a Put until the transaction ends, so records are appended to the arena,
+// never written over, and one allocation holds many of them.
+func (t *Tx) encodeJob(j *Job) ([]byte, error) {
+	if cap(t.arena)-len(t.arena) < minArena/4 {
+		t.arena = make([]byte, 0, min(max(2*cap(t.arena), minArena), maxArena))
+	}
+	free := t.arena[len(t.arena):]
+	v, err := appendJob(free, j)
+	if err != nil {
+		return nil, err
+	}
+	if cap(v) == cap(free) { // it fit: claim the room; else append made v its own
+		t.arena = t.arena[:len(t.arena)+len(v)]
+	}
+	return v[:len(v):len(v)], nil
 }
 
 // IdempotencyKey returns the id of the job holding key and until when the
@@ -213,6 +238,22 @@ func (t *Tx) ForEachJob(status Status, fn func(*Job) error) error {
 		}
 	}
 	return nil
+}
+
+// ForEachJobHead calls fn with the head of every job, in id order: what the
+// in-memory indexes are rebuilt from, read without decoding whole records.
+// The JobHead is reused by the next call (copy it to keep it; its strings
+// and Tags may be kept, and its names are shared among the heads). fn must
+// not modify the store.
+func (t *Tx) ForEachJobHead(fn func(*JobHead) error) error {
+	var h JobHead
+	names := make(interner)
+	return t.tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
+		if err := decodeJobHead(v, &h, names); err != nil {
+			return fmt.Errorf("job %s: %w", k, err)
+		}
+		return fn(&h)
+	})
 }
 
 func (t *Tx) withJob(id []byte, fn func(*Job) error) error {
@@ -293,7 +334,7 @@ func (t *Tx) Worker(id string) (*Worker, error) {
 		return nil, ErrNotFound
 	}
 	w := new(Worker)
-	if err := decode(v, w); err != nil {
+	if err := decodeJSON(v, w); err != nil {
 		return nil, fmt.Errorf("worker %s: %w", id, err)
 	}
 	return w, nil
@@ -302,7 +343,7 @@ func (t *Tx) Worker(id string) (*Worker, error) {
 // PutWorker stores a worker.
 func (t *Tx) PutWorker(w *Worker, index uint64) error {
 	w.ModifyIndex = index
-	v, err := encode(w)
+	v, err := encodeJSON(w)
 	if err != nil {
 		return err
 	}
@@ -313,7 +354,7 @@ func (t *Tx) PutWorker(w *Worker, index uint64) error {
 func (t *Tx) ForEachWorker(fn func(*Worker) error) error {
 	return t.tx.Bucket(bucketWorkers).ForEach(func(k, v []byte) error {
 		w := new(Worker)
-		if err := decode(v, w); err != nil {
+		if err := decodeJSON(v, w); err != nil {
 			return fmt.Errorf("worker %s: %w", k, err)
 		}
 		return fn(w)
@@ -322,7 +363,7 @@ func (t *Tx) ForEachWorker(fn func(*Worker) error) error {
 
 // PutNode stores a cluster member's addresses.
 func (t *Tx) PutNode(n *Node) error {
-	v, err := encode(n)
+	v, err := encodeJSON(n)
 	if err != nil {
 		return err
 	}
@@ -339,7 +380,7 @@ func (t *Tx) Nodes() ([]*Node, error) {
 	var out []*Node
 	err := t.tx.Bucket(bucketNodes).ForEach(func(k, v []byte) error {
 		n := new(Node)
-		if err := decode(v, n); err != nil {
+		if err := decodeJSON(v, n); err != nil {
 			return fmt.Errorf("node %s: %w", k, err)
 		}
 		out = append(out, n)
