@@ -105,7 +105,8 @@ func (a *applier) job(id string) (*store.Job, error) {
 func (a *applier) unindex(j *store.Job) {
 	switch {
 	case j.Status == store.StatusPending:
-		a.f.idx.removePending(j)
+		h := j.Head()
+		a.f.idx.removePending(&h)
 	case j.Status.Leased():
 		a.f.idx.removeLease(j.ID)
 	case j.Status == store.StatusReserved:
@@ -117,14 +118,15 @@ func (a *applier) unindex(j *store.Job) {
 func (a *applier) reindex(j *store.Job, prev store.Status) {
 	a.f.idx.count(j.Queue, prev, j.Status)
 	a.capacityFreed(j, prev)
+	h := j.Head()
 	switch {
 	case j.Status == store.StatusPending:
-		a.f.idx.addPending(j, a.now)
+		a.f.idx.addPending(&h, a.now)
 		a.readyChanged = true
 	case j.Status.Leased():
-		a.f.idx.addLease(j)
+		a.f.idx.addLease(&h)
 	case j.Status == store.StatusReserved:
-		a.f.idx.addReserved(j)
+		a.f.idx.addReserved(&h)
 		a.readyChanged = true // its worker's long-poll may take it now
 	}
 }

@@ -256,7 +256,7 @@ func (a *applier) reserveGang(r *ReserveGang) Result {
 		switch {
 		case t.Status != store.StatusBlocked:
 			return Result{Err: fmt.Errorf("reserve gang %s: task %s is %s: %w", g.ID, t.ID, t.Status, ErrConflict)}
-		case !a.f.idx.fits(wid, needOf(t)):
+		case !a.f.idx.fits(wid, needOf(t.Resources, t.Tags)):
 			return Result{Err: fmt.Errorf("reserve gang %s: task %s does not fit what worker %s has free: %w", g.ID, t.ID, wid, ErrConflict)}
 		}
 	}

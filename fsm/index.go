@@ -87,8 +87,8 @@ func newIndex() *index {
 	}
 }
 
-func itemOf(j *store.Job) readyItem {
-	return readyItem{prio: j.Priority, runAt: j.RunAt, seq: j.Seq, id: j.ID, kind: kind{j.Queue, j.Type}, need: needOf(j)}
+func itemOf(j *store.JobHead) readyItem {
+	return readyItem{prio: j.Priority, runAt: j.RunAt, seq: j.Seq, id: j.ID, kind: kind{j.Queue, j.Type}, need: needOf(j.Resources, j.Tags)}
 }
 
 // count moves a job between status counters: from "" on create, to "" on delete.
@@ -107,7 +107,7 @@ func (x *index) count(queue string, from, to store.Status) {
 }
 
 // addPending indexes a pending job: ready if due at now, delayed otherwise.
-func (x *index) addPending(j *store.Job, now int64) {
+func (x *index) addPending(j *store.JobHead, now int64) {
 	it := itemOf(j)
 	if j.RunAt > now {
 		x.delayed.ReplaceOrInsert(it)
@@ -126,7 +126,7 @@ func (x *index) readyTree(k kind) *btree.BTreeG[readyItem] {
 }
 
 // removePending drops a pending job from whichever tree holds it.
-func (x *index) removePending(j *store.Job) {
+func (x *index) removePending(j *store.JobHead) {
 	it := itemOf(j)
 	if _, ok := x.delayed.Delete(it); ok {
 		return
@@ -225,7 +225,7 @@ func (x *index) dueDelayed(kinds [][]kind, now int64) bool {
 	return found
 }
 
-func (x *index) addLease(j *store.Job) {
+func (x *index) addLease(j *store.JobHead) {
 	it := leaseItem{deadline: j.LeaseDeadline, id: j.ID, lease: j.Lease, worker: j.WorkerID, res: j.Resources}
 	if old, ok := x.leaseOf[j.ID]; ok {
 		x.leases.Delete(old)
@@ -283,28 +283,28 @@ func (x *index) expired(now int64, limit int) []leaseItem {
 	return out
 }
 
-// rebuild fills a fresh index from the store.
+// rebuildIndex fills a fresh index from the store. It reads only the jobs'
+// heads: what a node's start and a snapshot restore wait for is one pass
+// over every job record, in key order.
 func rebuildIndex(tx *store.Tx, now int64) (*index, error) {
 	x := newIndex()
 	for _, q := range tx.PausedQueues() {
 		x.paused[q] = true
 	}
-	for _, st := range store.Statuses {
-		err := tx.ForEachJob(st, func(j *store.Job) error {
-			x.count(j.Queue, "", j.Status)
-			switch {
-			case j.Status == store.StatusPending:
-				x.addPending(j, now)
-			case j.Status.Leased():
-				x.addLease(j)
-			case j.Status == store.StatusReserved:
-				x.addReserved(j)
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
+	err := tx.ForEachJobHead(func(j *store.JobHead) error {
+		x.count(j.Queue, "", j.Status)
+		switch {
+		case j.Status == store.StatusPending:
+			x.addPending(j, now)
+		case j.Status.Leased():
+			x.addLease(j)
+		case j.Status == store.StatusReserved:
+			x.addReserved(j)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := x.gx.rebuild(tx); err != nil {
 		return nil, err

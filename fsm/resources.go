@@ -20,11 +20,11 @@ type need struct {
 	tags []string
 }
 
-func needOf(j *store.Job) *need {
-	if j.Resources.IsZero() && len(j.Tags) == 0 {
+func needOf(res store.Resources, tags []string) *need {
+	if res.IsZero() && len(tags) == 0 {
 		return nil
 	}
-	return &need{res: j.Resources, tags: j.Tags}
+	return &need{res: res, tags: tags}
 }
 
 // offer is what a worker registered with.
@@ -160,7 +160,7 @@ func (x *index) bestFit(kinds [][]kind, worker string) (readyItem, bool) {
 	return readyItem{}, false
 }
 
-func (x *index) addReserved(j *store.Job) {
+func (x *index) addReserved(j *store.JobHead) {
 	it := reservedItem{id: j.ID, seq: j.Seq, kind: kind{j.Queue, j.Type}, worker: j.WorkerID, res: j.Resources}
 	x.removeReserved(j.ID)
 	m := x.gx.reserved[it.worker]
