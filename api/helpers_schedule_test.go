@@ -65,6 +65,14 @@ func (n *loneNode) Propose(_ context.Context, cmd fsm.Cmd) (fsm.Result, error) {
 	return res, res.Err
 }
 
+func (n *loneNode) ProposeAll(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, []error) {
+	results, errs := make([]fsm.Result, len(cmds)), make([]error, len(cmds))
+	for i, c := range cmds {
+		results[i], errs[i] = n.Propose(ctx, c)
+	}
+	return results, errs
+}
+
 func (n *loneNode) IsLeader() bool                                 { return true }
 func (n *loneNode) Leader() (string, string)                       { return "n1", "127.0.0.1:1" }
 func (n *loneNode) VerifyLeader(context.Context) error             { return nil }

@@ -36,6 +36,13 @@ func (s *Server) propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
 	return s.node.Propose(ctx, cmd)
 }
 
+// proposeAll is propose for several commands at once.
+func (s *Server) proposeAll(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, []error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proposeTimeout)
+	defer cancel()
+	return s.node.ProposeAll(ctx, cmds)
+}
+
 // proposeTimeout bounds how long a request waits for its command to apply.
 const proposeTimeout = 10 * time.Second
 

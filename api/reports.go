@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
@@ -55,23 +54,27 @@ func batchReports(in []wire.BatchReport) ([]*fsm.Report, error) {
 // waits for their results, in order.
 func (s *Server) startReports(ctx context.Context, reps []*fsm.Report) func() []wire.BatchReportResult {
 	out := make([]wire.BatchReportResult, len(reps))
-	var wg sync.WaitGroup
-	for i, rep := range reps {
-		wg.Go(func() {
-			res := wire.BatchReportResult{JobID: rep.JobID}
-			pr, err := s.propose(ctx, fsm.Cmd{Op: fsm.OpReport, Report: rep})
-			if err == nil {
-				j := pr.Jobs[0]
-				res.Status = string(j.Status)
-				s.attemptEnded(ctx, j, false)
-			} else {
-				res.Error, res.Code = s.errorCode(err)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cmds := make([]fsm.Cmd, len(reps))
+		for i, rep := range reps {
+			cmds[i] = fsm.Cmd{Op: fsm.OpReport, Report: rep}
+		}
+		results, errs := s.proposeAll(ctx, cmds)
+		for i, rep := range reps {
+			out[i].JobID = rep.JobID
+			if errs[i] != nil {
+				out[i].Error, out[i].Code = s.errorCode(errs[i])
+				continue
 			}
-			out[i] = res
-		})
-	}
+			j := results[i].Jobs[0]
+			out[i].Status = string(j.Status)
+			s.attemptEnded(ctx, j, false)
+		}
+	}()
 	return func() []wire.BatchReportResult {
-		wg.Wait()
+		<-done
 		return out
 	}
 }

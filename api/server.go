@@ -32,6 +32,7 @@ import (
 // Raft is what the API needs of the local cluster member.
 type Raft interface {
 	Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error)
+	ProposeAll(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, []error)
 	IsLeader() bool
 	Leader() (id, addr string)
 	VerifyLeader(ctx context.Context) error

@@ -35,13 +35,53 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
 		return fsm.Result{}, ErrNotLeader
 	}
 	p := &proposal{cmd: cmd, done: make(chan outcome, 1)}
+	if err := n.enqueue(ctx, p); err != nil {
+		return fsm.Result{}, err
+	}
+	return p.await(ctx)
+}
+
+// ProposeAll proposes cmds at once, so they pack into as few entries as
+// the proposer makes of them, and waits for each: results[i] and errs[i]
+// are what Propose would have returned for cmds[i]. It saves a goroutine
+// per command to callers with many (a batch of reports).
+func (n *Node) ProposeAll(ctx context.Context, cmds []fsm.Cmd) (results []fsm.Result, errs []error) {
+	results, errs = make([]fsm.Result, len(cmds)), make([]error, len(cmds))
+	if n.raft.State() != raft.Leader {
+		for i := range errs {
+			errs[i] = ErrNotLeader
+		}
+		return results, errs
+	}
+	ps := make([]*proposal, len(cmds))
+	for i, cmd := range cmds {
+		ps[i] = &proposal{cmd: cmd, done: make(chan outcome, 1)}
+		if errs[i] = n.enqueue(ctx, ps[i]); errs[i] != nil {
+			ps[i] = nil
+		}
+	}
+	for i, p := range ps {
+		if p != nil {
+			results[i], errs[i] = p.await(ctx)
+		}
+	}
+	return results, errs
+}
+
+// enqueue hands p to the proposer, or says why it could not.
+func (n *Node) enqueue(ctx context.Context, p *proposal) error {
 	select {
 	case n.proposals <- p:
+		return nil
 	case <-ctx.Done():
-		return fsm.Result{}, fmt.Errorf("%w: %w", ErrNotCommitted, ctx.Err())
+		return fmt.Errorf("%w: %w", ErrNotCommitted, ctx.Err())
 	case <-n.shutdownCh:
-		return fsm.Result{}, ErrShutdown
+		return ErrShutdown
 	}
+}
+
+// await waits for an enqueued proposal's outcome.
+func (p *proposal) await(ctx context.Context) (fsm.Result, error) {
 	select {
 	case o := <-p.done:
 		if o.err == nil && o.res.Err != nil {
