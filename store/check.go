@@ -50,10 +50,12 @@ func (s *Store) Check() error {
 }
 
 // Digest is a hash of every bucket's keys and values, in key order. Two
-// nodes that applied the same log to the same index have equal digests,
-// whichever of them still holds job records of state format 1 (JSON): those
-// are hashed as the binary record they would be written as now (see
-// canonicalJob).
+// nodes of one version that applied the same log to the same index have
+// equal digests. It hashes the records' bytes as stored: Open rewrites the
+// JSON job records of state format 1 in binary before anything reads the
+// store, so no two nodes of this version hold one job in two encodings. A
+// node of an older version (JSON records, format 1) disagrees with them
+// even when their jobs are the same: compare digests within one version.
 func (s *Store) Digest() (string, error) {
 	_, d, err := s.DigestAt()
 	return d, err
@@ -73,14 +75,7 @@ func (s *Store) DigestAt() (applied uint64, digest string, err error) {
 		for _, name := range names {
 			h.Write([]byte(name))
 			h.Write([]byte{0})
-			jobs := name == string(bucketJobs)
 			err := t.tx.Bucket([]byte(name)).ForEach(func(k, v []byte) error {
-				if jobs {
-					var err error
-					if v, err = canonicalJob(v); err != nil {
-						return fmt.Errorf("job %s: %w", k, err)
-					}
-				}
 				fmt.Fprintf(h, "%d:%s%d:%s", len(k), k, len(v), v)
 				return nil
 			})
@@ -94,23 +89,4 @@ func (s *Store) DigestAt() (applied uint64, digest string, err error) {
 		return 0, "", fmt.Errorf("digest: %w", err)
 	}
 	return applied, hex.EncodeToString(h.Sum(nil)), nil
-}
-
-// canonicalJob is the binary form of a job record. Nodes write a job's
-// record in the encoding of their version when they apply a command to it,
-// so after a rolling upgrade (or a restore from a newer node's snapshot, or
-// a rebuild from the log) one node may hold a job in JSON that another
-// holds in binary. Both decode to the same Job (JSON keeps every field
-// binary keeps, and strings that came through JSON commands are valid
-// UTF-8), so hashing the binary form of each keeps their digests equal, at
-// the cost of decoding only the records not yet rewritten.
-func canonicalJob(v []byte) ([]byte, error) {
-	if len(v) == 0 || v[0] != '{' {
-		return v, nil
-	}
-	var j Job
-	if err := decodeJob(v, &j); err != nil {
-		return nil, err
-	}
-	return appendJob(nil, &j)
 }

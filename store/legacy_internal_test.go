@@ -3,19 +3,23 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// toFormat1 rewrites st as a state file of format 1 would hold it: every
-// job record in JSON, the format stamp 1.
-func toFormat1(t *testing.T, st *Store) {
+// toJSON rewrites the records of the given jobs (every job if none given)
+// in JSON, as state format 1 wrote them.
+func toJSON(t testing.TB, st *Store, ids ...string) {
 	t.Helper()
 	err := st.Update(func(tx *Tx) error {
 		var jobs []*Job
 		err := tx.ForEachJob("", func(j *Job) error {
-			jobs = append(jobs, j)
+			if len(ids) == 0 || slices.Contains(ids, j.ID) {
+				jobs = append(jobs, j)
+			}
 			return nil
 		})
 		if err != nil {
@@ -30,9 +34,19 @@ func toFormat1(t *testing.T, st *Store) {
 				return err
 			}
 		}
-		return tx.putMetaUint(keyFormat, 1)
+		return nil
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// toFormat1 rewrites st as a state file of format 1 would hold it: every
+// job record in JSON, the format stamp 1.
+func toFormat1(t *testing.T, st *Store) {
+	t.Helper()
+	toJSON(t, st)
+	if err := st.Update(func(tx *Tx) error { return tx.putMetaUint(keyFormat, 1) }); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -67,85 +81,105 @@ func storeDigest(t *testing.T, st *Store) string {
 	return d
 }
 
-func TestStateFormat1(t *testing.T) {
-	setup := func(t *testing.T) (st *Store, jobs []*Job, binaryDigest string) {
-		st = openInternal(t)
-		jobs = insertTestJobs(t, st)
-		binaryDigest = storeDigest(t, st)
-		toFormat1(t, st)
-		path := st.Path()
-		if err := st.Close(); err != nil {
-			t.Fatal(err)
-		}
-		st, err := Open(path, Options{NoSync: true})
-		if err != nil {
-			t.Fatalf("open a state file of format 1: %v", err)
-		}
-		t.Cleanup(func() { st.Close() })
-		return st, jobs, binaryDigest
+func reopen(t *testing.T, st *Store) *Store {
+	t.Helper()
+	path := st.Path()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
 	}
-	t.Run("OpensReadsAndStampsFormat2", func(t *testing.T) {
-		st, jobs, _ := setup(t)
-		err := st.View(func(tx *Tx) error {
-			if f := tx.metaUint(keyFormat); f != currentFormat {
-				t.Errorf("format after open %d, want %d", f, currentFormat)
+	st, err := Open(path, Options{NoSync: true})
+	if err != nil {
+		t.Fatalf("reopen: %v", err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+// checkBinary checks that st is of the current format, done upgrading, and
+// holds want, every job record binary.
+func checkBinary(t *testing.T, st *Store, want []*Job) {
+	t.Helper()
+	err := st.View(func(tx *Tx) error {
+		if f := tx.metaUint(keyFormat); f != currentFormat {
+			t.Errorf("format %d, want %d", f, currentFormat)
+		}
+		if tx.tx.Bucket(bucketMeta).Get(keyUpgrading) != nil {
+			t.Error("still marked upgrading")
+		}
+		err := tx.tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
+			if v[0] != jobRecordV1 {
+				t.Errorf("job %s: record starts %q", k, v[0])
 			}
-			for _, want := range jobs {
-				got, err := tx.Job(want.ID)
-				if err != nil {
-					return err
-				}
-				if !bytes.Equal(mustAppendJob(t, got), mustAppendJob(t, want)) {
-					t.Errorf("job %s read from JSON as %+v, want %+v", want.ID, got, want)
-				}
-			}
-			return tx.ForEachJobHead(func(h *JobHead) error {
-				for _, want := range jobs {
-					if want.ID == h.ID && !reflect.DeepEqual(*h, want.Head()) {
-						t.Errorf("head %+v, want %+v", *h, want.Head())
-					}
-				}
-				return nil
-			})
+			return nil
 		})
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if err := st.Check(); err != nil {
-			t.Fatalf("check: %v", err)
-		}
-	})
-	t.Run("DigestEqualsTheBinaryStates", func(t *testing.T) {
-		st, _, want := setup(t)
-		if got := storeDigest(t, st); got != want {
-			t.Fatal("the same jobs in JSON records give another digest than in binary ones")
-		}
-	})
-	t.Run("AChangedJobIsWrittenBinary", func(t *testing.T) {
-		st, jobs, want := setup(t)
-		err := st.Update(func(tx *Tx) error {
-			j, err := tx.Job(jobs[2].ID)
+		for _, w := range want {
+			got, err := tx.Job(w.ID)
 			if err != nil {
 				return err
 			}
-			if err := tx.UpdateJob(j, j.Status, j.ModifyIndex); err != nil {
-				return err
+			if !bytes.Equal(mustAppendJob(t, got), mustAppendJob(t, w)) {
+				t.Errorf("job %s read back as %+v, want %+v", w.ID, got, w)
 			}
-			if v := tx.tx.Bucket(bucketJobs).Get([]byte(j.ID)); v[0] != jobRecordV1 {
-				t.Errorf("rewritten record starts %q", v[0])
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Check(); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+}
+
+func TestStateFormat1(t *testing.T) {
+	t.Run("OpenRewritesItsJobsInBinary", func(t *testing.T) {
+		st := openInternal(t)
+		jobs := insertTestJobs(t, st)
+		want := storeDigest(t, st)
+		toFormat1(t, st)
+		st = reopen(t, st)
+		checkBinary(t, st, jobs)
+		if storeDigest(t, st) != want {
+			t.Error("digest after the upgrade differs from the binary store's")
+		}
+	})
+	t.Run("AnUpgradeCutShortResumesAtTheNextOpen", func(t *testing.T) {
+		st := openInternal(t)
+		jobs := insertTestJobs(t, st)
+		toJSON(t, st, jobs[0].ID, jobs[2].ID)
+		if err := st.Update(func(tx *Tx) error { return tx.tx.Bucket(bucketMeta).Put(keyUpgrading, []byte{1}) }); err != nil {
+			t.Fatal(err)
+		}
+		checkBinary(t, reopen(t, st), jobs)
+	})
+	t.Run("RewriteGoesInBatches", func(t *testing.T) {
+		st := openInternal(t)
+		var jobs []*Job
+		err := st.Update(func(tx *Tx) error {
+			for i := range 7 {
+				j := &Job{ID: fmt.Sprintf("job-%d", i), Seq: uint64(i + 1), Status: StatusDone}
+				jobs = append(jobs, j)
+				if err := tx.InsertJob(j, 1); err != nil {
+					return err
+				}
 			}
 			return nil
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := storeDigest(t, st); got != want {
-			t.Fatal("digest changed when a JSON record was rewritten in binary")
+		toJSON(t, st, "job-0", "job-2", "job-3", "job-4", "job-6")
+		if err := st.rewriteJobs(2); err != nil {
+			t.Fatal(err)
 		}
+		checkBinary(t, st, jobs)
 	})
 	t.Run("ItsSnapshotRestores", func(t *testing.T) {
 		old := openInternal(t)
-		insertTestJobs(t, old)
+		jobs := insertTestJobs(t, old)
 		toFormat1(t, old)
 		var buf bytes.Buffer
 		sn, err := old.Snapshot()
@@ -161,10 +195,40 @@ func TestStateFormat1(t *testing.T) {
 		if err := st.Restore(&buf); err != nil {
 			t.Fatalf("restore a snapshot of format 1: %v", err)
 		}
-		if err := st.Check(); err != nil {
-			t.Fatalf("check: %v", err)
-		}
+		checkBinary(t, st, jobs)
 	})
+}
+
+// TestJSONRecordsStayReadable: a job record in JSON (which Open rewrites,
+// but which a crash in the middle of that leaves until the next Open) reads
+// as the same job, whole or its head.
+func TestJSONRecordsStayReadable(t *testing.T) {
+	st := openInternal(t)
+	jobs := insertTestJobs(t, st)
+	toJSON(t, st, jobs[1].ID)
+	if err := st.Check(); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	err := st.View(func(tx *Tx) error {
+		got, err := tx.Job(jobs[1].ID)
+		if err != nil {
+			return err
+		}
+		if !bytes.Equal(mustAppendJob(t, got), mustAppendJob(t, jobs[1])) {
+			t.Errorf("job read back as %+v, want %+v", got, jobs[1])
+		}
+		return tx.ForEachJobHead(func(h *JobHead) error {
+			for _, j := range jobs {
+				if j.ID == h.ID && !reflect.DeepEqual(*h, j.Head()) {
+					t.Errorf("head %+v, want %+v", *h, j.Head())
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestTxArenaKeepsEveryRecord writes many records of growing sizes in one
@@ -205,4 +269,44 @@ func TestTxArenaKeepsEveryRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// BenchmarkRewriteJobs times what the first Open of a state file of format 1
+// adds: rewriting 200,000 JSON job records in binary.
+func BenchmarkRewriteJobs(b *testing.B) {
+	st, err := Open(filepath.Join(b.TempDir(), "state.db"), Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	const n = 200000
+	for done := 0; done < n; done += rewriteBatch {
+		err := st.Update(func(tx *Tx) error {
+			for i := done; i < done+rewriteBatch; i++ {
+				j := typicalJob()
+				j.ID, j.Seq = fmt.Sprintf("job-%d", i+1), uint64(i+1)
+				v, err := encodeJSON(j)
+				if err != nil {
+					return err
+				}
+				if err := tx.tx.Bucket(bucketJobs).Put([]byte(j.ID), v); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if err := st.rewriteJobs(rewriteBatch); err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		toJSON(b, st)
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/job")
 }

@@ -13,8 +13,8 @@ import (
 // Job records, the hot ones (every submit, claim and report reads and writes
 // them, and a start reads them all), are binary; the few and cold ones
 // (workers, nodes, gangs, schedules) are JSON. State format 1 wrote every
-// record as JSON, so a job record is read as JSON when its first byte is
-// '{' (decodeJob), and written binary whenever it is next stored.
+// record as JSON: Open rewrites its job records in binary (upgrade.go), and
+// decodeJob still reads a job record as JSON when its first byte is '{'.
 //
 // A binary job record is, in this order:
 //

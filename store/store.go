@@ -4,8 +4,8 @@
 // stamped with the Raft index its caller passes in.
 //
 // Job records are binary (record.go gives the layout); the few other records
-// are JSON. A state file of format 1, where job records were JSON too, is
-// still read: each job is rewritten in binary when it next changes.
+// are JSON. A state file or snapshot of format 1, where job records were
+// JSON too, is still read: Open rewrites its job records in binary.
 package store
 
 import (
@@ -41,8 +41,9 @@ var (
 	keyLastNow     = []byte("last_now")
 	keyLastLease   = []byte("last_lease")
 	keyFormat      = []byte("format")
-	currentFormat  = uint64(2) // 2: job records binary (record.go)
-	oldestFormat   = uint64(1) // 1: every record JSON; still read, rewritten job by job
+	keyUpgrading   = []byte("upgrading") // present while Open rewrites format 1's job records
+	currentFormat  = uint64(2)           // 2: job records binary (record.go)
+	oldestFormat   = uint64(1)           // 1: every record JSON; Open rewrites its job records
 	defaultMmapLen = 1 << 30
 )
 
@@ -63,7 +64,9 @@ type Store struct {
 	db   *bolt.DB
 }
 
-// Open opens (creating if needed) the state file at path.
+// Open opens (creating if needed) the state file at path. A file of state
+// format 1 has its job records rewritten in binary first (upgrade.go), once:
+// about as long as every start used to take.
 func Open(path string, opts Options) (*Store, error) {
 	if opts.InitialMmapSize == 0 {
 		opts.InitialMmapSize = defaultMmapLen
@@ -86,31 +89,31 @@ func (s *Store) open() error {
 	if err != nil {
 		return fmt.Errorf("open state %s: %w", s.path, err)
 	}
+	var upgrade bool
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
 			}
 		}
-		meta := tx.Bucket(bucketMeta)
-		if v := meta.Get(keyFormat); v != nil && !readableFormat(getUint(v)) {
-			return fmt.Errorf("state format %d, this binary reads %d to %d", getUint(v), oldestFormat, currentFormat)
-		}
-		return meta.Put(keyFormat, putUint(currentFormat))
+		var err error
+		upgrade, err = stampFormat(tx.Bucket(bucketMeta))
+		return err
 	})
 	if err != nil {
 		_ = db.Close()
 		return fmt.Errorf("init state %s: %w", s.path, err)
 	}
 	s.db = db
+	if upgrade {
+		if err := s.rewriteJobs(rewriteBatch); err != nil {
+			_ = db.Close()
+			s.db = nil
+			return fmt.Errorf("upgrade state %s to format %d: %w", s.path, currentFormat, err)
+		}
+	}
 	return nil
 }
-
-// readableFormat reports whether this binary reads state files of format f.
-// Opening one stamps it currentFormat: from then on it may hold records an
-// older binary cannot read, and such a binary refuses it (or a snapshot of
-// it) by that stamp rather than failing on a record.
-func readableFormat(f uint64) bool { return f >= oldestFormat && f <= currentFormat }
 
 // Close closes the state file.
 func (s *Store) Close() error {
