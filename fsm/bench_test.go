@@ -151,3 +151,56 @@ func BenchmarkApply(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/per, "ns/job")
 }
+
+// codecEntries are the entries BenchmarkEncode and BenchmarkDecode time: a
+// batch submit of 1,000 jobs, and 16 reports, as a batch report or the
+// proposer's batching packs them.
+func codecEntries() map[string]*fsm.Entry {
+	jobs := make([]fsm.NewJob, 1000)
+	for i := range jobs {
+		jobs[i] = fsm.NewJob{Command: fmt.Sprintf("/usr/local/bin/report --customer %d --format pdf", i), Queue: "default",
+			MaxAttempts: 3, Metadata: map[string]string{"source": "api"},
+			Backoff: store.Backoff{Base: int64(time.Second), Max: int64(time.Hour), Jitter: 0.3}}
+	}
+	reports := make([]fsm.Cmd, 16)
+	for i := range reports {
+		reports[i] = report(fsm.Report{JobID: fmt.Sprintf("job-%d", 1000+i), Lease: uint64(4000 + i), Success: true,
+			ExitCode: intp(0), Output: "wrote report.pdf (48 KiB)\n", Draw: float64(i) / 16})
+	}
+	now := t0.UnixNano()
+	return map[string]*fsm.Entry{
+		"Submit1000": {Now: now, Cmds: []fsm.Cmd{submit(jobs...)}},
+		"Report16":   {Now: now, Cmds: reports},
+	}
+}
+
+func BenchmarkEncode(b *testing.B) {
+	for name, e := range codecEntries() {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := fsm.Encode(e); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkDecode(b *testing.B) {
+	for name, e := range codecEntries() {
+		data, err := fsm.Encode(e)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := fsm.Decode(data); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(len(data)), "bytes")
+		})
+	}
+}
