@@ -2,15 +2,9 @@ package fsm
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/workron/workron/store"
 )
-
-// EncodingVersion is the first byte of every log entry this package writes.
-// A node that reads an entry of a newer version stops (see Decode) instead of
-// applying something it does not understand and diverging.
-const EncodingVersion byte = 1
 
 // Op names a command.
 type Op string
@@ -195,36 +189,8 @@ type PauseQueue struct {
 	Paused bool   `json:"paused"`
 }
 
-// Encode turns an entry into log bytes.
-func Encode(e *Entry) ([]byte, error) {
-	b, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("encode entry: %w", err)
-	}
-	return append([]byte{EncodingVersion}, b...), nil
-}
-
-// Decode parses log bytes. It returns *VersionError for an entry written by
-// a newer encoding, and a plain error for bytes that are not an entry.
-func Decode(data []byte) (*Entry, error) {
-	if len(data) == 0 {
-		return nil, fmt.Errorf("decode entry: empty")
-	}
-	if data[0] != EncodingVersion {
-		return nil, &VersionError{Got: data[0]}
-	}
-	e := new(Entry)
-	if err := json.Unmarshal(data[1:], e); err != nil {
-		return nil, fmt.Errorf("decode entry: %w", err)
-	}
-	for i, c := range e.Cmds {
-		if !c.valid() {
-			return nil, fmt.Errorf("decode entry: command %d (%q) lacks its arguments or is unknown", i, c.Op)
-		}
-	}
-	return e, nil
-}
-
+// valid reports whether c's op is known and has its argument: Decode
+// refuses, and Encode does not write, a command that is not.
 func (c *Cmd) valid() bool {
 	switch c.Op {
 	case OpSubmit:

@@ -9,6 +9,11 @@
 // Expire.Draw). The FSM uses max(Entry.Now, last entry's Now) as "now", so a
 // leader whose clock is behind cannot move time backwards.
 //
+// Encode writes an Entry in binary, its version byte first (encoding.go);
+// Decode reads that and the JSON entries of earlier releases. Every node
+// decodes every entry, so the hot commands have layouts of their own, and
+// the others are JSON inside the binary entry.
+//
 // # Determinism
 //
 // Apply uses only the entry and the current state. Iteration is over sorted

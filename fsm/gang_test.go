@@ -662,7 +662,7 @@ func TestGangEncoding(t *testing.T) {
 	}
 }
 
-func mustEncode(t *testing.T, e *fsm.Entry) []byte {
+func mustEncode(t testing.TB, e *fsm.Entry) []byte {
 	t.Helper()
 	b, err := fsm.Encode(e)
 	if err != nil {

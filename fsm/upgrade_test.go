@@ -13,10 +13,11 @@ import (
 // TestUpgradeMessages checks what a node running an older binary says when
 // it meets an entry a newer one wrote: it stops (panics, before applying
 // anything of the batch) with a message that names the log index and says
-// to upgrade, whether the entry has a newer encoding version or a command
-// this version does not know. (That nothing of a stopped batch sticks, even
-// the good entries before the bad one, is TestApplyBatch's
-// UndecodableEntryStopsTheNodeAndItsStoreKeepsTheLastGoodBatch.)
+// to upgrade, whether the entry has a newer encoding version, an op code
+// this version does not know, or a command it does not know (as JSON: op
+// code 0 of a binary entry, or a JSON entry). (That nothing of a stopped
+// batch sticks, even the good entries before the bad one, is
+// TestApplyBatch's UndecodableEntryStopsTheNodeAndItsStoreKeepsTheLastGoodBatch.)
 func TestUpgradeMessages(t *testing.T) {
 	cases := []struct {
 		name string
@@ -25,7 +26,11 @@ func TestUpgradeMessages(t *testing.T) {
 	}{
 		{"NewerEncodingVersion", append([]byte{fsm.EncodingVersion + 1}, `{"now":1,"cmds":[]}`...),
 			[]string{"index 2", fmt.Sprintf("encoding version %d is newer", fsm.EncodingVersion+1), "upgrade this node's binary"}},
-		{"UnknownCommand", append([]byte{fsm.EncodingVersion}, `{"now":1,"cmds":[{"op":"from_the_future","future":{}}]}`...),
+		{"UnknownCommand", []byte("\x02\x02\x01\x00" + withLen(`{"op":"from_the_future","future":{}}`)),
+			[]string{"index 2", `"from_the_future"`, "upgrade this node's binary"}},
+		{"UnknownOpCode", []byte{fsm.EncodingVersion, 2, 1, 99, 0, 0},
+			[]string{"index 2", "unknown op code 99", "upgrade this node's binary"}},
+		{"UnknownCommandInAJSONEntry", append([]byte{1}, `{"now":1,"cmds":[{"op":"from_the_future","future":{}}]}`...),
 			[]string{"index 2", `"from_the_future"`, "upgrade this node's binary"}},
 	}
 	for _, c := range cases {

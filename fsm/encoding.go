@@ -1,0 +1,516 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/workron/workron/internal/binenc"
+)
+
+// How log entries are encoded.
+//
+// An entry's first byte is its encoding version. Version 1 (encodingJSON)
+// is JSON of Entry: Workron wrote it until binary entries came, and Decode
+// still reads it, for the entries that Raft logs hold. Version 2
+// (EncodingVersion), which Encode writes, is binary, because every node
+// decodes every entry: it decodes several times faster than JSON, and a
+// batch of reports over ten times (BenchmarkDecode). It is, in this order:
+//
+//	EncodingVersion
+//	Now
+//	the count of commands, then each command: its op code (one byte),
+//	then its argument
+//
+// and nothing after. The op codes, append only, and their arguments:
+//
+//	0 (opJSON), any op without a code of its own: the whole Cmd as JSON,
+//	length-prefixed, so that a new op needs nothing here
+//	1 submit: the count of jobs, then each NewJob: ID, Command, Type,
+//	Payload, Env, Metadata, Queue, Priority, DependsOn, MaxAttempts,
+//	IdempotencyKey, Timeout, Backoff (Base, Max, Jitter), RunAt,
+//	Retention, UniqueFor, Schedule, ScheduledFor, Resources (VRAMMB,
+//	MemoryMB, CPUMillis, Slots), Tags
+//	2 claim: WorkerID, Queues, Types, Shell, Max, LeaseTTL
+//	3 heartbeat: JobID, Lease, LeaseTTL
+//	4 worker_heartbeat: WorkerID, LeaseTTL, Listed, the count of Leases,
+//	then each JobID, Lease
+//	5 report: JobID, Lease, Success, ExitCode, Output, Error, Final, Draw
+//	6 expire: JobID, Lease, Draw
+//
+// Values are written as package binenc says. Every integer, times and
+// durations included, is a varint (a uvarint when unsigned); Jitter and
+// Draw are their 8 bytes, exactly; ExitCode is a bool (set), then if set a
+// varint; a map is written in key order, so that one entry always gives the
+// same bytes. What JSON guaranteed still holds: an empty list, map or
+// Payload reads back as nil; every string is UTF-8 (Encode replaces each
+// byte that is not with U+FFFD, as encoding/json did, and Decode refuses
+// one); a Payload is JSON (Encode and Decode refuse one that is not), now
+// carried as written rather than compacted.
+//
+// A coded op is written with its own argument only, and Decode checks that
+// every command has its argument (Cmd.valid). Changing a coded op's layout
+// (a new field in NewJob, say) takes a new op code, the old one still read:
+// a node that does not know the code stops at the entry and says to
+// upgrade, rather than dropping the field. TestEncoding's
+// EveryFieldRoundTrips fails on a field that is not written.
+
+// EncodingVersion is the first byte of every log entry this package writes.
+// A node that reads an entry of a newer version stops (see Decode) instead of
+// applying something it does not understand and diverging.
+const EncodingVersion byte = 2
+
+// encodingJSON is the version of JSON entries, which Decode still reads.
+const encodingJSON byte = 1
+
+// Op codes of version 2; append only.
+const (
+	opJSON byte = iota
+	opSubmit
+	opClaim
+	opHeartbeat
+	opWorkerHeartbeat
+	opReport
+	opExpire
+)
+
+// Least encoded sizes, so that a count can be checked against the bytes
+// left before anything is allocated: fields of at least one byte each, and
+// 8 for a float.
+const (
+	minCmdLen      = 2 // op code, and a submit of no jobs
+	minNewJobLen   = 24 + 8
+	minLeaseRefLen = 2
+)
+
+// Encode turns an entry into log bytes, in version EncodingVersion. It
+// fails on a command without its argument (see Cmd.valid), a float that is
+// not a number, or a Payload that is not JSON, none of which the API
+// proposes.
+func Encode(e *Entry) ([]byte, error) {
+	b := make([]byte, 0, sizeHint(e))
+	b = append(b, EncodingVersion)
+	b = binenc.AppendVarint(b, e.Now)
+	b = binenc.AppendUvarint(b, uint64(len(e.Cmds)))
+	for i := range e.Cmds {
+		c := &e.Cmds[i]
+		var err error
+		if b, err = appendCmd(b, c); err != nil {
+			return nil, fmt.Errorf("encode entry: command %d (%q): %w", i, c.Op, err)
+		}
+	}
+	if spare := cap(b) - len(b); spare > 256 && spare > len(b)/8 {
+		b = bytes.Clone(b) // Raft's log cache keeps the bytes, and any spare room
+	}
+	return b, nil
+}
+
+// sizeHint guesses the size of e's bytes, so that Encode allocates them
+// about once.
+func sizeHint(e *Entry) int {
+	n := 16
+	for i := range e.Cmds {
+		switch c := &e.Cmds[i]; {
+		case c.Op == OpSubmit && c.Submit != nil:
+			for k := range c.Submit.Jobs {
+				j := &c.Submit.Jobs[k]
+				n += 48 + len(j.ID) + len(j.Command) + len(j.Type) + len(j.Payload) + len(j.Queue) + len(j.IdempotencyKey) +
+					16*(len(j.Env)+len(j.Metadata)+len(j.DependsOn)+len(j.Tags))
+			}
+		case c.Op == OpReport && c.Report != nil:
+			n += 32 + len(c.Report.JobID) + len(c.Report.Output) + len(c.Report.Error)
+		default:
+			n += 64
+		}
+	}
+	return n
+}
+
+func appendCmd(b []byte, c *Cmd) ([]byte, error) {
+	if !c.valid() {
+		return nil, errors.New("lacks its arguments or is unknown")
+	}
+	switch c.Op {
+	case OpSubmit:
+		return appendSubmit(append(b, opSubmit), c.Submit)
+	case OpClaim:
+		return appendClaim(append(b, opClaim), c.Claim), nil
+	case OpHeartbeat:
+		return appendHeartbeat(append(b, opHeartbeat), c.Heartbeat), nil
+	case OpWorkerHeartbeat:
+		return appendWorkerHeartbeat(append(b, opWorkerHeartbeat), c.WorkerHeartbeat), nil
+	case OpReport:
+		return appendReport(append(b, opReport), c.Report)
+	case OpExpire:
+		return appendExpire(append(b, opExpire), c.Expire)
+	}
+	v, err := json.Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	return binenc.AppendBytes(append(b, opJSON), v), nil
+}
+
+// hasCode reports whether op has a binary layout of its own.
+func hasCode(op Op) bool {
+	switch op {
+	case OpSubmit, OpClaim, OpHeartbeat, OpWorkerHeartbeat, OpReport, OpExpire:
+		return true
+	}
+	return false
+}
+
+func appendSubmit(b []byte, s *Submit) ([]byte, error) {
+	b = binenc.AppendUvarint(b, uint64(len(s.Jobs)))
+	for i := range s.Jobs {
+		var err error
+		if b, err = appendNewJob(b, &s.Jobs[i]); err != nil {
+			return nil, fmt.Errorf("jobs[%d]: %w", i, err)
+		}
+	}
+	return b, nil
+}
+
+func appendNewJob(b []byte, j *NewJob) ([]byte, error) {
+	if !binenc.Finite(j.Backoff.Jitter) {
+		return nil, fmt.Errorf("backoff jitter %v is not a number", j.Backoff.Jitter)
+	}
+	if len(j.Payload) > 0 && !json.Valid(j.Payload) {
+		return nil, fmt.Errorf("payload is not JSON")
+	}
+	b = appendText(b, j.ID)
+	b = appendText(b, j.Command)
+	b = appendText(b, j.Type)
+	b = binenc.AppendBytes(b, j.Payload)
+	b = appendTextMap(b, j.Env)
+	b = appendTextMap(b, j.Metadata)
+	b = appendText(b, j.Queue)
+	b = binenc.AppendInt(b, j.Priority)
+	b = appendTexts(b, j.DependsOn)
+	b = binenc.AppendInt(b, j.MaxAttempts)
+	b = appendText(b, j.IdempotencyKey)
+	b = binenc.AppendVarint(b, j.Timeout)
+	b = binenc.AppendVarint(b, j.Backoff.Base)
+	b = binenc.AppendVarint(b, j.Backoff.Max)
+	b = binenc.AppendFloat(b, j.Backoff.Jitter)
+	b = binenc.AppendVarint(b, j.RunAt)
+	b = binenc.AppendVarint(b, j.Retention)
+	b = binenc.AppendVarint(b, j.UniqueFor)
+	b = appendText(b, j.Schedule)
+	b = binenc.AppendVarint(b, j.ScheduledFor)
+	b = binenc.AppendInt(b, j.Resources.VRAMMB)
+	b = binenc.AppendInt(b, j.Resources.MemoryMB)
+	b = binenc.AppendInt(b, j.Resources.CPUMillis)
+	b = binenc.AppendInt(b, j.Resources.Slots)
+	return appendTexts(b, j.Tags), nil
+}
+
+func appendClaim(b []byte, c *Claim) []byte {
+	b = appendText(b, c.WorkerID)
+	b = appendTexts(b, c.Queues)
+	b = appendTexts(b, c.Types)
+	b = binenc.AppendBool(b, c.Shell)
+	b = binenc.AppendInt(b, c.Max)
+	return binenc.AppendVarint(b, c.LeaseTTL)
+}
+
+func appendHeartbeat(b []byte, h *Heartbeat) []byte {
+	b = appendText(b, h.JobID)
+	b = binenc.AppendUvarint(b, h.Lease)
+	return binenc.AppendVarint(b, h.LeaseTTL)
+}
+
+func appendWorkerHeartbeat(b []byte, h *WorkerHeartbeat) []byte {
+	b = appendText(b, h.WorkerID)
+	b = binenc.AppendVarint(b, h.LeaseTTL)
+	b = binenc.AppendBool(b, h.Listed)
+	b = binenc.AppendUvarint(b, uint64(len(h.Leases)))
+	for _, l := range h.Leases {
+		b = appendText(b, l.JobID)
+		b = binenc.AppendUvarint(b, l.Lease)
+	}
+	return b
+}
+
+func appendReport(b []byte, r *Report) ([]byte, error) {
+	if !binenc.Finite(r.Draw) {
+		return nil, fmt.Errorf("draw %v is not a number", r.Draw)
+	}
+	b = appendText(b, r.JobID)
+	b = binenc.AppendUvarint(b, r.Lease)
+	b = binenc.AppendBool(b, r.Success)
+	b = binenc.AppendIntPtr(b, r.ExitCode)
+	b = appendText(b, r.Output)
+	b = appendText(b, r.Error)
+	b = binenc.AppendBool(b, r.Final)
+	return binenc.AppendFloat(b, r.Draw), nil
+}
+
+func appendExpire(b []byte, x *Expire) ([]byte, error) {
+	if !binenc.Finite(x.Draw) {
+		return nil, fmt.Errorf("draw %v is not a number", x.Draw)
+	}
+	b = appendText(b, x.JobID)
+	b = binenc.AppendUvarint(b, x.Lease)
+	return binenc.AppendFloat(b, x.Draw), nil
+}
+
+// appendText appends s as validUTF8 makes it.
+func appendText(b []byte, s string) []byte {
+	return binenc.AppendString(b, validUTF8(s))
+}
+
+// appendTexts appends ss as binenc.AppendStrings does, its strings as
+// validUTF8 makes them.
+func appendTexts(b []byte, ss []string) []byte {
+	if slices.ContainsFunc(ss, notUTF8) {
+		clean := make([]string, len(ss))
+		for i, s := range ss {
+			clean[i] = validUTF8(s)
+		}
+		ss = clean
+	}
+	return binenc.AppendStrings(b, ss)
+}
+
+// appendTextMap appends m as binenc.AppendMap does, its strings as
+// validUTF8 makes them.
+func appendTextMap(b []byte, m map[string]string) []byte {
+	for k, v := range m {
+		if notUTF8(k) || notUTF8(v) {
+			return binenc.AppendMap(b, validUTF8Map(m))
+		}
+	}
+	return binenc.AppendMap(b, m)
+}
+
+func notUTF8(s string) bool { return !utf8.ValidString(s) }
+
+// validUTF8 returns s with each byte that is not UTF-8 replaced with U+FFFD,
+// as encoding/json wrote it (a job id from a URL path can hold any byte).
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var t strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n == 1 {
+			t.WriteRune(utf8.RuneError)
+		} else {
+			t.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return t.String()
+}
+
+// validUTF8Map returns a copy of m with its strings made valid UTF-8. Of
+// keys that are then the same, the greatest before keeps its value, as when
+// JSON wrote them in key order and read the last.
+func validUTF8Map(m map[string]string) map[string]string {
+	out := make(map[string]string, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		out[validUTF8(k)] = validUTF8(m[k])
+	}
+	return out
+}
+
+// Decode parses log bytes of either version. It returns *VersionError for
+// an entry of a newer version, and a plain error for bytes that are not an
+// entry, including one with an op code or command this version does not
+// know. It allocates no more than a small multiple of len(data).
+func Decode(data []byte) (*Entry, error) {
+	var (
+		e   *Entry
+		err error
+	)
+	switch {
+	case len(data) == 0:
+		return nil, fmt.Errorf("decode entry: empty")
+	case data[0] == EncodingVersion:
+		e, err = decodeBinary(data)
+	case data[0] == encodingJSON:
+		e = new(Entry)
+		err = json.Unmarshal(data[1:], e)
+	case data[0] > EncodingVersion:
+		return nil, &VersionError{Got: data[0]}
+	default:
+		err = fmt.Errorf("unknown encoding version %d", data[0])
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode entry: %w", err)
+	}
+	for i, c := range e.Cmds {
+		if !c.valid() {
+			return nil, fmt.Errorf("decode entry: command %d (%q) lacks its arguments or is unknown", i, c.Op)
+		}
+	}
+	return e, nil
+}
+
+// entryReader reads a version 2 entry.
+type entryReader struct{ binenc.Reader }
+
+func decodeBinary(data []byte) (*Entry, error) {
+	r := entryReader{binenc.NewUTF8Reader(data)}
+	r.Byte() // the version
+	e := &Entry{Now: r.Varint()}
+	n := r.Count(minCmdLen)
+	if n > 0 {
+		// A Cmd takes some 90 times the bytes of the shortest command:
+		// room for more than 64 is made only as they are read.
+		e.Cmds = make([]Cmd, 0, min(n, 64))
+	}
+	for range n {
+		e.Cmds = append(e.Cmds, Cmd{})
+		if r.cmd(&e.Cmds[len(e.Cmds)-1]); r.Err() != nil {
+			break
+		}
+	}
+	if err := r.End(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (r *entryReader) cmd(c *Cmd) {
+	switch code := r.Byte(); code {
+	case opJSON:
+		r.jsonCmd(c)
+	case opSubmit:
+		c.Op, c.Submit = OpSubmit, r.submit()
+	case opClaim:
+		c.Op, c.Claim = OpClaim, r.claim()
+	case opHeartbeat:
+		c.Op, c.Heartbeat = OpHeartbeat, r.heartbeat()
+	case opWorkerHeartbeat:
+		c.Op, c.WorkerHeartbeat = OpWorkerHeartbeat, r.workerHeartbeat()
+	case opReport:
+		c.Op, c.Report = OpReport, r.report()
+	case opExpire:
+		c.Op, c.Expire = OpExpire, r.expire()
+	default:
+		r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
+	}
+}
+
+// jsonCmd reads a command of op code 0. One of an op with a code of its own
+// is refused: Encode never writes it, and JSON would not read it back the
+// same (an empty list is not nil).
+func (r *entryReader) jsonCmd(c *Cmd) {
+	v := r.Raw()
+	if r.Err() != nil {
+		return
+	}
+	if err := json.Unmarshal(v, c); err != nil {
+		r.Fail(fmt.Sprintf("command JSON: %v", err))
+		return
+	}
+	if hasCode(c.Op) {
+		r.Fail(fmt.Sprintf("op %q written as JSON, not in its own layout", c.Op))
+	}
+}
+
+func (r *entryReader) submit() *Submit {
+	s := new(Submit)
+	if n := r.Count(minNewJobLen); n > 0 {
+		s.Jobs = make([]NewJob, n)
+	}
+	for i := range s.Jobs {
+		r.newJob(&s.Jobs[i])
+		if r.Err() != nil {
+			break
+		}
+	}
+	return s
+}
+
+func (r *entryReader) newJob(j *NewJob) {
+	j.ID = r.Str()
+	j.Command = r.Str()
+	j.Type = r.Str()
+	j.Payload = r.payload()
+	j.Env = r.StringMap()
+	j.Metadata = r.StringMap()
+	j.Queue = r.Str()
+	j.Priority = r.Int()
+	j.DependsOn = r.Strings()
+	j.MaxAttempts = r.Int()
+	j.IdempotencyKey = r.Str()
+	j.Timeout = r.Varint()
+	j.Backoff.Base = r.Varint()
+	j.Backoff.Max = r.Varint()
+	j.Backoff.Jitter = r.Float()
+	j.RunAt = r.Varint()
+	j.Retention = r.Varint()
+	j.UniqueFor = r.Varint()
+	j.Schedule = r.Str()
+	j.ScheduledFor = r.Varint()
+	j.Resources.VRAMMB = r.Int()
+	j.Resources.MemoryMB = r.Int()
+	j.Resources.CPUMillis = r.Int()
+	j.Resources.Slots = r.Int()
+	j.Tags = r.Strings()
+}
+
+// payload reads a Payload, which must be JSON.
+func (r *entryReader) payload() json.RawMessage {
+	v := r.Raw()
+	if len(v) == 0 {
+		return nil
+	}
+	if !json.Valid(v) {
+		r.Fail("payload is not JSON")
+		return nil
+	}
+	return append(json.RawMessage(nil), v...)
+}
+
+func (r *entryReader) claim() *Claim {
+	return &Claim{
+		WorkerID: r.Str(),
+		Queues:   r.Strings(),
+		Types:    r.Strings(),
+		Shell:    r.Bool(),
+		Max:      r.Int(),
+		LeaseTTL: r.Varint(),
+	}
+}
+
+func (r *entryReader) heartbeat() *Heartbeat {
+	return &Heartbeat{JobID: r.Str(), Lease: r.Uvarint(), LeaseTTL: r.Varint()}
+}
+
+func (r *entryReader) workerHeartbeat() *WorkerHeartbeat {
+	h := &WorkerHeartbeat{WorkerID: r.Str(), LeaseTTL: r.Varint(), Listed: r.Bool()}
+	if n := r.Count(minLeaseRefLen); n > 0 {
+		h.Leases = make([]LeaseRef, n)
+	}
+	for i := range h.Leases {
+		h.Leases[i] = LeaseRef{JobID: r.Str(), Lease: r.Uvarint()}
+	}
+	return h
+}
+
+func (r *entryReader) report() *Report {
+	return &Report{
+		JobID:    r.Str(),
+		Lease:    r.Uvarint(),
+		Success:  r.Bool(),
+		ExitCode: r.IntPtr(),
+		Output:   r.Str(),
+		Error:    r.Str(),
+		Final:    r.Bool(),
+		Draw:     r.Float(),
+	}
+}
+
+func (r *entryReader) expire() *Expire {
+	return &Expire{JobID: r.Str(), Lease: r.Uvarint(), Draw: r.Float()}
+}
