@@ -2,9 +2,7 @@ package worker_test
 
 import (
 	"context"
-	"math/rand/v2"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -79,35 +77,6 @@ func TestRun(t *testing.T) {
 		}
 		if carriers+batches >= n {
 			t.Fatalf("%d reports took %d claims and %d batch requests: they were not batched", n, carriers, batches)
-		}
-	})
-
-	t.Run("TwoClaimsInFlightNeverOverfillTheSlots", func(t *testing.T) {
-		f := newFakeServer(t)
-		cfg := testConfig(t, f.URL)
-		cfg.Concurrency = 3
-		var running, most atomic.Int32
-		startWorker(t, cfg, func(w *worker.Worker) {
-			w.Handle("busy", func(context.Context, *worker.Job) error {
-				n := running.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
-				time.Sleep(time.Duration(rand.IntN(5)) * time.Millisecond)
-				running.Add(-1)
-				return nil
-			})
-		})
-		ids := make([]string, 80)
-		for i := range ids {
-			ids[i] = f.add(wire.Job{Type: "busy"})
-		}
-		for _, id := range ids {
-			if rep := f.waitReport(t, id); rep.Kind != "done" {
-				t.Fatalf("job %s: %+v, want done", id, rep)
-			}
-		}
-		if m := most.Load(); m > 3 {
-			t.Fatalf("%d jobs ran at once on 3 slots", m)
 		}
 	})
 

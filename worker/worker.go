@@ -156,101 +156,71 @@ func (w *Worker) Run(ctx context.Context) error {
 	return nil
 }
 
-// claimsInFlight is how many claims a worker keeps open at once: while one
-// travels, the slots that free up meanwhile are claimed for by the next, so
-// a busy worker's slots do not each wait out a whole round trip.
-const claimsInFlight = 2
-
-// claimAnswer is how one claim ended.
-type claimAnswer struct {
-	asked int // slots it claimed for
-	reps  []*pendingReport
-	began time.Time
-	resp  *wire.ClaimResponse
-	err   error
-}
-
-// claimLoop claims jobs for the free slots, with up to claimsInFlight
-// claims open, until ctx ends; then it waits for the open ones and starts
-// what they brought. Each claim carries the reports still queued, so a busy
-// worker reports and claims in one round trip; such a claim does not
-// long-poll, so the reports' answers come back at once. After a failed
-// claim, or an empty answer that came at once, it pauses with backoff.
+// claimLoop claims jobs while there are free slots, until ctx ends. Each
+// claim carries the reports still queued, so a busy worker reports and
+// claims in one round trip; such a claim does not long-poll, so the
+// reports' answers come back at once.
 func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 	bo := newBackoff(100*time.Millisecond, 5*time.Second)
-	answers := make(chan claimAnswer, claimsInFlight)
-	open, asked := 0, 0        // claims open, and the slots they claim for
-	var pause <-chan time.Time // not nil while backing off
 	for {
+		free, ok := w.waitForSlots(ctx)
+		if !ok {
+			return
+		}
+		reps := w.reports.take(wire.MaxBatchReports)
+		req := wire.ClaimRequest{
+			WorkerID: w.cfg.ID,
+			Queues:   w.cfg.Queues,
+			Types:    w.handlerTypes(),
+			Shell:    w.cfg.Shell,
+			Max:      free,
+			Wait:     w.cfg.PollWait.String(),
+		}
+		if len(reps) > 0 {
+			req.Reports, req.Wait = wireReports(reps), "0s"
+		}
+		began := time.Now()
+		resp, err := w.client.Claim(ctx, req)
+		w.claimAnswered(reps, resp, err)
 		if ctx.Err() != nil {
-			for ; open > 0; open-- {
-				w.took(base, jobCtx, <-answers) // its request ends with ctx
+			if err == nil {
+				w.startAll(base, jobCtx, resp)
 			}
 			return
 		}
-		if free := w.freeSlots() - asked; free > 0 && open < claimsInFlight && pause == nil {
-			open, asked = open+1, asked+free
-			go func() { answers <- w.claim(ctx, free) }()
+		if err != nil {
+			w.log.Warn("claim failed", "err", err)
+			if client.IsNotFound(err) {
+				w.reregister(ctx)
+			}
+			if !sleep(ctx, bo.next()) {
+				return
+			}
 			continue
 		}
-		select {
-		case a := <-answers:
-			open, asked = open-1, asked-a.asked
-			w.took(base, jobCtx, a)
-			switch {
-			case ctx.Err() != nil:
-			case a.err != nil:
-				w.log.Warn("claim failed", "err", a.err)
-				if client.IsNotFound(a.err) {
-					w.reregister(ctx)
-				}
-				pause = time.After(bo.next())
-			case len(a.resp.Jobs) == 0 && len(a.reps) == 0 && time.Since(a.began) < minPollWait:
-				// The server answered at once with nothing: do not spin.
-				pause = time.After(bo.next())
-			default:
-				bo.reset()
+		w.startAll(base, jobCtx, resp)
+		if len(resp.Jobs) == 0 && len(reps) == 0 && time.Since(began) < minPollWait {
+			// The server answered at once with nothing: do not spin.
+			if !sleep(ctx, bo.next()) {
+				return
 			}
-		case <-w.slotFreed:
-		case <-pause:
-			pause = nil
-		case <-ctx.Done():
+			continue
 		}
+		bo.reset()
 	}
 }
 
-// claim asks for up to free jobs, carrying the queued reports.
-func (w *Worker) claim(ctx context.Context, free int) claimAnswer {
-	a := claimAnswer{asked: free, reps: w.reports.take(wire.MaxBatchReports), began: time.Now()}
-	req := wire.ClaimRequest{
-		WorkerID: w.cfg.ID,
-		Queues:   w.cfg.Queues,
-		Types:    w.handlerTypes(),
-		Shell:    w.cfg.Shell,
-		Max:      free,
-		Wait:     w.cfg.PollWait.String(),
+// claimAnswered settles the reports a claim carried, or queues them again
+// for the reporter when the claim got no answer for them.
+func (w *Worker) claimAnswered(reps []*pendingReport, resp *wire.ClaimResponse, err error) {
+	if len(reps) == 0 {
+		return
 	}
-	if len(a.reps) > 0 {
-		req.Reports, req.Wait = wireReports(a.reps), "0s"
+	if err != nil || len(resp.Reports) != len(reps) {
+		w.reports.putBack(reps, w.currentLeaseTTL())
+		return
 	}
-	a.resp, a.err = w.client.Claim(ctx, req)
-	return a
-}
-
-// took settles the reports a claim carried, or queues them again for the
-// reporter when the claim got no answer for them, and starts the jobs it
-// brought.
-func (w *Worker) took(base, jobCtx context.Context, a claimAnswer) {
-	switch {
-	case len(a.reps) == 0:
-	case a.err != nil || len(a.resp.Reports) != len(a.reps):
-		w.reports.putBack(a.reps, w.currentLeaseTTL())
-	default:
-		w.settleReports(a.reps, a.resp.Reports)
-	}
-	if a.err == nil {
-		w.startAll(base, jobCtx, a.resp)
-	}
+	w.settleReports(reps, resp.Reports)
 }
 
 func (w *Worker) startAll(base, jobCtx context.Context, resp *wire.ClaimResponse) {
@@ -262,9 +232,22 @@ func (w *Worker) startAll(base, jobCtx context.Context, resp *wire.ClaimResponse
 	}
 }
 
-// freeSlots is how many more jobs could run now.
-func (w *Worker) freeSlots() int {
-	return w.cfg.Concurrency - w.runningCount()
+// waitForSlots blocks until at least one slot is free and returns how many
+// are, or false when ctx ends.
+func (w *Worker) waitForSlots(ctx context.Context) (int, bool) {
+	for {
+		w.mu.Lock()
+		free := w.cfg.Concurrency - len(w.running)
+		w.mu.Unlock()
+		if free > 0 {
+			return free, ctx.Err() == nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, false
+		case <-w.slotFreed:
+		}
+	}
 }
 
 // drain waits up to Grace for running jobs, then stops the rest and waits
