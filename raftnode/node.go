@@ -172,7 +172,7 @@ func (n *Node) open() error {
 	if err := n.bootstrap(rc); err != nil {
 		return err
 	}
-	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats}, cache, n.logStore, n.snaps, n.transport)
+	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats}, cache, n.logStore, n.snaps, serialHeartbeats{n.transport})
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
