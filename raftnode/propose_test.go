@@ -16,11 +16,7 @@ import (
 // commands with their results, a command the FSM refuses with its error,
 // and none of them on a node that does not lead.
 func TestProposeAll(t *testing.T) {
-	cfg := raftnode.DefaultConfig()
-	cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Bootstrap = "n1", "127.0.0.1:0", filepath.Join(t.TempDir(), "n1"), true
-	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
-	cfg.RaftLogLevel = "OFF"
-	n, err := raftnode.Open(cfg)
+	n, err := raftnode.Open(loneConfig(filepath.Join(t.TempDir(), "n1")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,10 +33,7 @@ func TestStateFileDamagedByACrashIsRebuilt(t *testing.T) {
 	} {
 		t.Run(damage.name, func(t *testing.T) {
 			dir := filepath.Join(t.TempDir(), "n1")
-			cfg := raftnode.DefaultConfig()
-			cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Bootstrap = "n1", "127.0.0.1:0", dir, true
-			cfg.HeartbeatTimeout, cfg.ElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
-			cfg.RaftLogLevel = "OFF"
+			cfg := loneConfig(dir)
 
 			n, err := raftnode.Open(cfg)
 			if err != nil {
@@ -83,6 +80,16 @@ func TestStateFileDamagedByACrashIsRebuilt(t *testing.T) {
 	}
 }
 
+// loneConfig is the configuration of a one-node cluster "n1" with its data
+// in dir and short timeouts.
+func loneConfig(dir string) raftnode.Config {
+	cfg := raftnode.DefaultConfig()
+	cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Bootstrap = "n1", "127.0.0.1:0", dir, true
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
+	cfg.RaftLogLevel = "OFF"
+	return cfg
+}
+
 func leads(n *raftnode.Node) func() error {
 	return func() error {
 		if !n.IsLeader() {
@@ -112,10 +119,7 @@ func overwrite(t *testing.T, path string, off, n int, b byte) {
 // still holds every page the crashed process wrote, so the file is reused.
 func TestStateFileLeftByAProcessCrashIsKept(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "n1")
-	cfg := raftnode.DefaultConfig()
-	cfg.ID, cfg.RaftAddr, cfg.DataDir, cfg.Bootstrap = "n1", "127.0.0.1:0", dir, true
-	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
-	cfg.RaftLogLevel = "OFF"
+	cfg := loneConfig(dir)
 	n, err := raftnode.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
