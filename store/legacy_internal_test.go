@@ -26,11 +26,7 @@ func toJSON(t testing.TB, st *Store, ids ...string) {
 			return err
 		}
 		for _, j := range jobs {
-			v, err := encodeJSON(j)
-			if err != nil {
-				return err
-			}
-			if err := tx.tx.Bucket(bucketJobs).Put([]byte(j.ID), v); err != nil {
+			if err := putJSONJob(tx, j); err != nil {
 				return err
 			}
 		}
@@ -285,11 +281,7 @@ func BenchmarkRewriteJobs(b *testing.B) {
 			for i := done; i < done+rewriteBatch; i++ {
 				j := typicalJob()
 				j.ID, j.Seq = fmt.Sprintf("job-%d", i+1), uint64(i+1)
-				v, err := encodeJSON(j)
-				if err != nil {
-					return err
-				}
-				if err := tx.tx.Bucket(bucketJobs).Put([]byte(j.ID), v); err != nil {
+				if err := putJSONJob(tx, j); err != nil {
 					return err
 				}
 			}
@@ -309,4 +301,13 @@ func BenchmarkRewriteJobs(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/n, "ns/job")
+}
+
+// putJSONJob stores j as state format 1 wrote it: a JSON record.
+func putJSONJob(tx *Tx, j *Job) error {
+	v, err := encodeJSON(j)
+	if err != nil {
+		return err
+	}
+	return tx.tx.Bucket(bucketJobs).Put([]byte(j.ID), v)
 }
