@@ -26,6 +26,8 @@ type serverFlags struct {
 	peers, join                     string
 	leaseTTL, maxWait, reapInterval time.Duration
 	retention, sweepInterval        time.Duration
+	scheduleGrace                   time.Duration
+	scheduleMaxCatchup              int
 	heartbeat, election             time.Duration
 	stateFsync                      bool
 	snapshotThreshold               uint64
@@ -51,6 +53,8 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.reapInterval, "reap-interval", time.Second, "how often the leader looks for expired leases")
 	fs.DurationVar(&f.retention, "retention", 168*time.Hour, "how long finished jobs are kept unless they say otherwise (0 = forever)")
 	fs.DurationVar(&f.sweepInterval, "sweep-interval", time.Minute, "how often the leader deletes finished jobs past their retention")
+	fs.DurationVar(&f.scheduleGrace, "schedule-grace", api.DefaultConfig().ScheduleGrace, "how late a schedule's tick may run and still count as on time; later ticks follow the schedule's catchup")
+	fs.IntVar(&f.scheduleMaxCatchup, "schedule-max-catchup", api.DefaultConfig().ScheduleMaxCatchup, "most missed ticks catchup \"all\" runs per schedule (the latest ones)")
 	fs.DurationVar(&f.heartbeat, "raft-heartbeat-timeout", time.Second, "Raft heartbeat timeout")
 	fs.DurationVar(&f.election, "raft-election-timeout", time.Second, "Raft election timeout")
 	fs.BoolVar(&f.stateFsync, "state-fsync", false, "fsync the state file on every commit too (the Raft log is always fsync'd)")
@@ -190,6 +194,7 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	ac.JoinURLs = splitList(f.join)
 	ac.LeaseTTL, ac.MaxWait, ac.ReapInterval = f.leaseTTL, f.maxWait, f.reapInterval
 	ac.Retention, ac.SweepInterval = f.retention, f.sweepInterval
+	ac.ScheduleGrace, ac.ScheduleMaxCatchup = f.scheduleGrace, f.scheduleMaxCatchup
 	ac.Pprof = f.pprof
 	ac.Now = s.node.Now // the cluster time: never behind the log's
 	f.gang.configure(&ac)
