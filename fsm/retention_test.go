@@ -1,6 +1,7 @@
 package fsm_test
 
 import (
+	"errors"
 	"testing"
 	"time"
 
@@ -55,6 +56,35 @@ func TestRetention(t *testing.T) {
 		}
 		h.at(time.Hour).ok(deleteCmd(js[0].ID, js[1].ID))
 		h.status(store.StatusPending, js[0].ID, js[1].ID)
+	})
+
+	t.Run("DeletedDependencyCountsAsMet", func(t *testing.T) {
+		// job-1 fails and takes job-3 with it; job-2 is done. Both parents
+		// expire long before job-3, which keeps its depends_on as it was.
+		h := setup(t)
+		h.submit(
+			fsm.NewJob{Command: "a", MaxAttempts: 1, Retention: int64(time.Second)},
+			fsm.NewJob{Command: "b", MaxAttempts: 1, Retention: int64(time.Second)},
+			fsm.NewJob{Command: "c", DependsOn: []string{"$0", "$1"}},
+		)
+		c := h.claimOne("w1")
+		h.ok(fail(c.ID, c.Lease, "boom"))
+		c = h.claimOne("w1")
+		h.ok(succeed(c.ID, c.Lease))
+		h.status(store.StatusFailed, "job-1", "job-3")
+		if r := h.at(time.Minute).ok(deleteCmd("job-1", "job-2")); r.Deleted != 2 {
+			t.Fatalf("deleted %d, want both parents", r.Deleted)
+		}
+		// Nothing is left to wait for: a retry runs it.
+		h.ok(retry("job-3"))
+		if j := h.job("job-3"); j.Status != store.StatusPending || j.Waiting != 0 || len(j.DependsOn) != 2 {
+			t.Fatalf("retried job-3 = %s waiting %d on %v, want pending, 0, both ids kept", j.Status, j.Waiting, j.DependsOn)
+		}
+		// A new job may not name a deleted one.
+		r := h.one(submit(fsm.NewJob{Command: "d", DependsOn: []string{"job-2"}}))
+		if ve := (*fsm.ValidationError)(nil); !errors.As(r.Err, &ve) || ve.Field != "depends_on" {
+			t.Fatalf("submit depending on a deleted job: err %v, want a depends_on ValidationError", r.Err)
+		}
 	})
 
 	t.Run("ZeroRetentionKeepsForever", func(t *testing.T) {
