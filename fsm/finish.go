@@ -184,7 +184,8 @@ func cascadePrefix(id string) string { return "dependency " + id + " " }
 // dependency is blocked again (or pending if nothing is left to wait for),
 // and so on down the graph. A dependent that also depends on another job
 // that failed or was cancelled stays as it is, and so do gang tasks, whose
-// gang decides their fate.
+// gang decides their fate. A retried gang revives the dependents of each of
+// its tasks.
 func (a *applier) reviveDependents(j *store.Job) []*store.Job {
 	var out []*store.Job
 	a.walkDependents(j, func(p, d *store.Job) bool {
@@ -293,7 +294,7 @@ func (a *applier) retry(r *Retry) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
-	if res, ok := a.retryGang(j); ok {
+	if res, ok := a.retryGang(j, r.Dependents); ok {
 		return res
 	}
 	prev := j.Status

@@ -622,7 +622,7 @@ func (a *applier) cancelGang(j *store.Job, c *Cancel) (Result, bool) {
 
 // retryGang re-queues a failed or cancelled gang, every task with a fresh
 // attempt budget; ok is false for jobs that are not gang tasks.
-func (a *applier) retryGang(j *store.Job) (Result, bool) {
+func (a *applier) retryGang(j *store.Job, dependents bool) (Result, bool) {
 	if j.GangID == "" {
 		return Result{}, false
 	}
@@ -646,12 +646,20 @@ func (a *applier) retryGang(j *store.Job) (Result, bool) {
 		t.Attempts, t.DoneAt, t.RunAt, t.Status = 0, 0, a.now, store.StatusBlocked
 		a.put(t, prev)
 	}
+	res := Result{Gang: g}
 	for _, t := range tasks {
 		if t.ID == j.ID {
-			return Result{Jobs: []*store.Job{t}, Gang: g}, true
+			res.Jobs = append(res.Jobs, t)
 		}
 	}
-	return Result{Gang: g}, true
+	if dependents {
+		// Every task is blocked again before any dependent is looked at, so
+		// a dependent of two tasks sees neither as failed.
+		for _, t := range tasks {
+			res.Jobs = append(res.Jobs, a.reviveDependents(t)...)
+		}
+	}
+	return res, true
 }
 
 // forgetGangTask drops what a deleted job leaves: its checkpoint, and its

@@ -466,6 +466,41 @@ func TestGangDrain(t *testing.T) {
 		if g := h.gangOf(id); g.Status != store.GangBlocked {
 			t.Fatalf("retried gang is %s", g.Status)
 		}
+		// The plain retry leaves the dependent the gang's failure ended.
+		h.status(store.StatusFailed, dependent.ID)
+	})
+
+	t.Run("RetriedGangRevivesTheDependentsOfItsTasks", func(t *testing.T) {
+		nj := gpuJob
+		nj.MaxAttempts = 1
+		h, id, run := drainSetup(t, nj)
+		// after0 depends on task 0, both on tasks 1 and 2, then on after0.
+		deps := h.submit(
+			fsm.NewJob{Command: "after0", DependsOn: []string{run[0].ID}},
+			fsm.NewJob{Command: "both", DependsOn: []string{run[1].ID, run[2].ID}},
+			fsm.NewJob{Command: "then", DependsOn: []string{"$0"}},
+		)
+		h.ok(fail(run[0].ID, 0, "oom"))
+		g := h.gangOf(id)
+		h.ok(preempted(run[1].ID, g.Epoch))
+		h.ok(preempted(run[2].ID, g.Epoch))
+		h.status(store.StatusFailed, deps[0].ID, deps[1].ID, deps[2].ID)
+
+		r := h.at(time.Minute).ok(retryDeps(run[2].ID))
+		if got, want := jobIDs(r.Jobs), []string{run[2].ID, deps[0].ID, deps[2].ID, deps[1].ID}; !slices.Equal(got, want) {
+			t.Fatalf("retry answered %v, want the task then the revived dependents %v", got, want)
+		}
+		h.status(store.StatusBlocked, deps[0].ID, deps[1].ID, deps[2].ID)
+		if j := h.job(deps[1].ID); j.Waiting != 2 || j.LastError != "" {
+			t.Fatalf("%s waits on %d with error %q, want both tasks and no error", j.ID, j.Waiting, j.LastError)
+		}
+		rerun := h.runGang(id, "w1", "w2", "w3")
+		for _, task := range rerun {
+			h.ok(succeed(task.ID, 0))
+		}
+		h.status(store.StatusPending, deps[0].ID, deps[1].ID)
+		h.status(store.StatusBlocked, deps[2].ID)
+		checkIndexes(t, h.f)
 	})
 
 	t.Run("ReservationNotClaimedInTimeRollsBack", func(t *testing.T) {
