@@ -46,8 +46,9 @@ func TestChaosShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("seed %d; %d faults %v; %d jobs accepted: %d done, %d failed, %d waiting; %d operations (%d unknown) in %d linearizable job histories; applied index %d everywhere",
-		rep.Seed, rep.FaultsTotal, rep.Faults, rep.Accepted, rep.Done, rep.Failed, rep.Pending, rep.Ops, rep.UnknownOps, rep.Linearizable, rep.AppliedIndex)
+	t.Logf("seed %d; %d faults %v; %d jobs accepted: %d done, %d failed, %d waiting; %d operations (%d unknown) in %d linearizable job histories; schedule: %d ticks, %d run, %d missed; applied index %d everywhere",
+		rep.Seed, rep.FaultsTotal, rep.Faults, rep.Accepted, rep.Done, rep.Failed, rep.Pending, rep.Ops, rep.UnknownOps, rep.Linearizable,
+		rep.CronTicks, rep.CronJobs, rep.CronMissed, rep.AppliedIndex)
 	for _, e := range rep.FaultErrors {
 		t.Logf("fault error: %s", e)
 	}

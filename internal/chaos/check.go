@@ -24,6 +24,8 @@ type checkInput struct {
 	specs    map[string]jobSpec // by key
 	accepted map[string]string  // key -> job id from a 2xx
 	jobs     []wire.Job         // the final listing (consistent read)
+	schedule *wire.Schedule     // the run's schedule at the end; nil if it could not be read
+	cronJobs []wire.Job         // its queue's final listing
 	virtual  func(string) bool
 	dir      string // where to write visualizations
 	// timeout bounds the linearizability check of one job.
@@ -35,6 +37,7 @@ type checkResult struct {
 	Jobs, Done, Failed, Pending int
 	Ops, Checked, Unknown       int
 	Synthesized                 int
+	Cron                        cronResult
 	Anomalies                   []string
 	Visualizations              []string
 }
@@ -63,6 +66,7 @@ func checkJobs(in checkInput) *checkResult {
 	checkAttempts(in, byKey, res)
 	checkClaims(in, res)
 	checkLinearizable(in, byKey, res)
+	res.Cron = checkSchedule(in.schedule, in.cronJobs, res)
 	return res
 }
 
@@ -391,10 +395,13 @@ type savedRun struct {
 	Accepted map[string]string `json:"accepted"` // key -> job id
 	Virtual  []string          `json:"virtual_workers"`
 	Jobs     []wire.Job        `json:"jobs"`
+	Schedule *wire.Schedule    `json:"schedule,omitempty"`
+	CronJobs []wire.Job        `json:"cron_jobs,omitempty"`
 }
 
 func saveRun(dir string, in checkInput, virtual []string) error {
-	s := savedRun{Outcomes: make(map[string]string, len(in.specs)), Accepted: in.accepted, Virtual: virtual, Jobs: in.jobs}
+	s := savedRun{Outcomes: make(map[string]string, len(in.specs)), Accepted: in.accepted, Virtual: virtual, Jobs: in.jobs,
+		Schedule: in.schedule, CronJobs: in.cronJobs}
 	for k, sp := range in.specs {
 		s.Outcomes[k] = sp.outcome
 	}
@@ -421,6 +428,7 @@ func Recheck(dir string) ([]string, error) {
 		return nil, fmt.Errorf("final.json: %w", err)
 	}
 	in := checkInput{ops: ops, specs: make(map[string]jobSpec, len(s.Outcomes)), accepted: s.Accepted, jobs: s.Jobs,
+		schedule: s.Schedule, cronJobs: s.CronJobs,
 		virtual: func(id string) bool { return slices.Contains(s.Virtual, id) }, dir: dir, timeout: 20 * time.Second}
 	for k, o := range s.Outcomes {
 		in.specs[k] = jobSpec{key: k, outcome: o}

@@ -132,7 +132,7 @@ func (c *cluster) waitServing(ctx context.Context, n *node, timeout time.Duratio
 func (c *cluster) startWorker(i int) error {
 	w := c.workers[i]
 	return w.start([]string{"worker", "--server", strings.Join(c.urls(), ","), "--id", w.name,
-		"--concurrency", "3", "--queues", chaosQueue, "--poll-wait", "2s", "--grace", "1s",
+		"--concurrency", "3", "--queues", cronQueue + "," + chaosQueue, "--poll-wait", "2s", "--grace", "1s",
 		"--kill-grace", "200ms", "--log-level", "warn"})
 }
 

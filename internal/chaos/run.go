@@ -85,6 +85,9 @@ type Report struct {
 	UnknownOps   int    `json:"unknown_ops"`   // of them with an unknown outcome
 	Synthesized  int    `json:"synthesized"`   // unknown claims matched to attempts
 	Linearizable int    `json:"linearizable"`  // jobs whose history was checked
+	CronTicks    int    `json:"cron_ticks"`    // the schedule's ticks, first to last
+	CronJobs     int    `json:"cron_jobs"`     // of them, run
+	CronMissed   int    `json:"cron_missed"`   // of them, missed beyond catch-up
 	Abandoned    int64  `json:"abandoned"`     // jobs a virtual worker walked away from
 	AppliedIndex uint64 `json:"applied_index"` // every node's, at the end
 	Digest       string `json:"digest"`
@@ -158,6 +161,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return r.rep, err
 	}
 	defer r.c.hc.CloseIdleConnections()
+	if err := createSchedule(ctx, r.c); err != nil {
+		return r.rep, fmt.Errorf("chaos: create the schedule: %w", err)
+	}
 	r.l = newLoad(r.c, newRecorder(), cfg.Seed, cfg.VirtualWorkers)
 	defer r.l.closeIdle()
 	r.in = newInjector(r.c, r.l, netOK, r.logf)
@@ -256,6 +262,9 @@ func (r *runner) loadAndFaults(ctx context.Context, faults []string) {
 	if _, err := r.c.waitLeader(ctx, 30*time.Second); err != nil {
 		r.rep.Anomalies = append(r.rep.Anomalies, "after healing: "+err.Error())
 	}
+	if err := pauseSchedule(ctx, r.c); err != nil {
+		r.rep.Anomalies = append(r.rep.Anomalies, "pause the schedule after healing: "+err.Error())
+	}
 	loadWG.Wait() // every submit got its answer (or runCtx ended)
 	r.logf("draining: waiting for every job to finish (giving up after %s without progress)", r.cfg.DrainTimeout)
 	if !waitFinished(ctx, r.c, r.cfg.DrainTimeout, r.logf) {
@@ -290,9 +299,17 @@ func (r *runner) progress(ctx context.Context) {
 func (r *runner) check(ctx context.Context) {
 	rep, l := r.rep, r.l
 	rep.AppliedIndex, rep.Digest = checkReplicas(ctx, r.c, rep, r.logf)
-	jobs, err := listAll(ctx, r.c)
+	jobs, err := listAll(ctx, r.c, chaosQueue)
 	if err != nil {
 		rep.Anomalies = append(rep.Anomalies, "final listing: "+err.Error())
+	}
+	cronJobs, err := listAll(ctx, r.c, cronQueue)
+	if err != nil {
+		rep.Anomalies = append(rep.Anomalies, "final listing of the schedule's queue: "+err.Error())
+	}
+	sc, err := readSchedule(ctx, r.c)
+	if err != nil {
+		rep.Anomalies = append(rep.Anomalies, "read the schedule: "+err.Error())
 	}
 	for _, n := range r.c.nodes {
 		for _, msg := range n.crashList() {
@@ -308,7 +325,7 @@ func (r *runner) check(ctx context.Context) {
 		r.logf("writing the history: %v", err)
 	}
 	l.mu.Lock()
-	in := checkInput{ops: ops, specs: l.specs, accepted: l.accepted, jobs: jobs, virtual: l.isVirtual,
+	in := checkInput{ops: ops, specs: l.specs, accepted: l.accepted, jobs: jobs, schedule: sc, cronJobs: cronJobs, virtual: l.isVirtual,
 		dir: r.cfg.Dir, timeout: 20 * time.Second}
 	rep.Submitted, rep.Accepted = len(l.specs), len(l.accepted)
 	rep.Anomalies = append(rep.Anomalies, l.invalid...)
@@ -327,6 +344,7 @@ func (r *runner) check(ctx context.Context) {
 	rep.Ops, rep.UnknownOps, rep.Synthesized, rep.Linearizable = res.Ops, res.Unknown, res.Synthesized, res.Checked
 	rep.Anomalies = append(rep.Anomalies, res.Anomalies...)
 	rep.Visualizations = res.Visualizations
+	rep.CronTicks, rep.CronJobs, rep.CronMissed = res.Cron.Ticks, res.Cron.Jobs, res.Cron.Missed
 	rep.Requests = l.stats.submits.Load() + l.stats.claims.Load() + l.stats.heartbeats.Load() + l.stats.reports.Load() + l.stats.gets.Load()
 }
 
@@ -413,7 +431,8 @@ func waitFinished(ctx context.Context, c *cluster, stall time.Duration, logf fun
 	}
 }
 
-// queueCounts reads the chaos queue's jobs by status (GET /queues).
+// queueCounts reads the jobs of the chaos queue and the schedule's queue
+// by status, added up (GET /queues).
 func queueCounts(ctx context.Context, c *cluster) (map[string]int, error) {
 	var out struct {
 		Queues []struct {
@@ -425,25 +444,28 @@ func queueCounts(ctx context.Context, c *cluster) (map[string]int, error) {
 	for _, n := range c.nodes {
 		status, err := c.getJSON(ctx, n.url+"/queues", &out)
 		if err == nil && status == http.StatusOK {
+			counts := make(map[string]int)
 			for _, q := range out.Queues {
-				if q.Name == chaosQueue {
-					return q.Counts, nil
+				if q.Name == chaosQueue || q.Name == cronQueue {
+					for st, k := range q.Counts {
+						counts[st] += k
+					}
 				}
 			}
-			return map[string]int{}, nil
+			return counts, nil
 		}
 		lastErr = fmt.Errorf("GET %s/queues: HTTP %d, %v", n.url, status, err)
 	}
 	return nil, lastErr
 }
 
-// listAll pages through GET /jobs of the queue, as a consistent read,
+// listAll pages through GET /jobs of a queue, as a consistent read,
 // through any node that answers.
-func listAll(ctx context.Context, c *cluster) ([]wire.Job, error) {
+func listAll(ctx context.Context, c *cluster, queue string) ([]wire.Job, error) {
 	var lastErr error
 	for attempt := 0; attempt < 20; attempt++ {
 		for _, n := range c.nodes {
-			jobs, err := listFrom(ctx, c, n.url)
+			jobs, err := listFrom(ctx, c, n.url, queue)
 			if err == nil {
 				return jobs, nil
 			}
@@ -454,11 +476,11 @@ func listAll(ctx context.Context, c *cluster) ([]wire.Job, error) {
 	return nil, lastErr
 }
 
-func listFrom(ctx context.Context, c *cluster, base string) ([]wire.Job, error) {
+func listFrom(ctx context.Context, c *cluster, base, queue string) ([]wire.Job, error) {
 	var all []wire.Job
 	cursor := ""
 	for {
-		q := url.Values{"limit": {"1000"}, "queue": {chaosQueue}}
+		q := url.Values{"limit": {"1000"}, "queue": {queue}}
 		if cursor != "" {
 			q.Set("cursor", cursor)
 		}

@@ -121,6 +121,7 @@ func printReport(r *chaos.Report) {
 	fmt.Printf("requests        %d; %d recorded operations, %d with unknown outcome, %d unknown claims matched to attempts\n",
 		r.Requests, r.Ops, r.UnknownOps, r.Synthesized)
 	fmt.Printf("linearizability %d job histories checked\n", r.Linearizable)
+	fmt.Printf("schedule        %d ticks of @every 1s: %d run, %d missed beyond catch-up\n", r.CronTicks, r.CronJobs, r.CronMissed)
 	fmt.Printf("replicas        applied index %d on every node, digest %.16s\n", r.AppliedIndex, r.Digest)
 	fmt.Printf("anomalies       %d\n", len(r.Anomalies))
 	for _, a := range r.Anomalies {
