@@ -31,11 +31,12 @@ var (
 	descSnapTime = prometheus.NewDesc("workron_raft_snapshot_duration_seconds", "How long the newest snapshot took to capture and write (0 if taken before this process started).", nil, nil)
 	descSnapAt   = prometheus.NewDesc("workron_raft_snapshot_timestamp_seconds", "When this process finished its newest snapshot, Unix time (0 if none).", nil, nil)
 	descSnaps    = prometheus.NewDesc("workron_raft_snapshots_total", "Snapshots this process has taken.", nil, nil)
+	descAhead    = prometheus.NewDesc("workron_cluster_clock_ahead_seconds", "How far the cluster time (the log's) is ahead of this node's clock; above 0 after a node whose clock was ahead led.", nil, nil)
 )
 
 func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLeader, descRole, descTerm, descCommit, descApplied, descLastLog, descContact,
-		descEntries, descCommands, descPerEntry, descApply, descSnapIdx, descSnapSize, descSnapTime, descSnapAt, descSnaps} {
+		descEntries, descCommands, descPerEntry, descApply, descSnapIdx, descSnapSize, descSnapTime, descSnapAt, descSnaps, descAhead} {
 		ch <- d
 	}
 }
@@ -73,6 +74,7 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descSnapAt, at)
 	ch <- prometheus.MustNewConstMetric(descSnaps, prometheus.CounterValue, float64(sn.Count))
+	gauge(descAhead, st.ClockAhead.Seconds())
 }
 
 func constHistogram(d *prometheus.Desc, h raftnode.HistogramSnapshot) prometheus.Metric {

@@ -159,6 +159,9 @@ workron_queue_paused{queue="q3"} 0
 		if g("workron_raft_term") < 1 || applied < 10 || g("workron_raft_commit_index") < applied || g("workron_raft_last_log_index") < applied {
 			t.Errorf("term %v, applied %v, commit %v, last log %v", g("workron_raft_term"), applied, g("workron_raft_commit_index"), g("workron_raft_last_log_index"))
 		}
+		if a := gauges(t, reg, "workron_cluster_clock_ahead_seconds", ""); len(a) != 1 || a[""] > 1 {
+			t.Errorf("cluster clock ahead: %v, want one series near 0 on a one-node cluster", a)
+		}
 		if g("workron_raft_last_contact_seconds") != 0 {
 			t.Errorf("last contact on the leader = %v, want 0", g("workron_raft_last_contact_seconds"))
 		}

@@ -31,16 +31,38 @@ type clusterClock struct {
 func (c *clusterClock) Now() time.Time {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.set {
-		return c.now()
-	}
-	return time.Unix(0, c.base).Add(c.now().Sub(c.start))
+	return c.at(c.now())
 }
 
-// resync restarts the clock from max(own clock, floor).
-func (c *clusterClock) resync(floor int64) {
+// at is the cluster time when the own clock reads own; c.mu held.
+func (c *clusterClock) at(own time.Time) time.Time {
+	if !c.set {
+		return own
+	}
+	return time.Unix(0, c.base).Add(own.Sub(c.start))
+}
+
+// resync restarts the clock from max(own clock, floor) and returns how far
+// floor is ahead of the own clock (0 if it is not).
+func (c *clusterClock) resync(floor int64) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.now()
 	c.base, c.start, c.set = max(t.UnixNano(), floor), t, true
+	return time.Duration(max(floor-t.UnixNano(), 0))
 }
+
+// ahead is how far the cluster time is ahead of the own clock, or of the
+// given log time if that is later (a follower's view of its leader); 0 if
+// neither is ahead.
+func (c *clusterClock) ahead(logTime int64) time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	own := c.now()
+	cluster := max(c.at(own).UnixNano(), logTime)
+	return time.Duration(max(cluster-own.UnixNano(), 0))
+}
+
+// clockWarnAhead is how far the log's time may be ahead of a new leader's
+// clock before it says so: more than the skew of clocks kept by NTP.
+const clockWarnAhead = 2 * time.Second

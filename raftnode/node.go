@@ -262,7 +262,11 @@ func (n *Node) runLeadership() {
 				n.logger.Warn("barrier after election failed", "err", err)
 				continue
 			}
-			n.clock.resync(n.fsm.LastNow())
+			if ahead := n.clock.resync(n.fsm.LastNow()); ahead > clockWarnAhead {
+				n.logger.Warn("the log's time is ahead of this node's clock; the cluster time continues from it "+
+					"(a node whose clock was ahead led): run_at times and schedules run early by as much until the clocks catch up",
+					"ahead", ahead.Round(time.Millisecond).String())
+			}
 			n.ready.set(term)
 			if n.cfg.OnLeader != nil {
 				run = startLeaderRun(n.cfg.OnLeader)
@@ -501,6 +505,9 @@ type Stats struct {
 	ApplyLatency HistogramSnapshot
 	// Snapshot describes the newest Raft snapshot.
 	Snapshot SnapshotStats
+	// ClockAhead is how far the cluster time (what this node stamps as
+	// leader, or the last entry's time) is ahead of this node's clock.
+	ClockAhead time.Duration
 }
 
 // Stats reads the node's counters.
@@ -516,6 +523,7 @@ func (n *Node) Stats() Stats {
 		CommandsPerEntry: n.metrics.perEntry.snapshot(),
 		ApplyLatency:     n.metrics.apply.snapshot(),
 		Snapshot:         n.snapStats.stats(),
+		ClockAhead:       n.clock.ahead(n.fsm.LastNow()),
 	}
 }
 
