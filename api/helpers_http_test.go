@@ -7,9 +7,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/workron/workron/internal/syncbuf"
 )
 
 // httpReply is one HTTP answer, read whole.
@@ -72,25 +73,13 @@ func decodeJSON[T any](t *testing.T, r httpReply) T {
 }
 
 // logBuffer collects JSON log lines from concurrent writers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type logBuffer struct{ syncbuf.Buffer }
 
 // lines parses every line written so far.
 func (b *logBuffer) lines(t *testing.T) []map[string]any {
 	t.Helper()
-	b.mu.Lock()
-	data := b.buf.String()
-	b.mu.Unlock()
 	var out []map[string]any
-	for line := range strings.Lines(data) {
+	for line := range strings.Lines(b.String()) {
 		var m map[string]any
 		if err := json.Unmarshal([]byte(line), &m); err != nil {
 			t.Fatalf("log line %q is not JSON: %v", line, err)

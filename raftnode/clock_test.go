@@ -1,35 +1,16 @@
 package raftnode_test
 
 import (
-	"bytes"
 	"errors"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/workron/workron/internal/syncbuf"
 	"github.com/workron/workron/raftnode"
 )
-
-// syncBuffer is a bytes.Buffer a logger and a test may share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLogTimeAheadIsContinuedAndShown: a node whose clock was an hour ahead
 // writes entries; restarted with a right clock, it leads on from the log's
@@ -51,7 +32,7 @@ func TestLogTimeAheadIsContinuedAndShown(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	cfg = loneConfig(dir)
 	cfg.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	n, err = raftnode.Open(cfg)

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/workron/workron/internal/syncbuf"
 )
 
 // TestBench runs every scenario of `workron bench --short` against its own
@@ -21,7 +23,7 @@ func TestBench(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var stdout bytes.Buffer
-	var stderr syncBuffer // the in-process nodes' loggers write to it at once
+	var stderr syncbuf.Buffer // the in-process nodes' loggers write to it at once
 	args := []string{"--short", "--jobs", "300", "--clients", "16", "--rate", "100", "--duration", "1s", "-o", "json",
 		"--scenarios", "submit_single,submit_batch,claim_done,claim_done_piggyback,claim_done_batched,latency"} // TestBenchProcesses runs the rest
 	if err := runBench(ctx, args, &stdout, &stderr); err != nil {
@@ -57,7 +59,7 @@ func TestBenchProcesses(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	var stdout bytes.Buffer
-	var stderr syncBuffer // the in-process nodes' loggers write to it at once
+	var stderr syncbuf.Buffer // the in-process nodes' loggers write to it at once
 	args := []string{"--short", "--jobs", "300", "--clients", "16", "-o", "json", "--bin", bin,
 		"--scenarios", "real_workers,failover,large_store"}
 	if err := runBench(ctx, args, &stdout, &stderr); err != nil {

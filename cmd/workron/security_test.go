@@ -13,37 +13,19 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/syncbuf"
 	"github.com/workron/workron/internal/testcert"
 	"github.com/workron/workron/worker/client"
 )
 
-// syncBuffer is a log sink safe for the node's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // inProcessNode starts `workron server ARGS...` in this process, logging
 // at debug level into the returned buffer, and stops it at cleanup.
-func inProcessNode(t *testing.T, args ...string) (*runningServer, *syncBuffer) {
+func inProcessNode(t *testing.T, args ...string) (*runningServer, *syncbuf.Buffer) {
 	t.Helper()
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	var f serverFlags
@@ -51,7 +33,7 @@ func inProcessNode(t *testing.T, args ...string) (*runningServer, *syncBuffer) {
 	if err := fs.Parse(args); err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := startServer(f, logger)
 	if err != nil {
@@ -95,7 +77,7 @@ type secureCluster struct {
 	caFile string
 	tokens string // the token file
 	urls   []string
-	logs   []*syncBuffer
+	logs   []*syncbuf.Buffer
 }
 
 // nodeArgs are the flags of a secure node whose certificate comes from ca.
@@ -442,7 +424,7 @@ func TestSIGHUPReloadsTokensAndCertificate(t *testing.T) {
 	writeTokens("admin " + tokAdmin + "\nclient " + tokOld + "\n")
 
 	ctx, cancel := context.WithCancel(context.Background())
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	done := make(chan error, 1)
 	go func() {
 		done <- runServer(ctx, []string{"--id", "n1", "--bootstrap", "--http", "127.0.0.1:0", "--raft", "127.0.0.1:0",
