@@ -389,6 +389,42 @@ func TestSecurityFlagsAreChecked(t *testing.T) {
 	}
 }
 
+// TestServerFlagsAreChecked: values a configuration would quietly take for
+// its default (zero) or that mean nothing are refused, naming the flag.
+func TestServerFlagsAreChecked(t *testing.T) {
+	for _, args := range [][]string{
+		{"--schedule-grace", "0"},
+		{"--schedule-grace", "-1s"},
+		{"--schedule-max-catchup", "0"},
+		{"--reserve-timeout", "0"},
+		{"--drain-timeout", "0"},
+		{"--admission-interval", "-1s"},
+		{"--worker-offline-after", "-1s"},
+	} {
+		t.Run(strings.Join(args, "="), func(t *testing.T) {
+			fs := flag.NewFlagSet("server", flag.ContinueOnError)
+			var f serverFlags
+			f.register(fs)
+			if err := fs.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			err := f.check()
+			if err == nil || !strings.Contains(err.Error(), args[0]) {
+				t.Fatalf("err = %v, want one naming %s", err, args[0])
+			}
+		})
+	}
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	var f serverFlags
+	f.register(fs)
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.check(); err != nil {
+		t.Fatalf("the defaults are refused: %v", err)
+	}
+}
+
 func TestReadableTokenFileIsWarnedAbout(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tokens")
 	if err := os.WriteFile(path, []byte("client "+tokClient+"\n"), 0o644); err != nil {

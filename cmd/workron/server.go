@@ -71,6 +71,32 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	f.gang.register(fs)
 }
 
+// check refuses the values the configurations would take for "use the
+// default" (zero) or that mean nothing (negative), naming the flag; the
+// configurations check the rest.
+func (f *serverFlags) check() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{
+		{"schedule-grace", f.scheduleGrace},
+		{"reserve-timeout", f.gang.reserveTimeout},
+		{"drain-timeout", f.gang.drainTimeout},
+		{"admission-interval", f.gang.admissionInterval},
+	} {
+		if d.v <= 0 {
+			return fmt.Errorf("--%s must be positive, got %s", d.name, d.v)
+		}
+	}
+	if f.gang.offlineAfter < 0 {
+		return fmt.Errorf("--worker-offline-after must not be negative (0 means 3 lease TTLs), got %s", f.gang.offlineAfter)
+	}
+	if f.scheduleMaxCatchup < 1 {
+		return fmt.Errorf("--schedule-max-catchup must be at least 1, got %d", f.scheduleMaxCatchup)
+	}
+	return nil
+}
+
 func runServer(ctx context.Context, args []string, stderr io.Writer) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -136,6 +162,9 @@ type runningServer struct {
 
 // startServer starts a node from flags; it returns once the node listens.
 func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
+	if err := f.check(); err != nil {
+		return nil, err
+	}
 	peers, err := raftnode.ParsePeers(f.peers)
 	if err != nil {
 		return nil, err
