@@ -52,9 +52,9 @@ func (c *clusterClock) resync(floor int64) time.Duration {
 	return time.Duration(max(floor-t.UnixNano(), 0))
 }
 
-// ahead is how far the cluster time is ahead of the own clock, or of the
-// given log time if that is later (a follower's view of its leader); 0 if
-// neither is ahead.
+// ahead is how far the later of the cluster time and logTime (the last
+// entry's time: a follower's view of its leader's clock) is ahead of the
+// own clock; 0 if neither is.
 func (c *clusterClock) ahead(logTime int64) time.Duration {
 	c.mu.Lock()
 	defer c.mu.Unlock()
