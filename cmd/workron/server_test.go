@@ -16,6 +16,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/syncbuf"
 )
 
 // TestServerLeavesGracefully runs `workron server` three times in this
@@ -122,22 +123,7 @@ func startServerCmd(t *testing.T, args ...string) *serverCmd {
 }
 
 // logBuffer collects JSON log lines from concurrent writers.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type logBuffer struct{ syncbuf.Buffer }
 
 // find returns the JSON lines whose fields include every key=value pair.
 func (b *logBuffer) find(t *testing.T, kv ...string) []map[string]any {
