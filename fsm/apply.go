@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/workron/workron/store"
@@ -144,7 +145,7 @@ func (a *applier) put(j *store.Job, prev store.Status) {
 func (a *applier) expiry(j *store.Job) {
 	var at int64
 	if j.Status.Finished() && j.Retention > 0 && !a.inOpenGang(j) {
-		at = j.DoneAt + j.Retention
+		at = after(j.DoneAt, j.Retention)
 	}
 	if at != j.ExpireAt {
 		a.must(a.tx.SetExpiry(j, at))
@@ -214,6 +215,19 @@ func backoffDelay(b store.Backoff, attempt int, draw float64) int64 {
 	}
 	jitter := min(max(b.Jitter, 0), 10) // the API allows 0..10; clamp hand-made commands too
 	return min(d+int64(min(float64(d)*jitter*draw, float64(maxBackoff))), maxBackoff)
+}
+
+// after is t+d held at the int64 limits instead of wrapping around: the
+// API bounds every duration it proposes, but a hand-made command with a huge
+// one (a lease TTL, a unique_for) must mean "far off", not the distant past.
+func after(t, d int64) int64 {
+	switch {
+	case d > 0 && t > math.MaxInt64-d:
+		return math.MaxInt64
+	case d < 0 && t < math.MinInt64-d:
+		return math.MinInt64
+	}
+	return t + d
 }
 
 func durationString(ns int64) string { return time.Duration(ns).String() }

@@ -56,9 +56,9 @@ func (a *applier) claim(c *Claim) Result {
 // deadline is when a running job's lease runs out if not renewed: ttl from
 // now, but never past its timeout plus TimeoutMargin.
 func (a *applier) deadline(j *store.Job, ttl int64) int64 {
-	d := a.now + ttl
+	d := after(a.now, ttl)
 	if j.Timeout > 0 {
-		if limit := j.StartedAt + j.Timeout + int64(TimeoutMargin); d > limit {
+		if limit := after(after(j.StartedAt, j.Timeout), int64(TimeoutMargin)); d > limit {
 			d = limit
 		}
 	}

@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -209,6 +210,31 @@ func TestClaim(t *testing.T) {
 		if jobs := h.claim(fsm.Claim{WorkerID: "w", Max: -3}); len(jobs) != 1 {
 			t.Fatalf("claim with Max -3 got %d jobs, want 1", len(jobs))
 		}
+	})
+
+	t.Run("HugeLeaseTTLMeansFarOffNotThePast", func(t *testing.T) {
+		// The API proposes its --lease-ttl; a hand-made entry may carry
+		// anything. now + TTL past the int64 range must not wrap into a
+		// deadline that has long passed.
+		h := setup(t)
+		h.submit(fsm.NewJob{Command: "x"}, fsm.NewJob{Command: "y", Timeout: math.MaxInt64})
+		jobs := h.claim(fsm.Claim{WorkerID: "w", Max: 2, LeaseTTL: math.MaxInt64})
+		if len(jobs) != 2 {
+			t.Fatalf("claimed %d jobs, want 2", len(jobs))
+		}
+		for _, j := range jobs {
+			if j.LeaseDeadline != math.MaxInt64 {
+				t.Errorf("job %s: lease deadline %d, want math.MaxInt64", j.ID, j.LeaseDeadline)
+			}
+		}
+		if got := h.f.Expired(h.now.Add(1000*time.Hour).UnixNano(), 10); len(got) != 0 {
+			t.Fatalf("leases %+v expired, want none", got)
+		}
+		r := h.ok(heartbeat("job-1", jobs[0].Lease, time.Duration(math.MaxInt64)))
+		if r.Deadline != math.MaxInt64 {
+			t.Fatalf("heartbeat deadline %d, want math.MaxInt64", r.Deadline)
+		}
+		h.reject(expire("job-1", jobs[0].Lease), fsm.ErrConflict)
 	})
 
 	t.Run("AttemptsCountUpAndLeasesNeverRepeat", func(t *testing.T) {

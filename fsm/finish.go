@@ -75,7 +75,7 @@ func (a *applier) expire(e *Expire) Result {
 		return Result{Err: fmt.Errorf("job %s lease %d renewed until %d: %w", j.ID, j.Lease, j.LeaseDeadline, ErrConflict)}
 	}
 	msg := fmt.Sprintf("lease expired: worker %s stopped heartbeating", j.WorkerID)
-	if j.Timeout > 0 && a.now >= j.StartedAt+j.Timeout {
+	if j.Timeout > 0 && a.now >= after(j.StartedAt, j.Timeout) {
 		msg = "timed out after " + durationString(j.Timeout)
 	}
 	prev := j.Status
@@ -112,7 +112,7 @@ func (a *applier) failAttempt(j *store.Job, prev store.Status, e attemptEnd) {
 	case !e.final && j.Attempts < j.MaxAttempts:
 		a.endAttempt(j, store.StatusFailed, msg, e.expired)
 		j.Status = store.StatusPending
-		j.RunAt = a.now + backoffDelay(j.Backoff, j.Attempts, e.draw)
+		j.RunAt = after(a.now, backoffDelay(j.Backoff, j.Attempts, e.draw))
 		a.put(j, prev)
 	default:
 		a.endAttempt(j, store.StatusFailed, msg, e.expired)

@@ -171,7 +171,7 @@ func (a *applier) submitGang(s *SubmitGang) Result {
 	if nj.IdempotencyKey != "" {
 		var until int64
 		if nj.UniqueFor > 0 {
-			until = a.now + nj.UniqueFor
+			until = after(a.now, nj.UniqueFor)
 		}
 		a.must(a.tx.PutIdempotencyKey(nj.IdempotencyKey, jobs[0].ID, until))
 	}

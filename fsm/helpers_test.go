@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -187,13 +189,7 @@ func checkIndexes(t *testing.T, f *fsm.FSM) {
 		t.Errorf("queues missing from Queues(): %v", counts)
 	}
 	slices.SortFunc(leases, func(a, b fsm.Lease) int {
-		if a.Deadline != b.Deadline {
-			return int(min(max(a.Deadline-b.Deadline, -1), 1))
-		}
-		if a.JobID < b.JobID {
-			return -1
-		}
-		return 1
+		return cmp.Or(cmp.Compare(a.Deadline, b.Deadline), strings.Compare(a.JobID, b.JobID))
 	})
 	if got := f.Expired(math.MaxInt64, math.MaxInt32); !slices.Equal(got, leases) {
 		t.Errorf("lease index %+v, stored leases %+v", got, leases)

@@ -62,7 +62,7 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 	a.must(err)
 	w.LastHeartbeat = a.now
 	a.must(a.tx.PutWorker(w, a.index))
-	r := Result{Worker: w, Deadline: a.now + h.LeaseTTL}
+	r := Result{Worker: w, Deadline: after(a.now, h.LeaseTTL)}
 	var listed map[string]uint64
 	if h.Listed {
 		listed = make(map[string]uint64, len(h.Leases))

@@ -147,7 +147,7 @@ func (a *applier) submit(s *Submit) Result {
 		if j.IdempotencyKey != "" {
 			var until int64
 			if j.UniqueFor > 0 {
-				until = a.now + j.UniqueFor
+				until = after(a.now, j.UniqueFor)
 			}
 			a.must(a.tx.PutIdempotencyKey(j.IdempotencyKey, j.ID, until))
 		}
