@@ -169,6 +169,10 @@ func runTime(req *wire.SubmitRequest, f func(string) string, now time.Time) (int
 	case req.RunAt != nil && req.Delay != "":
 		return 0, invalid(f("delay"), "give run_at or delay, not both")
 	case req.RunAt != nil:
+		// UnixNano is defined from 1678 to 2262 only.
+		if t := *req.RunAt; t.Year() < 1970 || t.After(now.Add(wire.MaxDuration)) {
+			return 0, invalid(f("run_at"), "must be from 1970 to 100 years from now, got %s", t.Format(time.RFC3339))
+		}
 		return req.RunAt.UnixNano(), nil
 	case req.Delay != "":
 		d, err := wire.ParseDuration(f("delay"), req.Delay)

@@ -386,8 +386,12 @@ type Error struct {
 	Code  string `json:"code"`
 }
 
+// MaxDuration is the longest duration a request may give (100 years):
+// added to today's time in nanoseconds it still fits an int64.
+const MaxDuration = 100 * 365 * 24 * time.Hour
+
 // ParseDuration parses a Go duration ("90s", "1h30m") and names the field
-// in its error. Negative durations are refused.
+// in its error. Negative durations and ones over MaxDuration are refused.
 func ParseDuration(field, s string) (time.Duration, error) {
 	d, err := time.ParseDuration(s)
 	if err != nil {
@@ -395,6 +399,9 @@ func ParseDuration(field, s string) (time.Duration, error) {
 	}
 	if d < 0 {
 		return 0, fmt.Errorf("%s: must not be negative, got %s", field, s)
+	}
+	if d > MaxDuration {
+		return 0, fmt.Errorf("%s: must be at most %s (100 years), got %s", field, MaxDuration, s)
 	}
 	return d, nil
 }
