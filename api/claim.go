@@ -324,16 +324,11 @@ func checkWorker(w *wire.Worker) error {
 		return invalid("id", "must not be empty")
 	case len(w.ID) > MaxKeyBytes:
 		return invalid("id", "longer than %d bytes", MaxKeyBytes)
-	case w.Resources.VRAMMB < 0:
-		return invalid("resources.vram_mb", "must not be negative")
-	case w.Resources.MemoryMB < 0:
-		return invalid("resources.memory_mb", "must not be negative")
-	case w.Resources.CPUMillis < 0:
-		return invalid("resources.cpu_millis", "must not be negative")
-	case w.Resources.Slots < 0:
-		return invalid("resources.slots", "must not be negative")
 	case len(w.Tags) > MaxMapEntries:
 		return invalid("tags", "more than %d tags", MaxMapEntries)
+	}
+	if err := checkResources(&w.Resources, func(s string) string { return s }); err != nil {
+		return err
 	}
 	for _, q := range w.Queues {
 		if err := validName("queues", q); err != nil {

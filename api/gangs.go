@@ -20,7 +20,25 @@ const (
 	MaxTags = 32
 	// MaxTagBytes is the longest tag.
 	MaxTagBytes = 128
+	// MaxResource bounds each figure a job asks for or a worker offers
+	// (2^40: an exbibyte in MB), so that what a worker's jobs hold adds up
+	// without overflowing.
+	MaxResource = 1 << 40
 )
+
+// checkResources refuses a negative or too large resource figure, naming
+// the field through f.
+func checkResources(r *wire.Resources, f func(string) string) error {
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"vram_mb", r.VRAMMB}, {"memory_mb", r.MemoryMB}, {"cpu_millis", r.CPUMillis}, {"slots", r.Slots}} {
+		if v.n < 0 || v.n > MaxResource {
+			return invalid(f("resources."+v.name), "must be from 0 to %d, got %d", MaxResource, v.n)
+		}
+	}
+	return nil
+}
 
 func init() {
 	// Who may call the gang routes when tokens are required (see auth.go).
@@ -38,13 +56,8 @@ func jobNeeds(req *wire.SubmitRequest, f func(string) string) (store.Resources, 
 	}
 	if r := req.Resources; r != nil {
 		res = store.Resources{VRAMMB: r.VRAMMB, MemoryMB: r.MemoryMB, CPUMillis: r.CPUMillis, Slots: r.Slots}
-		for _, v := range []struct {
-			name string
-			n    int
-		}{{"vram_mb", r.VRAMMB}, {"memory_mb", r.MemoryMB}, {"cpu_millis", r.CPUMillis}, {"slots", r.Slots}} {
-			if v.n < 0 {
-				return res, nil, invalid(f("resources."+v.name), "must not be negative, got %d", v.n)
-			}
+		if err := checkResources(r, f); err != nil {
+			return res, nil, err
 		}
 	}
 	if len(req.Tags) > MaxTags {
