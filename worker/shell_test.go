@@ -94,6 +94,17 @@ func TestShellJobs(t *testing.T) {
 		waitFor(t, 5*time.Second, "the background sleep to die", func() bool { return processGone(pid) })
 	})
 
+	t.Run("TimeoutsTheClusterNoLongerTakesStillRun", func(t *testing.T) {
+		// An older release accepted timeouts over wire.MaxDuration; the
+		// worker runs such a job rather than failing it.
+		f := setup(t, nil)
+		id := f.add(wire.Job{Command: "echo ok", Timeout: "2500000h0m0s"})
+		rep := f.waitReport(t, id)
+		if rep.Kind != "done" || rep.Req.Output != "ok\n" {
+			t.Fatalf("report = %+v, want done with output ok", rep)
+		}
+	})
+
 	t.Run("CancelActionKillsTheJobWithoutRetry", func(t *testing.T) {
 		f := setup(t, nil)
 		id := f.add(wire.Job{Command: "echo started; sleep 30"})

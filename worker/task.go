@@ -116,9 +116,11 @@ func (w *Worker) cancelJob(id string, lease uint64, cause error) bool {
 // execute runs job under its timeout and returns how it ended.
 func (w *Worker) execute(ctx context.Context, job wire.Job) outcome {
 	if job.Timeout != "" {
-		d, err := wire.ParseDuration("timeout", job.Timeout)
+		// Not wire.ParseDuration: the cluster checked the timeout when it
+		// took the job, and a release with other limits may have taken it.
+		d, err := time.ParseDuration(job.Timeout)
 		if err != nil {
-			return failFinal(err)
+			return failFinal(fmt.Errorf("timeout: %q is not a duration: %w", job.Timeout, err))
 		}
 		if d > 0 {
 			var stop context.CancelFunc
