@@ -1,6 +1,7 @@
 package worker
 
 import (
+	"cmp"
 	"log/slog"
 	"slices"
 	"testing"
@@ -51,6 +52,6 @@ func TestReportQueueHoldsLeases(t *testing.T) {
 }
 
 func sortedLeases(ls []wire.JobLease) []wire.JobLease {
-	slices.SortFunc(ls, func(a, b wire.JobLease) int { return int(a.Lease) - int(b.Lease) })
+	slices.SortFunc(ls, func(a, b wire.JobLease) int { return cmp.Compare(a.Lease, b.Lease) })
 	return ls
 }
