@@ -168,13 +168,7 @@ func (a *applier) submitGang(s *SubmitGang) Result {
 	for _, j := range jobs {
 		a.insert(j)
 	}
-	if nj.IdempotencyKey != "" {
-		var until int64
-		if nj.UniqueFor > 0 {
-			until = after(a.now, nj.UniqueFor)
-		}
-		a.must(a.tx.PutIdempotencyKey(nj.IdempotencyKey, jobs[0].ID, until))
-	}
+	a.keepKey(nj.IdempotencyKey, jobs[0].ID, nj.UniqueFor)
 	a.putGang(g)
 	return Result{Jobs: jobs, Gang: g}
 }
@@ -204,24 +198,18 @@ func checkGangJob(s *SubmitGang) error {
 // gang that holds it, or a conflict when a plain job holds it. done is false
 // when the key is free.
 func (a *applier) existingGang(key string) (Result, bool) {
-	id, until, err := a.tx.IdempotencyKey(key)
-	if err == store.ErrNotFound || (until != 0 && until <= a.now) {
+	j, err := a.keyHolder(key)
+	switch {
+	case err != nil:
+		return Result{Err: err}, true
+	case j == nil:
 		return Result{}, false
-	}
-	a.must(err)
-	j, err := a.job(id)
-	if err != nil {
-		if until != 0 {
-			return Result{Err: fmt.Errorf("idempotency_key %q belongs to deleted job %s: %w", key, id, ErrConflict)}, true
-		}
-		return Result{}, false
-	}
-	if j.GangID == "" {
-		return Result{Err: fmt.Errorf("idempotency_key %q belongs to job %s, which is not a gang: %w", key, id, ErrConflict)}, true
+	case j.GangID == "":
+		return Result{Err: fmt.Errorf("idempotency_key %q belongs to job %s, which is not a gang: %w", key, j.ID, ErrConflict)}, true
 	}
 	g, err := a.gang(j.GangID)
 	if err != nil {
-		return Result{Err: fmt.Errorf("idempotency_key %q belongs to job %s of a deleted gang: %w", key, id, ErrConflict)}, true
+		return Result{Err: fmt.Errorf("idempotency_key %q belongs to job %s of a deleted gang: %w", key, j.ID, ErrConflict)}, true
 	}
 	return Result{Jobs: a.tasks(g), Gang: g, Existing: true}, true
 }

@@ -33,19 +33,12 @@ func (a *applier) submit(s *Submit) Result {
 			return Result{Err: &ValidationError{Field: fmt.Sprintf("jobs[%d].idempotency_key", i), Reason: "key " + strconv.Quote(nj.IdempotencyKey) + " is given twice"}}
 		}
 		keys[nj.IdempotencyKey] = true
-		id, until, err := a.tx.IdempotencyKey(nj.IdempotencyKey)
-		if err == store.ErrNotFound || (until != 0 && until <= a.now) {
-			fresh++ // never used, or its unique_for has passed
-			continue
-		}
-		a.must(err)
-		j, err := a.job(id)
+		j, err := a.keyHolder(nj.IdempotencyKey)
 		if err != nil {
-			if until != 0 {
-				return Result{Err: fmt.Errorf("idempotency_key %q belongs to deleted job %s until %s: %w",
-					nj.IdempotencyKey, id, time.Unix(0, until).UTC().Format(time.RFC3339), ErrConflict)}
-			}
-			fresh++ // the key outlived its job
+			return Result{Err: err}
+		}
+		if j == nil {
+			fresh++
 			continue
 		}
 		existing[i] = j
@@ -144,15 +137,42 @@ func (a *applier) submit(s *Submit) Result {
 			continue
 		}
 		a.insert(j)
-		if j.IdempotencyKey != "" {
-			var until int64
-			if j.UniqueFor > 0 {
-				until = after(a.now, j.UniqueFor)
-			}
-			a.must(a.tx.PutIdempotencyKey(j.IdempotencyKey, j.ID, until))
-		}
+		a.keepKey(j.IdempotencyKey, j.ID, j.UniqueFor)
 	}
 	return Result{Jobs: jobs, Existing: fresh == 0}
+}
+
+// keyHolder is the job an idempotency key names, nil if the key is free
+// (never used, its unique_for has passed, or it outlived its job), or a
+// conflict if the job was deleted while the key's unique_for still runs.
+func (a *applier) keyHolder(key string) (*store.Job, error) {
+	id, until, err := a.tx.IdempotencyKey(key)
+	if err == store.ErrNotFound || (until != 0 && until <= a.now) {
+		return nil, nil
+	}
+	a.must(err)
+	j, err := a.job(id)
+	if err != nil {
+		if until != 0 {
+			return nil, fmt.Errorf("idempotency_key %q belongs to deleted job %s until %s: %w",
+				key, id, time.Unix(0, until).UTC().Format(time.RFC3339), ErrConflict)
+		}
+		return nil, nil
+	}
+	return j, nil
+}
+
+// keepKey records that an idempotency key (if any) names job id: for
+// uniqueFor from now, or while the job is retained if uniqueFor is 0.
+func (a *applier) keepKey(key, id string, uniqueFor int64) {
+	if key == "" {
+		return
+	}
+	var until int64
+	if uniqueFor > 0 {
+		until = after(a.now, uniqueFor)
+	}
+	a.must(a.tx.PutIdempotencyKey(key, id, until))
 }
 
 func (a *applier) newJob(nj *NewJob, id string, seq uint64) *store.Job {
