@@ -17,12 +17,22 @@
 //
 // # Shell jobs
 //
-// A job with a Command runs as "sh -c COMMAND" in a process group of its own,
-// with the worker's environment plus the job's Env, WORKRON_JOB_ID and
-// WORKRON_ATTEMPT. Standard output and error are merged; the last OutputTail
-// bytes are reported. To stop a command (timeout, cancel, shutdown) the whole
-// group gets SIGTERM, then SIGKILL after KillGrace. When the shell exits,
-// whatever it left running in its group is killed.
+// A job with a Command runs as "sh -c COMMAND" in a process group of its own.
+// Its environment is clean: of the worker's variables it gets only those of
+// BaseEnv and Config.PassEnv, never the worker's token; then the job's Env,
+// WORKRON_JOB_ID and WORKRON_ATTEMPT. With Config.RunAs (a root worker) it
+// runs as that user; with Config.AllowCommands it runs without a shell, as
+// one of the listed programs. Standard output and error are merged; the last
+// OutputTail bytes are reported. To stop a command (timeout, cancel,
+// shutdown) the whole group gets SIGTERM, then SIGKILL after KillGrace. When
+// the command exits, whatever it left running in its group is killed.
+//
+// The group is led by a watcher, a small sh that reads a pipe only the
+// worker can write to; when the pipe ends because the worker died (even by
+// SIGKILL), the watcher kills the group, so a job never outlives its worker
+// to run twice once its lease expires. On Linux the command also has the
+// parent-death signal SIGKILL. A process that leaves the group (setsid)
+// escapes both.
 //
 // # Typed jobs
 //

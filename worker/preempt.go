@@ -75,6 +75,9 @@ func (w *Worker) withCheckpoint(log *slog.Logger, job wire.Job) (wire.Job, *chec
 			delete(env, "CHECKPOINT_DATA")
 		}
 	}
+	if err := w.chown(ck.dir, ck.path); err != nil {
+		log.Warn("the checkpoint file stays the worker's", "err", err)
+	}
 	job.Env = env
 	return job, ck
 }

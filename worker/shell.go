@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
-	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -21,24 +18,34 @@ import (
 // pipe open that long.
 const outputDrainLimit = 2 * time.Second
 
-// runShell runs job.Command with "sh -c" in a process group of its own and
-// returns how it ended. When ctx ends first, the group is stopped and the
-// outcome carries ctx's cause.
+// runShell runs job.Command (with "sh -c", or split into words on a worker
+// with an allow-list) in a process group of its own and returns how it
+// ended. When ctx ends first, the group is stopped and the outcome carries
+// ctx's cause. A command the worker refuses fails for good.
 func (w *Worker) runShell(ctx context.Context, job wire.Job) outcome {
+	cmd, err := w.jobCommand(job)
+	if err != nil {
+		return failFinal(err)
+	}
 	tail := newRing(w.cfg.OutputTail)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return outcome{err: fmt.Errorf("output pipe: %w", err)}
 	}
-	cmd := exec.Command("sh", "-c", job.Command)
-	cmd.Env = jobEnv(job)
+	g, err := w.startGroup()
+	if err != nil {
+		_, _ = pr.Close(), pw.Close()
+		return outcome{err: err}
+	}
 	cmd.Stdout, cmd.Stderr = pw, pw // one pipe keeps the interleaving
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = w.procAttr(g.pgid)
+	setPdeathsig(cmd.SysProcAttr)
 	err = cmd.Start()
 	_ = pw.Close() // the children hold their own copies
 	if err != nil {
+		g.stop()
 		_ = pr.Close()
-		return outcome{err: fmt.Errorf("start sh: %w", err)}
+		return outcome{err: fmt.Errorf("start %s: %w", cmd.Args[0], err)}
 	}
 	copied := make(chan struct{})
 	go func() {
@@ -46,10 +53,9 @@ func (w *Worker) runShell(ctx context.Context, job wire.Job) outcome {
 		_, _ = io.Copy(tail, pr)
 	}()
 
-	pgid := cmd.Process.Pid
-	waitErr, cause := w.waitOrStop(ctx, cmd, pgid)
-	// Anything the shell left behind in its group goes with it.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	waitErr, cause := w.waitOrStop(ctx, cmd, g.pgid)
+	// Anything the command left behind in its group goes with it.
+	g.stop()
 	drainOutput(copied, pr)
 
 	code, err := exitStatus(cmd, waitErr)
@@ -62,6 +68,84 @@ func (w *Worker) runShell(ctx context.Context, job wire.Job) outcome {
 		return outcome{exitCode: code, output: tail.String(), err: fmt.Errorf("exit status %d", *code)}
 	}
 	return outcome{exitCode: code, output: tail.String()}
+}
+
+// jobCommand builds the process of a command job, not yet started: "sh -c
+// COMMAND", or on a worker with an allow-list the allowed program with the
+// command's other words as arguments; with the job's environment, and the
+// run-as user's home directory as its working directory.
+func (w *Worker) jobCommand(job wire.Job) (*exec.Cmd, error) {
+	var cmd *exec.Cmd
+	if w.allowed == nil {
+		cmd = exec.Command("sh", "-c", job.Command)
+	} else {
+		var err error
+		if cmd, err = w.allowedCommand(job.Command); err != nil {
+			return nil, err
+		}
+	}
+	env, err := w.jobEnv(job)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNotAllowed, err)
+	}
+	cmd.Env = env
+	if w.runAs != nil {
+		cmd.Dir = w.runAs.dir()
+	}
+	return cmd, nil
+}
+
+// watcherScript is what leads each job's process group: it ignores the
+// signals that stop a job, waits for its standard input (a pipe whose only
+// write end the worker holds) to end, then kills its group. The pipe ends
+// when the worker closes it or exits in any way, SIGKILL included.
+const watcherScript = "trap '' HUP INT TERM; read x; kill -9 0"
+
+// group is a job's process group, led by its watcher.
+type group struct {
+	pgid    int
+	watcher *exec.Cmd
+	hold    *os.File // the pipe's write end; never written
+}
+
+// startGroup starts a watcher in a new process group, for a job to join.
+func (w *Worker) startGroup() (*group, error) {
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("watcher pipe: %w", err)
+	}
+	cmd := exec.Command("sh", "-c", watcherScript)
+	cmd.Env = []string{} // not nil: nil would mean the worker's environment
+	cmd.Stdin = pr
+	cmd.SysProcAttr = w.procAttr(0)
+	if w.runAs != nil {
+		cmd.Dir = w.runAs.dir()
+	}
+	err = cmd.Start()
+	_ = pr.Close()
+	if err != nil {
+		_ = pw.Close()
+		return nil, fmt.Errorf("start the job's process group: %w", err)
+	}
+	return &group{pgid: cmd.Process.Pid, watcher: cmd, hold: pw}, nil
+}
+
+// stop kills whatever is left in the group, the watcher included, and
+// reaps the watcher.
+func (g *group) stop() {
+	_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
+	_ = g.hold.Close()
+	_ = g.watcher.Wait()
+}
+
+// procAttr puts a process in the process group pgid (0: a new one led by
+// the process) and, on a worker with RunAs, makes it run as that user.
+func (w *Worker) procAttr(pgid int) *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+	if w.runAs != nil {
+		a.Credential = w.runAs.cred
+	}
+	return a
 }
 
 // waitOrStop waits for cmd. When ctx ends first it sends SIGTERM to the
@@ -103,12 +187,12 @@ func drainOutput(copied <-chan struct{}, pr *os.File) {
 	_ = pr.Close()
 }
 
-// exitStatus returns the shell's exit code, 128+N when signal N ended it,
+// exitStatus returns the command's exit code, 128+N when signal N ended it,
 // and an error only when the command's status is unknown.
 func exitStatus(cmd *exec.Cmd, waitErr error) (*int, error) {
 	var ee *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &ee) {
-		return nil, fmt.Errorf("wait for sh: %w", waitErr)
+		return nil, fmt.Errorf("wait for the command: %w", waitErr)
 	}
 	st := cmd.ProcessState
 	code := st.ExitCode()
@@ -117,17 +201,4 @@ func exitStatus(cmd *exec.Cmd, waitErr error) (*int, error) {
 		return &code, fmt.Errorf("killed by signal %d (%s)", ws.Signal(), ws.Signal())
 	}
 	return &code, nil
-}
-
-// jobEnv returns the worker's environment plus the job's variables and the
-// WORKRON_* ones, later entries winning.
-func jobEnv(job wire.Job) []string {
-	env := os.Environ()
-	for _, k := range slices.Sorted(maps.Keys(job.Env)) {
-		env = append(env, k+"="+job.Env[k])
-	}
-	return append(env,
-		"WORKRON_JOB_ID="+job.ID,
-		"WORKRON_ATTEMPT="+strconv.Itoa(job.Attempts),
-	)
 }

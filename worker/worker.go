@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,7 +56,10 @@ type Worker struct {
 	client    *client.Client
 	ownClient bool
 	active    atomic.Bool
-	leaseTTL  atomic.Int64 // nanoseconds; 0 until a claim tells it
+	leaseTTL  atomic.Int64      // nanoseconds; 0 until a claim tells it
+	env       []string          // the worker's variables that commands get
+	runAs     *identity         // nil: commands run as the worker's user
+	allowed   map[string]string // Config.AllowCommands, resolved; nil: any command
 
 	mu       sync.Mutex
 	handlers map[string]HandlerFunc
@@ -68,7 +72,9 @@ type Worker struct {
 }
 
 // New validates cfg and returns a Worker. It builds a client for
-// cfg.Servers when cfg.Client is nil.
+// cfg.Servers when cfg.Client is nil. It looks up cfg.RunAs (refusing it
+// when the process is not root) and the programs of cfg.AllowCommands, and
+// reads the variables of BaseEnv and cfg.PassEnv that commands will get.
 func New(cfg Config) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -77,7 +83,18 @@ func New(cfg Config) (*Worker, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Queues = slices.Clone(cfg.Queues)
+	runAs, err := lookupRunAs(cfg.RunAs, os.Geteuid())
+	if err != nil {
+		return nil, err
+	}
+	allowed, err := resolveAllowed(cfg.AllowCommands)
+	if err != nil {
+		return nil, err
+	}
 	w := &Worker{
+		env:       workerEnv(append(BaseEnv(), cfg.PassEnv...)),
+		runAs:     runAs,
+		allowed:   allowed,
 		cfg:       cfg,
 		log:       cfg.Logger.With("component", "worker", "worker_id", cfg.ID),
 		client:    cfg.Client,
