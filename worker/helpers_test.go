@@ -5,8 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,18 +93,6 @@ func closedURL(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return "http://" + addr
-}
-
-// processGone reports whether pid has exited (a zombie counts as gone).
-func processGone(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// The state follows the command name in parentheses: "pid (comm) S ...".
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
 }
 
 func intPtr(p *int) int {

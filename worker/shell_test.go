@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/proctest"
 	"github.com/workron/workron/worker"
 )
 
@@ -91,7 +92,7 @@ func TestShellJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "the background sleep to die", func() bool { return processGone(pid) })
+		waitFor(t, 5*time.Second, "the background sleep to die", func() bool { return proctest.Gone(pid) })
 	})
 
 	t.Run("TimeoutsTheClusterNoLongerTakesStillRun", func(t *testing.T) {
