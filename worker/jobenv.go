@@ -145,15 +145,27 @@ func (id *identity) dir() string {
 	return "/"
 }
 
-// chown gives the run-as user the files at paths, when there is one.
-func (w *Worker) chown(paths ...string) error {
+// handOver lets the run-as user (when there is one) write the checkpoint
+// file but not replace it: the file is created if need be and given to
+// the user, while its directory stays the worker's, closed to listing.
+// Otherwise the user could put a symbolic link to a file only the worker can
+// read in its place, and have the worker upload that.
+func (w *Worker) handOver(ck *checkpoint) error {
 	if w.runAs == nil {
 		return nil
 	}
-	for _, p := range paths {
-		if err := os.Chown(p, int(w.runAs.cred.Uid), int(w.runAs.cred.Gid)); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("give %s to %s: %w", p, w.runAs.name, err)
-		}
+	f, err := os.OpenFile(ck.path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s: %w", ck.path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("create %s: %w", ck.path, err)
+	}
+	if err := os.Chown(ck.path, int(w.runAs.cred.Uid), int(w.runAs.cred.Gid)); err != nil {
+		return fmt.Errorf("give %s to %s: %w", ck.path, w.runAs.name, err)
+	}
+	if err := os.Chmod(ck.dir, 0o711); err != nil {
+		return fmt.Errorf("open %s to %s: %w", ck.dir, w.runAs.name, err)
 	}
 	return nil
 }

@@ -141,6 +141,16 @@ func TestJobProcess(t *testing.T) {
 		}
 	})
 
+	t.Run("RunAsGangTaskMayWriteItsCheckpointButNotReplaceIt", func(t *testing.T) {
+		runAsUser(t)
+		f := setup(t, func(c *worker.Config) { c.RunAs = "nobody" })
+		id := f.add(wire.Job{GangID: "gang-1", Command: `printf step > "$WORKRON_CHECKPOINT" && echo wrote; ` +
+			`ln -sf /etc/shadow "$WORKRON_CHECKPOINT" 2>/dev/null || echo kept; ls "$(dirname "$WORKRON_CHECKPOINT")" 2>/dev/null || echo unlisted`})
+		if rep := f.waitReport(t, id); rep.Req.Output != "wrote\nkept\nunlisted\n" {
+			t.Fatalf("output = %q, want the file written, kept and its directory unlisted", rep.Req.Output)
+		}
+	})
+
 	t.Run("RunAsTakesANumericUID", func(t *testing.T) {
 		nobody := runAsUser(t)
 		f := setup(t, func(c *worker.Config) { c.RunAs = nobody.Uid })
