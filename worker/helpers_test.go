@@ -81,6 +81,19 @@ func startWorker(t *testing.T, cfg worker.Config, setup func(*worker.Worker)) *r
 	return &running{w: w, stop: stop, done: done}
 }
 
+// workerOnFakeServer starts a worker, its config changed by mutate (when
+// not nil), against a new fake server, and returns the server.
+func workerOnFakeServer(t *testing.T, mutate func(*worker.Config)) *fakeServer {
+	t.Helper()
+	f := newFakeServer(t)
+	cfg := testConfig(t, f.URL)
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	startWorker(t, cfg, nil)
+	return f
+}
+
 // closedURL returns the URL of a 127.0.0.1 port nobody listens on.
 func closedURL(t *testing.T) string {
 	t.Helper()

@@ -12,15 +12,7 @@ import (
 )
 
 func TestJobProcess(t *testing.T) {
-	setup := func(t *testing.T, mutate func(*worker.Config)) *fakeServer {
-		f := newFakeServer(t)
-		cfg := testConfig(t, f.URL)
-		if mutate != nil {
-			mutate(&cfg)
-		}
-		startWorker(t, cfg, nil)
-		return f
-	}
+	setup := workerOnFakeServer
 	finalFailure := func(t *testing.T, rep report, mentions ...string) {
 		t.Helper()
 		if rep.Kind != "fail" || rep.Req.Retry == nil || *rep.Req.Retry {

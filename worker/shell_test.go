@@ -14,15 +14,7 @@ import (
 )
 
 func TestShellJobs(t *testing.T) {
-	setup := func(t *testing.T, mutate func(*worker.Config)) *fakeServer {
-		f := newFakeServer(t)
-		cfg := testConfig(t, f.URL)
-		if mutate != nil {
-			mutate(&cfg)
-		}
-		startWorker(t, cfg, nil)
-		return f
-	}
+	setup := workerOnFakeServer
 
 	t.Run("SuccessReportsDoneWithExitCodeAndOutput", func(t *testing.T) {
 		f := setup(t, nil)
