@@ -27,12 +27,12 @@
 // shutdown) the whole group gets SIGTERM, then SIGKILL after KillGrace. When
 // the command exits, whatever it left running in its group is killed.
 //
-// The group is led by a watcher, a small sh that reads a pipe only the
-// worker can write to; when the pipe ends because the worker died (even by
-// SIGKILL), the watcher kills the group, so a job never outlives its worker
-// to run twice once its lease expires. On Linux the command also has the
-// parent-death signal SIGKILL. A process that leaves the group (setsid)
-// escapes both.
+// Run starts a job watcher, one small sh per worker, to which the worker
+// lists each job's process group through a pipe only it can write to. When
+// the pipe ends because the worker died (even by SIGKILL), the watcher kills
+// every group still listed, so a job never outlives its worker to run twice
+// once its lease expires. On Linux each command also has the parent-death
+// signal SIGKILL. A process that leaves its group (setsid) escapes both.
 //
 // # Typed jobs
 //

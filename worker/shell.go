@@ -32,30 +32,27 @@ func (w *Worker) runShell(ctx context.Context, job wire.Job) outcome {
 	if err != nil {
 		return outcome{err: fmt.Errorf("output pipe: %w", err)}
 	}
-	g, err := w.startGroup()
-	if err != nil {
-		_, _ = pr.Close(), pw.Close()
-		return outcome{err: err}
-	}
 	cmd.Stdout, cmd.Stderr = pw, pw // one pipe keeps the interleaving
-	cmd.SysProcAttr = w.procAttr(g.pgid)
+	cmd.SysProcAttr = w.procAttr()
 	setPdeathsig(cmd.SysProcAttr)
 	err = cmd.Start()
 	_ = pw.Close() // the children hold their own copies
 	if err != nil {
-		g.stop()
 		_ = pr.Close()
 		return outcome{err: fmt.Errorf("start %s: %w", cmd.Args[0], err)}
 	}
+	pgid := cmd.Process.Pid
+	w.watch.add(pgid)
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
 		_, _ = io.Copy(tail, pr)
 	}()
 
-	waitErr, cause := w.waitOrStop(ctx, cmd, g.pgid)
+	waitErr, cause := w.waitOrStop(ctx, cmd, pgid)
 	// Anything the command left behind in its group goes with it.
-	g.stop()
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	w.watch.remove(pgid)
 	drainOutput(copied, pr)
 
 	code, err := exitStatus(cmd, waitErr)
@@ -95,53 +92,10 @@ func (w *Worker) jobCommand(job wire.Job) (*exec.Cmd, error) {
 	return cmd, nil
 }
 
-// watcherScript is what leads each job's process group: it ignores the
-// signals that stop a job, waits for its standard input (a pipe whose only
-// write end the worker holds) to end, then kills its group. The pipe ends
-// when the worker closes it or exits in any way, SIGKILL included.
-const watcherScript = "trap '' HUP INT TERM; read x; kill -9 0"
-
-// group is a job's process group, led by its watcher.
-type group struct {
-	pgid    int
-	watcher *exec.Cmd
-	hold    *os.File // the pipe's write end; never written
-}
-
-// startGroup starts a watcher in a new process group, for a job to join.
-func (w *Worker) startGroup() (*group, error) {
-	pr, pw, err := os.Pipe()
-	if err != nil {
-		return nil, fmt.Errorf("watcher pipe: %w", err)
-	}
-	cmd := exec.Command("sh", "-c", watcherScript)
-	cmd.Env = []string{} // not nil: nil would mean the worker's environment
-	cmd.Stdin = pr
-	cmd.SysProcAttr = w.procAttr(0)
-	if w.runAs != nil {
-		cmd.Dir = w.runAs.dir()
-	}
-	err = cmd.Start()
-	_ = pr.Close()
-	if err != nil {
-		_ = pw.Close()
-		return nil, fmt.Errorf("start the job's process group: %w", err)
-	}
-	return &group{pgid: cmd.Process.Pid, watcher: cmd, hold: pw}, nil
-}
-
-// stop kills whatever is left in the group, the watcher included, and
-// reaps the watcher.
-func (g *group) stop() {
-	_ = syscall.Kill(-g.pgid, syscall.SIGKILL)
-	_ = g.hold.Close()
-	_ = g.watcher.Wait()
-}
-
-// procAttr puts a process in the process group pgid (0: a new one led by
-// the process) and, on a worker with RunAs, makes it run as that user.
-func (w *Worker) procAttr(pgid int) *syscall.SysProcAttr {
-	a := &syscall.SysProcAttr{Setpgid: true, Pgid: pgid}
+// procAttr puts a command in a new process group that it leads and, on a
+// worker with RunAs, makes it run as that user.
+func (w *Worker) procAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
 	if w.runAs != nil {
 		a.Credential = w.runAs.cred
 	}

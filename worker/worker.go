@@ -60,6 +60,7 @@ type Worker struct {
 	env       []string          // the worker's variables that commands get
 	runAs     *identity         // nil: commands run as the worker's user
 	allowed   map[string]string // Config.AllowCommands, resolved; nil: any command
+	watch     *watcher          // set while Run runs shell jobs
 
 	mu       sync.Mutex
 	handlers map[string]HandlerFunc
@@ -132,8 +133,10 @@ func (w *Worker) Handle(jobType string, h HandlerFunc) {
 // Run registers the worker and runs jobs until ctx ends, then shuts down as
 // the package doc says and returns nil. Every goroutine it started has ended
 // when it returns. It returns ErrAlreadyRunning or ErrNothingToRun without
-// doing anything, and an error wrapping the *client.APIError when the
-// server refuses the registration for good (400, 401, 403 and the like).
+// doing anything, an error when it cannot start the job watcher (a small
+// sh that kills the jobs' process groups when the worker exits, see the
+// package doc), and an error wrapping the *client.APIError when the server
+// refuses the registration for good (400, 401, 403 and the like).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.active.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
@@ -141,6 +144,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.active.Store(false)
 	if !w.cfg.Shell && len(w.handlerTypes()) == 0 {
 		return ErrNothingToRun
+	}
+	if w.cfg.Shell {
+		wt, err := startWatcher(w.log)
+		if err != nil {
+			return err
+		}
+		w.watch = wt
+		defer func() { // every job has ended
+			wt.stop()
+			w.watch = nil
+		}()
 	}
 	if w.ownClient {
 		defer w.client.Close()
