@@ -49,10 +49,10 @@ func TestEndToEndJobsDieWithTheirWorker(t *testing.T) {
 	}
 	args := []string{"worker", "--server", srv.advertise, "--id", "jp-worker", "--concurrency", "1",
 		"--poll-wait", "1s", "--log-level", "debug", "--pass-env", "CUDA_VISIBLE_DEVICES"}
-	wantUID := strconv.Itoa(os.Geteuid())
+	wantUID, runAs := strconv.Itoa(os.Geteuid()), false
 	if nobody, err := user.Lookup("nobody"); err == nil && os.Geteuid() == 0 {
 		args = append(args, "--run-as", "nobody")
-		wantUID = nobody.Uid
+		wantUID, runAs = nobody.Uid, true
 	}
 	w := &proc{name: "jp-worker", bin: bin, args: args, log: filepath.Join(t.TempDir(), "worker.log"),
 		env: []string{"WORKRON_TOKEN=" + tokWorker, "CUDA_VISIBLE_DEVICES=3", "OTHER_SECRET=hush"}}
@@ -73,7 +73,7 @@ func TestEndToEndJobsDieWithTheirWorker(t *testing.T) {
 	}
 	defer cl.Close()
 	job, err := cl.Submit(t.Context(), wire.SubmitRequest{Command: fmt.Sprintf(
-		"id -u > %[1]s/uid; env > %[1]s/env; sleep 300 & echo $! > %[1]s/grandchild; echo $$ > %[1]s/pid.tmp && mv %[1]s/pid.tmp %[1]s/pid; sleep 300",
+		"id -u > %[1]s/uid; env > %[1]s/env; cat /proc/$PPID/environ > %[1]s/worker-env 2>/dev/null; sleep 300 & echo $! > %[1]s/grandchild; echo $$ > %[1]s/pid.tmp && mv %[1]s/pid.tmp %[1]s/pid; sleep 300",
 		dir)})
 	if err != nil {
 		t.Fatal(err)
@@ -112,6 +112,13 @@ func TestEndToEndJobsDieWithTheirWorker(t *testing.T) {
 	}
 	if uid := strings.TrimSpace(readFile(t, filepath.Join(dir, "uid"))); uid != wantUID {
 		t.Errorf("the job ran as uid %s, want %s", uid, wantUID)
+	}
+	// Run as another user, the job cannot read the worker's own
+	// environment either (as the worker's user it could: the README says so).
+	if runAs {
+		if penv := readFile(t, filepath.Join(dir, "worker-env")); strings.Contains(penv, tokWorker) {
+			t.Errorf("the job read the worker's token from /proc/<worker pid>/environ")
+		}
 	}
 
 	w.kill() // SIGKILL: the worker can clean nothing up itself
