@@ -38,8 +38,7 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.vramMB, "vram-mb", 0, "VRAM this worker offers, in MB")
 	fs.IntVar(&f.memoryMB, "memory-mb", 0, "memory this worker offers, in MB")
 	fs.StringVar(&f.execAddr, "exec-addr", "", "address peers of a gang reach this worker at")
-	fs.Var(&f.passEnv, "pass-env", "variables (`NAME,...`) of the worker's environment that jobs get besides "+
-		strings.Join(worker.BaseEnv(), ", ")+"; comma-separated, repeatable (e.g. LD_LIBRARY_PATH)")
+	fs.Var(&f.passEnv, "pass-env", passEnvUsage)
 	fs.StringVar(&f.runAs, "run-as", "", "`USER` (name or uid) that jobs run as; the worker must run as root")
 	fs.Var(&f.allowCommands, "allow-command", "the only programs (`PROG,...`, names or absolute paths) a job's command may run, split into words without a shell; "+
 		"comma-separated, repeatable; with none, any command runs with sh -c")
@@ -88,6 +87,10 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	logger.Info("worker starting", "servers", f.servers, "concurrency", f.concurrency, "queues", f.queues)
 	return w.Run(ctx)
 }
+
+// passEnvUsage explains --pass-env.
+var passEnvUsage = "variables (`NAME,...`) of the worker's environment that jobs get besides " +
+	strings.Join(worker.BaseEnv(), ", ") + "; comma-separated, repeatable (e.g. LD_LIBRARY_PATH)"
 
 // listFlag is a flag that takes comma-separated values and may be
 // repeated; the values add up.
