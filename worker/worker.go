@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,7 +56,11 @@ type Worker struct {
 	client    *client.Client
 	ownClient bool
 	active    atomic.Bool
-	leaseTTL  atomic.Int64 // nanoseconds; 0 until a claim tells it
+	leaseTTL  atomic.Int64      // nanoseconds; 0 until a claim tells it
+	env       []string          // the worker's variables that commands get
+	runAs     *identity         // nil: commands run as the worker's user
+	allowed   map[string]string // Config.AllowCommands, resolved; nil: any command
+	watch     *watcher          // set while Run runs shell jobs
 
 	mu       sync.Mutex
 	handlers map[string]HandlerFunc
@@ -68,7 +73,9 @@ type Worker struct {
 }
 
 // New validates cfg and returns a Worker. It builds a client for
-// cfg.Servers when cfg.Client is nil.
+// cfg.Servers when cfg.Client is nil. It looks up cfg.RunAs (refusing it
+// when the process is not root) and the programs of cfg.AllowCommands, and
+// reads the variables of BaseEnv and cfg.PassEnv that commands will get.
 func New(cfg Config) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -77,7 +84,18 @@ func New(cfg Config) (*Worker, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Queues = slices.Clone(cfg.Queues)
+	runAs, err := lookupRunAs(cfg.RunAs, os.Geteuid())
+	if err != nil {
+		return nil, err
+	}
+	allowed, err := resolveAllowed(cfg.AllowCommands)
+	if err != nil {
+		return nil, err
+	}
 	w := &Worker{
+		env:       workerEnv(append(BaseEnv(), cfg.PassEnv...)),
+		runAs:     runAs,
+		allowed:   allowed,
 		cfg:       cfg,
 		log:       cfg.Logger.With("component", "worker", "worker_id", cfg.ID),
 		client:    cfg.Client,
@@ -115,8 +133,10 @@ func (w *Worker) Handle(jobType string, h HandlerFunc) {
 // Run registers the worker and runs jobs until ctx ends, then shuts down as
 // the package doc says and returns nil. Every goroutine it started has ended
 // when it returns. It returns ErrAlreadyRunning or ErrNothingToRun without
-// doing anything, and an error wrapping the *client.APIError when the
-// server refuses the registration for good (400, 401, 403 and the like).
+// doing anything, an error when it cannot start the job watcher (a small
+// sh that kills the jobs' process groups when the worker exits, see the
+// package doc), and an error wrapping the *client.APIError when the server
+// refuses the registration for good (400, 401, 403 and the like).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.active.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
@@ -124,6 +144,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.active.Store(false)
 	if !w.cfg.Shell && len(w.handlerTypes()) == 0 {
 		return ErrNothingToRun
+	}
+	if w.cfg.Shell {
+		wt, err := startWatcher(w.log)
+		if err != nil {
+			return err
+		}
+		w.watch = wt
+		defer func() { // every job has ended
+			wt.stop()
+			w.watch = nil
+		}()
 	}
 	if w.ownClient {
 		defer w.client.Close()

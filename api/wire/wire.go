@@ -1,12 +1,13 @@
 // Package wire holds the JSON shapes of Workron's HTTP API: requests, replies
 // and error bodies. The server (package api) and the clients (package worker,
 // the CLI) share them; it imports nothing of the server side and holds no logic
-// beyond parsing durations.
+// beyond parsing durations and the rule for a job's environment variables.
 package wire
 
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -404,4 +405,30 @@ func ParseDuration(field, s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: must be at most %s (100 years), got %s", field, MaxDuration, s)
 	}
 	return d, nil
+}
+
+// LoaderEnvPrefix starts the names of the dynamic loader's variables
+// (LD_PRELOAD, LD_LIBRARY_PATH, ...). A job's env may not set them: they
+// choose code that runs inside every program the job starts. A worker passes
+// its own value of one to its jobs when its operator lists it in
+// --pass-env (worker.Config.PassEnv).
+const LoaderEnvPrefix = "LD_"
+
+// CheckEnvVar reports why a job may not carry the environment variable
+// name=value, naming field (like "env") in the error, or nil when it may:
+// the name must be non-empty, without '=' or NUL, and not a loader variable
+// (LoaderEnvPrefix); the value must not hold NUL. The server checks it at
+// submit; workers check it again before they start a command.
+func CheckEnvVar(field, name, value string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%s: a variable name must not be empty", field)
+	case strings.ContainsAny(name, "=\x00"):
+		return fmt.Errorf("%s: variable name %q must not contain '=' or NUL", field, name)
+	case strings.HasPrefix(name, LoaderEnvPrefix):
+		return fmt.Errorf("%s.%s: a job may not set the dynamic loader's variables (LD_*); a worker passes its own with --pass-env", field, name)
+	case strings.ContainsRune(value, 0):
+		return fmt.Errorf("%s.%s: the value must not contain NUL", field, name)
+	}
+	return nil
 }
