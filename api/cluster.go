@@ -295,10 +295,12 @@ func (s *Server) Announce(ctx context.Context) {
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if s.announced() || s.node.Removed() {
+		if s.announced() {
 			return
 		}
-		if err := s.announceOnce(ctx); err != nil {
+		if s.node.Removed() {
+			s.logger.Debug("announce: this node was removed from the cluster; not asking to join")
+		} else if err := s.announceOnce(ctx); err != nil {
 			s.logger.Debug("announce", "err", err)
 		}
 		select {

@@ -24,18 +24,18 @@ const removedMarker = "removed"
 // Raft keeps the removed node running as a follower that holds no
 // elections (Config.ShutdownOnRemove is off), so it can say what happened.
 type membership struct {
-	// wasMember is set once this node saw itself in the configuration.
-	// A node that has never been a member (one that is joining and is
-	// still replaying older configurations) is not "removed".
-	wasMember atomic.Bool
-	removed   atomic.Bool
+	removed atomic.Bool
 }
 
-// Removed reports whether this node was removed from the cluster: it has
-// been a member, the latest configuration it holds leaves it out, and it
-// hears from no leader (the leader stops replicating to a removed node). It
-// stays removed across restarts (a file in the data directory records it)
-// until the cluster adds it again.
+// Removed reports whether this node was removed from the cluster: it holds
+// a configuration (a node that has not joined yet holds none: leaders send
+// entries only to members), the latest one leaves it out, and it hears from
+// no leader (a leader stops replicating to a node it removed). A joining
+// node replays older configurations that leave it out, but hears from the
+// leader meanwhile; should that leader fail mid-way, the node counts as
+// removed until the next leader's entries add it again. A node removed
+// while it was down does not learn it. It stays removed across restarts (a
+// file in the data directory records it) until the cluster adds it again.
 func (n *Node) Removed() bool { return n.member.removed.Load() }
 
 // loadRemoved reads the marker a previous run left; call before Raft starts.
@@ -74,7 +74,6 @@ func (n *Node) checkMembership() {
 	marker := filepath.Join(n.cfg.DataDir, removedMarker)
 	switch {
 	case member:
-		n.member.wasMember.Store(true)
 		if leader != "" && n.member.removed.Load() {
 			n.member.removed.Store(false)
 			if err := os.Remove(marker); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -82,7 +81,7 @@ func (n *Node) checkMembership() {
 			}
 			n.logger.Info("this node was added to the cluster again")
 		}
-	case len(servers) > 0 && leader == "" && n.member.wasMember.Load() && !n.member.removed.Load():
+	case len(servers) > 0 && leader == "" && !n.member.removed.Load():
 		n.member.removed.Store(true)
 		if err := os.WriteFile(marker, []byte(time.Now().UTC().Format(time.RFC3339)+"\n"), 0o600); err != nil {
 			n.logger.Error("record the removal in the data directory", "err", err)
