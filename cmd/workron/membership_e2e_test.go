@@ -46,9 +46,17 @@ func TestRemovingTheLeader(t *testing.T) {
 	waitMembersKnown(t, c, old, 3)
 	before := submitVia(t, c, rest[0].url, http.StatusCreated)
 
+	// Submits run through the other follower meanwhile, to measure (not
+	// assert) how long the cluster could not take writes.
+	stopLoad := make(chan struct{})
+	loadDone := make(chan string, 1)
+	go func() { loadDone <- submitsDuring(c, rest[1].url, stopLoad) }()
 	start := time.Now()
 	out, err := exec.CommandContext(ctx, bin, "cluster", "remove", old.name, "--server", rest[0].url).CombinedOutput()
 	took := time.Since(start)
+	time.Sleep(200 * time.Millisecond) // a little load after the removal too
+	close(stopLoad)
+	t.Logf("submits via %s during the removal: %s", rest[1].name, <-loadDone)
 	if err != nil {
 		t.Fatalf("workron cluster remove %s: %v\n%s", old.name, err, out)
 	}
@@ -131,6 +139,35 @@ func TestRemovingTheLeader(t *testing.T) {
 			t.Fatalf("second removal: HTTP %d %s", status, body)
 		}
 	})
+}
+
+// submitsDuring submits jobs through url one after another until stop is
+// closed, and says how many failed and the longest time without a success.
+func submitsDuring(c *cluster, url string, stop <-chan struct{}) string {
+	var (
+		n, failed int
+		gap       time.Duration
+	)
+	last := time.Now()
+	body, _ := json.Marshal(wire.SubmitRequest{Command: "true"})
+	for {
+		select {
+		case <-stop:
+			return fmt.Sprintf("%d submits, %d not 201, longest time without a success %s", n, failed, max(gap, time.Since(last)).Round(time.Millisecond))
+		default:
+		}
+		n++
+		resp, err := c.hc.Post(url+"/jobs", "application/json", bytes.NewReader(body))
+		if err == nil {
+			drain(resp)
+		}
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			failed++
+			time.Sleep(5 * time.Millisecond)
+			continue
+		}
+		gap, last = max(gap, time.Since(last)), time.Now()
+	}
 }
 
 // waitMembersKnown waits until the leader's GET /cluster lists n members,
