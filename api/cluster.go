@@ -165,10 +165,17 @@ func (s *Server) removeSelf(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger.Info("handed leadership over to remove this node")
-	body, err := s.removeAtLeader(ctx, self)
-	if err != nil {
+	status, body, err := s.removeAtLeader(ctx, self)
+	switch {
+	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, "no_leader",
 			fmt.Sprintf("%s handed leadership over but could not have the new leader remove it (%v); %s is still a member: retry", self, err, self))
+		return
+	case status != http.StatusOK:
+		// The new leader's own refusal, passed on as it is.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
 		return
 	}
 	var rm wire.Removal
@@ -182,31 +189,35 @@ func (s *Server) removeSelf(w http.ResponseWriter, r *http.Request) {
 }
 
 // removeAtLeader asks the leader, once this node knows another one, to
-// remove node id, retrying while the answer says nothing was done (503).
-// It returns the leader's reply body.
-func (s *Server) removeAtLeader(ctx context.Context, id string) ([]byte, error) {
+// remove node id, retrying while the answer says nothing was done (503),
+// and returns the leader's answer. An error means no leader answered
+// otherwise before ctx ended.
+func (s *Server) removeAtLeader(ctx context.Context, id string) (int, []byte, error) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
 	last := errors.New("no new leader yet")
+	maybe := false // an earlier attempt may have reached the leader
 	for {
 		if lid, _ := s.node.Leader(); lid != "" && lid != s.node.ID() {
 			if u, ok := s.leaderURL(); ok {
 				status, body, err := s.callPeer(ctx, http.MethodDelete, u.String()+"/cluster/nodes/"+url.PathEscape(id), nil)
 				switch {
-				case err == nil && status == http.StatusOK:
-					return body, nil
-				case err == nil && status != http.StatusServiceUnavailable:
-					return nil, fmt.Errorf("the new leader %s answered HTTP %d: %s", lid, status, bytes.TrimSpace(body))
 				case err != nil:
-					last = err
-				default:
+					last, maybe = err, true
+				case status == http.StatusServiceUnavailable:
 					last = fmt.Errorf("the new leader %s answered HTTP %d: %s", lid, status, bytes.TrimSpace(body))
+				case status == http.StatusNotFound && maybe:
+					// The attempt whose answer was lost removed it.
+					b, err := json.Marshal(wire.Removal{Removed: id, Leader: lid})
+					return http.StatusOK, b, err
+				default:
+					return status, body, nil
 				}
 			}
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: %w", last, ctx.Err())
+			return 0, nil, fmt.Errorf("%w: %w", last, ctx.Err())
 		case <-t.C:
 		}
 	}
