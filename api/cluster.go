@@ -15,6 +15,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
 
@@ -167,6 +168,10 @@ func (s *Server) removeSelf(w http.ResponseWriter, r *http.Request) {
 	s.logger.Info("handed leadership over to remove this node")
 	status, body, err := s.removeAtLeader(ctx, self)
 	switch {
+	case errors.Is(err, raftnode.ErrUnknownOutcome):
+		writeError(w, http.StatusGatewayTimeout, "outcome_unknown",
+			fmt.Sprintf("%s handed leadership over, but the new leader's answer to its removal was lost (%v): see workron cluster status", self, err))
+		return
 	case err != nil:
 		writeError(w, http.StatusServiceUnavailable, "no_leader",
 			fmt.Sprintf("%s handed leadership over but could not have the new leader remove it (%v); %s is still a member: retry", self, err, self))
@@ -191,7 +196,8 @@ func (s *Server) removeSelf(w http.ResponseWriter, r *http.Request) {
 // removeAtLeader asks the leader, once this node knows another one, to
 // remove node id, retrying while the answer says nothing was done (503),
 // and returns the leader's answer. An error means no leader answered
-// otherwise before ctx ended.
+// otherwise before ctx ended; it wraps raftnode.ErrUnknownOutcome if an
+// attempt whose answer was lost may have removed it.
 func (s *Server) removeAtLeader(ctx context.Context, id string) (int, []byte, error) {
 	t := time.NewTicker(50 * time.Millisecond)
 	defer t.Stop()
@@ -217,6 +223,9 @@ func (s *Server) removeAtLeader(ctx context.Context, id string) (int, []byte, er
 		}
 		select {
 		case <-ctx.Done():
+			if maybe {
+				return 0, nil, fmt.Errorf("%w: %w: %w", raftnode.ErrUnknownOutcome, last, ctx.Err())
+			}
 			return 0, nil, fmt.Errorf("%w: %w", last, ctx.Err())
 		case <-t.C:
 		}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
 
@@ -28,10 +30,11 @@ func (steppedDown) Role() string             { return "follower" }
 func TestRemoveAtLeader(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		answers []int // the new leader's answers in turn; 0 drops the connection
-		want    int
+		answers []int  // the new leader's answers in turn; 0 drops the connection
+		want    int    // 0: an error
 		leader  string // the reply's leader, if want is 200
 	}{
+		{"AnAnswerLostEveryTimeIsAnUnknownOutcome", []int{0}, 0, ""},
 		{"RetriedWhileTheNewLeaderIsNotReady", []int{503, 503, 200}, 200, "n2"},
 		{"ANotFoundAfterALostAnswerIsTheRemoval", []int{0, 404}, 200, "n2"},
 		{"ANotFoundOtherwiseIsPassedOn", []int{404}, 404, ""},
@@ -63,7 +66,17 @@ func TestRemoveAtLeader(t *testing.T) {
 			}
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
+			if tc.want == 0 {
+				ctx, cancel = context.WithTimeout(ctx, 300*time.Millisecond)
+				defer cancel()
+			}
 			status, body, err := e.srv.removeAtLeader(ctx, "n1")
+			if tc.want == 0 {
+				if !errors.Is(err, raftnode.ErrUnknownOutcome) {
+					t.Fatalf("status %d, err %v; want an unknown outcome", status, err)
+				}
+				return
+			}
 			if err != nil || status != tc.want {
 				t.Fatalf("status %d, err %v, body %s; want %d", status, err, body, tc.want)
 			}
