@@ -82,6 +82,8 @@ func (n *loneNode) Role() string                                   { return "lea
 func (n *loneNode) Servers() ([]raftnode.Server, error)            { return nil, nil }
 func (n *loneNode) AddVoter(context.Context, string, string) error { return nil }
 func (n *loneNode) RemoveServer(context.Context, string) error     { return nil }
+func (n *loneNode) TransferLeadership(context.Context) error       { return nil }
+func (n *loneNode) Removed() bool                                  { return false }
 func (n *loneNode) Stats() raftnode.Stats                          { return raftnode.Stats{} }
 func (n *loneNode) WriteBackup(io.Writer) (int64, error)           { return 0, nil }
 

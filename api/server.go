@@ -42,6 +42,8 @@ type Raft interface {
 	Servers() ([]raftnode.Server, error)
 	AddVoter(ctx context.Context, id, addr string) error
 	RemoveServer(ctx context.Context, id string) error
+	TransferLeadership(ctx context.Context) error
+	Removed() bool
 	Stats() raftnode.Stats
 	WriteBackup(w io.Writer) (int64, error)
 }
@@ -266,7 +268,7 @@ func New(cfg Config) (*Server, error) {
 
 // Handler is the node's whole HTTP surface.
 func (s *Server) Handler() http.Handler {
-	return s.withRequestID(s.withAuth(s.mux))
+	return s.withRequestID(s.withAuth(s.refuseIfRemoved(s.mux)))
 }
 
 func (s *Server) routes() {

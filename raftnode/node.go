@@ -50,6 +50,7 @@ type Node struct {
 	shutdownCh   chan struct{}
 	proposerDone chan struct{}
 	leaderDone   chan struct{}
+	memberDone   chan struct{}
 	notifyCh     chan bool
 	closeOnce    sync.Once
 	closeErr     error
@@ -57,6 +58,7 @@ type Node struct {
 	snapStats    snapshotRecorder
 	clock        clusterClock
 	ready        leaderReady
+	member       membership
 }
 
 // entryMetrics counts what the proposer packs.
@@ -96,6 +98,7 @@ func Open(cfg Config) (*Node, error) {
 		notifyCh:     make(chan bool, 16),
 		metrics:      entryMetrics{perEntry: newHistogram(entryBounds), apply: newHistogram(applyBounds)},
 		clock:        clusterClock{now: cfg.Now},
+		memberDone:   make(chan struct{}),
 	}
 	if err := n.open(); err != nil {
 		n.closeStores()
@@ -103,6 +106,7 @@ func Open(cfg Config) (*Node, error) {
 	}
 	go n.runProposer()
 	go n.runLeadership()
+	go n.watchMembership()
 	return n, nil
 }
 
@@ -157,7 +161,8 @@ func (n *Node) open() error {
 	rc.CommitTimeout = min(50*time.Millisecond, cfg.HeartbeatTimeout/2)
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
-	rc.TrailingLogs = 10240
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.ShutdownOnRemove = false // a removed node stays up to say so; see membership.go
 	rc.NotifyCh = n.notifyCh
 	rc.BatchApplyCh = true
 	rc.NoSnapshotRestoreOnStart = true // the state file is newer; see catchUpFromSnapshot
@@ -172,6 +177,7 @@ func (n *Node) open() error {
 	if err := n.bootstrap(rc); err != nil {
 		return err
 	}
+	n.loadRemoved()
 	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats}, cache, n.logStore, n.snaps, serialHeartbeats{n.transport})
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
@@ -305,7 +311,7 @@ func (r *leaderRun) stop() {
 func (n *Node) Shutdown() error {
 	n.closeOnce.Do(func() {
 		if n.raft != nil && n.raft.State() == raft.Leader && len(n.raft.GetConfiguration().Configuration().Servers) > 1 {
-			if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			if err := n.TransferLeadership(context.Background()); err != nil {
 				n.logger.Warn("leadership transfer failed", "err", err)
 			} else {
 				n.logger.Info("handed leadership over before shutting down")
@@ -314,6 +320,7 @@ func (n *Node) Shutdown() error {
 		close(n.shutdownCh)
 		<-n.leaderDone
 		<-n.proposerDone
+		<-n.memberDone
 		if n.raft != nil {
 			n.closeErr = n.raft.Shutdown().Error()
 		}

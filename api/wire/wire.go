@@ -311,15 +311,43 @@ type JobAction struct {
 	PreemptionEpoch uint64 `json:"preemption_epoch,omitempty"`
 }
 
-// Health is the reply of GET /health.
+// Health is the reply of GET /health (and of GET /health?ready=1).
 type Health struct {
+	// Status is "ok"; "no_leader" when the node knows no leader;
+	// "removed" when it was removed from the cluster; with ?ready=1 also
+	// "catching_up" while it has not applied every entry the leader has
+	// committed.
 	Status string `json:"status"`
 	NodeID string `json:"node_id"`
 	Role   string `json:"role"`
 	Leader string `json:"leader"`
-	// AppliedIndex and Term are the answering node's.
+	// AppliedIndex, CommitIndex and Term are the answering node's. A
+	// follower's commit index is what it has heard of so far, which a
+	// follower that is still being sent entries does not know is behind.
 	AppliedIndex uint64 `json:"applied_index"`
+	CommitIndex  uint64 `json:"commit_index"`
 	Term         uint64 `json:"term"`
+	// LeaderCommitIndex (?ready=1 only) is the leader's commit index,
+	// which the node asked the leader for (a leader reads its own).
+	LeaderCommitIndex uint64 `json:"leader_commit_index,omitempty"`
+	// Lag (?ready=1 only) is how many entries the node had still to apply
+	// to reach LeaderCommitIndex when it answered.
+	Lag *uint64 `json:"lag,omitempty"`
+	// Error (?ready=1 only) says why readiness could not be checked.
+	Error string `json:"error,omitempty"`
+}
+
+// Removal is the reply of DELETE /cluster/nodes/{id}.
+type Removal struct {
+	// Removed is the node taken out of the cluster.
+	Removed string `json:"removed"`
+	// Leader is the leader that removed it, and leads now.
+	Leader string `json:"leader"`
+	// LeadershipMoved is true when the removed node led: it handed
+	// leadership to Leader first, and Leader removed it.
+	LeadershipMoved bool `json:"leadership_moved"`
+	// Message says what happened.
+	Message string `json:"message"`
 }
 
 // Digest is the reply of GET /debug/digest: the answering node's own state,
@@ -363,8 +391,8 @@ type Node struct {
 type NodeHealth struct {
 	// Reachable is whether the node answered within the probe's timeout.
 	Reachable bool `json:"reachable"`
-	// Status is the node's /health status: "ok", or "no_leader" when it
-	// knows no leader. Empty when unreachable.
+	// Status is the node's /health status: "ok", "no_leader" when it
+	// knows no leader, or "removed". Empty when unreachable.
 	Status string `json:"status,omitempty"`
 	// Role, AppliedIndex and Term are as the node itself reports them.
 	Role         string `json:"role,omitempty"`

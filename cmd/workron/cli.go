@@ -492,10 +492,19 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		if len(pos) != 2 {
 			return errors.New("cluster remove: give the node id")
 		}
-		if _, err := c.raw(ctx, http.MethodDelete, "/cluster/nodes/"+url.PathEscape(pos[1]), nil); err != nil {
+		body, err := c.raw(ctx, http.MethodDelete, "/cluster/nodes/"+url.PathEscape(pos[1]), nil)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.out, "removed %s\n", pos[1])
+		if c.flags.output == "json" {
+			_, err := c.out.Write(body)
+			return err
+		}
+		var rm wire.Removal
+		if json.Unmarshal(body, &rm) != nil || rm.Message == "" {
+			rm.Message = "removed " + pos[1] // an older server's 204
+		}
+		fmt.Fprintln(c.out, rm.Message)
 		return nil
 	}
 	return fmt.Errorf("cluster: unknown subcommand %q", pos[0])
