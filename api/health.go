@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/fsm"
 )
 
 // HealthProbeTimeout bounds how long GET /cluster waits for each member's
@@ -41,14 +42,15 @@ func (s *Server) probeHealth(ctx context.Context, nodes []wire.Node) {
 
 func (s *Server) ownHealth() *wire.NodeHealth {
 	h := s.health()
-	return &wire.NodeHealth{Reachable: true, Status: h.Status, Role: h.Role, AppliedIndex: h.AppliedIndex, Term: h.Term}
+	return &wire.NodeHealth{Reachable: true, Status: h.Status, Role: h.Role, AppliedIndex: h.AppliedIndex, Term: h.Term, Protocol: h.Protocol}
 }
 
 // health is this node's answer to GET /health.
 func (s *Server) health() wire.Health {
 	leader, _ := s.node.Leader()
 	st := s.node.Stats()
-	h := wire.Health{Status: "ok", NodeID: s.node.ID(), Role: s.node.Role(), Leader: leader, AppliedIndex: st.AppliedIndex, Term: st.Term}
+	h := wire.Health{Status: "ok", NodeID: s.node.ID(), Role: s.node.Role(), Leader: leader, AppliedIndex: st.AppliedIndex, Term: st.Term,
+		Protocol: fsm.ProtocolVersion}
 	if leader == "" {
 		h.Status = "no_leader"
 	}
@@ -80,5 +82,6 @@ func (s *Server) probe(ctx context.Context, id, base string) *wire.NodeHealth {
 	if h.NodeID != id {
 		return &wire.NodeHealth{Error: fmt.Sprintf("%s answers as node %s", base, h.NodeID)}
 	}
-	return &wire.NodeHealth{Reachable: true, Status: h.Status, Role: h.Role, AppliedIndex: h.AppliedIndex, Term: h.Term}
+	return &wire.NodeHealth{Reachable: true, Status: h.Status, Role: h.Role, AppliedIndex: h.AppliedIndex, Term: h.Term,
+		Protocol: max(h.Protocol, 1)}
 }

@@ -44,6 +44,8 @@ type Raft interface {
 	RemoveServer(ctx context.Context, id string) error
 	Stats() raftnode.Stats
 	WriteBackup(w io.Writer) (int64, error)
+	ClusterProtocol() int
+	SetClusterProtocol(v int)
 }
 
 // Config configures a Server.
@@ -340,6 +342,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		ve *fsm.ValidationError
 		be *badRequest
+		ue *raftnode.NeedsUpgradeError
 	)
 	switch {
 	case errors.Is(err, errTooManyLongPolls):
@@ -360,6 +363,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, "conflict", trimPrefix(err))
 	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrNotCommitted), errors.Is(err, raftnode.ErrShutdown):
 		writeError(w, http.StatusServiceUnavailable, "no_leader", "this node cannot reach a leader right now; nothing was done, retry")
+	case errors.As(err, &ue):
+		writeError(w, http.StatusServiceUnavailable, "upgrade_in_progress", fmt.Sprintf(
+			"upgrade in progress: this request needs every node to run protocol %d, and the cluster runs %d (GET /cluster shows each node's); nothing was done, retry once every node is upgraded",
+			ue.Need, ue.Cluster))
 	case errors.Is(err, raftnode.ErrUnknownOutcome):
 		writeError(w, http.StatusGatewayTimeout, "outcome_unknown", "the request may or may not have taken effect; retry with the same idempotency_key to be safe")
 	default:

@@ -189,9 +189,13 @@ type PauseQueue struct {
 	Paused bool   `json:"paused"`
 }
 
-// valid reports whether c's op is known and has its argument: Decode
-// refuses, and Encode does not write, a command that is not.
+// valid reports whether c's op is known (to this binary's protocol) and
+// has its argument: Decode refuses, and Encode does not write, a command
+// that is not.
 func (c *Cmd) valid() bool {
+	if c.Protocol() > ProtocolVersion {
+		return false
+	}
 	switch c.Op {
 	case OpSubmit:
 		return c.Submit != nil

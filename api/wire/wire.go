@@ -319,6 +319,10 @@ type Health struct {
 	// AppliedIndex and Term are the answering node's.
 	AppliedIndex uint64 `json:"applied_index"`
 	Term         uint64 `json:"term"`
+	// Protocol is the protocol version the answering node's binary
+	// understands (fsm.ProtocolVersion); absent from releases before
+	// protocol versions, which run protocol 1.
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // Digest is the reply of GET /debug/digest: the answering node's own state,
@@ -345,6 +349,10 @@ type Cluster struct {
 	// LastContact is when the answering node last heard from the leader;
 	// absent when it leads or never heard from one.
 	LastContact *time.Time `json:"last_contact,omitempty"`
+	// Protocol is the cluster's protocol as the answering node sees it:
+	// the lowest that a member runs (a member never heard from counts as
+	// 1). The leader proposes nothing that needs a higher one.
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // Node is one member of the cluster.
@@ -369,6 +377,9 @@ type NodeHealth struct {
 	Role         string `json:"role,omitempty"`
 	AppliedIndex uint64 `json:"applied_index,omitempty"`
 	Term         uint64 `json:"term,omitempty"`
+	// Protocol is the node's protocol version (see Health.Protocol), 1 for
+	// a release that does not say. Absent when unreachable.
+	Protocol int `json:"protocol,omitempty"`
 	// Error says why the probe failed.
 	Error string `json:"error,omitempty"`
 }

@@ -1,0 +1,96 @@
+package api
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/fsm"
+)
+
+// ProtocolProbeInterval is how often every node asks every member of the
+// cluster (GET /health) which protocol version it runs; four times as often
+// while a member runs an older protocol than this node, so that the end of
+// an upgrade is seen soon.
+const ProtocolProbeInterval = time.Second
+
+// WatchProtocols runs until ctx ends, on every node: it asks each member of
+// the Raft configuration for its protocol version and gives the lowest to
+// the node (raftnode.Node.SetClusterProtocol), whose proposer then refuses
+// commands that need a higher one. A member that does not say runs protocol
+// 1 (a release before protocol versions); one that does not answer keeps
+// what it last said, and one never heard from since this process started
+// counts as 1. Followers watch too, so a new leader knows the protocols
+// of members that are down at its election.
+func (s *Server) WatchProtocols(ctx context.Context) {
+	p := &protocolWatch{s: s, seen: make(map[string]int)}
+	for {
+		wait := ProtocolProbeInterval
+		if p.runOnce(ctx) < fsm.ProtocolVersion {
+			wait /= 4
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// protocolWatch is WatchProtocols' memory: what each member last said.
+type protocolWatch struct {
+	s    *Server
+	seen map[string]int // member id → protocol version
+	last int            // the cluster protocol last set, 0 before
+}
+
+// runOnce probes every member once, sets the cluster protocol and returns
+// it.
+func (p *protocolWatch) runOnce(ctx context.Context) int {
+	servers, err := p.s.node.Servers()
+	if err != nil {
+		return p.s.node.ClusterProtocol()
+	}
+	nodes, err := p.s.state.Nodes()
+	if err != nil {
+		return p.s.node.ClusterProtocol()
+	}
+	httpOf := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		httpOf[n.ID] = n.HTTP
+	}
+	members := make([]wire.Node, len(servers))
+	for i, sv := range servers {
+		members[i] = wire.Node{ID: sv.ID, HTTP: httpOf[sv.ID]}
+	}
+	p.s.probeHealth(ctx, members)
+	v := fsm.ProtocolVersion
+	var behind []string
+	for _, m := range members {
+		if m.Health != nil && m.Health.Reachable {
+			p.seen[m.ID] = max(m.Health.Protocol, 1)
+		}
+		got, ok := p.seen[m.ID]
+		if !ok {
+			got = 1
+		}
+		if got < fsm.ProtocolVersion {
+			behind = append(behind, m.ID)
+		}
+		v = min(v, got)
+	}
+	for id := range p.seen {
+		if !slices.ContainsFunc(members, func(m wire.Node) bool { return m.ID == id }) {
+			delete(p.seen, id) // removed from the cluster
+		}
+	}
+	p.s.node.SetClusterProtocol(v)
+	if v != p.last && ctx.Err() == nil {
+		p.s.logger.Info("cluster protocol", "protocol", v, "this_node", fsm.ProtocolVersion, "older_nodes", behind)
+		p.last = v
+	}
+	return v
+}
