@@ -85,7 +85,7 @@ func (n *loneNode) RemoveServer(context.Context, string) error     { return nil 
 func (n *loneNode) Stats() raftnode.Stats                          { return raftnode.Stats{} }
 func (n *loneNode) WriteBackup(io.Writer) (int64, error)           { return 0, nil }
 func (n *loneNode) ClusterProtocol() int                           { return fsm.ProtocolVersion }
-func (n *loneNode) SetClusterProtocol(int)                         {}
+func (n *loneNode) SetMemberProtocols(map[string]int)              {}
 
 // schedEnv is a Server over a loneNode, driven by a test clock.
 type schedEnv struct {

@@ -16,13 +16,14 @@ import (
 const ProtocolProbeInterval = time.Second
 
 // WatchProtocols runs until ctx ends, on every node: it asks each member of
-// the Raft configuration for its protocol version and gives the lowest to
-// the node (raftnode.Node.SetClusterProtocol), whose proposer then refuses
-// commands that need a higher one. A member that does not say runs protocol
-// 1 (a release before protocol versions); one that does not answer keeps
-// what it last said, and one never heard from since this process started
-// counts as 1. Followers watch too, so a new leader knows the protocols
-// of members that are down at its election.
+// the Raft configuration for its protocol version and records what they
+// say in the node (raftnode.Node.SetMemberProtocols), whose proposer then
+// refuses commands that need more than the lowest. A member that does not
+// say runs protocol 1 (a release before protocol versions); one that does
+// not answer keeps what it last said, and one never heard from since this
+// process started (a member that just joined, say) counts as 1. Followers
+// watch too, so a new leader knows the protocols of members that are down
+// at its election.
 func (s *Server) WatchProtocols(ctx context.Context) {
 	p := &protocolWatch{s: s, seen: make(map[string]int)}
 	for {
@@ -44,11 +45,11 @@ func (s *Server) WatchProtocols(ctx context.Context) {
 type protocolWatch struct {
 	s    *Server
 	seen map[string]int // member id → protocol version
-	last int            // the cluster protocol last set, 0 before
+	last int            // the cluster protocol last logged, 0 before
 }
 
-// runOnce probes every member once, sets the cluster protocol and returns
-// it.
+// runOnce probes every member once, records what they said and returns the
+// cluster protocol.
 func (p *protocolWatch) runOnce(ctx context.Context) int {
 	servers, err := p.s.node.Servers()
 	if err != nil {
@@ -67,27 +68,22 @@ func (p *protocolWatch) runOnce(ctx context.Context) int {
 		members[i] = wire.Node{ID: sv.ID, HTTP: httpOf[sv.ID]}
 	}
 	p.s.probeHealth(ctx, members)
-	v := fsm.ProtocolVersion
 	var behind []string
 	for _, m := range members {
 		if m.Health != nil && m.Health.Reachable {
 			p.seen[m.ID] = max(m.Health.Protocol, 1)
 		}
-		got, ok := p.seen[m.ID]
-		if !ok {
-			got = 1
-		}
-		if got < fsm.ProtocolVersion {
+		if got := p.seen[m.ID]; got < fsm.ProtocolVersion {
 			behind = append(behind, m.ID)
 		}
-		v = min(v, got)
 	}
 	for id := range p.seen {
 		if !slices.ContainsFunc(members, func(m wire.Node) bool { return m.ID == id }) {
 			delete(p.seen, id) // removed from the cluster
 		}
 	}
-	p.s.node.SetClusterProtocol(v)
+	p.s.node.SetMemberProtocols(p.seen)
+	v := p.s.node.ClusterProtocol()
 	if v != p.last && ctx.Err() == nil {
 		p.s.logger.Info("cluster protocol", "protocol", v, "this_node", fsm.ProtocolVersion, "older_nodes", behind)
 		p.last = v

@@ -45,7 +45,7 @@ type Raft interface {
 	Stats() raftnode.Stats
 	WriteBackup(w io.Writer) (int64, error)
 	ClusterProtocol() int
-	SetClusterProtocol(v int)
+	SetMemberProtocols(m map[string]int)
 }
 
 // Config configures a Server.

@@ -13,7 +13,7 @@
 //
 // The proposer refuses (ErrNeedsUpgrade) a command whose fsm.Cmd.Protocol is
 // higher than the cluster's protocol, the lowest that a member runs, which
-// the API measures and sets (SetClusterProtocol): in a cluster of two
+// the API measures and records (SetMemberProtocols): in a cluster of two
 // versions no member is sent an entry it would stop at.
 //
 // # Leadership

@@ -33,7 +33,7 @@ var (
 	// ErrShutdown means the node is shutting down.
 	ErrShutdown = errors.New("raftnode: shut down")
 	// ErrNeedsUpgrade means the command needs a newer protocol than some
-	// member of the cluster runs (see SetClusterProtocol); nothing was
+	// member of the cluster runs (see SetMemberProtocols); nothing was
 	// done. The error is a *NeedsUpgradeError.
 	ErrNeedsUpgrade = errors.New("raftnode: every node must be upgraded first")
 )
@@ -61,7 +61,7 @@ type Node struct {
 	snapStats    snapshotRecorder
 	clock        clusterClock
 	ready        leaderReady
-	protocol     clusterProtocol
+	protocols    memberProtocols
 }
 
 // entryMetrics counts what the proposer packs.

@@ -28,9 +28,10 @@ type outcome struct {
 //
 // On ErrNotLeader or ErrNotCommitted nothing was applied and the caller may
 // retry elsewhere or later. On ErrNeedsUpgrade (a command newer than some
-// member runs, see SetClusterProtocol) nothing was applied either. On ErrUnknownOutcome (ctx ended, leadership was
-// lost or the node shut down after the entry was handed to Raft) the command
-// may or may not have been applied.
+// member runs, see SetMemberProtocols) nothing was applied either. On
+// ErrUnknownOutcome (ctx ended, leadership was lost or the node shut down
+// after the entry was handed to Raft) the command may or may not have been
+// applied.
 func (n *Node) Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
 	if n.raft.State() != raft.Leader {
 		return fsm.Result{}, ErrNotLeader

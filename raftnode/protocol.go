@@ -2,13 +2,14 @@ package raftnode
 
 import (
 	"fmt"
+	"maps"
 	"sync/atomic"
 
 	"github.com/workron/workron/fsm"
 )
 
 // NeedsUpgradeError is the error of a command that needs a newer protocol
-// than the cluster runs (see Node.SetClusterProtocol): it was not proposed,
+// than the cluster runs (see Node.SetMemberProtocols): it was not proposed,
 // nothing was done. It matches ErrNeedsUpgrade.
 type NeedsUpgradeError struct {
 	Op      fsm.Op
@@ -24,24 +25,43 @@ func (e *NeedsUpgradeError) Error() string {
 // Is makes errors.Is(err, ErrNeedsUpgrade) hold.
 func (e *NeedsUpgradeError) Is(target error) bool { return target == ErrNeedsUpgrade }
 
-// clusterProtocol is the lowest protocol the cluster's members run, as the
-// API last saw it; 0 until it is set, which counts as 1.
-type clusterProtocol struct{ v atomic.Int64 }
+// memberProtocols is what each member of the cluster reported (see
+// SetMemberProtocols).
+type memberProtocols struct {
+	m atomic.Pointer[map[string]int]
+}
 
-// SetClusterProtocol records the lowest protocol version (fsm.ProtocolVersion
-// of its binary) that a member of the cluster runs; a member that reports
-// none runs protocol 1. From then on the proposer refuses, with
-// *NeedsUpgradeError, every command whose fsm.Cmd.Protocol is higher, so no
-// member is sent an entry it cannot apply. Until it is first called the
-// cluster counts as protocol 1.
-func (n *Node) SetClusterProtocol(v int) { n.protocol.v.Store(int64(v)) }
+// SetMemberProtocols records the protocol version (fsm.ProtocolVersion of
+// its binary) that each member reported, by member id; it replaces what
+// was recorded before. The cluster's protocol is the lowest of the members
+// of the current Raft configuration, this node's own binary included, and
+// a member without a record (or one below 1) runs protocol 1; so a member
+// that joins counts as 1 from the moment it is in the configuration until
+// it is recorded. The proposer refuses, with *NeedsUpgradeError, every
+// command whose fsm.Cmd.Protocol is higher, so no member is sent an entry
+// it cannot apply.
+func (n *Node) SetMemberProtocols(m map[string]int) {
+	c := maps.Clone(m)
+	n.protocols.m.Store(&c)
+}
 
-// ClusterProtocol is the protocol the proposer lets commands use: the one
-// SetClusterProtocol recorded, at least 1, at most this binary's
-// fsm.ProtocolVersion. A caller with a choice of commands proposes the
-// newest one whose protocol is at most this.
+// ClusterProtocol is the protocol the proposer lets commands use: the
+// lowest that a member of the current configuration runs (see
+// SetMemberProtocols), at most this binary's fsm.ProtocolVersion. A caller
+// with a choice of commands proposes the newest one whose protocol is at
+// most this.
 func (n *Node) ClusterProtocol() int {
-	return min(max(int(n.protocol.v.Load()), 1), fsm.ProtocolVersion)
+	var known map[string]int
+	if p := n.protocols.m.Load(); p != nil {
+		known = *p
+	}
+	v := fsm.ProtocolVersion
+	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
+		if string(s.ID) != n.cfg.ID {
+			v = min(v, max(known[string(s.ID)], 1))
+		}
+	}
+	return v
 }
 
 // refuseNewer answers the proposals of batch that need a newer protocol
