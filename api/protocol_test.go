@@ -19,7 +19,8 @@ import (
 // TestClusterProtocol checks how the cluster's protocol follows what its
 // members report, and what the API answers a request that needs more. A
 // fourth member is a fake that answers GET /health as an older release
-// (no protocol), later as protocol 2, later not at all.
+// (no protocol), later as protocol 2, later not at all. (Its Raft address
+// answers nothing; three of four voters still make a quorum.)
 func TestClusterProtocol(t *testing.T) {
 	if fsm.ProtocolVersion < 2 {
 		t.Skip("this binary is of protocol 1")
@@ -66,6 +67,12 @@ func TestClusterProtocol(t *testing.T) {
 		for _, n := range cl.Nodes {
 			if n.ID == "old" && (n.Health == nil || n.Health.Protocol != 1) {
 				t.Errorf("the old member's health: %+v, want protocol 1", n.Health)
+			}
+		}
+		metrics := string(doHTTP(t, hc, http.StatusOK, "GET", c.URL(c.Leader(t))+"/metrics", nil).Body)
+		for _, want := range []string{"\nworkron_cluster_protocol 1\n", fmt.Sprintf("\nworkron_protocol_version %d\n", fsm.ProtocolVersion)} {
+			if !strings.Contains(metrics, want) {
+				t.Errorf("metrics lack %q", strings.TrimSpace(want))
 			}
 		}
 		r := doHTTP(t, hc, http.StatusServiceUnavailable, "POST", c.URL(c.Leader(t))+"/jobs/"+job.ID+"/retry", nil)
