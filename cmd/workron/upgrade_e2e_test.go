@@ -206,8 +206,8 @@ func (c *cluster) waitJobEverywhere(ctx context.Context, t *testing.T, id, statu
 	}
 }
 
-// checkServes submits a job through the leader, waits until every node has
-// applied it, and checks that every node still runs.
+// checkServes submits a job, waits until every node has applied it, checks
+// that every node still runs, and compares their states.
 func (c *cluster) checkServes(ctx context.Context, t *testing.T) {
 	t.Helper()
 	var j wire.Job
@@ -218,5 +218,33 @@ func (c *cluster) checkServes(ctx context.Context, t *testing.T) {
 	c.checkAlive(t)
 	if t.Failed() {
 		t.FailNow()
+	}
+	c.checkDigests(ctx, t)
+}
+
+// checkDigests waits until every node's GET /debug/digest shows the same
+// applied index, and checks that they show the same digest there and a
+// sound store: nodes of both builds hold the same state.
+func (c *cluster) checkDigests(ctx context.Context, t *testing.T) {
+	t.Helper()
+	var ds []wire.Digest
+	ok := poll(ctx, 50*time.Millisecond, func() bool {
+		ds = ds[:0]
+		for _, n := range c.nodes {
+			var d wire.Digest
+			if code, _, err := c.get(ctx, n.url+"/debug/digest", &d); err != nil || code != http.StatusOK {
+				return false
+			}
+			ds = append(ds, d)
+		}
+		return !slices.ContainsFunc(ds, func(d wire.Digest) bool { return d.AppliedIndex != ds[0].AppliedIndex })
+	})
+	if !ok {
+		t.Fatalf("nodes did not reach one applied index: %+v", ds)
+	}
+	for _, d := range ds {
+		if d.Digest != ds[0].Digest || d.Check != "ok" {
+			t.Errorf("at index %d: %s has digest %s (check %s), %s has %s", d.AppliedIndex, d.NodeID, d.Digest, d.Check, ds[0].NodeID, ds[0].Digest)
+		}
 	}
 }
