@@ -2,11 +2,13 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"time"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/raftnode"
 )
 
 // ProtocolProbeInterval is how often every node asks every member of the
@@ -89,4 +91,10 @@ func (p *protocolWatch) runOnce(ctx context.Context) int {
 		p.last = v
 	}
 	return v
+}
+
+// upgradeMessage is the sentence of a 503 upgrade_in_progress.
+func upgradeMessage(ue *raftnode.NeedsUpgradeError) string {
+	return fmt.Sprintf("upgrade in progress: this request needs every node to run protocol %d, and the cluster runs %d "+
+		"(GET /cluster shows each node's); nothing was done, retry once every node is upgraded", ue.Need, ue.Cluster)
 }

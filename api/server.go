@@ -364,9 +364,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrNotCommitted), errors.Is(err, raftnode.ErrShutdown):
 		writeError(w, http.StatusServiceUnavailable, "no_leader", "this node cannot reach a leader right now; nothing was done, retry")
 	case errors.As(err, &ue):
-		writeError(w, http.StatusServiceUnavailable, "upgrade_in_progress", fmt.Sprintf(
-			"upgrade in progress: this request needs every node to run protocol %d, and the cluster runs %d (GET /cluster shows each node's); nothing was done, retry once every node is upgraded",
-			ue.Need, ue.Cluster))
+		writeError(w, http.StatusServiceUnavailable, "upgrade_in_progress", upgradeMessage(ue))
 	case errors.Is(err, raftnode.ErrUnknownOutcome):
 		writeError(w, http.StatusGatewayTimeout, "outcome_unknown", "the request may or may not have taken effect; retry with the same idempotency_key to be safe")
 	default:
