@@ -3,6 +3,7 @@ package raftnode
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"sync/atomic"
 
 	"github.com/workron/workron/fsm"
@@ -67,6 +68,9 @@ func (n *Node) ClusterProtocol() int {
 // refuseNewer answers the proposals of batch that need a newer protocol
 // than the cluster runs with *NeedsUpgradeError, and returns the others.
 func (n *Node) refuseNewer(batch []*proposal) []*proposal {
+	if !slices.ContainsFunc(batch, func(p *proposal) bool { return p.cmd.Protocol() > 1 }) {
+		return batch // what every member runs: no need to look
+	}
 	have := n.ClusterProtocol()
 	kept := batch[:0]
 	for _, p := range batch {
