@@ -141,18 +141,19 @@ func (c *cluster) followerOf(t *testing.T) *node {
 	return nil
 }
 
-// makeLeader stops and restarts whichever other node leads (each stop
-// hands leadership to an up-to-date peer) until n leads.
+// makeLeader SIGKILLs and restarts whichever other node leads until n
+// wins an election.
 func (c *cluster) makeLeader(t *testing.T, n *node) {
 	t.Helper()
-	for range 20 {
+	for range 30 {
 		leader := c.leader(t)
 		if leader == n {
 			return
 		}
-		c.replace(t, leader, leader.bin)
+		leader.kill()
+		c.restart(t, leader)
 	}
-	t.Fatalf("%s did not become leader after 20 handovers", n.name)
+	t.Fatalf("%s did not win any of 30 elections", n.name)
 }
 
 // waitProtocols waits until the leader's GET /cluster shows the cluster at
