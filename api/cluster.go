@@ -38,7 +38,7 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	leader, _ := s.node.Leader()
 	st := s.node.Stats()
-	out := wire.Cluster{Leader: leader, AppliedIndex: st.AppliedIndex, Term: st.Term}
+	out := wire.Cluster{Leader: leader, AppliedIndex: st.AppliedIndex, Term: st.Term, Protocol: s.node.ClusterProtocol()}
 	if !st.LastContact.IsZero() && s.node.Role() != "leader" {
 		t := st.LastContact.UTC()
 		out.LastContact = &t

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/fsm"
 )
 
 // HealthProbeTimeout bounds how long GET /cluster waits for each member's
@@ -41,7 +42,7 @@ func (s *Server) probeHealth(ctx context.Context, nodes []wire.Node) {
 
 func (s *Server) ownHealth() *wire.NodeHealth {
 	h := s.health()
-	return &wire.NodeHealth{Reachable: true, Status: h.Status, Role: h.Role, AppliedIndex: h.AppliedIndex, Term: h.Term}
+	return &wire.NodeHealth{Reachable: true, Status: h.Status, Role: h.Role, AppliedIndex: h.AppliedIndex, Term: h.Term, Protocol: h.Protocol}
 }
 
 // ReadyWait is how long GET /health?ready=1 waits for this node to apply
@@ -69,7 +70,7 @@ func (s *Server) health() wire.Health {
 	leader, _ := s.node.Leader()
 	st := s.node.Stats()
 	h := wire.Health{Status: "ok", NodeID: s.node.ID(), Role: s.node.Role(), Leader: leader,
-		AppliedIndex: st.AppliedIndex, CommitIndex: st.CommitIndex, Term: st.Term}
+		AppliedIndex: st.AppliedIndex, CommitIndex: st.CommitIndex, Term: st.Term, Protocol: fsm.ProtocolVersion}
 	switch {
 	case s.node.Removed():
 		h.Status = "removed"
@@ -156,7 +157,8 @@ func (s *Server) probe(ctx context.Context, id, base string) *wire.NodeHealth {
 	if h.NodeID != id {
 		return &wire.NodeHealth{Error: fmt.Sprintf("%s answers as node %s", base, h.NodeID)}
 	}
-	return &wire.NodeHealth{Reachable: true, Status: h.Status, Role: h.Role, AppliedIndex: h.AppliedIndex, Term: h.Term}
+	return &wire.NodeHealth{Reachable: true, Status: h.Status, Role: h.Role, AppliedIndex: h.AppliedIndex, Term: h.Term,
+		Protocol: max(h.Protocol, 1)}
 }
 
 // fetchHealth asks the node at base for its GET /health, whatever the

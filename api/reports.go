@@ -8,6 +8,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/raftnode"
 )
 
 // handleBatchReport ends many attempts in one request (POST /jobs/reports).
@@ -82,10 +83,15 @@ func (s *Server) startReports(ctx context.Context, reps []*fsm.Report) func() []
 // errorCode is fail's mapping of an error to a sentence and a code, for
 // replies that carry several outcomes.
 func (s *Server) errorCode(err error) (msg, code string) {
-	var ve *fsm.ValidationError
+	var (
+		ve *fsm.ValidationError
+		ue *raftnode.NeedsUpgradeError
+	)
 	switch {
 	case errors.As(err, &ve):
 		return ve.Error(), "invalid"
+	case errors.As(err, &ue):
+		return upgradeMessage(ue), "upgrade_in_progress"
 	case errors.Is(err, fsm.ErrNotFound):
 		return trimPrefix(err), "not_found"
 	case errors.Is(err, fsm.ErrStaleLease):

@@ -46,6 +46,8 @@ type Raft interface {
 	Removed() bool
 	Stats() raftnode.Stats
 	WriteBackup(w io.Writer) (int64, error)
+	ClusterProtocol() int
+	SetMemberProtocols(m map[string]int)
 }
 
 // Config configures a Server.
@@ -342,6 +344,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		ve *fsm.ValidationError
 		be *badRequest
+		ue *raftnode.NeedsUpgradeError
 	)
 	switch {
 	case errors.Is(err, errTooManyLongPolls):
@@ -362,6 +365,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, "conflict", trimPrefix(err))
 	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrNotCommitted), errors.Is(err, raftnode.ErrShutdown):
 		writeError(w, http.StatusServiceUnavailable, "no_leader", "this node cannot reach a leader right now; nothing was done, retry")
+	case errors.As(err, &ue):
+		writeError(w, http.StatusServiceUnavailable, "upgrade_in_progress", upgradeMessage(ue))
 	case errors.Is(err, raftnode.ErrUnknownOutcome):
 		writeError(w, http.StatusGatewayTimeout, "outcome_unknown", "the request may or may not have taken effect; retry with the same idempotency_key to be safe")
 	default:

@@ -176,8 +176,10 @@ type Cancel struct {
 // Retry re-queues a failed or cancelled job with a fresh attempt budget.
 // Dependents also revives the dependents that its failure or cancellation
 // ended (see reviveDependents); it is only proposed with op
-// OpRetryDependents, so that a node too old to know it stops at the entry
-// instead of applying the plain retry and diverging.
+// OpRetryDependents (protocol 2, see opProtocol), so that a node too old to
+// know it stops at the entry instead of applying the plain retry and
+// diverging, and the leader proposes it only once every member runs
+// protocol 2.
 type Retry struct {
 	JobID      string `json:"job"`
 	Dependents bool   `json:"deps,omitempty"`
@@ -189,9 +191,13 @@ type PauseQueue struct {
 	Paused bool   `json:"paused"`
 }
 
-// valid reports whether c's op is known and has its argument: Decode
-// refuses, and Encode does not write, a command that is not.
+// valid reports whether c's op is known (to this binary's protocol) and
+// has its argument: Decode refuses, and Encode does not write, a command
+// that is not.
 func (c *Cmd) valid() bool {
+	if c.Protocol() > ProtocolVersion {
+		return false
+	}
 	switch c.Op {
 	case OpSubmit:
 		return c.Submit != nil

@@ -11,6 +11,11 @@
 // flight at once. One fsync'd entry then carries hundreds of commands, which
 // is what makes claims and completions cheap.
 //
+// The proposer refuses (ErrNeedsUpgrade) a command whose fsm.Cmd.Protocol is
+// higher than the cluster's protocol, the lowest that a member runs, which
+// the API measures and records (SetMemberProtocols): in a cluster of two
+// versions no member is sent an entry it would stop at.
+//
 // # Leadership
 //
 // Leadership changes arrive on raft.Config.NotifyCh. On gaining leadership

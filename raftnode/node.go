@@ -32,6 +32,10 @@ var (
 	ErrUnknownOutcome = errors.New("raftnode: outcome unknown")
 	// ErrShutdown means the node is shutting down.
 	ErrShutdown = errors.New("raftnode: shut down")
+	// ErrNeedsUpgrade means the command needs a newer protocol than some
+	// member of the cluster runs (see SetMemberProtocols); nothing was
+	// done. The error is a *NeedsUpgradeError.
+	ErrNeedsUpgrade = errors.New("raftnode: every node must be upgraded first")
 )
 
 // Node is one Raft member: its log, snapshots, state machine and proposer.
@@ -59,6 +63,7 @@ type Node struct {
 	clock        clusterClock
 	ready        leaderReady
 	member       membership
+	protocols    memberProtocols
 }
 
 // entryMetrics counts what the proposer packs.

@@ -335,6 +335,10 @@ type Health struct {
 	Lag *uint64 `json:"lag,omitempty"`
 	// Error (?ready=1 only) says why readiness could not be checked.
 	Error string `json:"error,omitempty"`
+	// Protocol is the protocol version the answering node's binary
+	// understands (fsm.ProtocolVersion); absent from releases before
+	// protocol versions, which run protocol 1.
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // Removal is the reply of DELETE /cluster/nodes/{id}.
@@ -374,6 +378,10 @@ type Cluster struct {
 	// LastContact is when the answering node last heard from the leader;
 	// absent when it leads or never heard from one.
 	LastContact *time.Time `json:"last_contact,omitempty"`
+	// Protocol is the cluster's protocol as the answering node sees it:
+	// the lowest that a member runs (a member never heard from counts as
+	// 1). The leader proposes nothing that needs a higher one.
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // Node is one member of the cluster.
@@ -398,6 +406,9 @@ type NodeHealth struct {
 	Role         string `json:"role,omitempty"`
 	AppliedIndex uint64 `json:"applied_index,omitempty"`
 	Term         uint64 `json:"term,omitempty"`
+	// Protocol is the node's protocol version (see Health.Protocol), 1 for
+	// a release that does not say. Absent when unreachable.
+	Protocol int `json:"protocol,omitempty"`
 	// Error says why the probe failed.
 	Error string `json:"error,omitempty"`
 }

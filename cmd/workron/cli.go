@@ -511,24 +511,29 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 }
 
 // printCluster shows each member with its health as the answering node
-// probed it: HEALTH is the member's /health status or "unreachable".
+// probed it: HEALTH is the member's /health status or "unreachable",
+// PROTOCOL the protocol version of its binary.
 func printCluster(out io.Writer, cl *wire.Cluster) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tROLE\tHEALTH\tAPPLIED\tHTTP\tRAFT")
+	fmt.Fprintln(tw, "ID\tROLE\tHEALTH\tAPPLIED\tPROTOCOL\tHTTP\tRAFT")
 	for _, n := range cl.Nodes {
-		health, applied := "unknown", "-"
+		health, applied, protocol := "unknown", "-", "-"
 		if h := n.Health; h != nil {
 			health = h.Status
 			if h.Reachable {
-				applied = fmt.Sprint(h.AppliedIndex)
+				applied, protocol = fmt.Sprint(h.AppliedIndex), fmt.Sprint(max(h.Protocol, 1))
 			} else {
 				health = "unreachable"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.Role, health, applied, cmp.Or(n.HTTP, "-"), cmp.Or(n.Raft, "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.Role, health, applied, protocol, cmp.Or(n.HTTP, "-"), cmp.Or(n.Raft, "-"))
 	}
 	tw.Flush()
-	fmt.Fprintf(out, "leader: %s, applied index: %d\n", cl.Leader, cl.AppliedIndex)
+	fmt.Fprintf(out, "leader: %s, applied index: %d", cl.Leader, cl.AppliedIndex)
+	if cl.Protocol > 0 { // absent from releases before protocol versions
+		fmt.Fprintf(out, ", protocol: %d", cl.Protocol)
+	}
+	fmt.Fprintln(out)
 	for _, n := range cl.Nodes {
 		if h := n.Health; h != nil && !h.Reachable && h.Error != "" {
 			fmt.Fprintf(out, "%s: %s\n", n.ID, h.Error)

@@ -261,6 +261,7 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	sec.warnExposure(logger, httpAddr, f.raftAddr)
 	go func() { s.served <- s.http.Serve(ln) }()
 	go s.api.Announce(base)
+	go s.api.WatchProtocols(base)
 	return s, nil
 }
 
