@@ -180,12 +180,17 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	fence := s.fenceFields(r)
+	fence.claim(&args.cmd, true, req.ClaimSeq)
 	var reports func() []wire.BatchReportResult
 	if len(req.Reports) > 0 {
 		reps, err := batchReports(req.Reports)
 		if err != nil {
 			s.fail(w, r, err)
 			return
+		}
+		for _, rep := range reps {
+			fence.report(rep)
 		}
 		// Proposed now, beside the claim: one log entry carries both.
 		reports = s.startReports(r.Context(), reps)
@@ -219,6 +224,7 @@ func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	args.anyQueue = q.Get("queue") == ""
+	s.fenceFields(r).claim(&args.cmd, false, 0) // the seed's worker gets no lease
 	jobs, err := s.boundedClaim(r.Context(), args)
 	if err != nil {
 		s.fail(w, r, err)
@@ -248,9 +254,9 @@ func (s *Server) handleJobHeartbeat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpHeartbeat, Heartbeat: &fsm.Heartbeat{
-		JobID: r.PathValue("id"), Lease: req.Lease, LeaseTTL: int64(s.cfg.LeaseTTL),
-	}})
+	hb := &fsm.Heartbeat{JobID: r.PathValue("id"), Lease: req.Lease, LeaseTTL: int64(s.cfg.LeaseTTL)}
+	s.fenceFields(r).heartbeat(hb)
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpHeartbeat, Heartbeat: hb})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -287,6 +293,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		Final:    req.Retry != nil && !*req.Retry,
 		Draw:     draw(),
 	}
+	s.fenceFields(r).report(rep)
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpReport, Report: rep})
 	if err != nil {
 		s.fail(w, r, err)
@@ -307,10 +314,12 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpRegister, Register: &fsm.Register{Worker: store.Worker{
+	reg := &fsm.Register{Worker: store.Worker{
 		ID: req.ID, ExecAddr: req.ExecAddr, VRAMMB: req.Resources.VRAMMB, MemoryMB: req.Resources.MemoryMB,
 		CPUMillis: req.Resources.CPUMillis, Slots: req.Resources.Slots, Tags: req.Tags, Queues: req.Queues,
-	}}})
+	}}
+	s.fenceFields(r).register(reg)
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpRegister, Register: reg})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -340,13 +349,20 @@ func checkWorker(w *wire.Worker) error {
 
 func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Jobs *[]wire.JobLease `json:"jobs"`
+		Jobs       *[]wire.JobLease `json:"jobs"`
+		ClaimsFrom uint64           `json:"claims_from"`
+		ClaimsTo   uint64           `json:"claims_to"`
 	}
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	if req.ClaimsFrom > req.ClaimsTo {
+		s.fail(w, r, invalid("claims_from", "must not be above claims_to"))
+		return
+	}
 	hb := &fsm.WorkerHeartbeat{WorkerID: r.PathValue("id"), LeaseTTL: int64(s.cfg.LeaseTTL)}
+	s.fenceFields(r).workerHeartbeat(hb, req.ClaimsFrom, req.ClaimsTo)
 	if req.Jobs != nil {
 		hb.Listed = true
 		for _, l := range *req.Jobs {

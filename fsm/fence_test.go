@@ -1,0 +1,257 @@
+package fsm_test
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// TestAttemptOwnership checks who may act on an attempt: the token that
+// claimed it, and with its lease when the claim handed one out.
+func TestAttemptOwnership(t *testing.T) {
+	setup := func(t *testing.T, c fsm.Claim) (*harness, *store.Job) {
+		h := setup(t)
+		h.submit(fsm.NewJob{Command: "x", MaxAttempts: 3})
+		jobs := h.claim(c)
+		if len(jobs) != 1 {
+			t.Fatalf("claim got %d jobs", len(jobs))
+		}
+		return h, jobs[0]
+	}
+	leased := fsm.Claim{WorkerID: "w1", Token: "fleet1", Fenced: true, Seq: 7}
+
+	t.Run("TheClaimRecordsWhoAndHow", func(t *testing.T) {
+		h, j := setup(t, leased)
+		got := h.job(j.ID)
+		if got.ClaimToken != "fleet1" || !got.Fenced || got.ClaimSeq != 7 {
+			t.Fatalf("claimed job: token %q fenced %v seq %d", got.ClaimToken, got.Fenced, got.ClaimSeq)
+		}
+		// The record keeps it through a snapshot.
+		g := snapshotRestore(t, h.f)
+		if r, err := g.Job(j.ID); err != nil || !reflect.DeepEqual(r, got) {
+			t.Fatalf("restored %+v, %v; want %+v", r, err, got)
+		}
+	})
+
+	t.Run("AnotherTokenCannotEndOrRenewTheAttempt", func(t *testing.T) {
+		h, j := setup(t, leased)
+		h.at(time.Second)
+		h.reject(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Success: true, Output: "forged", Token: "fleet2"}), fsm.ErrForbidden)
+		h.reject(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Final: true, Token: "fleet2"}), fsm.ErrForbidden)
+		h.reject(report(fsm.Report{JobID: j.ID, Token: "fleet2"}), fsm.ErrForbidden)
+		h.reject(fsm.Cmd{Op: fsm.OpHeartbeat, Heartbeat: &fsm.Heartbeat{JobID: j.ID, Lease: j.Lease, LeaseTTL: int64(ttl), Token: "fleet2"}}, fsm.ErrForbidden)
+
+		r := h.ok(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Success: true, Output: "real", Token: "fleet1"}))
+		if got := r.Jobs[0]; got.Status != store.StatusDone || got.Output != "real" {
+			t.Fatalf("the claimer's report: %s %q", got.Status, got.Output)
+		}
+	})
+
+	t.Run("ARetriedReportIsAnsweredOnlyToTheClaimer", func(t *testing.T) {
+		h, j := setup(t, leased)
+		h.ok(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Success: true, Output: "real", Token: "fleet1"}))
+		if r := h.ok(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Success: true, Token: "fleet1"})); r.Jobs[0].Output != "real" {
+			t.Fatalf("the claimer's retry got %+v", r.Jobs[0])
+		}
+		h.reject(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Success: true, Token: "fleet2"}), fsm.ErrStaleLease)
+	})
+
+	t.Run("AnAttemptClaimedWithALeaseNeedsIt", func(t *testing.T) {
+		h, j := setup(t, leased)
+		h.reject(report(fsm.Report{JobID: j.ID, Success: true, Token: "fleet1"}), fsm.ErrLeaseRequired)
+		h.reject(report(fsm.Report{JobID: j.ID, Final: true, Token: "fleet1"}), fsm.ErrLeaseRequired)
+		h.reject(heartbeat(j.ID, 0, ttl), fsm.ErrLeaseRequired)
+		h.ok(heartbeat(j.ID, j.Lease, ttl))
+	})
+
+	t.Run("WithAuthOffOnlyTheLeaseRuleApplies", func(t *testing.T) {
+		h, j := setup(t, fsm.Claim{WorkerID: "w1", Fenced: true})
+		h.reject(succeed(j.ID, 0), fsm.ErrLeaseRequired)
+		h.ok(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Success: true}))
+	})
+
+	t.Run("ASeedClaimTakesReportsWithoutALease", func(t *testing.T) {
+		h, j := setup(t, fsm.Claim{WorkerID: "w1", Token: "fleet1"})
+		h.ok(heartbeat(j.ID, 0, ttl))
+		h.ok(fsm.Cmd{Op: fsm.OpHeartbeat, Heartbeat: &fsm.Heartbeat{JobID: j.ID, LeaseTTL: int64(ttl), Token: "fleet1"}})
+		h.reject(report(fsm.Report{JobID: j.ID, Success: true, Token: "fleet2"}), fsm.ErrForbidden)
+		if r := h.ok(report(fsm.Report{JobID: j.ID, Success: true, Token: "fleet1"})); r.Jobs[0].Status != store.StatusDone {
+			t.Fatalf("seed report: %s", r.Jobs[0].Status)
+		}
+	})
+
+	t.Run("ClaimsFromBeforeTheFenceKeepTheSeedRules", func(t *testing.T) {
+		// A job claimed by a command without the new fields (an older
+		// leader, or the fence turned off) records nobody: any token
+		// may end it, without a lease, as before.
+		h, j := setup(t, fsm.Claim{WorkerID: "w1"})
+		if got := h.job(j.ID); got.ClaimToken != "" || got.Fenced || got.ClaimSeq != 0 {
+			t.Fatalf("claim without the fields recorded %q %v %d", got.ClaimToken, got.Fenced, got.ClaimSeq)
+		}
+		h.ok(report(fsm.Report{JobID: j.ID, Success: true, Token: "fleet2"}))
+	})
+}
+
+// TestWorkerOwnership checks that a worker id is the token's that
+// registered it while the worker is active.
+func TestWorkerOwnership(t *testing.T) {
+	reg := func(id, token string, vram int) fsm.Cmd {
+		return fsm.Cmd{Op: fsm.OpRegister, Register: &fsm.Register{Worker: store.Worker{ID: id, VRAMMB: vram}, Token: token}}
+	}
+	whb := func(id, token string) fsm.Cmd {
+		return fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{WorkerID: id, LeaseTTL: int64(ttl), Token: token}}
+	}
+	worker := func(h *harness, id string) *store.Worker {
+		t.Helper()
+		w, err := h.f.Worker(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+
+	t.Run("AnotherTokenCannotRegisterHeartbeatOrClaimAsIt", func(t *testing.T) {
+		h := setup(t)
+		h.ok(reg("w1", "fleet1", 100))
+		h.submit(fsm.NewJob{Command: "x"})
+		j := h.claim(fsm.Claim{WorkerID: "w1", Token: "fleet1", Fenced: true})[0]
+		before := worker(h, "w1")
+
+		h.at(8 * time.Second)
+		h.reject(reg("w1", "fleet2", 999), fsm.ErrForbidden)
+		h.reject(whb("w1", "fleet2"), fsm.ErrForbidden)
+		h.submit(fsm.NewJob{Command: "y"})
+		h.reject(claimCmd(fsm.Claim{WorkerID: "w1", Token: "fleet2", LeaseTTL: int64(ttl)}), fsm.ErrForbidden)
+		if after := worker(h, "w1"); !reflect.DeepEqual(after, before) {
+			t.Fatalf("refused calls changed the worker: %+v, was %+v", after, before)
+		}
+		if got := h.job(j.ID).LeaseDeadline; got != ns(t0.Add(ttl)) {
+			t.Fatalf("another token's heartbeat renewed w1's lease: deadline %d", got)
+		}
+
+		r := h.ok(whb("w1", "fleet1"))
+		if r.Renewed != 1 {
+			t.Fatalf("the owner's heartbeat renewed %d leases, want 1", r.Renewed)
+		}
+		h.ok(reg("w1", "fleet1", 200))
+		if w := worker(h, "w1"); w.VRAMMB != 200 || w.Owner != "fleet1" {
+			t.Fatalf("the owner's register: %+v", w)
+		}
+	})
+
+	t.Run("AnOfflineWorkersIDCanBeTakenOver", func(t *testing.T) {
+		h := setup(t)
+		h.ok(reg("w1", "fleet1", 100))
+		h.at(time.Minute)
+		h.ok(workerOffline("w1", ns(t0)))
+		h.ok(reg("w1", "fleet2", 50))
+		if w := worker(h, "w1"); w.Owner != "fleet2" || w.VRAMMB != 50 {
+			t.Fatalf("after the takeover: %+v", w)
+		}
+		h.reject(whb("w1", "fleet1"), fsm.ErrForbidden)
+	})
+
+	t.Run("AClaimRegistersTheIDForItsToken", func(t *testing.T) {
+		h := setup(t)
+		h.submit(fsm.NewJob{Command: "x"}, fsm.NewJob{Command: "y"})
+		h.claim(fsm.Claim{WorkerID: "w9", Token: "fleet1", Fenced: true})
+		if w := worker(h, "w9"); w.Owner != "fleet1" {
+			t.Fatalf("owner %q, want fleet1", w.Owner)
+		}
+		h.reject(reg("w9", "fleet2", 1), fsm.ErrForbidden)
+	})
+
+	t.Run("WithAuthOffAnyCallerMay", func(t *testing.T) {
+		h := setup(t)
+		h.ok(reg("w1", "fleet1", 100))
+		h.ok(whb("w1", ""))
+		h.ok(reg("w1", "", 300))
+		if w := worker(h, "w1"); w.Owner != "fleet1" || w.VRAMMB != 300 {
+			t.Fatalf("a register without a token: %+v", w)
+		}
+	})
+}
+
+// TestLostClaim checks that an attempt whose claim reply never reached its
+// worker goes back to pending as soon as the worker's heartbeat shows it,
+// without counting.
+func TestLostClaim(t *testing.T) {
+	listed := func(worker string, from, to uint64, leases ...fsm.LeaseRef) fsm.Cmd {
+		return fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{
+			WorkerID: worker, LeaseTTL: int64(ttl), Listed: true, Leases: leases, ClaimsFrom: from, ClaimsTo: to}}
+	}
+	setup := func(t *testing.T) (*harness, *store.Job) {
+		h := setup(t)
+		h.submit(fsm.NewJob{Command: "x", MaxAttempts: 1})
+		j := h.claim(fsm.Claim{WorkerID: "w1", Fenced: true, Seq: 105})[0]
+		return h, j
+	}
+
+	t.Run("GivenBackAtOnceWithoutCountingAnAttempt", func(t *testing.T) {
+		h, j := setup(t)
+		h.at(time.Second)
+		r := h.ok(listed("w1", 100, 105))
+		got := h.job(j.ID)
+		if got.Status != store.StatusPending || got.Attempts != 0 || len(got.History) != 0 || got.RunAt > ns(h.now) {
+			t.Fatalf("after the heartbeat: %s attempts %d history %d run at %d", got.Status, got.Attempts, len(got.History), got.RunAt)
+		}
+		if len(r.Jobs) != 1 || r.Jobs[0].ID != j.ID {
+			t.Fatalf("heartbeat result jobs %v, want the given-back job", jobIDs(r.Jobs))
+		}
+		checkIndexes(t, h.f)
+		// Its lease is dead; the one attempt max_attempts allows is
+		// still there for the next claim, which runs it.
+		h.reject(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Success: true}), fsm.ErrStaleLease)
+		k := h.claimOne("w2")
+		if k.ID != j.ID || k.Attempts != 1 || k.Lease <= j.Lease {
+			t.Fatalf("reclaimed %s attempt %d lease %d", k.ID, k.Attempts, k.Lease)
+		}
+		h.ok(succeed(k.ID, k.Lease))
+		h.status(store.StatusDone, j.ID)
+		snapshotRestore(t, h.f)
+	})
+
+	t.Run("AClaimStillInFlightIsNotJudged", func(t *testing.T) {
+		// The worker sent the heartbeat before claim 105 ended: the
+		// reply may still be on its way.
+		h, j := setup(t)
+		h.at(time.Second)
+		h.ok(listed("w1", 100, 104))
+		if got := h.job(j.ID); got.Status != store.StatusRunning || got.LeaseDeadline != ns(t0.Add(ttl)) {
+			t.Fatalf("after the heartbeat: %s deadline %d, want running, not renewed", got.Status, got.LeaseDeadline)
+		}
+	})
+
+	t.Run("AnEarlierRunsAttemptExpiresAsBefore", func(t *testing.T) {
+		// Claims before ClaimsFrom were a previous run's, which may
+		// have received and run them.
+		h, j := setup(t)
+		h.ok(listed("w1", 106, 110))
+		h.status(store.StatusRunning, j.ID)
+	})
+
+	t.Run("AListedAttemptIsRenewed", func(t *testing.T) {
+		h, j := setup(t)
+		h.at(time.Second)
+		if r := h.ok(listed("w1", 100, 105, fsm.LeaseRef{JobID: j.ID, Lease: j.Lease})); r.Renewed != 1 {
+			t.Fatalf("renewed %d", r.Renewed)
+		}
+		h.status(store.StatusRunning, j.ID)
+	})
+
+	t.Run("WithoutARangeItExpiresAsBefore", func(t *testing.T) {
+		h, j := setup(t)
+		h.ok(listed("w1", 0, 0))
+		h.status(store.StatusRunning, j.ID)
+	})
+
+	t.Run("ACancellingJobIsLeftToItsCancel", func(t *testing.T) {
+		h, j := setup(t)
+		h.ok(cancel(j.ID, false))
+		h.ok(listed("w1", 100, 105))
+		h.status(store.StatusCancelling, j.ID)
+	})
+}
