@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"slices"
 	"sync"
@@ -319,6 +320,7 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		CPUMillis: req.Resources.CPUMillis, Slots: req.Resources.Slots, Tags: req.Tags, Queues: req.Queues,
 	}}
 	s.fenceFields(r).register(reg)
+	s.releaseSilentID(r.Context(), reg.Worker.ID, reg.Token)
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpRegister, Register: reg})
 	if err != nil {
 		s.fail(w, r, err)
@@ -369,8 +371,10 @@ func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 			hb.Leases = append(hb.Leases, fsm.LeaseRef{JobID: l.JobID, Lease: l.Lease})
 		}
 	}
-	s.lastPoll.Store(hb.WorkerID, time.Now())
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: hb})
+	if !errors.Is(err, fsm.ErrForbidden) {
+		s.lastPoll.Store(hb.WorkerID, time.Now()) // heard from, unless from another token
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 
 	"github.com/workron/workron/fsm"
@@ -65,5 +66,26 @@ func (f fence) register(r *fsm.Register) {
 func (f fence) gangCall(token *string) {
 	if f.on {
 		*token = f.token
+	}
+}
+
+// releaseSilentID lets a token take over a worker id that another token
+// holds when the worker has gone silent: the FSM gives an id to a new token
+// only once its worker is declared offline, and the leader's admission loop
+// declares offline only workers that hold work. So when this leader has not
+// heard from the worker for Config.WorkerOfflineAfter, it proposes that
+// declaration first, as the admission loop would. Errors are dropped: the
+// register that follows is refused if the id is still held.
+func (s *Server) releaseSilentID(ctx context.Context, id, token string) {
+	if token == "" {
+		return
+	}
+	wk, err := s.state.Worker(id)
+	if err != nil || wk.Owner == "" || wk.Owner == token || wk.Offline() || s.active(wk, s.cfg.Now()) {
+		return
+	}
+	cmd := fsm.Cmd{Op: fsm.OpWorkerOffline, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
+	if _, err := s.propose(ctx, cmd); err == nil {
+		s.logger.Warn("worker offline: another token registers its id", "worker", wk.ID, "last_seen", s.lastSeen(wk), "request_id", requestID(ctx))
 	}
 }

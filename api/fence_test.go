@@ -146,6 +146,17 @@ func TestFence(t *testing.T) {
 		e.call(http.StatusCreated, "POST", "/workers/register", fleet1, `{"id":"w1","resources":{"vram_mb":200,"memory_mb":100}}`)
 	})
 
+	t.Run("ASilentWorkersIDCanBeTakenOver", func(t *testing.T) {
+		// Once w1 has been silent past --worker-offline-after, its id is
+		// free for another token; the old one may no longer heartbeat.
+		e := fenceEnv(t)
+		e.call(http.StatusCreated, "POST", "/workers/register", fleet1, `{"id":"w1"}`)
+		e.call(http.StatusForbidden, "POST", "/workers/register", fleet2, `{"id":"w1"}`)
+		e.clock.Add(e.srv.cfg.WorkerOfflineAfter + time.Second)
+		e.call(http.StatusCreated, "POST", "/workers/register", fleet2, `{"id":"w1","resources":{"vram_mb":300,"memory_mb":100}}`)
+		e.call(http.StatusForbidden, "POST", "/workers/w1/heartbeat", fleet1, "")
+	})
+
 	t.Run("ALostClaimReplyIsGivenBackAtTheNextHeartbeat", func(t *testing.T) {
 		// Issue #15, part 3: the reply of claim 5 never reached w1.
 		e := fenceEnv(t)
