@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -254,4 +255,95 @@ func TestLostClaim(t *testing.T) {
 		h.ok(listed("w1", 100, 105))
 		h.status(store.StatusCancelling, j.ID)
 	})
+}
+
+// TestGangCallsOwnership checks that only the token that claimed a gang
+// task may checkpoint it or acknowledge its preemption.
+func TestGangCallsOwnership(t *testing.T) {
+	h := setupGangs(t)
+	for _, w := range []string{"w1", "w2"} {
+		h.gpu(w, 8000, "gpu")
+	}
+	id, _ := h.gang(2, gpuJob)
+	h.ok(reserveGang(id, h.gangOf(id).Epoch, "w1", "w2"))
+	var run []*store.Job
+	for _, w := range []string{"w1", "w2"} {
+		run = append(run, h.claim(fsm.Claim{WorkerID: w, Max: 1, Shell: true, Token: "fleet1", Fenced: true})...)
+	}
+	h.at(time.Second)
+	h.ok(report(fsm.Report{JobID: run[1].ID, Lease: run[1].Lease, Error: "segfault", Token: "fleet1"}))
+	epoch := h.gangOf(id).Epoch
+	as := func(c fsm.Cmd, token string) fsm.Cmd {
+		switch {
+		case c.Checkpoint != nil:
+			c.Checkpoint.Token = token
+		case c.Preempted != nil:
+			c.Preempted.Token = token
+		}
+		return c
+	}
+	h.reject(as(checkpoint(run[0].ID, epoch, []byte("forged")), "fleet2"), fsm.ErrForbidden)
+	if _, _, err := h.f.Checkpoint(run[0].ID); err == nil {
+		t.Fatal("another token's checkpoint was kept")
+	}
+	h.reject(as(preempted(run[0].ID, epoch), "fleet2"), fsm.ErrForbidden)
+	h.ok(as(checkpoint(run[0].ID, epoch, []byte("step 1")), "fleet1"))
+	h.ok(as(preempted(run[0].ID, epoch), "fleet1"))
+}
+
+// TestFenceEncoding checks that the fields of ProtocolFence change a
+// command's bytes only when they are set: a command without them is
+// written as before, so that a node that predates them reads it.
+func TestFenceEncoding(t *testing.T) {
+	plain := []fsm.Cmd{
+		claimCmd(fsm.Claim{WorkerID: "w", LeaseTTL: 5}),
+		heartbeat("j", 3, ttl),
+		workerHeartbeat("w", ttl),
+		report(fsm.Report{JobID: "j", Lease: 3, Success: true}),
+		register(store.Worker{ID: "w"}),
+		checkpoint("j", 2, []byte("x")),
+		preempted("j", 2),
+	}
+	fenced := []fsm.Cmd{
+		claimCmd(fsm.Claim{WorkerID: "w", LeaseTTL: 5, Seq: 1}),
+		{Op: fsm.OpHeartbeat, Heartbeat: &fsm.Heartbeat{JobID: "j", Lease: 3, LeaseTTL: int64(ttl), Token: "t"}},
+		{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{WorkerID: "w", LeaseTTL: int64(ttl), ClaimsTo: 1}},
+		report(fsm.Report{JobID: "j", Lease: 3, Success: true, Token: "t"}),
+		{Op: fsm.OpRegister, Register: &fsm.Register{Worker: store.Worker{ID: "w"}, Token: "t"}},
+		{Op: fsm.OpCheckpoint, Checkpoint: &fsm.Checkpoint{JobID: "j", Epoch: 2, Data: []byte("x"), Token: "t"}},
+		{Op: fsm.OpPreempted, Preempted: &fsm.Preempted{JobID: "j", Epoch: 2, Token: "t"}},
+	}
+	// An entry of one command: version, Now (0, one byte), count (one
+	// byte), then the op code.
+	opCode := func(c fsm.Cmd) byte { return mustEncode(t, &fsm.Entry{Cmds: []fsm.Cmd{c}})[3] }
+	want := map[fsm.Op][2]byte{ // op code without the fields, and with them
+		fsm.OpClaim: {2, 7}, fsm.OpHeartbeat: {3, 8}, fsm.OpWorkerHeartbeat: {4, 9}, fsm.OpReport: {5, 10},
+		fsm.OpRegister: {0, 0}, fsm.OpCheckpoint: {0, 0}, fsm.OpPreempted: {0, 0},
+	}
+	for i := range plain {
+		p, f := plain[i], fenced[i]
+		if got := [2]byte{opCode(p), opCode(f)}; got != want[p.Op] {
+			t.Errorf("%s: op codes %v, want %v", p.Op, got, want[p.Op])
+		}
+		pb, fb := mustEncode(t, &fsm.Entry{Cmds: []fsm.Cmd{p}}), mustEncode(t, &fsm.Entry{Cmds: []fsm.Cmd{f}})
+		for _, b := range [][]byte{pb, fb} {
+			e := mustDecode(t, b)
+			if got := e.Cmds[0].Op; got != p.Op {
+				t.Errorf("%s read back as %s", p.Op, got)
+			}
+		}
+		if p.Op == fsm.OpRegister || p.Op == fsm.OpCheckpoint || p.Op == fsm.OpPreempted {
+			// A JSON op with a token goes under a name older nodes
+			// refuse, rather than one whose field they would drop.
+			if strings.Contains(string(pb), "_fence") || !strings.Contains(string(fb), `"`+string(p.Op)+`_fence"`) {
+				t.Errorf("%s: without token %q, with %q", p.Op, pb, fb)
+			}
+		}
+	}
+	// A fenced JSON op name without its token is not a command.
+	bad := mustEncode(t, &fsm.Entry{Cmds: []fsm.Cmd{fenced[4]}})
+	bad = []byte(strings.Replace(string(bad), `"token":"t"`, `"xoken":"t"`, 1)) // the same length
+	if _, err := fsm.Decode(bad); err == nil || !strings.Contains(err.Error(), "without its token") {
+		t.Errorf("decoded register_fence without a token: %v", err)
+	}
 }
