@@ -273,8 +273,10 @@ func (s *Server) handleJobHeartbeat(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleDone(w http.ResponseWriter, r *http.Request) { s.report(w, r, true) }
 func (s *Server) handleFail(w http.ResponseWriter, r *http.Request) { s.report(w, r, false) }
 
-// report ends an attempt. Without a body (the seed's workers) it applies to
-// the job's current attempt.
+// report ends an attempt. Without a lease (the seed's workers send no
+// body) it applies to the job's current attempt if that was claimed with
+// GET /jobs/next; the FSM refuses it (lease_required) for one claimed with
+// POST /jobs/claim, and (forbidden) for another token's attempt.
 func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 	var req wire.ReportRequest
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {

@@ -246,6 +246,15 @@ func appendNewJob(b []byte, j *NewJob) ([]byte, error) {
 	return appendTexts(b, j.Tags), nil
 }
 
+// codeFor is a coded op's code: fenced when the command sets one of its
+// fields of ProtocolFence, else the one it always had.
+func codeFor(fence bool, plain, fenced byte) byte {
+	if fence {
+		return fenced
+	}
+	return plain
+}
+
 // fenceToken is the Token of a JSON op of fencedJSONOps.
 func (c *Cmd) fenceToken() string {
 	switch {
@@ -261,12 +270,7 @@ func (c *Cmd) fenceToken() string {
 
 func appendClaim(b []byte, c *Claim) []byte {
 	fence := c.Token != "" || c.Fenced || c.Seq != 0
-	if fence {
-		b = append(b, opClaimFence)
-	} else {
-		b = append(b, opClaim)
-	}
-	b = appendText(b, c.WorkerID)
+	b = appendText(append(b, codeFor(fence, opClaim, opClaimFence)), c.WorkerID)
 	b = appendTexts(b, c.Queues)
 	b = appendTexts(b, c.Types)
 	b = binenc.AppendBool(b, c.Shell)
@@ -281,14 +285,11 @@ func appendClaim(b []byte, c *Claim) []byte {
 }
 
 func appendHeartbeat(b []byte, h *Heartbeat) []byte {
-	code := opHeartbeat
-	if h.Token != "" {
-		code = opHeartbeatFence
-	}
-	b = appendText(append(b, code), h.JobID)
+	fence := h.Token != ""
+	b = appendText(append(b, codeFor(fence, opHeartbeat, opHeartbeatFence)), h.JobID)
 	b = binenc.AppendUvarint(b, h.Lease)
 	b = binenc.AppendVarint(b, h.LeaseTTL)
-	if code == opHeartbeatFence {
+	if fence {
 		b = appendText(b, h.Token)
 	}
 	return b
@@ -296,11 +297,7 @@ func appendHeartbeat(b []byte, h *Heartbeat) []byte {
 
 func appendWorkerHeartbeat(b []byte, h *WorkerHeartbeat) []byte {
 	fence := h.Token != "" || h.ClaimsFrom != 0 || h.ClaimsTo != 0
-	code := opWorkerHeartbeat
-	if fence {
-		code = opWorkerHeartbeatFence
-	}
-	b = appendText(append(b, code), h.WorkerID)
+	b = appendText(append(b, codeFor(fence, opWorkerHeartbeat, opWorkerHeartbeatFence)), h.WorkerID)
 	b = binenc.AppendVarint(b, h.LeaseTTL)
 	b = binenc.AppendBool(b, h.Listed)
 	b = binenc.AppendUvarint(b, uint64(len(h.Leases)))
@@ -320,11 +317,8 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if !binenc.Finite(r.Draw) {
 		return nil, fmt.Errorf("draw %v is not a number", r.Draw)
 	}
-	code := opReport
-	if r.Token != "" {
-		code = opReportFence
-	}
-	b = appendText(append(b, code), r.JobID)
+	fence := r.Token != ""
+	b = appendText(append(b, codeFor(fence, opReport, opReportFence)), r.JobID)
 	b = binenc.AppendUvarint(b, r.Lease)
 	b = binenc.AppendBool(b, r.Success)
 	b = binenc.AppendIntPtr(b, r.ExitCode)
@@ -332,7 +326,7 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	b = appendText(b, r.Error)
 	b = binenc.AppendBool(b, r.Final)
 	b = binenc.AppendFloat(b, r.Draw)
-	if code == opReportFence {
+	if fence {
 		b = appendText(b, r.Token)
 	}
 	return b, nil
