@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
@@ -380,6 +381,9 @@ func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	for _, j := range res.Jobs {
+		s.logJob(r.Context(), slog.LevelWarn, "claim reply lost: job given back, attempt not counted", j, "heartbeat_of", hb.WorkerID)
 	}
 	out := wire.WorkerHeartbeatResponse{Renewed: res.Renewed, LeaseExpiresAt: optTime(res.Deadline)}
 	for _, a := range res.Actions {
