@@ -23,7 +23,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 			}
 			continue
 		}
-		wait := w.currentLeaseTTL() / 3
+		wait := w.heartbeatWait()
 		for {
 			t.Reset(wait)
 			select {
@@ -42,9 +42,20 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 				wait = min(w.currentLeaseTTL()/3, time.Second)
 				continue
 			}
-			wait = w.currentLeaseTTL() / 3
+			wait = w.heartbeatWait()
 		}
 	}
+}
+
+// heartbeatWait is how long to wait before the next heartbeat: a third of
+// the lease TTL, but at most a second while a failed claim waits to be
+// named (its jobs, if any, go back to the queue only then).
+func (w *Worker) heartbeatWait() time.Duration {
+	d := w.currentLeaseTTL() / 3
+	if w.claimLost.Load() != 0 {
+		d = min(d, time.Second)
+	}
+	return d
 }
 
 // heartbeatOnce sends one worker heartbeat and acts on its reply: it stops
