@@ -196,8 +196,13 @@ func TestLostClaim(t *testing.T) {
 		h.at(time.Second)
 		r := h.ok(listed("w1", 100, 105))
 		got := h.job(j.ID)
-		if got.Status != store.StatusPending || got.Attempts != 0 || len(got.History) != 0 || got.RunAt > ns(h.now) {
-			t.Fatalf("after the heartbeat: %s attempts %d history %d run at %d", got.Status, got.Attempts, len(got.History), got.RunAt)
+		if got.Status != store.StatusPending || got.Attempts != 0 || got.RunAt > ns(h.now) || got.LeaseDeadline != 0 {
+			t.Fatalf("after the heartbeat: %s attempts %d run at %d deadline %d", got.Status, got.Attempts, got.RunAt, got.LeaseDeadline)
+		}
+		want := store.Attempt{Attempt: 1, WorkerID: "w1", Lease: j.Lease, Status: store.StatusReturned,
+			Error: "claim reply lost: worker w1 never received it", Started: ns(t0), Ended: ns(h.now)}
+		if len(got.History) != 1 || !reflect.DeepEqual(got.History[0], want) {
+			t.Fatalf("history %+v, want [%+v]", got.History, want)
 		}
 		if len(r.Jobs) != 1 || r.Jobs[0].ID != j.ID {
 			t.Fatalf("heartbeat result jobs %v, want the given-back job", jobIDs(r.Jobs))
@@ -206,6 +211,7 @@ func TestLostClaim(t *testing.T) {
 		// Its lease is dead; the one attempt max_attempts allows is
 		// still there for the next claim, which runs it.
 		h.reject(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Success: true}), fsm.ErrStaleLease)
+		h.reject(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Error: "x"}), fsm.ErrStaleLease)
 		k := h.claimOne("w2")
 		if k.ID != j.ID || k.Attempts != 1 || k.Lease <= j.Lease {
 			t.Fatalf("reclaimed %s attempt %d lease %d", k.ID, k.Attempts, k.Lease)

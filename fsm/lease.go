@@ -151,13 +151,15 @@ func (a *applier) neverReceived(j *store.Job, h *WorkerHeartbeat) bool {
 }
 
 // giveBack undoes the claim of an attempt its worker never received: the
-// job is pending again at once, and the attempt does not count.
+// job is pending again at once, and the attempt does not count. Its history
+// keeps it as returned, so that a reader who saw it running can tell what
+// became of it.
 func (a *applier) giveBack(j *store.Job) {
 	prev := j.Status
 	a.unindex(j)
+	a.endAttempt(j, store.StatusReturned, fmt.Sprintf("claim reply lost: worker %s never received it", j.WorkerID), false)
 	j.Status = store.StatusPending
 	j.Attempts--
-	j.LeaseDeadline = 0
 	j.RunAt = min(j.RunAt, a.now)
 	a.put(j, prev)
 }

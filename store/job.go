@@ -18,6 +18,12 @@ const (
 	StatusCancelled  Status = "cancelled"
 )
 
+// StatusReturned appears in attempt histories only: the attempt's claim
+// reply never reached its worker, so it never ran and did not count (its
+// number is used again). Records write it as a string, outside the status
+// codes.
+const StatusReturned Status = "returned"
+
 // Statuses lists every stored status, in lifecycle order.
 var Statuses = []Status{StatusBlocked, StatusPending, StatusReserved, StatusRunning, StatusCancelling, StatusDone, StatusFailed, StatusCancelled}
 

@@ -69,8 +69,10 @@ func TestLostClaimReplyCostsNoAttempt(t *testing.T) {
 	if lost.Load() != 1 {
 		t.Fatalf("%d claim replies lost, want 1", lost.Load())
 	}
-	if got.Status != wire.StatusDone || got.Attempts != 1 || len(got.AttemptHistory) != 1 {
-		t.Fatalf("job %s after its lost claim reply: %s, %d attempts, history %+v; want done in its one attempt",
-			got.ID, got.Status, got.Attempts, got.AttemptHistory)
+	h := got.AttemptHistory
+	if got.Status != wire.StatusDone || got.Attempts != 1 || len(h) != 2 ||
+		h[0].Status != "returned" || h[0].Attempt != 1 || h[1].Status != wire.StatusDone || h[1].Attempt != 1 {
+		t.Fatalf("job %s after its lost claim reply: %s, %d attempts, history %+v; want done in its one attempt, after one returned",
+			got.ID, got.Status, got.Attempts, h)
 	}
 }
