@@ -182,8 +182,8 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	fence := s.fenceFields(r)
-	fence.claim(&args.cmd, true, req.ClaimSeq)
+	fc := s.fenceFields(r)
+	fc.claim(&args.cmd, true, req.ClaimSeq)
 	var reports func() []wire.BatchReportResult
 	if len(req.Reports) > 0 {
 		reps, err := batchReports(req.Reports)
@@ -192,7 +192,7 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		for _, rep := range reps {
-			fence.report(rep)
+			fc.report(rep)
 		}
 		// Proposed now, beside the claim: one log entry carries both.
 		reports = s.startReports(r.Context(), reps)

@@ -25,9 +25,9 @@ func (s *Server) handleBatchReport(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	fence := s.fenceFields(r)
+	fc := s.fenceFields(r)
 	for _, rep := range reps {
-		fence.report(rep)
+		fc.report(rep)
 	}
 	writeJSON(w, http.StatusOK, wire.BatchReportResponse{Results: s.startReports(r.Context(), reps)()})
 }
