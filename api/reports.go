@@ -26,6 +26,10 @@ func (s *Server) handleBatchReport(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	fc := s.fenceFields(r)
+	for _, rep := range reps {
+		fc.report(rep)
+	}
 	writeJSON(w, http.StatusOK, wire.BatchReportResponse{Results: s.startReports(r.Context(), reps)()})
 }
 
@@ -96,6 +100,10 @@ func (s *Server) errorCode(err error) (msg, code string) {
 		return trimPrefix(err), "not_found"
 	case errors.Is(err, fsm.ErrStaleLease):
 		return trimPrefix(err), "stale_lease"
+	case errors.Is(err, fsm.ErrLeaseRequired):
+		return trimPrefix(err), "lease_required"
+	case errors.Is(err, fsm.ErrForbidden):
+		return trimPrefix(err), "forbidden"
 	case errors.Is(err, fsm.ErrNotRunning):
 		return trimPrefix(err), "not_running"
 	case errors.Is(err, fsm.ErrConflict):

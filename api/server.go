@@ -359,6 +359,10 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, "stale_epoch", trimPrefix(err))
 	case errors.Is(err, fsm.ErrStaleLease):
 		writeError(w, http.StatusConflict, "stale_lease", trimPrefix(err))
+	case errors.Is(err, fsm.ErrLeaseRequired):
+		writeError(w, http.StatusConflict, "lease_required", trimPrefix(err))
+	case errors.Is(err, fsm.ErrForbidden):
+		writeError(w, http.StatusForbidden, "forbidden", trimPrefix(err))
 	case errors.Is(err, fsm.ErrNotRunning):
 		writeError(w, http.StatusConflict, "not_running", trimPrefix(err))
 	case errors.Is(err, fsm.ErrConflict):

@@ -15,6 +15,12 @@
 // requests to cancel or preempt jobs. A heartbeat answered 404 (the server
 // forgot the worker) makes the worker register again.
 //
+// Claims are numbered (ClaimSeq), and each heartbeat names the claims that
+// had ended before it listed the running jobs, so a job whose claim reply
+// was lost goes back to the queue at once, its attempt not counted. After
+// a claim fails, heartbeats go on even while no job runs, until one has
+// named that claim.
+//
 // # Shell jobs
 //
 // A job with a Command runs as "sh -c COMMAND" in a process group of its own.

@@ -70,6 +70,13 @@ type Worker struct {
 	jobs      sync.WaitGroup
 	slotFreed chan struct{} // cap 1: a task ended
 	jobsBegan chan struct{} // cap 1: a task started
+
+	// Claim numbers (wire.ClaimRequest.ClaimSeq) of this run: the first,
+	// the last whose request ended (its jobs, if any, started), and the
+	// last that failed until a heartbeat has covered it (0: none).
+	claimsFrom  uint64
+	claimsEnded atomic.Uint64
+	claimLost   atomic.Uint64
 }
 
 // New validates cfg and returns a Worker. It builds a client for
@@ -104,6 +111,9 @@ func New(cfg Config) (*Worker, error) {
 		reports:   newReportQueue(),
 		slotFreed: make(chan struct{}, 1),
 		jobsBegan: make(chan struct{}, 1),
+		// Above any number an earlier run of this id used, unless the
+		// clock went back.
+		claimsFrom: uint64(time.Now().UnixNano()),
 	}
 	if w.client == nil {
 		ccfg := client.DefaultConfig()
@@ -193,7 +203,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // reports' answers come back at once.
 func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 	bo := newBackoff(100*time.Millisecond, 5*time.Second)
-	for {
+	for seq := w.claimsFrom; ; seq++ {
 		free, ok := w.waitForSlots(ctx)
 		if !ok {
 			return
@@ -206,6 +216,7 @@ func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 			Shell:    w.cfg.Shell,
 			Max:      free,
 			Wait:     w.cfg.PollWait.String(),
+			ClaimSeq: seq,
 		}
 		if len(reps) > 0 {
 			req.Reports, req.Wait = wireReports(reps), "0s"
@@ -213,10 +224,11 @@ func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 		began := time.Now()
 		resp, err := w.client.Claim(ctx, req)
 		w.claimAnswered(reps, resp, err)
+		if err == nil {
+			w.startAll(base, jobCtx, resp)
+		}
+		w.claimEnded(seq, err)
 		if ctx.Err() != nil {
-			if err == nil {
-				w.startAll(base, jobCtx, resp)
-			}
 			return
 		}
 		if err != nil {
@@ -229,7 +241,6 @@ func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 			}
 			continue
 		}
-		w.startAll(base, jobCtx, resp)
 		if len(resp.Jobs) == 0 && len(reps) == 0 && time.Since(began) < minPollWait {
 			// The server answered at once with nothing: do not spin.
 			if !sleep(ctx, bo.next()) {
@@ -238,6 +249,18 @@ func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 			continue
 		}
 		bo.reset()
+	}
+}
+
+// claimEnded records that claim seq ended, after its jobs started: a
+// heartbeat that names it lists them. A claim that failed may have leased
+// jobs whose reply was lost; the heartbeats then go on, even while idle,
+// until one has named it, so that the cluster gives those jobs back.
+func (w *Worker) claimEnded(seq uint64, err error) {
+	w.claimsEnded.Store(seq)
+	if err != nil {
+		w.claimLost.Store(seq)
+		signal(w.jobsBegan)
 	}
 }
 
@@ -363,7 +386,7 @@ func (w *Worker) handler(jobType string) HandlerFunc {
 // busy reports whether the worker holds any lease: a job runs, or its
 // report has not been answered yet.
 func (w *Worker) busy() bool {
-	return w.runningCount() > 0 || len(w.reports.leases()) > 0
+	return w.runningCount() > 0 || len(w.reports.leases()) > 0 || w.claimLost.Load() != 0
 }
 
 func (w *Worker) runningCount() int {

@@ -190,6 +190,9 @@ type ClaimRequest struct {
 	Reports []BatchReport `json:"reports,omitempty"`
 	Max     int           `json:"max,omitempty"`
 	Wait    string        `json:"wait,omitempty"`
+	// ClaimSeq is the worker's number for this request (0: none), higher
+	// than any it sent before in this run: see WorkerHeartbeatRequest.
+	ClaimSeq uint64 `json:"claim_seq,omitempty"`
 }
 
 // ClaimResponse is the reply of POST /jobs/claim. LeaseTTLMillis tells the
@@ -285,8 +288,16 @@ type WorkerList struct {
 // When Jobs is present (even empty), only those leases are renewed: a job
 // whose claim reply the worker never received is then left to expire. With
 // no body (the seed's workers) every lease the worker holds is renewed.
+//
+// ClaimsFrom and ClaimsTo (both 0: none) are the range of ClaimSeq numbers
+// of this run's claim requests that had all ended (answered or failed) when
+// the worker sent the heartbeat. An attempt claimed by one of them and not
+// in Jobs never reached the worker (its reply was lost): it goes back to
+// pending at once, and does not count as an attempt.
 type WorkerHeartbeatRequest struct {
-	Jobs []JobLease `json:"jobs"`
+	Jobs       []JobLease `json:"jobs"`
+	ClaimsFrom uint64     `json:"claims_from,omitempty"`
+	ClaimsTo   uint64     `json:"claims_to,omitempty"`
 }
 
 // JobLease names one attempt a worker is running.
