@@ -18,9 +18,11 @@ type fence struct {
 }
 
 // fenceFields is the one place that decides the fields of
-// fsm.ProtocolFence for a request's commands.
+// fsm.ProtocolFence for a request's commands: set once every member of the
+// cluster runs that protocol (an older node would stop at them), left empty
+// while an upgrade is under way.
 func (s *Server) fenceFields(r *http.Request) fence {
-	return fence{on: true, token: tokenName(r.Context())}
+	return fence{on: s.node.ClusterProtocol() >= fsm.ProtocolFence, token: tokenName(r.Context())}
 }
 
 // claim marks a claim with its caller; leased says its reply hands the

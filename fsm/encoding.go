@@ -269,7 +269,7 @@ func (c *Cmd) fenceToken() string {
 }
 
 func appendClaim(b []byte, c *Claim) []byte {
-	fence := c.Token != "" || c.Fenced || c.Seq != 0
+	fence := c.fenced()
 	b = appendText(append(b, codeFor(fence, opClaim, opClaimFence)), c.WorkerID)
 	b = appendTexts(b, c.Queues)
 	b = appendTexts(b, c.Types)
@@ -285,7 +285,7 @@ func appendClaim(b []byte, c *Claim) []byte {
 }
 
 func appendHeartbeat(b []byte, h *Heartbeat) []byte {
-	fence := h.Token != ""
+	fence := h.fenced()
 	b = appendText(append(b, codeFor(fence, opHeartbeat, opHeartbeatFence)), h.JobID)
 	b = binenc.AppendUvarint(b, h.Lease)
 	b = binenc.AppendVarint(b, h.LeaseTTL)
@@ -296,7 +296,7 @@ func appendHeartbeat(b []byte, h *Heartbeat) []byte {
 }
 
 func appendWorkerHeartbeat(b []byte, h *WorkerHeartbeat) []byte {
-	fence := h.Token != "" || h.ClaimsFrom != 0 || h.ClaimsTo != 0
+	fence := h.fenced()
 	b = appendText(append(b, codeFor(fence, opWorkerHeartbeat, opWorkerHeartbeatFence)), h.WorkerID)
 	b = binenc.AppendVarint(b, h.LeaseTTL)
 	b = binenc.AppendBool(b, h.Listed)
@@ -317,7 +317,7 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if !binenc.Finite(r.Draw) {
 		return nil, fmt.Errorf("draw %v is not a number", r.Draw)
 	}
-	fence := r.Token != ""
+	fence := r.fenced()
 	b = appendText(append(b, codeFor(fence, opReport, opReportFence)), r.JobID)
 	b = binenc.AppendUvarint(b, r.Lease)
 	b = binenc.AppendBool(b, r.Success)

@@ -26,9 +26,37 @@ func (op Op) protocol() int {
 	return 1
 }
 
-// Protocol is the least protocol a node needs to apply c. (A command
-// written with an op code newer than its op's says so here.)
-func (c *Cmd) Protocol() int { return c.Op.protocol() }
+// Protocol is the least protocol a node needs to apply c: its op's, or
+// ProtocolFence when it sets a field of that protocol (written with an op
+// code or name newer than its op's).
+func (c *Cmd) Protocol() int {
+	p := c.Op.protocol()
+	if c.fenced() {
+		p = max(p, ProtocolFence)
+	}
+	return p
+}
+
+// fenced reports whether c sets a field of ProtocolFence, which Encode
+// then writes with the newer op code or name (encoding.go).
+func (c *Cmd) fenced() bool {
+	switch c.Op {
+	case OpClaim:
+		return c.Claim != nil && c.Claim.fenced()
+	case OpHeartbeat:
+		return c.Heartbeat != nil && c.Heartbeat.fenced()
+	case OpWorkerHeartbeat:
+		return c.WorkerHeartbeat != nil && c.WorkerHeartbeat.fenced()
+	case OpReport:
+		return c.Report != nil && c.Report.fenced()
+	}
+	return c.fenceToken() != ""
+}
+
+func (c *Claim) fenced() bool           { return c.Token != "" || c.Fenced || c.Seq != 0 }
+func (h *Heartbeat) fenced() bool       { return h.Token != "" }
+func (h *WorkerHeartbeat) fenced() bool { return h.Token != "" || h.ClaimsFrom != 0 || h.ClaimsTo != 0 }
+func (r *Report) fenced() bool          { return r.Token != "" }
 
 // Protocol is the least protocol a node needs to apply e: the highest of
 // its commands', and at least 1.

@@ -23,6 +23,18 @@ func TestProtocol1Binary(t *testing.T) {
 	if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{retryDeps("job-1")}}); err == nil {
 		t.Error("Encode wrote retry_deps")
 	}
+	fenced := fsm.Cmd{Op: fsm.OpReport, Report: &fsm.Report{JobID: "job-1", Success: true, Token: "fleet"}}
+	if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{fenced}}); err == nil {
+		t.Error("Encode wrote a report with a token (a field of ProtocolFence)")
+	}
+	for _, data := range [][]byte{
+		[]byte("\x02\x02\x01\x0a" + "\x05job-1\x00\x01\x00\x00\x00\x00" + "\x00\x00\x00\x00\x00\x00\x00\x00" + "\x05fleet"), // op code 10, report of ProtocolFence
+		[]byte("\x02\x02\x01\x00" + withLen(`{"op":"register_fence","register":{"worker":{"id":"w"},"token":"fleet"}}`)),
+	} {
+		if _, err := fsm.Decode(data); err == nil {
+			t.Errorf("Decode of %q: accepted, want it refused", data)
+		}
+	}
 	data := []byte("\x02\x02\x01\x00" + withLen(`{"op":"retry_deps","retry":{"job":"job-1","deps":true}}`))
 	if _, err := fsm.Decode(data); err == nil || !strings.Contains(err.Error(), "unknown") {
 		t.Fatalf("Decode of retry_deps: %v, want it refused as unknown", err)

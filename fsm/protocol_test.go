@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
 )
 
 // protocol1Ops are the ops of every release before protocol versions: a
@@ -42,6 +43,14 @@ func TestProtocol(t *testing.T) {
 			{nil, 1},
 			{[]fsm.Cmd{cancel("job-1", true), retry("job-1")}, 1},
 			{[]fsm.Cmd{cancel("job-1", true), retryDeps("job-1"), retry("job-1")}, 2},
+			{[]fsm.Cmd{claimCmd(fsm.Claim{WorkerID: "w", LeaseTTL: 1})}, 1},
+			{[]fsm.Cmd{claimCmd(fsm.Claim{WorkerID: "w", LeaseTTL: 1, Fenced: true})}, fsm.ProtocolFence},
+			{[]fsm.Cmd{claimCmd(fsm.Claim{WorkerID: "w", LeaseTTL: 1, Seq: 4})}, fsm.ProtocolFence},
+			{[]fsm.Cmd{{Op: fsm.OpHeartbeat, Heartbeat: &fsm.Heartbeat{JobID: "job-1", LeaseTTL: 1, Token: "fleet"}}}, fsm.ProtocolFence},
+			{[]fsm.Cmd{{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{WorkerID: "w", LeaseTTL: 1, ClaimsTo: 3}}}, fsm.ProtocolFence},
+			{[]fsm.Cmd{report(fsm.Report{JobID: "job-1", Success: true}), report(fsm.Report{JobID: "job-1", Token: "fleet"})}, fsm.ProtocolFence},
+			{[]fsm.Cmd{{Op: fsm.OpRegister, Register: &fsm.Register{Worker: store.Worker{ID: "w"}}}}, 1},
+			{[]fsm.Cmd{{Op: fsm.OpRegister, Register: &fsm.Register{Worker: store.Worker{ID: "w"}, Token: "fleet"}}}, fsm.ProtocolFence},
 		}
 		for _, c := range cases {
 			e := fsm.Entry{Cmds: c.cmds}
