@@ -84,6 +84,9 @@ func (n *loneNode) AddVoter(context.Context, string, string) error { return nil 
 func (n *loneNode) RemoveServer(context.Context, string) error     { return nil }
 func (n *loneNode) Stats() raftnode.Stats                          { return raftnode.Stats{} }
 func (n *loneNode) WriteBackup(io.Writer) (int64, error)           { return 0, nil }
+func (n *loneNode) Restore(context.Context, io.Reader) (raftnode.RestoreInfo, error) {
+	return raftnode.RestoreInfo{}, nil
+}
 
 // schedEnv is a Server over a loneNode, driven by a test clock.
 type schedEnv struct {

@@ -102,6 +102,9 @@ func Open(cfg Config) (*Node, error) {
 		clock:        clusterClock{now: cfg.Now},
 	}
 	if err := n.open(); err != nil {
+		if n.transport != nil {
+			n.transport.Close()
+		}
 		n.closeStores()
 		return nil, err
 	}
