@@ -168,7 +168,8 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("a backup of more than %d bytes; nothing was done", tooBig.Limit))
 		return
 	case errors.Is(err, store.ErrDamaged):
-		writeError(w, http.StatusBadRequest, "bad_backup", "not restored, nothing was changed: "+strings.TrimPrefix(err.Error(), "restore: "))
+		writeError(w, http.StatusBadRequest, "bad_backup", "not restored, nothing was changed: the backup is "+
+			strings.TrimPrefix(strings.TrimPrefix(err.Error(), "restore: "), "store: "))
 		return
 	case errors.Is(err, raftnode.ErrUnknownOutcome):
 		writeError(w, http.StatusGatewayTimeout, "outcome_unknown",

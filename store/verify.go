@@ -35,28 +35,26 @@ type Info struct {
 // size against bbolt's own high-water mark, bbolt's page consistency check,
 // the state format, every record's decoding and the job indexes. A file
 // that fails any of these gives an error wrapping ErrDamaged, saying what is
-// wrong; other errors (the file cannot be read) are returned as they are.
+// wrong (not naming the file: the caller knows it); other errors (the file
+// cannot be read) are returned as they are.
 // It is safe to call on any file: it never opens one read-write, and it
 // turns what bbolt does on corrupt input (panics, and faults on pages past
 // the end of a cut-off file) into ErrDamaged; see verifyOpen.
 func Verify(path string) (Info, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
-		return Info{}, fmt.Errorf("verify %s: %w", path, err)
+		return Info{}, fmt.Errorf("verify: %w", err)
 	}
 	info := Info{Size: fi.Size()}
 	switch {
 	case !fi.Mode().IsRegular():
-		return info, fmt.Errorf("verify %s: %w: not a regular file", path, ErrDamaged)
+		return info, fmt.Errorf("%w: not a regular file", ErrDamaged)
 	case fi.Size() == 0:
-		return info, fmt.Errorf("verify %s: %w: the file is empty", path, ErrDamaged)
+		return info, fmt.Errorf("%w: the file is empty", ErrDamaged)
 	case fi.Size() < minFileSize:
-		return info, fmt.Errorf("verify %s: %w: %d bytes is too short for a state file", path, ErrDamaged, fi.Size())
+		return info, fmt.Errorf("%w: %d bytes is too short for a state file", ErrDamaged, fi.Size())
 	}
-	if err := verifyGuarded(path, &info); err != nil {
-		return info, fmt.Errorf("verify %s: %w", path, err)
-	}
-	return info, nil
+	return info, verifyGuarded(path, &info)
 }
 
 // verifyGuarded runs the checks that read the file through bbolt. bbolt
@@ -78,7 +76,7 @@ func verifyGuarded(path string, info *Info) (err error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
 		if errors.Is(err, bolt.ErrTimeout) {
-			return fmt.Errorf("open: %w (is a server running on it?)", err)
+			return fmt.Errorf("verify: open %s: %w (is a server running on it?)", path, err)
 		}
 		return fmt.Errorf("%w: %w", ErrDamaged, err)
 	}

@@ -31,7 +31,7 @@ type backupFixture struct {
 // workers and a paused queue, and takes `workron backup` of it.
 func makeBackup(t *testing.T, ctx context.Context, hc *http.Client) backupFixture {
 	t.Helper()
-	c := clustertest.New(t, 1, clustertest.WithLeaseTTL(time.Minute)) // the running job stays running
+	c := clustertest.New(t, 1, clustertest.WithLeaseTTL(10*time.Minute)) // the running job stays running
 	src := c.URL(0)
 	submit := func(req wire.SubmitRequest) string {
 		var j wire.Job
