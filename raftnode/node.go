@@ -125,7 +125,20 @@ func (n *Node) open() error {
 	}
 	n.fsm, err = fsm.New(n.state, cfg.Logger)
 	if err != nil {
-		return fmt.Errorf("load state: %w", err)
+		// A record the index rebuild cannot read: the file is damaged in a
+		// way the start's page check does not see. Rebuild it too.
+		path := n.state.Path()
+		n.state.Close()
+		n.state = nil
+		if err := n.setAside(path, fmt.Errorf("load state: %w", err)); err != nil {
+			return err
+		}
+		if n.state, err = n.openState(path); err != nil {
+			return err
+		}
+		if n.fsm, err = fsm.New(n.state, cfg.Logger); err != nil {
+			return fmt.Errorf("load state: %w", err)
+		}
 	}
 	n.logStore, err = raftboltdb.New(raftboltdb.Options{
 		Path:        filepath.Join(cfg.DataDir, "raft.db"),
@@ -405,8 +418,10 @@ func (n *Node) openState(path string) (*store.Store, error) {
 	return st, nil
 }
 
-// setAsideDamagedState verifies the state file, if there is one
-// (store.Verify). A damaged one is renamed to state.db.damaged (replacing an
+// setAsideDamagedState checks the state file, if there is one, with
+// store.VerifyPages (the full store.Verify would add seconds to the start of
+// a node holding a million jobs; a record that does not decode is found when
+// the FSM loads, and handled the same way). A damaged one is renamed to state.db.damaged (replacing an
 // older one) and the state is rebuilt, like a lost one, from the newest
 // snapshot and the Raft log: they hold every committed entry, and a state
 // file is only ever a cache of applying them. Opening a damaged file would
@@ -415,13 +430,20 @@ func (n *Node) setAsideDamagedState(path string) error {
 	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	_, err := store.Verify(path)
+	_, err := store.VerifyPages(path)
 	if err == nil {
 		return nil
 	}
 	if !errors.Is(err, store.ErrDamaged) {
 		return fmt.Errorf("check state file: %w", err)
 	}
+	return n.setAside(path, err)
+}
+
+// setAside renames a damaged state file to state.db.damaged, so the state
+// is rebuilt from the snapshot and the log; why says what is wrong.
+func (n *Node) setAside(path string, why error) error {
+	err := why
 	aside := path + ".damaged"
 	if rerr := os.Rename(path, aside); rerr != nil {
 		return fmt.Errorf("state file is damaged (%w), and moving it aside failed: %w; "+

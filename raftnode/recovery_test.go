@@ -1,6 +1,7 @@
 package raftnode_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,6 +9,9 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/raftnode"
 )
 
@@ -188,6 +192,20 @@ func TestDamagedStateFileIsRebuiltAtStart(t *testing.T) {
 					overwrite(t, path, off, 200, 0x5A)
 				}
 			}},
+			{"AJobRecordThatDoesNotDecode", func(t *testing.T, path string) {
+				// Sound pages, a bad record: the page check passes it, the
+				// FSM's load does not.
+				db, err := bolt.Open(path, 0o600, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer db.Close()
+				if err := db.Update(func(tx *bolt.Tx) error {
+					return tx.Bucket([]byte("jobs")).Put([]byte("job-1"), []byte{0xEE, 1, 2})
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}},
 		} {
 			t.Run(fmt.Sprintf("%s/StateFsync=%v", damage.name, fsync), func(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "n1")
@@ -206,6 +224,11 @@ func TestDamagedStateFileIsRebuiltAtStart(t *testing.T) {
 				}
 				for i := 10; i < 20; i++ {
 					register(t, n, fmt.Sprintf("w%02d", i))
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				if _, err := n.Propose(ctx, fsm.Cmd{Op: fsm.OpSubmit, Submit: &fsm.Submit{Jobs: []fsm.NewJob{{Command: "a"}}}}); err != nil {
+					t.Fatal(err)
 				}
 				if err := n.Shutdown(); err != nil {
 					t.Fatal(err)
@@ -234,6 +257,9 @@ func TestDamagedStateFileIsRebuiltAtStart(t *testing.T) {
 				})
 				if err := n.FSM().Check(); err != nil {
 					t.Fatalf("rebuilt state: %v", err)
+				}
+				if _, err := n.FSM().Job("job-1"); err != nil {
+					t.Fatalf("job-1 after the rebuild: %v", err)
 				}
 			})
 		}

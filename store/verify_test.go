@@ -5,6 +5,7 @@ import (
 	"math/rand"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	bolt "go.etcd.io/bbolt"
@@ -136,6 +137,25 @@ func TestVerify(t *testing.T) {
 			}
 		}
 		t.Logf("refused %d of 40 files with 200 flipped bytes", refused)
+	})
+
+	t.Run("ARecordThatDoesNotDecodeIsFoundByVerifyNotByVerifyPages", func(t *testing.T) {
+		path := backupFile(t, good, func(b []byte) []byte { return b })
+		db, err := bolt.Open(path, 0o600, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("workers")).Put([]byte("w1"), []byte("{not json")) })
+		db.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := store.Verify(path); !errors.Is(err, store.ErrDamaged) || !strings.Contains(err.Error(), "worker w1") {
+			t.Fatalf("Verify = %v, want ErrDamaged naming worker w1", err)
+		}
+		if _, err := store.VerifyPages(path); err != nil {
+			t.Fatalf("VerifyPages = %v, want nil: it reads pages, not records", err)
+		}
 	})
 
 	t.Run("RefusesABboltFileThatIsNotAStateFile", func(t *testing.T) {
