@@ -64,23 +64,30 @@ func TestStateFileDamagedByACrashIsRebuilt(t *testing.T) {
 			}
 			defer n.Shutdown()
 			waitFor(t, 10*time.Second, leads(n))
-			waitFor(t, 10*time.Second, func() error {
-				ws, err := n.FSM().Workers()
-				if err != nil {
-					return err
-				}
-				if len(ws) != 20 {
-					return fmt.Errorf("%d workers after the rebuild, want 20", len(ws))
-				}
-				return nil
-			})
-			if err := n.FSM().Check(); err != nil {
-				t.Fatalf("rebuilt state: %v", err)
-			}
+			waitRebuilt(t, n, 20)
 			if _, err := os.Stat(statePath + ".open"); err != nil {
 				t.Fatalf("no open-marker while the node runs: %v", err)
 			}
 		})
+	}
+}
+
+// waitRebuilt waits until a node's state holds the given number of workers
+// and checks its store.
+func waitRebuilt(t *testing.T, n *raftnode.Node, workers int) {
+	t.Helper()
+	waitFor(t, 10*time.Second, func() error {
+		ws, err := n.FSM().Workers()
+		if err != nil {
+			return err
+		}
+		if len(ws) != workers {
+			return fmt.Errorf("%d workers after the rebuild, want %d", len(ws), workers)
+		}
+		return nil
+	})
+	if err := n.FSM().Check(); err != nil {
+		t.Fatalf("rebuilt state: %v", err)
 	}
 }
 
@@ -245,19 +252,7 @@ func TestDamagedStateFileIsRebuiltAtStart(t *testing.T) {
 					t.Fatalf("the damaged file was not set aside: %v", err)
 				}
 				waitFor(t, 10*time.Second, leads(n))
-				waitFor(t, 10*time.Second, func() error {
-					ws, err := n.FSM().Workers()
-					if err != nil {
-						return err
-					}
-					if len(ws) != 20 {
-						return fmt.Errorf("%d workers after the rebuild, want 20", len(ws))
-					}
-					return nil
-				})
-				if err := n.FSM().Check(); err != nil {
-					t.Fatalf("rebuilt state: %v", err)
-				}
+				waitRebuilt(t, n, 20)
 				if _, err := n.FSM().Job("job-1"); err != nil {
 					t.Fatalf("job-1 after the rebuild: %v", err)
 				}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // ErrDamaged means a file is not a whole, consistent state file this binary
@@ -84,7 +85,7 @@ func verifyGuarded(path string, info *Info, full bool) (err error) {
 	}()
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
-		if errors.Is(err, bolt.ErrTimeout) {
+		if errors.Is(err, berrors.ErrTimeout) {
 			return fmt.Errorf("verify: open %s: %w (is a server running on it?)", path, err)
 		}
 		return fmt.Errorf("%w: %w", ErrDamaged, err)

@@ -26,19 +26,7 @@ import (
 // backup's, and the killed node, restarted on a damaged state file, rebuilds
 // it. Damaged backups are refused before and after, changing nothing.
 func TestRestoreIntoARunningCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: starts three server processes")
-	}
-	bin := workronBinary(t)
-	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
-	t.Cleanup(hc.CloseIdleConnections)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	fx := makeBackup(t, ctx, hc)
-	info, err := store.Verify(fx.file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, hc, ctx, fx, info := restoreSetup(t)
 
 	c := startCluster(t, bin, t.TempDir())
 	lead := c.leader(t)
@@ -121,19 +109,7 @@ func TestRestoreIntoARunningCluster(t *testing.T) {
 // join it with empty data directories. Then the node that restored is
 // killed: the two that joined hold every restored job.
 func TestOfflineRestoreOnThreeNodes(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end test: starts three server processes")
-	}
-	bin := workronBinary(t)
-	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
-	t.Cleanup(hc.CloseIdleConnections)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	fx := makeBackup(t, ctx, hc)
-	info, err := store.Verify(fx.file)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bin, hc, ctx, fx, info := restoreSetup(t)
 	dir := t.TempDir()
 
 	t.Run("DamagedBackupsAreRefusedAndTheDirectoryStaysUnmade", func(t *testing.T) {
@@ -213,6 +189,26 @@ func TestOfflineRestoreOnThreeNodes(t *testing.T) {
 			t.Errorf("node %s exited; see its log", n.name)
 		}
 	}
+}
+
+// restoreSetup skips in -short mode, builds the binary and makes a backup
+// (and what Verify says of it) for an end-to-end restore test.
+func restoreSetup(t *testing.T) (string, *http.Client, context.Context, backupFixture, store.Info) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test: starts three server processes")
+	}
+	bin := workronBinary(t)
+	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
+	t.Cleanup(hc.CloseIdleConnections)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	fx := makeBackup(t, ctx, hc)
+	info, err := store.Verify(fx.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin, hc, ctx, fx, info
 }
 
 // checkGoesOn checks that a restored cluster numbers its next job after the
