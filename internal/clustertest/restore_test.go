@@ -3,11 +3,13 @@ package clustertest_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
 	"github.com/workron/workron/raftnode"
@@ -106,4 +108,42 @@ func TestRestoreThroughRaft(t *testing.T) {
 	}
 	c.Converged(t, 10*time.Second)
 	wantJobs(5)
+}
+
+// TestRestoreOverHTTP: POST /restore refuses, changing nothing, a body
+// above the limit (413) and one that is not a backup (400), through a
+// follower as on the leader.
+func TestRestoreOverHTTP(t *testing.T) {
+	c := newCluster(t, 3, clustertest.WithConfig(func(_ int, _ *raftnode.Config, ac *api.Config) { ac.MaxRestoreBytes = 64 << 10 }))
+	lead := c.Leader(t)
+	submit(t, c.URL(lead), wire.SubmitRequest{Command: "echo kept"})
+	before := c.Converged(t, 10*time.Second)
+	d := c.Digest(t, lead)
+	f := c.Followers(t)[0]
+	for _, tc := range []struct {
+		name   string
+		body   []byte
+		status int
+		code   string
+	}{
+		{"TooLarge", make([]byte, 65<<10), http.StatusRequestEntityTooLarge, "too_large"},
+		{"Empty", nil, http.StatusBadRequest, "bad_backup"},
+		{"NotABackup", bytes.Repeat([]byte("not a backup\n"), 1000), http.StatusBadRequest, "bad_backup"},
+	} {
+		for _, node := range []int{lead, f} {
+			resp, err := http.Post(c.URL(node)+"/restore", "application/octet-stream", bytes.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e wire.Error
+			_ = json.NewDecoder(resp.Body).Decode(&e)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || e.Code != tc.code {
+				t.Errorf("%s to %s: HTTP %d %+v, want %d %s", tc.name, c.Node(node).ID(), resp.StatusCode, e, tc.status, tc.code)
+			}
+		}
+	}
+	if got := c.Converged(t, 10*time.Second); got != before || c.Digest(t, lead) != d {
+		t.Fatalf("refused restores changed the state: index %d, was %d", got, before)
+	}
 }
