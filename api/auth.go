@@ -78,6 +78,7 @@ var routeRoles = map[string]Role{
 	"POST /cluster/join":             RoleAdmin,
 	"DELETE /cluster/nodes/{id}":     RoleAdmin,
 	"GET /backup":                    RoleAdmin,
+	"POST /restore":                  RoleAdmin,
 	"GET /debug/digest":              RoleAdmin,
 	"GET /debug/pprof/":              RoleAdmin,
 	"POST /debug/pprof/symbol":       RoleAdmin,

@@ -88,6 +88,9 @@ func (n *loneNode) Stats() raftnode.Stats                          { return raft
 func (n *loneNode) WriteBackup(io.Writer) (int64, error)           { return 0, nil }
 func (n *loneNode) ClusterProtocol() int                           { return fsm.ProtocolVersion }
 func (n *loneNode) SetMemberProtocols(map[string]int)              {}
+func (n *loneNode) Restore(context.Context, io.Reader) (raftnode.RestoreInfo, error) {
+	return raftnode.RestoreInfo{}, nil
+}
 
 // schedEnv is a Server over a loneNode, driven by a test clock.
 type schedEnv struct {

@@ -48,6 +48,7 @@ type Raft interface {
 	WriteBackup(w io.Writer) (int64, error)
 	ClusterProtocol() int
 	SetMemberProtocols(m map[string]int)
+	Restore(ctx context.Context, r io.Reader) (raftnode.RestoreInfo, error)
 }
 
 // Config configures a Server.
@@ -77,6 +78,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxBatchBodyBytes caps a batch submit's body. Defaults to 32 MiB.
 	MaxBatchBodyBytes int64
+	// MaxRestoreBytes caps the backup POST /restore takes. Defaults to
+	// 16 GiB.
+	MaxRestoreBytes int64
 	// MaxBatchJobs caps the jobs of one batch submit. Defaults to 1000.
 	MaxBatchJobs int
 	// Retention is how long finished jobs are kept when they give no
@@ -145,6 +149,7 @@ func DefaultConfig() Config {
 		ReapInterval:      time.Second,
 		MaxBodyBytes:      1 << 20,
 		MaxBatchBodyBytes: 32 << 20,
+		MaxRestoreBytes:   16 << 30,
 		MaxBatchJobs:      1000,
 		MaxLongPolls:      1024,
 		Retention:         168 * time.Hour,
@@ -239,6 +244,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.ReserveTimeout = cmp.Or(cfg.ReserveTimeout, def.ReserveTimeout)
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, def.DrainTimeout)
 	cfg.MaxLongPolls = cmp.Or(cfg.MaxLongPolls, def.MaxLongPolls)
+	cfg.MaxRestoreBytes = cmp.Or(cfg.MaxRestoreBytes, def.MaxRestoreBytes)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -310,6 +316,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /cluster/join", w(s.handleJoin))
 	s.mux.HandleFunc("DELETE /cluster/nodes/{id}", w(s.handleRemove))
 	s.mux.HandleFunc("GET /backup", r(s.handleBackup))
+	s.mux.HandleFunc("POST /restore", w(s.handleRestore))
 	s.mux.HandleFunc("GET /debug/digest", s.handleDigest)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	if s.cfg.Pprof {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -64,6 +65,8 @@ type Node struct {
 	ready        leaderReady
 	member       membership
 	protocols    memberProtocols
+	restoreMu    sync.Mutex    // one restore at a time
+	restored     chan struct{} // a restore replaced the state: restart the leader's run
 }
 
 // entryMetrics counts what the proposer packs.
@@ -101,11 +104,15 @@ func Open(cfg Config) (*Node, error) {
 		proposerDone: make(chan struct{}),
 		leaderDone:   make(chan struct{}),
 		notifyCh:     make(chan bool, 16),
+		restored:     make(chan struct{}, 1),
 		metrics:      entryMetrics{perEntry: newHistogram(entryBounds), apply: newHistogram(applyBounds)},
 		clock:        clusterClock{now: cfg.Now},
 		memberDone:   make(chan struct{}),
 	}
 	if err := n.open(); err != nil {
+		if n.transport != nil {
+			n.transport.Close()
+		}
 		n.closeStores()
 		return nil, err
 	}
@@ -127,7 +134,20 @@ func (n *Node) open() error {
 	}
 	n.fsm, err = fsm.New(n.state, cfg.Logger)
 	if err != nil {
-		return fmt.Errorf("load state: %w", err)
+		// A record the index rebuild cannot read: the file is damaged in a
+		// way the start's page check does not see. Rebuild it too.
+		path := n.state.Path()
+		n.state.Close()
+		n.state = nil
+		if err := n.setAside(path, fmt.Errorf("load state: %w", err)); err != nil {
+			return err
+		}
+		if n.state, err = n.openState(path); err != nil {
+			return err
+		}
+		if n.fsm, err = fsm.New(n.state, cfg.Logger); err != nil {
+			return fmt.Errorf("load state: %w", err)
+		}
 	}
 	n.logStore, err = raftboltdb.New(raftboltdb.Options{
 		Path:        filepath.Join(cfg.DataDir, "raft.db"),
@@ -223,14 +243,18 @@ func (n *Node) catchUpFromSnapshot() error {
 }
 
 func (n *Node) bootstrap(rc *raft.Config) error {
-	if !n.cfg.Bootstrap && len(n.cfg.Peers) == 0 {
-		return nil
-	}
 	has, err := raft.HasExistingState(n.logStore, n.logStore, n.snaps)
 	if err != nil {
 		return fmt.Errorf("check existing state: %w", err)
 	}
 	if has {
+		return nil
+	}
+	if hasStagedRestore(n.cfg.DataDir) && (!n.cfg.Bootstrap || len(n.cfg.Peers) > 0) {
+		return fmt.Errorf("%s holds a backup staged by `workron restore --data`: start this node alone with --bootstrap "+
+			"(no --peers), then the others with empty data directories and --join", n.cfg.DataDir)
+	}
+	if !n.cfg.Bootstrap && len(n.cfg.Peers) == 0 {
 		return nil
 	}
 	var conf raft.Configuration
@@ -257,6 +281,12 @@ func (n *Node) runLeadership() {
 		select {
 		case <-n.shutdownCh:
 			return
+		case <-n.restored:
+			if run != nil {
+				n.logger.Info("state restored: restarting the leader's loops")
+				run.stop()
+				run = startLeaderRun(n.cfg.OnLeader)
+			}
 		case leader := <-n.notifyCh:
 			if !leader {
 				n.logger.Info("lost leadership")
@@ -278,6 +308,7 @@ func (n *Node) runLeadership() {
 					"(a node whose clock was ahead led): run_at times and schedules run early by as much until the clocks catch up",
 					"ahead", ahead.Round(time.Millisecond).String())
 			}
+			n.runStagedRestore()
 			n.ready.set(term)
 			if n.cfg.OnLeader != nil {
 				run = startLeaderRun(n.cfg.OnLeader)
@@ -370,6 +401,9 @@ func dirtyMarker(statePath string) string { return statePath + ".open" }
 func (n *Node) openState(path string) (*store.Store, error) {
 	opts := store.Options{NoSync: !n.cfg.StateFsync}
 	if !opts.NoSync {
+		if err := n.setAsideDamagedState(path); err != nil {
+			return nil, err
+		}
 		return store.Open(path, opts)
 	}
 	marker := dirtyMarker(path)
@@ -382,6 +416,9 @@ func (n *Node) openState(path string) (*store.Store, error) {
 			}
 		}
 	}
+	if err := n.setAsideDamagedState(path); err != nil {
+		return nil, err
+	}
 	st, err := store.Open(path, opts)
 	if err != nil {
 		return nil, err
@@ -391,6 +428,43 @@ func (n *Node) openState(path string) (*store.Store, error) {
 		return nil, fmt.Errorf("write %s: %w", marker, err)
 	}
 	return st, nil
+}
+
+// setAsideDamagedState checks the state file, if there is one, with
+// store.VerifyPages (the full store.Verify would add seconds to the start of
+// a node holding a million jobs; a record that does not decode is found when
+// the FSM loads, and handled the same way). A damaged one is renamed to state.db.damaged (replacing an
+// older one) and the state is rebuilt, like a lost one, from the newest
+// snapshot and the Raft log: they hold every committed entry, and a state
+// file is only ever a cache of applying them. Opening a damaged file would
+// crash bbolt, at start or later.
+func (n *Node) setAsideDamagedState(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	_, err := store.VerifyPages(path)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, store.ErrDamaged) {
+		return fmt.Errorf("check state file: %w", err)
+	}
+	return n.setAside(path, err)
+}
+
+// setAside renames a damaged state file to state.db.damaged, so the state
+// is rebuilt from the snapshot and the log; why says what is wrong.
+func (n *Node) setAside(path string, why error) error {
+	err := why
+	aside := path + ".damaged"
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return fmt.Errorf("state file is damaged (%w), and moving it aside failed: %w; "+
+			"remove it by hand and start again: the node rebuilds it from its snapshot and Raft log", err, rerr)
+	}
+	syncDir(filepath.Dir(path))
+	n.logger.Warn("state file is damaged; moved it aside and rebuilding the state from the snapshot and the Raft log",
+		"err", err, "moved_to", aside)
+	return nil
 }
 
 // bootID names this boot of the machine ("" where the kernel does not say).

@@ -379,6 +379,16 @@ type Digest struct {
 	Check string `json:"check"`
 }
 
+// Restore is the reply of POST /restore.
+type Restore struct {
+	Jobs  int   `json:"jobs"`  // jobs in the restored state
+	Bytes int64 `json:"bytes"` // size of the backup
+	// BackupIndex is the Raft index the backup was taken at (in its
+	// cluster); Index is the index the restored state stands at in this one.
+	BackupIndex uint64 `json:"backup_index"`
+	Index       uint64 `json:"index"`
+}
+
 // Cluster is the reply of GET /cluster.
 type Cluster struct {
 	Leader       string `json:"leader"`
