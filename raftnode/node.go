@@ -57,6 +57,8 @@ type Node struct {
 	snapStats    snapshotRecorder
 	clock        clusterClock
 	ready        leaderReady
+	// leaderChanged fires on every leader change this node observes.
+	leaderChanged signal
 }
 
 // entryMetrics counts what the proposer packs.
@@ -101,6 +103,7 @@ func Open(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
+	n.watchLeader()
 	go n.runProposer()
 	go n.runLeadership()
 	return n, nil
