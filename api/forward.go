@@ -73,7 +73,7 @@ func (s *Server) newProxy() *httputil.ReverseProxy {
 			switch {
 			case errors.Is(err, errLeaderUnavailable), isDialError(err):
 				try.retry = true
-			case errors.Is(context.Cause(r.Context()), errDraining):
+			case r.Context().Err() != nil && s.isDraining():
 				writeUnknownOutcome(w, "this node stopped while the leader was handling the request")
 			default:
 				writeUnknownOutcome(w, "lost the connection to the leader: "+err.Error())
@@ -250,8 +250,11 @@ func (s *Server) serveLeader(w http.ResponseWriter, r *http.Request, c *leaderCa
 			}
 		}
 		if !s.awaitLeaderChange(ctx, c.until) {
-			writeError(w, http.StatusServiceUnavailable, "no_leader",
-				fmt.Sprintf("no leader this node can reach (waited %s); nothing was done, retry", s.cfg.LeaderWait))
+			msg := fmt.Sprintf("no leader this node can reach (waited %s); nothing was done, retry", s.cfg.LeaderWait)
+			if s.isDraining() {
+				msg = "this node is shutting down; nothing was done, retry on another node"
+			}
+			writeError(w, http.StatusServiceUnavailable, "no_leader", msg)
 			return
 		}
 	}

@@ -384,7 +384,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		}
 		writeError(w, http.StatusServiceUnavailable, "no_leader", "this node cannot reach a leader right now; nothing was done, retry")
 	case errors.Is(err, raftnode.ErrUnknownOutcome):
-		writeUnknownOutcome(w, "the leader lost its leadership or stopped before the command was known to be committed")
+		writeUnknownOutcome(w, "the command was handed to Raft but is not known to be committed (the leader lost its leadership, stopped, or took too long)")
 	default:
 		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err, "request_id", requestID(r.Context()))
 		writeError(w, http.StatusInternalServerError, "internal", err.Error())
