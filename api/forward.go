@@ -279,6 +279,9 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, c *leaderCa
 	ctx = context.WithValue(context.WithValue(ctx, keyTarget, target), keyTry, try)
 	out := r.WithContext(ctx)
 	out.Body, out.ContentLength, out.TransferEncoding = c.reader(), int64(len(c.body)), nil
+	// Lets the transport resend on a fresh connection when a pooled one
+	// turns out dead before anything was written.
+	out.GetBody = func() (io.ReadCloser, error) { return c.reader(), nil }
 	s.proxy.ServeHTTP(w, out)
 	return try.retry
 }

@@ -33,7 +33,7 @@ func (s *signal) fire() {
 
 // watchLeader registers a Raft observer of leader changes (an election won
 // or a new leader heard of, by this node) and fires n.leaderChanged for
-// each until the node shuts down.
+// each until the node shuts down (and once more then).
 func (n *Node) watchLeader() {
 	obs := make(chan raft.Observation, 16)
 	o := raft.NewObserver(obs, false, func(o *raft.Observation) bool {
@@ -42,6 +42,7 @@ func (n *Node) watchLeader() {
 	})
 	n.raft.RegisterObserver(o)
 	go func() {
+		defer close(n.watchDone)
 		defer n.raft.DeregisterObserver(o)
 		for {
 			select {

@@ -59,6 +59,7 @@ type Node struct {
 	ready        leaderReady
 	// leaderChanged fires on every leader change this node observes.
 	leaderChanged signal
+	watchDone     chan struct{}
 }
 
 // entryMetrics counts what the proposer packs.
@@ -95,6 +96,7 @@ func Open(cfg Config) (*Node, error) {
 		shutdownCh:   make(chan struct{}),
 		proposerDone: make(chan struct{}),
 		leaderDone:   make(chan struct{}),
+		watchDone:    make(chan struct{}),
 		notifyCh:     make(chan bool, 16),
 		metrics:      entryMetrics{perEntry: newHistogram(entryBounds), apply: newHistogram(applyBounds)},
 		clock:        clusterClock{now: cfg.Now},
@@ -315,6 +317,7 @@ func (n *Node) Shutdown() error {
 			}
 		}
 		close(n.shutdownCh)
+		<-n.watchDone
 		<-n.leaderDone
 		<-n.proposerDone
 		if n.raft != nil {
