@@ -263,7 +263,7 @@ func (s *Server) serveLeader(w http.ResponseWriter, r *http.Request, c *leaderCa
 // forwardOnce sends c to the leader at target; it reports whether nothing
 // was done and nothing written, so the request may be tried again.
 func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, c *leaderCall, target *url.URL) bool {
-	ctx, cancel := context.WithCancelCause(r.Context())
+	cut, cancel := context.WithCancelCause(r.Context())
 	defer cancel(nil)
 	if longPoll(r) {
 		// A stopping node does not wait for its forwarded long-polls.
@@ -271,13 +271,12 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, c *leaderCa
 			select {
 			case <-s.draining:
 				cancel(errDraining)
-			case <-ctx.Done():
+			case <-cut.Done():
 			}
 		}()
 	}
 	try := &forwardTry{until: c.until}
-	ctx = context.WithValue(context.WithValue(ctx, keyTarget, target), keyTry, try)
-	out := r.WithContext(ctx)
+	out := r.WithContext(context.WithValue(context.WithValue(cut, keyTarget, target), keyTry, try))
 	out.Body, out.ContentLength, out.TransferEncoding = c.reader(), int64(len(c.body)), nil
 	// Lets the transport resend on a fresh connection when a pooled one
 	// turns out dead before anything was written.
