@@ -233,6 +233,9 @@ func (s *Server) leaderRead(h http.HandlerFunc) http.HandlerFunc {
 func (s *Server) serveLeader(w http.ResponseWriter, r *http.Request, c *leaderCall) {
 	ctx := r.Context()
 	for {
+		// Without a known leader, its address may arrive with the next
+		// applied entry; after a failed try, only a new leader or time helps.
+		addressWanted := false
 		if s.node.IsLeader() {
 			c.again = false
 			r.Body = c.reader()
@@ -248,8 +251,10 @@ func (s *Server) serveLeader(w http.ResponseWriter, r *http.Request, c *leaderCa
 			if !s.forwardOnce(w, r, c, target) {
 				return
 			}
+		} else {
+			addressWanted = true
 		}
-		if !s.awaitLeaderChange(ctx, c.until) {
+		if !s.awaitLeaderChange(ctx, c.until, addressWanted) {
 			msg := fmt.Sprintf("no leader this node can reach (waited %s); nothing was done, retry", s.cfg.LeaderWait)
 			if s.isDraining() {
 				msg = "this node is shutting down; nothing was done, retry on another node"
@@ -290,11 +295,15 @@ func longPoll(r *http.Request) bool {
 	return r.Pattern == "POST /jobs/claim" || r.Pattern == "GET /jobs/next"
 }
 
-// awaitLeaderChange waits until this node leads or knows the leader's HTTP
-// address, or the leader changes, or a moment passes; false once until is
-// past or ctx ends.
-func (s *Server) awaitLeaderChange(ctx context.Context, until time.Time) bool {
-	changed, applied := s.node.LeaderChanged(), s.state.Changed()
+// awaitLeaderChange waits until the leader changes, or (with
+// addressWanted) an entry is applied, which may hold the leader's HTTP
+// address, or a moment passes; false once until is past or ctx ends.
+func (s *Server) awaitLeaderChange(ctx context.Context, until time.Time, addressWanted bool) bool {
+	changed := s.node.LeaderChanged()
+	var applied <-chan struct{} // nil: never
+	if addressWanted {
+		applied = s.state.Changed()
+	}
 	left := time.Until(until)
 	if left <= 0 {
 		return false
