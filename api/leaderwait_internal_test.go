@@ -105,3 +105,23 @@ func TestRequestOnADeposedLeaderIsServedByTheNextOne(t *testing.T) {
 		}
 	})
 }
+
+func TestLeaderWaitConfig(t *testing.T) {
+	cfg := DefaultConfig()
+	if cfg.LeaderWait != 5*time.Second {
+		t.Errorf("default LeaderWait = %s, want 5s", cfg.LeaderWait)
+	}
+	cfg.Node, cfg.State, cfg.AdvertiseHTTP = &loneNode{}, &fsm.FSM{}, "http://127.0.0.1:1"
+	for _, d := range []time.Duration{0, time.Minute} {
+		cfg.LeaderWait = d
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("LeaderWait %s: %v", d, err)
+		}
+	}
+	for _, d := range []time.Duration{-time.Second, 2 * time.Minute} {
+		cfg.LeaderWait = d
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "LeaderWait") {
+			t.Errorf("LeaderWait %s: got %v, want an error naming LeaderWait", d, err)
+		}
+	}
+}
