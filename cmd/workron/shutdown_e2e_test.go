@@ -56,8 +56,11 @@ func TestStoppingNodeAnswersForwardedRequests(t *testing.T) {
 		t.Skip("end-to-end test: starts three processes")
 	}
 	bin := workronBinary(t)
-	// Slow Raft timeouts: the leader, stopped for a moment below, stays leader.
-	c := startCluster(t, bin, t.TempDir(), "--raft-heartbeat-timeout", "3s", "--raft-election-timeout", "3s")
+	// Slow Raft timeouts, so that the leader stopped for a moment below most
+	// likely leads on; should it step down all the same, the follower waits
+	// (--leader-wait) for the next one.
+	c := startCluster(t, bin, t.TempDir(), "--raft-heartbeat-timeout", "3s", "--raft-election-timeout", "3s",
+		"--leader-wait", "15s")
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 	t.Cleanup(hc.CloseIdleConnections)
 	follower := func(l *node) *node {
@@ -84,7 +87,8 @@ func TestStoppingNodeAnswersForwardedRequests(t *testing.T) {
 			t.Fatalf("no submit through %s succeeded", f.name)
 		}
 		// The leader, stopped, accepts the forwarded connection but does not
-		// answer: the submit is in flight on the follower when it gets SIGTERM.
+		// answer: the submit is in flight on the follower when it gets
+		// SIGTERM. The stop is kept well under the leader's 500ms lease.
 		l.signal(t, syscall.SIGSTOP)
 		resumed := false
 		defer func() {
@@ -97,9 +101,9 @@ func TestStoppingNodeAnswersForwardedRequests(t *testing.T) {
 			s, b, err := tryPost(hc, f.url+"/jobs", `{"command":"echo stopping","idempotency_key":"stop-submit"}`)
 			done <- postResult{s, b, err}
 		}()
-		time.Sleep(500 * time.Millisecond) // the follower forwards meanwhile: nothing to poll for
+		time.Sleep(100 * time.Millisecond) // the follower forwards meanwhile: nothing to poll for
 		f.signal(t, syscall.SIGTERM)
-		time.Sleep(300 * time.Millisecond) // the follower is stopping
+		time.Sleep(100 * time.Millisecond) // the follower is stopping
 		l.signal(t, syscall.SIGCONT)
 		resumed = true
 
