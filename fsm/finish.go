@@ -145,7 +145,7 @@ func (a *applier) endAttempt(j *store.Job, st store.Status, msg string, expired 
 // unblockDependents counts a finished dependency off each dependent and makes
 // those with none left pending.
 func (a *applier) unblockDependents(j *store.Job) {
-	for _, id := range j.Dependents {
+	for _, id := range a.tx.Dependents(j.Seq) {
 		d, err := a.job(id)
 		if err != nil || d.Status != store.StatusBlocked {
 			continue
@@ -214,7 +214,7 @@ func (a *applier) walkDependents(j *store.Job, change func(parent, d *store.Job)
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		for _, id := range p.Dependents {
+		for _, id := range a.tx.Dependents(p.Seq) {
 			if d, err := a.job(id); err == nil && change(p, d) {
 				queue = append(queue, d)
 			}

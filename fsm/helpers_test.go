@@ -262,6 +262,16 @@ func (h *harness) job(id string) *store.Job {
 	return j
 }
 
+// dependents lists the ids of the jobs that depend on the job.
+func (h *harness) dependents(id string) []string {
+	h.t.Helper()
+	ids, err := h.f.Dependents(id)
+	if err != nil {
+		h.t.Fatalf("dependents of %s: %v", id, err)
+	}
+	return ids
+}
+
 // submit creates jobs and returns them.
 func (h *harness) submit(jobs ...fsm.NewJob) []*store.Job {
 	h.t.Helper()

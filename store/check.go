@@ -8,8 +8,9 @@ import (
 )
 
 // Check verifies that the indexes agree with the job records: every job has
-// one seq entry and one status entry naming it, and no index entry points
-// nowhere. Tests call it at cleanup.
+// one seq entry and one status entry naming it, no index entry points
+// nowhere, and every dependency edge joins two existing jobs. Tests call it
+// at cleanup.
 func (s *Store) Check() error {
 	return s.View(func(t *Tx) error {
 		jobs, expiring := 0, 0
@@ -45,7 +46,7 @@ func (s *Store) Check() error {
 		if n := t.tx.Bucket(bucketStatus).Stats().KeyN; n != jobs {
 			return fmt.Errorf("status index has %d entries for %d jobs", n, jobs)
 		}
-		return nil
+		return t.checkEdges()
 	})
 }
 

@@ -113,9 +113,12 @@ func (t *Tx) UpdateJob(j *Job, prev Status, index uint64) error {
 	return b.Put(statusKey(j.Status, j.Seq), []byte(j.ID))
 }
 
-// DeleteJob removes a job and its index entries (its idempotency key is
-// the caller's to keep or drop).
+// DeleteJob removes a job, its index entries and its dependency edges both
+// ways (its idempotency key is the caller's to keep or drop).
 func (t *Tx) DeleteJob(j *Job) error {
+	if err := t.deleteEdges(j); err != nil {
+		return err
+	}
 	if err := t.tx.Bucket(bucketJobs).Delete([]byte(j.ID)); err != nil {
 		return fmt.Errorf("delete job %s: %w", j.ID, err)
 	}
