@@ -135,6 +135,12 @@ func (s *Server) claimArgs(req *wire.ClaimRequest) (claimArgs, error) {
 	if len(req.WorkerID) > MaxKeyBytes {
 		return claimArgs{}, invalid("worker_id", "longer than %d bytes", MaxKeyBytes)
 	}
+	if len(req.Queues) > MaxQueues {
+		return claimArgs{}, invalid("queues", "more than %d queues", MaxQueues)
+	}
+	if len(req.Types) > MaxTypes {
+		return claimArgs{}, invalid("types", "more than %d types", MaxTypes)
+	}
 	for _, q := range req.Queues {
 		if err := validName("queues", q); err != nil {
 			return claimArgs{}, err
@@ -326,6 +332,8 @@ func checkWorker(w *wire.Worker) error {
 		return invalid("id", "longer than %d bytes", MaxKeyBytes)
 	case len(w.Tags) > MaxMapEntries:
 		return invalid("tags", "more than %d tags", MaxMapEntries)
+	case len(w.Queues) > MaxQueues:
+		return invalid("queues", "more than %d queues", MaxQueues)
 	}
 	if err := checkResources(&w.Resources, func(s string) string { return s }); err != nil {
 		return err
@@ -344,6 +352,10 @@ func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if req.Jobs != nil && len(*req.Jobs) > MaxHeartbeatJobs {
+		s.fail(w, r, invalid("jobs", "more than %d leases", MaxHeartbeatJobs))
 		return
 	}
 	hb := &fsm.WorkerHeartbeat{WorkerID: r.PathValue("id"), LeaseTTL: int64(s.cfg.LeaseTTL)}
