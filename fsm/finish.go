@@ -230,7 +230,7 @@ func (a *applier) revivable(d *store.Job, parent string) bool {
 		return false
 	}
 	for _, id := range d.DependsOn {
-		if dep, err := a.job(id); err == nil && (dep.Status == store.StatusFailed || dep.Status == store.StatusCancelled) {
+		if dep, err := a.tx.JobHead(id); err == nil && (dep.Status == store.StatusFailed || dep.Status == store.StatusCancelled) {
 			return false
 		}
 	}
@@ -241,7 +241,7 @@ func (a *applier) revivable(d *store.Job, parent string) bool {
 func (a *applier) waitingOn(j *store.Job) int {
 	n := 0
 	for _, id := range j.DependsOn {
-		if d, err := a.job(id); err == nil && d.Status != store.StatusDone {
+		if d, err := a.tx.JobHead(id); err == nil && d.Status != store.StatusDone {
 			n++
 		}
 	}

@@ -139,18 +139,16 @@ func (f *FSM) Nodes() ([]*store.Node, error) {
 	return out, err
 }
 
-// Applied is the Raft index of the last applied entry.
+// Applied is the Raft index of the last applied entry whose batch has
+// committed; it never waits for an apply in progress.
 func (f *FSM) Applied() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.applied
+	return f.published.applied.Load()
 }
 
-// LastNow is the time (Unix ns) of the last applied entry: the state's "now".
+// LastNow is the time (Unix ns) of the last applied entry: the state's
+// "now". Like Applied, it never waits for an apply in progress.
 func (f *FSM) LastNow() int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.lastNow
+	return f.published.lastNow.Load()
 }
 
 // Changed returns a channel closed the next time a job may have become

@@ -135,6 +135,14 @@ func (s *Store) Sync() error {
 	return nil
 }
 
+// BytesWritten is how many bytes of pages the write transactions committed
+// since the file was opened (or restored) allocated: what they cost in
+// writes, measured without a clock.
+func (s *Store) BytesWritten() int64 {
+	st := s.db.Stats()
+	return st.TxStats.GetPageAlloc()
+}
+
 // Path is the state file's path.
 func (s *Store) Path() string { return s.path }
 
