@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/fsm"
 )
 
 // TestEveryListIsBounded: each list a request can carry has a limit, and a
@@ -19,15 +21,14 @@ func TestEveryListIsBounded(t *testing.T) {
 	if code, werr := e.do(http.MethodPost, "/jobs", `{"command":"true","metadata":{"k":"v"}}`, &parent); code != http.StatusCreated {
 		t.Fatalf("submit: %d %+v", code, werr)
 	}
-	// MaxDependents jobs depend on parent, in batches of MaxBatchJobs.
-	batch := make([]wire.SubmitRequest, DefaultConfig().MaxBatchJobs)
+	// MaxDependents jobs depend on parent, proposed at once (the FSM does
+	// not limit batches; the API does).
+	batch := make([]fsm.NewJob, MaxDependents)
 	for i := range batch {
-		batch[i] = wire.SubmitRequest{Command: "true", DependsOn: []string{parent.ID}}
+		batch[i] = fsm.NewJob{Command: "true", DependsOn: []string{parent.ID}}
 	}
-	for range MaxDependents / len(batch) {
-		if code, werr := e.do(http.MethodPost, "/jobs/batch", wire.BatchSubmitRequest{Jobs: batch}, nil); code != http.StatusCreated {
-			t.Fatalf("batch: %d %+v", code, werr)
-		}
+	if _, err := e.node.Propose(context.Background(), fsm.Cmd{Op: fsm.OpSubmit, Submit: &fsm.Submit{Jobs: batch}}); err != nil {
+		t.Fatal(err)
 	}
 	if ids, err := e.srv.state.Dependents(parent.ID); err != nil || len(ids) != MaxDependents {
 		t.Fatalf("parent has %d dependents (%v), want %d", len(ids), err, MaxDependents)
@@ -72,13 +73,13 @@ func TestEveryListIsBounded(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := e.digest()
+			before := e.srv.state.Applied()
 			code, werr := e.do(c.method, c.path, c.body, nil)
 			if code != http.StatusBadRequest || werr.Code != "invalid" || !strings.HasPrefix(werr.Error, c.field+":") {
 				t.Fatalf("got %d %+v, want 400 invalid naming %s", code, werr, c.field)
 			}
-			if e.digest() != before {
-				t.Fatal("a refused request changed the state")
+			if after := e.srv.state.Applied(); after != before {
+				t.Fatalf("a refused request was proposed: applied index %d, was %d", after, before)
 			}
 		})
 	}
