@@ -2,7 +2,6 @@ package fsm_test
 
 import (
 	"fmt"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -28,20 +27,7 @@ const (
 // Each entry's apply time and page bytes written are logged, not asserted.
 // Under the race detector the load is divided by raceScale.
 func TestApplyCostIsBounded(t *testing.T) {
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsm.New(st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Check(); err != nil {
-			t.Errorf("check: %v", err)
-		}
-		st.Close()
-	})
+	st, f := newTestStoreFSM(t)
 	h := &harness{t: t, f: f, now: t0}
 	// measure applies cmd as the next entry and returns its bytes written.
 	measure := func(name string, cmd fsm.Cmd) (fsm.Result, int64) {
