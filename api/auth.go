@@ -2,6 +2,7 @@ package api
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"errors"
@@ -77,6 +78,7 @@ var routeRoles = map[string]Role{
 	"POST /cluster/join":             RoleAdmin,
 	"DELETE /cluster/nodes/{id}":     RoleAdmin,
 	"GET /backup":                    RoleAdmin,
+	"POST /restore":                  RoleAdmin,
 	"GET /debug/digest":              RoleAdmin,
 	"GET /debug/pprof/":              RoleAdmin,
 	"POST /debug/pprof/symbol":       RoleAdmin,
@@ -299,8 +301,15 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 			writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("this token may not %s: that needs the %s role", pattern, need))
 			return
 		}
-		next.ServeHTTP(w, r)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyTokenName, e.name)))
 	})
+}
+
+// tokenName is the name of the token that the request was let in with,
+// or "" when the node checks no tokens.
+func tokenName(ctx context.Context) string {
+	name, _ := ctx.Value(keyTokenName).(string)
+	return name
 }
 
 // verifiedPeer reports whether the request came over TLS with a client

@@ -246,7 +246,8 @@ func TestAuth(t *testing.T) {
 		if rec := e.request(http.MethodPost, "/jobs/"+cr.Jobs[0].ID+"/done", clientToken, ""); rec.Code != http.StatusForbidden {
 			t.Errorf("done with a client token: %d", rec.Code)
 		}
-		if rec := e.request(http.MethodPost, "/jobs/"+cr.Jobs[0].ID+"/done", workerToken, ""); rec.Code != http.StatusOK {
+		lease := fmt.Sprintf(`{"lease":%d}`, cr.Jobs[0].Lease) // a claimed attempt's report needs its lease
+		if rec := e.request(http.MethodPost, "/jobs/"+cr.Jobs[0].ID+"/done", workerToken, lease); rec.Code != http.StatusOK {
 			t.Errorf("done with a worker token: %d %s", rec.Code, rec.Body)
 		}
 	})

@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"errors"
+	"log/slog"
 	"net/http"
 	"slices"
 	"sync"
@@ -186,12 +188,17 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	fc := s.fenceFields(r)
+	fc.claim(&args.cmd, true, req.ClaimSeq)
 	var reports func() []wire.BatchReportResult
 	if len(req.Reports) > 0 {
 		reps, err := batchReports(req.Reports)
 		if err != nil {
 			s.fail(w, r, err)
 			return
+		}
+		for _, rep := range reps {
+			fc.report(rep)
 		}
 		// Proposed now, beside the claim: one log entry carries both.
 		reports = s.startReports(r.Context(), reps)
@@ -225,6 +232,7 @@ func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	args.anyQueue = q.Get("queue") == ""
+	s.fenceFields(r).claim(&args.cmd, false, 0) // the seed's worker gets no lease
 	jobs, err := s.boundedClaim(r.Context(), args)
 	if err != nil {
 		s.fail(w, r, err)
@@ -254,9 +262,9 @@ func (s *Server) handleJobHeartbeat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpHeartbeat, Heartbeat: &fsm.Heartbeat{
-		JobID: r.PathValue("id"), Lease: req.Lease, LeaseTTL: int64(s.cfg.LeaseTTL),
-	}})
+	hb := &fsm.Heartbeat{JobID: r.PathValue("id"), Lease: req.Lease, LeaseTTL: int64(s.cfg.LeaseTTL)}
+	s.fenceFields(r).heartbeat(hb)
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpHeartbeat, Heartbeat: hb})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -272,8 +280,10 @@ func (s *Server) handleJobHeartbeat(w http.ResponseWriter, r *http.Request) {
 func (s *Server) handleDone(w http.ResponseWriter, r *http.Request) { s.report(w, r, true) }
 func (s *Server) handleFail(w http.ResponseWriter, r *http.Request) { s.report(w, r, false) }
 
-// report ends an attempt. Without a body (the seed's workers) it applies to
-// the job's current attempt.
+// report ends an attempt. Without a lease (the seed's workers send no
+// body) it applies to the job's current attempt if that was claimed with
+// GET /jobs/next; the FSM refuses it (lease_required) for one claimed with
+// POST /jobs/claim, and (forbidden) for another token's attempt.
 func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 	var req wire.ReportRequest
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
@@ -293,6 +303,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		Final:    req.Retry != nil && !*req.Retry,
 		Draw:     draw(),
 	}
+	s.fenceFields(r).report(rep)
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpReport, Report: rep})
 	if err != nil {
 		s.fail(w, r, err)
@@ -313,10 +324,13 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpRegister, Register: &fsm.Register{Worker: store.Worker{
+	reg := &fsm.Register{Worker: store.Worker{
 		ID: req.ID, ExecAddr: req.ExecAddr, VRAMMB: req.Resources.VRAMMB, MemoryMB: req.Resources.MemoryMB,
 		CPUMillis: req.Resources.CPUMillis, Slots: req.Resources.Slots, Tags: req.Tags, Queues: req.Queues,
-	}}})
+	}}
+	s.fenceFields(r).register(reg)
+	s.releaseSilentID(r.Context(), reg.Worker.ID, reg.Token)
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpRegister, Register: reg})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -348,7 +362,9 @@ func checkWorker(w *wire.Worker) error {
 
 func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 	var req struct {
-		Jobs *[]wire.JobLease `json:"jobs"`
+		Jobs       *[]wire.JobLease `json:"jobs"`
+		ClaimsFrom uint64           `json:"claims_from"`
+		ClaimsTo   uint64           `json:"claims_to"`
 	}
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		s.fail(w, r, err)
@@ -358,18 +374,28 @@ func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, invalid("jobs", "more than %d leases", MaxHeartbeatJobs))
 		return
 	}
+	if req.ClaimsFrom > req.ClaimsTo {
+		s.fail(w, r, invalid("claims_from", "must not be above claims_to"))
+		return
+	}
 	hb := &fsm.WorkerHeartbeat{WorkerID: r.PathValue("id"), LeaseTTL: int64(s.cfg.LeaseTTL)}
+	s.fenceFields(r).workerHeartbeat(hb, req.ClaimsFrom, req.ClaimsTo)
 	if req.Jobs != nil {
 		hb.Listed = true
 		for _, l := range *req.Jobs {
 			hb.Leases = append(hb.Leases, fsm.LeaseRef{JobID: l.JobID, Lease: l.Lease})
 		}
 	}
-	s.lastPoll.Store(hb.WorkerID, time.Now())
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: hb})
+	if !errors.Is(err, fsm.ErrForbidden) {
+		s.lastPoll.Store(hb.WorkerID, time.Now()) // heard from, unless from another token
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	for _, j := range res.Jobs {
+		s.logJob(r.Context(), slog.LevelWarn, "claim reply lost: job given back, attempt not counted", j, "heartbeat_of", hb.WorkerID)
 	}
 	out := wire.WorkerHeartbeatResponse{Renewed: res.Renewed, LeaseExpiresAt: optTime(res.Deadline)}
 	for _, a := range res.Actions {

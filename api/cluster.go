@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,19 +15,9 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
-
-// handleHealth is served by every node from its own view; 503 without a leader.
-func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
-	h := s.health()
-	if h.Leader == "" {
-		w.Header().Set("Retry-After", "1")
-		writeJSON(w, http.StatusServiceUnavailable, h)
-		return
-	}
-	writeJSON(w, http.StatusOK, h)
-}
 
 // handleCluster shows the Raft configuration with each member's addresses
 // and health, probed just now (see HealthProbeTimeout).
@@ -46,7 +38,7 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
 	}
 	leader, _ := s.node.Leader()
 	st := s.node.Stats()
-	out := wire.Cluster{Leader: leader, AppliedIndex: st.AppliedIndex, Term: st.Term}
+	out := wire.Cluster{Leader: leader, AppliedIndex: st.AppliedIndex, Term: st.Term, Protocol: s.node.ClusterProtocol()}
 	if !st.LastContact.IsZero() && s.node.Role() != "leader" {
 		t := st.LastContact.UTC()
 		out.LastContact = &t
@@ -116,7 +108,15 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, wire.Node{ID: req.ID, HTTP: req.HTTP, Raft: req.Raft})
 }
 
-// handleRemove takes a node out of the cluster.
+// RemoveTimeout bounds how long DELETE /cluster/nodes/{id} of the leader
+// waits for leadership to move and for the new leader to remove it.
+const RemoveTimeout = 15 * time.Second
+
+// handleRemove takes a node out of the cluster. It runs on the leader. To
+// remove the leader itself, it first hands leadership to another voter and
+// then asks the new leader to remove it (see removeSelf): a leader that
+// removes itself leaves the cluster without a leader until an election, and
+// cannot write the state's record of the removal.
 func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	servers, err := s.node.Servers()
@@ -124,12 +124,22 @@ func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	found := false
+	found, others := false, 0
 	for _, sv := range servers {
 		found = found || sv.ID == id
+		if sv.ID != id && sv.Voter {
+			others++
+		}
 	}
-	if !found {
+	switch {
+	case !found:
 		writeError(w, http.StatusNotFound, "not_found", "no cluster member "+id)
+		return
+	case others == 0:
+		writeError(w, http.StatusConflict, "conflict", id+" is the cluster's only voter; a cluster cannot remove its last voter")
+		return
+	case id == s.node.ID():
+		s.removeSelf(w, r)
 		return
 	}
 	if err := s.node.RemoveServer(r.Context(), id); err != nil {
@@ -141,7 +151,152 @@ func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger.Info("node removed", "node", id)
-	w.WriteHeader(http.StatusNoContent)
+	writeJSON(w, http.StatusOK, wire.Removal{Removed: id, Leader: s.node.ID(),
+		Message: fmt.Sprintf("%s removed %s from the cluster", s.node.ID(), id)})
+}
+
+// removeSelf removes this node, the leader: it hands leadership over, waits
+// until it knows the new leader's address, and sends the removal there.
+func (s *Server) removeSelf(w http.ResponseWriter, r *http.Request) {
+	self := s.node.ID()
+	ctx, cancel := context.WithTimeout(r.Context(), RemoveTimeout)
+	defer cancel()
+	if err := s.node.TransferLeadership(ctx); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.logger.Info("handed leadership over to remove this node")
+	status, body, err := s.removeAtLeader(ctx, self)
+	switch {
+	case errors.Is(err, raftnode.ErrUnknownOutcome):
+		writeError(w, http.StatusGatewayTimeout, "outcome_unknown",
+			fmt.Sprintf("%s handed leadership over, but the new leader's answer to its removal was lost (%v): see workron cluster status", self, err))
+		return
+	case err != nil:
+		writeError(w, http.StatusServiceUnavailable, "no_leader",
+			fmt.Sprintf("%s handed leadership over but could not have the new leader remove it (%v); %s is still a member: retry", self, err, self))
+		return
+	case status != http.StatusOK:
+		// The new leader's own refusal, passed on as it is.
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(body)
+		return
+	}
+	var rm wire.Removal
+	if err := json.Unmarshal(body, &rm); err != nil {
+		s.fail(w, r, fmt.Errorf("decode the new leader's reply: %w", err))
+		return
+	}
+	rm.LeadershipMoved = true
+	rm.Message = fmt.Sprintf("%s led: it handed leadership to %s, which removed %s from the cluster", self, rm.Leader, self)
+	writeJSON(w, http.StatusOK, rm)
+}
+
+// removeAtLeader asks the leader, once this node knows another one, to
+// remove node id, retrying while the answer says nothing was done (503),
+// and returns the leader's answer. An error means no leader answered
+// otherwise before ctx ended; it wraps raftnode.ErrUnknownOutcome if an
+// attempt whose answer was lost may have removed it.
+func (s *Server) removeAtLeader(ctx context.Context, id string) (int, []byte, error) {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	last := errors.New("no new leader yet")
+	maybe := false // an earlier attempt may have reached the leader
+	for {
+		if lid, _ := s.node.Leader(); lid != "" && lid != s.node.ID() {
+			if u, ok := s.leaderURL(); ok {
+				status, body, err := s.callPeer(ctx, http.MethodDelete, u.String()+"/cluster/nodes/"+url.PathEscape(id), nil)
+				switch {
+				case err != nil:
+					last, maybe = err, true
+				case status == http.StatusServiceUnavailable:
+					last = fmt.Errorf("the new leader %s answered HTTP %d: %s", lid, status, bytes.TrimSpace(body))
+				case status == http.StatusNotFound && maybe:
+					// The attempt whose answer was lost removed it.
+					b, err := json.Marshal(wire.Removal{Removed: id, Leader: lid})
+					return http.StatusOK, b, err
+				default:
+					return status, body, nil
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			if maybe {
+				return 0, nil, fmt.Errorf("%w: %w: %w", raftnode.ErrUnknownOutcome, last, ctx.Err())
+			}
+			return 0, nil, fmt.Errorf("%w: %w", last, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// callPeer sends one request to another node with this node's credentials
+// and returns the status and body.
+func (s *Server) callPeer(ctx context.Context, method, u string, body any) (int, []byte, error) {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, u, rd)
+	if err != nil {
+		return 0, nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if rid := requestID(ctx); rid != "" {
+		req.Header.Set(headerRequestID, rid)
+	}
+	s.authorize(req)
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	out, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, out, err
+}
+
+// refuseIfRemoved answers 503 removed, once this node was removed from the
+// cluster, to every request but GET /health (which says "removed"), the
+// metrics, /debug/ and the dashboard's files.
+func (s *Server) refuseIfRemoved(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.Path
+		if !s.node.Removed() || r.Method == http.MethodGet &&
+			(p == "/health" || p == "/metrics" || strings.HasPrefix(p, "/debug/") || p == "/ui" || strings.HasPrefix(p, "/ui/")) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		writeError(w, http.StatusServiceUnavailable, "removed", s.removedMessage())
+	})
+}
+
+// removedMessage tells a client of a removed node where to go instead.
+func (s *Server) removedMessage() string {
+	msg := "node " + s.node.ID() + " was removed from the cluster; nothing was done: send requests to a member"
+	nodes, err := s.state.Nodes()
+	if err != nil {
+		return msg
+	}
+	var others []string
+	for _, n := range nodes {
+		if n.ID != s.node.ID() && n.HTTP != "" {
+			others = append(others, n.ID+" "+n.HTTP)
+		}
+	}
+	if len(others) > 0 {
+		msg += " (last known: " + strings.Join(others, ", ") + ")"
+	}
+	return msg
 }
 
 // handleBackup streams a consistent copy of the state file.
@@ -151,6 +306,34 @@ func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
 	if _, err := s.node.WriteBackup(w); err != nil {
 		s.logger.Error("backup failed", "err", err)
 	}
+}
+
+// handleRestore replaces the whole cluster's state with the backup in the
+// body, through Raft (raftnode.Node.Restore): every node gets it. A body
+// that is not a whole backup is refused (400 bad_backup) and changes nothing.
+func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
+	info, err := s.node.Restore(r.Context(), http.MaxBytesReader(w, r.Body, s.cfg.MaxRestoreBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case err == nil:
+	case errors.As(err, &tooBig):
+		writeError(w, http.StatusRequestEntityTooLarge, "too_large",
+			fmt.Sprintf("a backup of more than %d bytes; nothing was done", tooBig.Limit))
+		return
+	case errors.Is(err, store.ErrDamaged):
+		writeError(w, http.StatusBadRequest, "bad_backup", "not restored, nothing was changed: the backup is "+
+			strings.TrimPrefix(strings.TrimPrefix(err.Error(), "restore: "), "store: "))
+		return
+	case errors.Is(err, raftnode.ErrUnknownOutcome):
+		writeError(w, http.StatusGatewayTimeout, "outcome_unknown",
+			"the restore may or may not have been done; restoring the same backup again is safe")
+		return
+	default:
+		s.fail(w, r, err)
+		return
+	}
+	s.logger.Info("restored a backup", "jobs", info.Jobs, "bytes", info.Size, "backup_index", info.Applied, "index", info.Index)
+	writeJSON(w, http.StatusOK, wire.Restore{Jobs: info.Jobs, Bytes: info.Size, BackupIndex: info.Applied, Index: info.Index})
 }
 
 // Announce runs until ctx ends: it makes sure this node is a cluster member
@@ -163,7 +346,9 @@ func (s *Server) Announce(ctx context.Context) {
 		if s.announced() {
 			return
 		}
-		if err := s.announceOnce(ctx); err != nil {
+		if s.node.Removed() {
+			s.logger.Debug("announce: this node was removed from the cluster; not asking to join")
+		} else if err := s.announceOnce(ctx); err != nil {
 			s.logger.Debug("announce", "err", err)
 		}
 		select {
@@ -201,29 +386,17 @@ func (s *Server) announceOnce(ctx context.Context) error {
 	if len(targets) == 0 {
 		return fmt.Errorf("no leader known yet and no --join address")
 	}
-	body, _ := json.Marshal(req)
 	var last error
 	for _, t := range targets {
-		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(t, "/")+"/cluster/join", bytes.NewReader(body))
-		if err != nil {
-			cancel()
-			last = fmt.Errorf("join address %q: %w", t, err)
-			continue
-		}
-		hr.Header.Set("Content-Type", "application/json")
-		s.authorize(hr)
-		resp, err := s.client.Do(hr)
-		cancel()
-		if err != nil {
-			last = err
-			continue
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusOK {
+		status, _, err := s.callPeer(ctx, http.MethodPost, strings.TrimRight(t, "/")+"/cluster/join", req)
+		switch {
+		case err != nil:
+			last = fmt.Errorf("join via %s: %w", t, err)
+		case status == http.StatusOK:
 			return nil
+		default:
+			last = fmt.Errorf("join via %s: HTTP %d", t, status)
 		}
-		last = fmt.Errorf("join via %s: HTTP %d", t, resp.StatusCode)
 	}
 	return last
 }

@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -55,7 +56,7 @@ func TestClusterShowsEachNodesHealth(t *testing.T) {
 		silent := hangingServer(t)
 		doHTTP(t, hc, http.StatusOK, "POST", c.URL(leader)+"/cluster/join",
 			wire.JoinRequest{ID: "silent", Raft: "127.0.0.1:1", HTTP: "http://" + silent})
-		t.Cleanup(func() { doHTTP(t, hc, http.StatusNoContent, "DELETE", c.URL(c.Leader(t))+"/cluster/nodes/silent", nil) })
+		t.Cleanup(func() { doHTTP(t, hc, http.StatusOK, "DELETE", c.URL(c.Leader(t))+"/cluster/nodes/silent", nil) })
 		var cl wire.Cluster
 		clustertest.WaitFor(t, 5*time.Second, func() error {
 			cl = cluster(t, leader)
@@ -90,6 +91,55 @@ func TestClusterShowsEachNodesHealth(t *testing.T) {
 		if h == nil || h.Reachable || h.Error == "" {
 			t.Fatalf("stopped member's health: %+v", h)
 		}
+	})
+}
+
+// TestRemoveNode checks DELETE /cluster/nodes/{id} of a follower and of the
+// only voter (removing a leader runs against the real binary in
+// cmd/workron's TestRemovingTheLeader).
+func TestRemoveNode(t *testing.T) {
+	hc := httpClient(t)
+
+	t.Run("AFollowerIsRemovedAndSaysSo", func(t *testing.T) {
+		c := clustertest.New(t, 3)
+		leader := c.Leader(t)
+		f := c.Followers(t)[0]
+		id := c.Node(f).ID()
+		rm := decodeJSON[wire.Removal](t, doHTTP(t, hc, http.StatusOK, "DELETE", c.URL(leader)+"/cluster/nodes/"+id, nil))
+		want := wire.Removal{Removed: id, Leader: c.Node(leader).ID(), Message: c.Node(leader).ID() + " removed " + id + " from the cluster"}
+		if rm != want {
+			t.Fatalf("reply %+v, want %+v", rm, want)
+		}
+		clustertest.WaitFor(t, 10*time.Second, func() error {
+			if !c.Node(f).Raft().Removed() {
+				sv, _ := c.Node(f).Raft().Servers()
+				l, _ := c.Node(f).Raft().Leader()
+				return fmt.Errorf("the removed node does not know yet: servers %+v, leader %q", sv, l)
+			}
+			return nil
+		})
+		h := decodeJSON[wire.Health](t, doHTTP(t, hc, http.StatusServiceUnavailable, "GET", c.URL(f)+"/health", nil))
+		if h.Status != "removed" {
+			t.Errorf("removed node's /health: %+v", h)
+		}
+		for _, r := range []struct{ method, path string }{{"GET", "/jobs"}, {"POST", "/jobs"}, {"GET", "/cluster"}} {
+			e := decodeJSON[wire.Error](t, doHTTP(t, hc, http.StatusServiceUnavailable, r.method, c.URL(f)+r.path, wire.SubmitRequest{Command: "true"}))
+			if e.Code != "removed" || !strings.Contains(e.Error, c.URL(leader)) {
+				t.Errorf("%s %s on the removed node: %+v", r.method, r.path, e)
+			}
+		}
+		// Its own state and metrics stay readable.
+		doHTTP(t, hc, http.StatusOK, "GET", c.URL(f)+"/metrics", nil)
+		c.Kill(t, f) // it no longer agrees on a leader, which the cleanup would check
+	})
+
+	t.Run("TheOnlyVoterIsNotRemoved", func(t *testing.T) {
+		c := clustertest.New(t, 1)
+		e := decodeJSON[wire.Error](t, doHTTP(t, hc, http.StatusConflict, "DELETE", c.URL(0)+"/cluster/nodes/n1", nil))
+		if e.Code != "conflict" || !strings.Contains(e.Error, "only voter") {
+			t.Errorf("reply %+v", e)
+		}
+		doHTTP(t, hc, http.StatusCreated, "POST", c.URL(0)+"/jobs", wire.SubmitRequest{Command: "true"})
 	})
 }
 

@@ -25,6 +25,7 @@ type ctxKey int
 const (
 	keyRequestID ctxKey = iota
 	keyTarget
+	keyTokenName
 )
 
 func newTransport() *http.Transport {

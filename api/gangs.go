@@ -179,7 +179,9 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := r.PathValue("id")
-	if _, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpCheckpoint, Checkpoint: &fsm.Checkpoint{JobID: id, Epoch: epoch, Data: data}}); err != nil {
+	ck := &fsm.Checkpoint{JobID: id, Epoch: epoch, Data: data}
+	s.fenceFields(r).gangCall(&ck.Token)
+	if _, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpCheckpoint, Checkpoint: ck}); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -194,7 +196,9 @@ func (s *Server) handlePreempted(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpPreempted, Preempted: &fsm.Preempted{JobID: r.PathValue("id"), Epoch: epoch}})
+	p := &fsm.Preempted{JobID: r.PathValue("id"), Epoch: epoch}
+	s.fenceFields(r).gangCall(&p.Token)
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpPreempted, Preempted: p})
 	if err != nil {
 		s.fail(w, r, err)
 		return

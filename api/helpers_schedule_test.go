@@ -82,8 +82,15 @@ func (n *loneNode) Role() string                                   { return "lea
 func (n *loneNode) Servers() ([]raftnode.Server, error)            { return nil, nil }
 func (n *loneNode) AddVoter(context.Context, string, string) error { return nil }
 func (n *loneNode) RemoveServer(context.Context, string) error     { return nil }
+func (n *loneNode) TransferLeadership(context.Context) error       { return nil }
+func (n *loneNode) Removed() bool                                  { return false }
 func (n *loneNode) Stats() raftnode.Stats                          { return raftnode.Stats{} }
 func (n *loneNode) WriteBackup(io.Writer) (int64, error)           { return 0, nil }
+func (n *loneNode) ClusterProtocol() int                           { return fsm.ProtocolVersion }
+func (n *loneNode) SetMemberProtocols(map[string]int)              {}
+func (n *loneNode) Restore(context.Context, io.Reader) (raftnode.RestoreInfo, error) {
+	return raftnode.RestoreInfo{}, nil
+}
 
 // schedEnv is a Server over a loneNode, driven by a test clock.
 type schedEnv struct {

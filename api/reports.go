@@ -8,6 +8,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/raftnode"
 )
 
 // handleBatchReport ends many attempts in one request (POST /jobs/reports).
@@ -24,6 +25,10 @@ func (s *Server) handleBatchReport(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		s.fail(w, r, err)
 		return
+	}
+	fc := s.fenceFields(r)
+	for _, rep := range reps {
+		fc.report(rep)
 	}
 	writeJSON(w, http.StatusOK, wire.BatchReportResponse{Results: s.startReports(r.Context(), reps)()})
 }
@@ -82,14 +87,23 @@ func (s *Server) startReports(ctx context.Context, reps []*fsm.Report) func() []
 // errorCode is fail's mapping of an error to a sentence and a code, for
 // replies that carry several outcomes.
 func (s *Server) errorCode(err error) (msg, code string) {
-	var ve *fsm.ValidationError
+	var (
+		ve *fsm.ValidationError
+		ue *raftnode.NeedsUpgradeError
+	)
 	switch {
 	case errors.As(err, &ve):
 		return ve.Error(), "invalid"
+	case errors.As(err, &ue):
+		return upgradeMessage(ue), "upgrade_in_progress"
 	case errors.Is(err, fsm.ErrNotFound):
 		return trimPrefix(err), "not_found"
 	case errors.Is(err, fsm.ErrStaleLease):
 		return trimPrefix(err), "stale_lease"
+	case errors.Is(err, fsm.ErrLeaseRequired):
+		return trimPrefix(err), "lease_required"
+	case errors.Is(err, fsm.ErrForbidden):
+		return trimPrefix(err), "forbidden"
 	case errors.Is(err, fsm.ErrNotRunning):
 		return trimPrefix(err), "not_running"
 	case errors.Is(err, fsm.ErrConflict):

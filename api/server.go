@@ -42,8 +42,13 @@ type Raft interface {
 	Servers() ([]raftnode.Server, error)
 	AddVoter(ctx context.Context, id, addr string) error
 	RemoveServer(ctx context.Context, id string) error
+	TransferLeadership(ctx context.Context) error
+	Removed() bool
 	Stats() raftnode.Stats
 	WriteBackup(w io.Writer) (int64, error)
+	ClusterProtocol() int
+	SetMemberProtocols(m map[string]int)
+	Restore(ctx context.Context, r io.Reader) (raftnode.RestoreInfo, error)
 }
 
 // Config configures a Server.
@@ -73,6 +78,9 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxBatchBodyBytes caps a batch submit's body. Defaults to 32 MiB.
 	MaxBatchBodyBytes int64
+	// MaxRestoreBytes caps the backup POST /restore takes. Defaults to
+	// 16 GiB.
+	MaxRestoreBytes int64
 	// MaxBatchJobs caps the jobs of one batch submit. Defaults to 1000.
 	MaxBatchJobs int
 	// Retention is how long finished jobs are kept when they give no
@@ -141,6 +149,7 @@ func DefaultConfig() Config {
 		ReapInterval:      time.Second,
 		MaxBodyBytes:      1 << 20,
 		MaxBatchBodyBytes: 32 << 20,
+		MaxRestoreBytes:   16 << 30,
 		MaxBatchJobs:      1000,
 		MaxLongPolls:      1024,
 		Retention:         168 * time.Hour,
@@ -235,6 +244,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.ReserveTimeout = cmp.Or(cfg.ReserveTimeout, def.ReserveTimeout)
 	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, def.DrainTimeout)
 	cfg.MaxLongPolls = cmp.Or(cfg.MaxLongPolls, def.MaxLongPolls)
+	cfg.MaxRestoreBytes = cmp.Or(cfg.MaxRestoreBytes, def.MaxRestoreBytes)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -266,7 +276,7 @@ func New(cfg Config) (*Server, error) {
 
 // Handler is the node's whole HTTP surface.
 func (s *Server) Handler() http.Handler {
-	return s.withRequestID(s.withAuth(s.mux))
+	return s.withRequestID(s.withAuth(s.refuseIfRemoved(s.mux)))
 }
 
 func (s *Server) routes() {
@@ -306,6 +316,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /cluster/join", w(s.handleJoin))
 	s.mux.HandleFunc("DELETE /cluster/nodes/{id}", w(s.handleRemove))
 	s.mux.HandleFunc("GET /backup", r(s.handleBackup))
+	s.mux.HandleFunc("POST /restore", w(s.handleRestore))
 	s.mux.HandleFunc("GET /debug/digest", s.handleDigest)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	if s.cfg.Pprof {
@@ -340,6 +351,7 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var (
 		ve *fsm.ValidationError
 		be *badRequest
+		ue *raftnode.NeedsUpgradeError
 	)
 	switch {
 	case errors.Is(err, errTooManyLongPolls):
@@ -354,12 +366,18 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, "stale_epoch", trimPrefix(err))
 	case errors.Is(err, fsm.ErrStaleLease):
 		writeError(w, http.StatusConflict, "stale_lease", trimPrefix(err))
+	case errors.Is(err, fsm.ErrLeaseRequired):
+		writeError(w, http.StatusConflict, "lease_required", trimPrefix(err))
+	case errors.Is(err, fsm.ErrForbidden):
+		writeError(w, http.StatusForbidden, "forbidden", trimPrefix(err))
 	case errors.Is(err, fsm.ErrNotRunning):
 		writeError(w, http.StatusConflict, "not_running", trimPrefix(err))
 	case errors.Is(err, fsm.ErrConflict):
 		writeError(w, http.StatusConflict, "conflict", trimPrefix(err))
 	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrNotCommitted), errors.Is(err, raftnode.ErrShutdown):
 		writeError(w, http.StatusServiceUnavailable, "no_leader", "this node cannot reach a leader right now; nothing was done, retry")
+	case errors.As(err, &ue):
+		writeError(w, http.StatusServiceUnavailable, "upgrade_in_progress", upgradeMessage(ue))
 	case errors.Is(err, raftnode.ErrUnknownOutcome):
 		writeError(w, http.StatusGatewayTimeout, "outcome_unknown", "the request may or may not have taken effect; retry with the same idempotency_key to be safe")
 	default:

@@ -3,7 +3,10 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -63,6 +66,8 @@ func newJob(req *wire.SubmitRequest, prefix string, now time.Time, retention tim
 		return nj, invalid(f("type"), "give a command or a type, not both")
 	case len(req.Command) > MaxCommandBytes:
 		return nj, invalid(f("command"), "longer than %d bytes", MaxCommandBytes)
+	case strings.ContainsRune(req.Command, 0):
+		return nj, invalid(f("command"), "must not contain NUL")
 	case len(req.Payload) > MaxPayloadBytes:
 		return nj, invalid(f("payload"), "larger than %d bytes", MaxPayloadBytes)
 	case len(req.Payload) > 0 && !json.Valid(req.Payload):
@@ -90,7 +95,7 @@ func newJob(req *wire.SubmitRequest, prefix string, now time.Time, retention tim
 	if req.Priority > MaxPriority || req.Priority < -MaxPriority {
 		return nj, invalid(f("priority"), "must be within ±%d, got %d", MaxPriority, req.Priority)
 	}
-	if err := checkMap(f("env"), req.Env); err != nil {
+	if err := checkEnv(f("env"), req.Env); err != nil {
 		return nj, err
 	}
 	if err := checkMap(f("metadata"), req.Metadata); err != nil {
@@ -224,6 +229,21 @@ func parseBackoff(b *wire.Backoff, f func(string) string) (store.Backoff, error)
 		return out, invalid(f("backoff.max"), "must be at least backoff.base")
 	}
 	return out, nil
+}
+
+// checkEnv checks a job's env: a map within the limits whose every
+// variable passes wire.CheckEnvVar. Keys are checked in sorted order, so the
+// error names the same one each time.
+func checkEnv(field string, env map[string]string) error {
+	if err := checkMap(field, env); err != nil {
+		return err
+	}
+	for _, k := range slices.Sorted(maps.Keys(env)) {
+		if err := wire.CheckEnvVar(field, k, env[k]); err != nil {
+			return invalid("", "%s", err.Error())
+		}
+	}
+	return nil
 }
 
 func checkMap(field string, m map[string]string) error {

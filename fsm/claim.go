@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/workron/workron/store"
@@ -18,6 +19,9 @@ func (a *applier) claim(c *Claim) Result {
 		// within one entry, and two attempts would share a token.
 		return Result{Err: &ValidationError{Field: "lease_ttl", Reason: "must be positive"}}
 	}
+	if err := a.mayActAs(c.WorkerID, c.Token); err != nil {
+		return Result{Err: err}
+	}
 	n := min(max(c.Max, 1), MaxClaim)
 	a.f.idx.promote(a.now)
 	kinds := claimKinds(c.Queues, c.Types, c.Shell)
@@ -33,24 +37,52 @@ func (a *applier) claim(c *Claim) Result {
 			a.f.idx.ready[it.kind].Delete(it)
 			continue
 		}
-		prev := j.Status
-		a.unindex(j)
-		j.Status = store.StatusRunning
-		j.Attempts++
 		j.WorkerID = c.WorkerID
-		j.Lease, err = a.tx.NextLease(a.index)
-		a.must(err)
-		j.StartedAt = a.now
-		j.DoneAt = 0
-		j.ExitCode = nil
-		j.LeaseDeadline = a.deadline(j, c.LeaseTTL)
-		a.put(j, prev)
+		a.startAttempt(j, c)
 		out = append(out, j)
 	}
 	if len(out) > 0 {
-		a.touchWorker(c.WorkerID, c.Queues)
+		a.touchWorker(c.WorkerID, c.Queues, c.Token)
 	}
 	return Result{Jobs: out}
+}
+
+// startAttempt leases a job of the worker's (pending, or reserved for it)
+// to it: a new attempt, whose lease is the next fencing token, recording
+// how it was claimed.
+func (a *applier) startAttempt(j *store.Job, c *Claim) {
+	prev := j.Status
+	a.unindex(j)
+	j.Status = store.StatusRunning
+	j.Attempts++
+	var err error
+	j.Lease, err = a.tx.NextLease(a.index)
+	a.must(err)
+	j.StartedAt = a.now
+	j.DoneAt = 0
+	j.ExitCode = nil
+	j.LeaseDeadline = a.deadline(j, c.LeaseTTL)
+	j.ClaimToken, j.Fenced, j.ClaimSeq = c.Token, c.Fenced, c.Seq
+	a.put(j, prev)
+}
+
+// mayActAs checks that the token (name) may claim, register or heartbeat
+// as the worker id: a worker id is the token's that registered it while
+// the worker is active (not declared offline). Either name empty (auth
+// off, or from before ProtocolFence) skips the check.
+func (a *applier) mayActAs(workerID, token string) error {
+	if token == "" {
+		return nil
+	}
+	w, err := a.tx.Worker(workerID)
+	if err == store.ErrNotFound {
+		return nil
+	}
+	a.must(err)
+	if w.Owner != "" && w.Owner != token && !w.Offline() {
+		return fmt.Errorf("worker %s belongs to another token while it is active: %w", workerID, ErrForbidden)
+	}
+	return nil
 }
 
 // deadline is when a running job's lease runs out if not renewed: ttl from
@@ -69,16 +101,20 @@ func (a *applier) deadline(j *store.Job, ttl int64) int64 {
 // claim rewrites it.
 const touchEvery = int64(time.Second)
 
-// touchWorker records that a worker was heard from, registering it if it
-// never did (the seed's workers may claim without registering).
-func (a *applier) touchWorker(id string, queues []string) *store.Worker {
+// touchWorker records that a worker was heard from, registering it (for
+// the token) if it never did (the seed's workers may claim without
+// registering).
+func (a *applier) touchWorker(id string, queues []string, token string) *store.Worker {
 	w, err := a.tx.Worker(id)
 	if err == store.ErrNotFound {
-		w = &store.Worker{ID: id, RegisteredAt: a.now, Queues: queues}
+		w = &store.Worker{ID: id, RegisteredAt: a.now, Queues: queues, Owner: token}
 	} else {
 		a.must(err)
-		if a.now-w.LastHeartbeat < touchEvery && w.OfflineAt == 0 {
+		if a.now-w.LastHeartbeat < touchEvery && w.OfflineAt == 0 && (token == "" || w.Owner == token) {
 			return w // heard from just now: spare the write on a hot path
+		}
+		if token != "" {
+			w.Owner = token // mayActAs let it: the id was nobody's, or its worker offline
 		}
 	}
 	w.LastHeartbeat = a.now

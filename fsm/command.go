@@ -110,6 +110,13 @@ type Delete struct {
 }
 
 // Claim leases up to Max ready jobs to a worker. LeaseTTL is nanoseconds.
+//
+// The fields of ProtocolFence: Token names the caller's token (empty with
+// auth off), which alone may then report on the attempts; Fenced marks a
+// claim that handed its worker the lease (POST /jobs/claim), so that a
+// report or heartbeat without the lease is refused; Seq is the worker's
+// number for this claim request (0: none), which its later heartbeats use
+// to give back an attempt whose reply never reached it.
 type Claim struct {
 	WorkerID string   `json:"worker"`
 	Queues   []string `json:"queues,omitempty"`
@@ -117,22 +124,36 @@ type Claim struct {
 	Shell    bool     `json:"shell,omitempty"`
 	Max      int      `json:"max,omitempty"`
 	LeaseTTL int64    `json:"ttl"`
+	Token    string   `json:"token,omitempty"`
+	Fenced   bool     `json:"fenced,omitempty"`
+	Seq      uint64   `json:"seq,omitempty"`
 }
 
 // Heartbeat renews one job's lease; Lease 0 means the current attempt.
+// Token is the caller's token name (ProtocolFence; empty with auth off).
 type Heartbeat struct {
 	JobID    string `json:"job"`
 	Lease    uint64 `json:"lease,omitempty"`
 	LeaseTTL int64  `json:"ttl"`
+	Token    string `json:"token,omitempty"`
 }
 
 // WorkerHeartbeat marks a worker alive and renews its leases: those in
 // Leases when Listed is set, else every lease it holds.
+//
+// The fields of ProtocolFence: Token is the caller's token name (empty
+// with auth off). ClaimsFrom and ClaimsTo (0: none) are the range of claim
+// numbers (Claim.Seq) of the worker's requests that had ended when it sent
+// the heartbeat: an attempt claimed by one of them and not in a Listed
+// heartbeat's Leases never reached the worker, and is given back at once.
 type WorkerHeartbeat struct {
-	WorkerID string     `json:"worker"`
-	LeaseTTL int64      `json:"ttl"`
-	Listed   bool       `json:"listed,omitempty"`
-	Leases   []LeaseRef `json:"leases,omitempty"`
+	WorkerID   string     `json:"worker"`
+	LeaseTTL   int64      `json:"ttl"`
+	Listed     bool       `json:"listed,omitempty"`
+	Leases     []LeaseRef `json:"leases,omitempty"`
+	Token      string     `json:"token,omitempty"`
+	ClaimsFrom uint64     `json:"claims_from,omitempty"`
+	ClaimsTo   uint64     `json:"claims_to,omitempty"`
 }
 
 // LeaseRef names one attempt: a job and its lease.
@@ -141,7 +162,8 @@ type LeaseRef struct {
 	Lease uint64 `json:"lease"`
 }
 
-// Report ends an attempt. Lease 0 means the current attempt. Final skips the
+// Report ends an attempt. Lease 0 means the current attempt, which only an
+// attempt claimed without a lease accepts (see Claim.Fenced). Final skips the
 // remaining retries. Draw is the leader's random number in [0,1) for jitter.
 type Report struct {
 	JobID    string  `json:"job"`
@@ -152,6 +174,7 @@ type Report struct {
 	Error    string  `json:"err,omitempty"`
 	Final    bool    `json:"final,omitempty"`
 	Draw     float64 `json:"draw,omitempty"`
+	Token    string  `json:"token,omitempty"` // the caller's token name (ProtocolFence)
 }
 
 // Expire ends an attempt whose lease ran out, if it is still that attempt
@@ -162,9 +185,12 @@ type Expire struct {
 	Draw  float64 `json:"draw,omitempty"`
 }
 
-// Register records (or refreshes) a worker.
+// Register records (or refreshes) a worker. Token is the caller's token
+// name (ProtocolFence; empty with auth off): the worker id is then that
+// token's while the worker is active.
 type Register struct {
 	Worker store.Worker `json:"worker"`
+	Token  string       `json:"token,omitempty"`
 }
 
 // Cancel stops a job; Cascade cancels its blocked dependents too.
@@ -176,8 +202,10 @@ type Cancel struct {
 // Retry re-queues a failed or cancelled job with a fresh attempt budget.
 // Dependents also revives the dependents that its failure or cancellation
 // ended (see reviveDependents); it is only proposed with op
-// OpRetryDependents, so that a node too old to know it stops at the entry
-// instead of applying the plain retry and diverging.
+// OpRetryDependents (protocol 2, see opProtocol), so that a node too old to
+// know it stops at the entry instead of applying the plain retry and
+// diverging, and the leader proposes it only once every member runs
+// protocol 2.
 type Retry struct {
 	JobID      string `json:"job"`
 	Dependents bool   `json:"deps,omitempty"`
@@ -189,9 +217,13 @@ type PauseQueue struct {
 	Paused bool   `json:"paused"`
 }
 
-// valid reports whether c's op is known and has its argument: Decode
-// refuses, and Encode does not write, a command that is not.
+// valid reports whether c's op is known (to this binary's protocol) and
+// has its argument: Decode refuses, and Encode does not write, a command
+// that is not.
 func (c *Cmd) valid() bool {
+	if c.Protocol() > ProtocolVersion {
+		return false
+	}
 	switch c.Op {
 	case OpSubmit:
 		return c.Submit != nil

@@ -14,6 +14,14 @@
 // decodes every entry, so the hot commands have layouts of their own, and
 // the others are JSON inside the binary entry.
 //
+// # Protocol versions
+//
+// ProtocolVersion is what this binary can apply; each op that a release
+// after the first protocol added needs a newer one (protocol.go), and
+// Entry.Protocol says what an entry needs. The package only states this:
+// raftnode refuses to propose a command newer than the lowest protocol of
+// the cluster's members, so an older node is never sent one.
+//
 // # Determinism
 //
 // Apply uses only the entry and the current state. Iteration is over sorted

@@ -42,6 +42,18 @@ import (
 //	then each JobID, Lease
 //	5 report: JobID, Lease, Success, ExitCode, Output, Error, Final, Draw
 //	6 expire: JobID, Lease, Draw
+//	7 claim of ProtocolFence: as 2, then Token, Fenced, Seq
+//	8 heartbeat of ProtocolFence: as 3, then Token
+//	9 worker_heartbeat of ProtocolFence: as 4, then Token, ClaimsFrom,
+//	ClaimsTo
+//	10 report of ProtocolFence: as 5, then Token
+//
+// Encode writes codes 7 to 10 only for a command whose fields of
+// ProtocolFence are set, so one without them gives the bytes it always
+// did. Of the ops written as JSON, register, checkpoint and preempted are
+// written under the op names fencedJSONOps gives when their Token is set,
+// so that a node too old to know the field stops at the entry rather than
+// dropping it.
 //
 // Values are written as package binenc says. Every integer, times and
 // durations included, is a varint (a uvarint when unsigned); Jitter and
@@ -77,7 +89,26 @@ const (
 	opWorkerHeartbeat
 	opReport
 	opExpire
+	opClaimFence
+	opHeartbeatFence
+	opWorkerHeartbeatFence
+	opReportFence
 )
+
+// ProtocolFence is the protocol version that understands the fields of
+// issue #14 (who claimed an attempt, and how) and of lost claims: op codes
+// opClaimFence to opReportFence and the op names of fencedJSONOps. A
+// leader proposes commands with those fields set only when every voter
+// speaks it.
+const ProtocolFence = 2
+
+// fencedJSONOps are the names under which Encode writes a JSON op whose
+// Token is set; Decode reads them back as the op itself.
+var fencedJSONOps = map[Op]Op{
+	OpRegister:   "register_fence",
+	OpCheckpoint: "checkpoint_fence",
+	OpPreempted:  "preempted_fence",
+}
 
 // Least encoded sizes, so that a count can be checked against the bytes
 // left before anything is allocated: fields of at least one byte each, and
@@ -139,15 +170,20 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 	case OpSubmit:
 		return appendSubmit(append(b, opSubmit), c.Submit)
 	case OpClaim:
-		return appendClaim(append(b, opClaim), c.Claim), nil
+		return appendClaim(b, c.Claim), nil
 	case OpHeartbeat:
-		return appendHeartbeat(append(b, opHeartbeat), c.Heartbeat), nil
+		return appendHeartbeat(b, c.Heartbeat), nil
 	case OpWorkerHeartbeat:
-		return appendWorkerHeartbeat(append(b, opWorkerHeartbeat), c.WorkerHeartbeat), nil
+		return appendWorkerHeartbeat(b, c.WorkerHeartbeat), nil
 	case OpReport:
-		return appendReport(append(b, opReport), c.Report)
+		return appendReport(b, c.Report)
 	case OpExpire:
 		return appendExpire(append(b, opExpire), c.Expire)
+	}
+	if name, ok := fencedJSONOps[c.Op]; ok && c.fenceToken() != "" {
+		alias := *c
+		alias.Op = name
+		c = &alias
 	}
 	v, err := json.Marshal(c)
 	if err != nil {
@@ -210,29 +246,69 @@ func appendNewJob(b []byte, j *NewJob) ([]byte, error) {
 	return appendTexts(b, j.Tags), nil
 }
 
+// codeFor is a coded op's code: fenced when the command sets one of its
+// fields of ProtocolFence, else the one it always had.
+func codeFor(fence bool, plain, fenced byte) byte {
+	if fence {
+		return fenced
+	}
+	return plain
+}
+
+// fenceToken is the Token of a JSON op of fencedJSONOps.
+func (c *Cmd) fenceToken() string {
+	switch {
+	case c.Op == OpRegister && c.Register != nil:
+		return c.Register.Token
+	case c.Op == OpCheckpoint && c.Checkpoint != nil:
+		return c.Checkpoint.Token
+	case c.Op == OpPreempted && c.Preempted != nil:
+		return c.Preempted.Token
+	}
+	return ""
+}
+
 func appendClaim(b []byte, c *Claim) []byte {
-	b = appendText(b, c.WorkerID)
+	fence := c.fenced()
+	b = appendText(append(b, codeFor(fence, opClaim, opClaimFence)), c.WorkerID)
 	b = appendTexts(b, c.Queues)
 	b = appendTexts(b, c.Types)
 	b = binenc.AppendBool(b, c.Shell)
 	b = binenc.AppendInt(b, c.Max)
-	return binenc.AppendVarint(b, c.LeaseTTL)
+	b = binenc.AppendVarint(b, c.LeaseTTL)
+	if fence {
+		b = appendText(b, c.Token)
+		b = binenc.AppendBool(b, c.Fenced)
+		b = binenc.AppendUvarint(b, c.Seq)
+	}
+	return b
 }
 
 func appendHeartbeat(b []byte, h *Heartbeat) []byte {
-	b = appendText(b, h.JobID)
+	fence := h.fenced()
+	b = appendText(append(b, codeFor(fence, opHeartbeat, opHeartbeatFence)), h.JobID)
 	b = binenc.AppendUvarint(b, h.Lease)
-	return binenc.AppendVarint(b, h.LeaseTTL)
+	b = binenc.AppendVarint(b, h.LeaseTTL)
+	if fence {
+		b = appendText(b, h.Token)
+	}
+	return b
 }
 
 func appendWorkerHeartbeat(b []byte, h *WorkerHeartbeat) []byte {
-	b = appendText(b, h.WorkerID)
+	fence := h.fenced()
+	b = appendText(append(b, codeFor(fence, opWorkerHeartbeat, opWorkerHeartbeatFence)), h.WorkerID)
 	b = binenc.AppendVarint(b, h.LeaseTTL)
 	b = binenc.AppendBool(b, h.Listed)
 	b = binenc.AppendUvarint(b, uint64(len(h.Leases)))
 	for _, l := range h.Leases {
 		b = appendText(b, l.JobID)
 		b = binenc.AppendUvarint(b, l.Lease)
+	}
+	if fence {
+		b = appendText(b, h.Token)
+		b = binenc.AppendUvarint(b, h.ClaimsFrom)
+		b = binenc.AppendUvarint(b, h.ClaimsTo)
 	}
 	return b
 }
@@ -241,14 +317,19 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if !binenc.Finite(r.Draw) {
 		return nil, fmt.Errorf("draw %v is not a number", r.Draw)
 	}
-	b = appendText(b, r.JobID)
+	fence := r.fenced()
+	b = appendText(append(b, codeFor(fence, opReport, opReportFence)), r.JobID)
 	b = binenc.AppendUvarint(b, r.Lease)
 	b = binenc.AppendBool(b, r.Success)
 	b = binenc.AppendIntPtr(b, r.ExitCode)
 	b = appendText(b, r.Output)
 	b = appendText(b, r.Error)
 	b = binenc.AppendBool(b, r.Final)
-	return binenc.AppendFloat(b, r.Draw), nil
+	b = binenc.AppendFloat(b, r.Draw)
+	if fence {
+		b = appendText(b, r.Token)
+	}
+	return b, nil
 }
 
 func appendExpire(b []byte, x *Expire) ([]byte, error) {
@@ -395,6 +476,19 @@ func (r *entryReader) cmd(c *Cmd) {
 		c.Op, c.Report = OpReport, r.report()
 	case opExpire:
 		c.Op, c.Expire = OpExpire, r.expire()
+	case opClaimFence:
+		c.Op, c.Claim = OpClaim, r.claim()
+		c.Claim.Token, c.Claim.Fenced, c.Claim.Seq = r.Str(), r.Bool(), r.Uvarint()
+	case opHeartbeatFence:
+		c.Op, c.Heartbeat = OpHeartbeat, r.heartbeat()
+		c.Heartbeat.Token = r.Str()
+	case opWorkerHeartbeatFence:
+		c.Op, c.WorkerHeartbeat = OpWorkerHeartbeat, r.workerHeartbeat()
+		h := c.WorkerHeartbeat
+		h.Token, h.ClaimsFrom, h.ClaimsTo = r.Str(), r.Uvarint(), r.Uvarint()
+	case opReportFence:
+		c.Op, c.Report = OpReport, r.report()
+		c.Report.Token = r.Str()
 	default:
 		r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
 	}
@@ -414,6 +508,14 @@ func (r *entryReader) jsonCmd(c *Cmd) {
 	}
 	if hasCode(c.Op) {
 		r.Fail(fmt.Sprintf("op %q written as JSON, not in its own layout", c.Op))
+	}
+	for op, name := range fencedJSONOps {
+		if c.Op == name {
+			c.Op = op
+			if c.fenceToken() == "" {
+				r.Fail(fmt.Sprintf("op %q without its token", name))
+			}
+		}
 	}
 }
 

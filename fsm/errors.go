@@ -26,6 +26,12 @@ var (
 	// ErrStaleEpoch means the command names a reservation or drain of a
 	// gang that is no longer the current one: the gang moved on.
 	ErrStaleEpoch = errors.New("fsm: stale epoch")
+	// ErrForbidden means the caller's token is not the one that claimed
+	// the attempt, or that registered the worker id while it is active.
+	ErrForbidden = errors.New("fsm: forbidden")
+	// ErrLeaseRequired means the report or heartbeat gave no lease for an
+	// attempt whose claim handed its worker one.
+	ErrLeaseRequired = errors.New("fsm: lease required")
 )
 
 // ValidationError says which field of a command is invalid and why.

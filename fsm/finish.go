@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -11,9 +12,9 @@ import (
 // repeats one already applied for the same lease (a retry after an unknown
 // outcome) gets the job back and changes nothing.
 func (a *applier) report(r *Report) Result {
-	j, err := a.currentAttempt(r.JobID, r.Lease)
+	j, err := a.ownAttempt(r.JobID, r.Lease, r.Token)
 	if err != nil {
-		if a.alreadyReported(r) {
+		if !errors.Is(err, ErrForbidden) && a.alreadyReported(r) {
 			done, _ := a.job(r.JobID)
 			return Result{Jobs: []*store.Job{done}}
 		}
@@ -56,9 +57,12 @@ func (a *applier) alreadyReported(r *Report) bool {
 	if err != nil {
 		return false
 	}
+	if r.Lease == j.Lease && claimedBy(j, r.Token) != nil {
+		return false // the last attempt's result is for the token that claimed it
+	}
 	for _, at := range j.History {
 		if at.Lease == r.Lease {
-			return (at.Status == store.StatusDone) == r.Success && !at.Expired
+			return (at.Status == store.StatusDone) == r.Success && !at.Expired && at.Status != store.StatusReturned
 		}
 	}
 	return false

@@ -129,6 +129,15 @@ func fuzzSeedCmds() []fsm.Cmd {
 		{Op: fsm.OpPreempted, Preempted: &fsm.Preempted{JobID: "job-5", Epoch: 1}},
 		{Op: fsm.OpCheckpoint, Checkpoint: &fsm.Checkpoint{JobID: "job-5", Epoch: 1, Data: []byte("ck")}},
 		{Op: fsm.OpCheckpoint, Checkpoint: &fsm.Checkpoint{JobID: "job-1", Epoch: 0, Data: nil}},
+		// The fields of ProtocolFence: owners, leases required, lost claims.
+		{Op: fsm.OpRegister, Register: &fsm.Register{Worker: store.Worker{ID: "w3"}, Token: "t1"}},
+		claimCmd(fsm.Claim{WorkerID: "w3", LeaseTTL: 1 << 30, Token: "t1", Fenced: true, Seq: 9}),
+		claimCmd(fsm.Claim{WorkerID: "w3", LeaseTTL: 1 << 30, Token: "t2", Seq: 10}),
+		report(fsm.Report{JobID: "job-1", Success: true, Token: "t2"}),
+		{Op: fsm.OpHeartbeat, Heartbeat: &fsm.Heartbeat{JobID: "job-1", LeaseTTL: 1, Token: "t1"}},
+		{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{WorkerID: "w3", LeaseTTL: 1, Listed: true, Token: "t1", ClaimsFrom: 1, ClaimsTo: 9}},
+		{Op: fsm.OpPreempted, Preempted: &fsm.Preempted{JobID: "job-5", Epoch: 1, Token: "t2"}},
+		{Op: fsm.OpCheckpoint, Checkpoint: &fsm.Checkpoint{JobID: "job-5", Epoch: 1, Data: []byte("ck"), Token: "t2"}},
 	}
 }
 

@@ -80,6 +80,7 @@ type WorkerOffline struct {
 type Preempted struct {
 	JobID string `json:"job"`
 	Epoch uint64 `json:"epoch"`
+	Token string `json:"token,omitempty"` // the caller's token name (ProtocolFence)
 }
 
 // Checkpoint keeps Data as a gang task's checkpoint, replacing any older
@@ -88,6 +89,7 @@ type Checkpoint struct {
 	JobID string `json:"job"`
 	Epoch uint64 `json:"epoch"`
 	Data  []byte `json:"data"`
+	Token string `json:"token,omitempty"` // the caller's token name (ProtocolFence)
 }
 
 // gang loads a gang, or returns ErrGangNotFound.
@@ -275,18 +277,7 @@ func (a *applier) claimReserved(c *Claim, n int) []*store.Job {
 			a.f.idx.removeReserved(it.id) // a stray entry
 			continue
 		}
-		prev := j.Status
-		a.unindex(j)
-		j.Status = store.StatusRunning
-		j.Attempts++
-		var lerr error
-		j.Lease, lerr = a.tx.NextLease(a.index)
-		a.must(lerr)
-		j.StartedAt = a.now
-		j.DoneAt = 0
-		j.ExitCode = nil
-		j.LeaseDeadline = a.deadline(j, c.LeaseTTL)
-		a.put(j, prev)
+		a.startAttempt(j, c)
 		out = append(out, a.taskClaimed(j))
 	}
 	return out
@@ -505,14 +496,20 @@ func (a *applier) forceDrain(r *GangRef) Result {
 	return Result{Gang: g, Jobs: a.tasks(g)}
 }
 
-// drainingTask loads a task whose preemption of epoch is pending.
-func (a *applier) drainingTask(id string, epoch uint64, what string) (*store.Job, *store.Gang, error) {
+// drainingTask loads a task whose preemption of epoch is pending, for the
+// token (name) that claimed its attempt (see claimedBy).
+func (a *applier) drainingTask(id string, epoch uint64, token, what string) (*store.Job, *store.Gang, error) {
 	j, err := a.job(id)
 	if err != nil {
 		return nil, nil, err
 	}
 	if j.GangID == "" {
 		return nil, nil, fmt.Errorf("%s for job %s: it is not a gang task: %w", what, id, ErrConflict)
+	}
+	if j.Status.Leased() {
+		if err := claimedBy(j, token); err != nil {
+			return nil, nil, err
+		}
 	}
 	g, err := a.gang(j.GangID)
 	if err != nil {
@@ -526,7 +523,7 @@ func (a *applier) drainingTask(id string, epoch uint64, what string) (*store.Job
 }
 
 func (a *applier) preempted(p *Preempted) Result {
-	j, g, err := a.drainingTask(p.JobID, p.Epoch, "preemption acknowledgement")
+	j, g, err := a.drainingTask(p.JobID, p.Epoch, p.Token, "preemption acknowledgement")
 	if err != nil {
 		return Result{Err: err}
 	}
@@ -541,7 +538,7 @@ func (a *applier) checkpoint(c *Checkpoint) Result {
 	if len(c.Data) > MaxCheckpointBytes {
 		return Result{Err: &ValidationError{Field: "checkpoint", Reason: fmt.Sprintf("larger than %d bytes", MaxCheckpointBytes)}}
 	}
-	j, g, err := a.drainingTask(c.JobID, c.Epoch, "checkpoint")
+	j, g, err := a.drainingTask(c.JobID, c.Epoch, c.Token, "checkpoint")
 	if err != nil {
 		return Result{Err: err}
 	}

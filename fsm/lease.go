@@ -13,21 +13,63 @@ func (a *applier) currentAttempt(id string, lease uint64) (*store.Job, error) {
 	if err != nil {
 		return nil, err
 	}
-	if lease != 0 && lease != j.Lease {
-		return nil, fmt.Errorf("job %s lease %d (current %d): %w", id, lease, j.Lease, ErrStaleLease)
-	}
-	if !j.Status.Leased() {
-		if lease != 0 {
-			return nil, fmt.Errorf("job %s lease %d: %w", id, lease, ErrStaleLease)
-		}
-		return nil, fmt.Errorf("job %s is %s: %w", id, j.Status, ErrNotRunning)
+	if err := attemptIs(j, lease); err != nil {
+		return nil, err
 	}
 	return j, nil
 }
 
+// ownAttempt is currentAttempt for a worker's call with its token name:
+// only the token that claimed the attempt may act on it (the check is
+// skipped when either name is empty: auth off, or a claim from before
+// ProtocolFence), and an attempt whose claim handed out its lease needs
+// it.
+func (a *applier) ownAttempt(id string, lease uint64, token string) (*store.Job, error) {
+	j, err := a.job(id)
+	if err != nil {
+		return nil, err
+	}
+	if j.Status.Leased() {
+		if err := claimedBy(j, token); err != nil {
+			return nil, err
+		}
+		if lease == 0 && j.Fenced {
+			return nil, fmt.Errorf("job %s was claimed with a lease: give it: %w", id, ErrLeaseRequired)
+		}
+	}
+	if err := attemptIs(j, lease); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// claimedBy checks that token may act on j's last attempt: the one that
+// claimed it, or any when either name is empty.
+func claimedBy(j *store.Job, token string) error {
+	if token != "" && j.ClaimToken != "" && token != j.ClaimToken {
+		return fmt.Errorf("job %s: its attempt was claimed by another token: %w", j.ID, ErrForbidden)
+	}
+	return nil
+}
+
+// attemptIs checks that lease names j's current attempt.
+func attemptIs(j *store.Job, lease uint64) error {
+	id := j.ID
+	if lease != 0 && lease != j.Lease {
+		return fmt.Errorf("job %s lease %d (current %d): %w", id, lease, j.Lease, ErrStaleLease)
+	}
+	if !j.Status.Leased() {
+		if lease != 0 {
+			return fmt.Errorf("job %s lease %d: %w", id, lease, ErrStaleLease)
+		}
+		return fmt.Errorf("job %s is %s: %w", id, j.Status, ErrNotRunning)
+	}
+	return nil
+}
+
 // heartbeat renews one job's lease. A cancelling job's reply says so.
 func (a *applier) heartbeat(h *Heartbeat) Result {
-	j, err := a.currentAttempt(h.JobID, h.Lease)
+	j, err := a.ownAttempt(h.JobID, h.Lease, h.Token)
 	if err != nil {
 		return Result{Err: err}
 	}
@@ -60,6 +102,10 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 		return Result{Err: fmt.Errorf("worker %s: %w", h.WorkerID, ErrWorkerNotFound)}
 	}
 	a.must(err)
+	if h.Token != "" && w.Owner != "" && w.Owner != h.Token {
+		// Even while it is offline: only a register takes an id over.
+		return Result{Err: fmt.Errorf("worker %s belongs to another token: %w", h.WorkerID, ErrForbidden)}
+	}
 	w.LastHeartbeat = a.now
 	a.must(a.tx.PutWorker(w, a.index))
 	r := Result{Worker: w, Deadline: after(a.now, h.LeaseTTL)}
@@ -76,6 +122,10 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 			continue
 		}
 		if lease, ok := listed[id]; h.Listed && (!ok || lease != j.Lease) {
+			if a.neverReceived(j, h) {
+				a.giveBack(j)
+				r.Jobs = append(r.Jobs, j)
+			}
 			continue // the worker does not run this attempt: let it expire
 		}
 		a.renew(j, h.LeaseTTL)
@@ -88,14 +138,49 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 	return r
 }
 
-// register records a worker, keeping its first registration time.
+// neverReceived reports whether j's running attempt, not listed in the
+// heartbeat of its worker, came from one of the worker's claim requests
+// that had ended when it sent the heartbeat: the claim's reply never
+// reached the worker (the leader died, say), or the worker would list it.
+// Claims still in flight are outside h's range, and so are those of a
+// worker's earlier run, which may have received them. Gang tasks and
+// cancelling jobs are left to expire.
+func (a *applier) neverReceived(j *store.Job, h *WorkerHeartbeat) bool {
+	return j.Status == store.StatusRunning && j.GangID == "" && j.ClaimSeq != 0 &&
+		h.ClaimsFrom != 0 && h.ClaimsFrom <= j.ClaimSeq && j.ClaimSeq <= h.ClaimsTo
+}
+
+// giveBack undoes the claim of an attempt its worker never received: the
+// job is pending again at once, and the attempt does not count. Its history
+// keeps it as returned, so that a reader who saw it running can tell what
+// became of it.
+func (a *applier) giveBack(j *store.Job) {
+	prev := j.Status
+	a.unindex(j)
+	a.endAttempt(j, store.StatusReturned, fmt.Sprintf("claim reply lost: worker %s never received it", j.WorkerID), false)
+	j.Status = store.StatusPending
+	j.Attempts--
+	j.RunAt = min(j.RunAt, a.now)
+	a.put(j, prev)
+}
+
+// register records a worker, keeping its first registration time. The id
+// is the registering token's (name) from then on, unless another token
+// holds it and its worker is active (ErrForbidden).
 func (a *applier) register(r *Register) Result {
 	w := r.Worker
 	if w.ID == "" {
 		return Result{Err: &ValidationError{Field: "id", Reason: "must not be empty"}}
 	}
+	if err := a.mayActAs(w.ID, r.Token); err != nil {
+		return Result{Err: err}
+	}
+	w.Owner = r.Token
 	if old, err := a.tx.Worker(w.ID); err == nil {
 		w.RegisteredAt = old.RegisteredAt
+		if r.Token == "" {
+			w.Owner = old.Owner
+		}
 	} else {
 		w.RegisteredAt = a.now
 	}

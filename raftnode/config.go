@@ -57,8 +57,14 @@ type Config struct {
 	// SnapshotThreshold is how many log entries since the last snapshot
 	// trigger a new one. Defaults to 8192.
 	SnapshotThreshold uint64
-	// SnapshotInterval is how often to check the threshold. Defaults to 30s.
+	// SnapshotInterval is how often to check the threshold: Raft checks
+	// at a random time between it and twice it. Defaults to 30s.
 	SnapshotInterval time.Duration
+	// TrailingLogs is how many log entries a snapshot leaves in the log.
+	// A follower missing an entry older than those (it was down, or slow,
+	// while a snapshot compacted the log) is sent the whole snapshot
+	// instead of entries. Defaults to 10240.
+	TrailingLogs uint64
 	// StateFsync makes every commit of the state file fsync. Off by
 	// default: the Raft log is fsync'd and is the durable record, a reply is
 	// sent only after its entry is committed there, and a state file that a
@@ -110,6 +116,7 @@ func DefaultConfig() Config {
 		ApplyTimeout:      10 * time.Second,
 		SnapshotThreshold: 8192,
 		SnapshotInterval:  30 * time.Second,
+		TrailingLogs:      10240,
 		MaxBatch:          512,
 		MaxInflight:       8,
 		RaftLogLevel:      "WARN",
@@ -133,6 +140,12 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("raftnode: ElectionTimeout (%s) must be at least HeartbeatTimeout (%s)", c.ElectionTimeout, c.HeartbeatTimeout)
 	case c.ApplyTimeout <= 0:
 		return fmt.Errorf("raftnode: ApplyTimeout must be positive")
+	case c.SnapshotThreshold < 1:
+		return fmt.Errorf("raftnode: SnapshotThreshold must be at least 1, got %d", c.SnapshotThreshold)
+	case c.SnapshotInterval < 5*time.Millisecond:
+		return fmt.Errorf("raftnode: SnapshotInterval must be at least 5ms, got %s", c.SnapshotInterval)
+	case c.TrailingLogs < 1:
+		return fmt.Errorf("raftnode: TrailingLogs must be at least 1, got %d", c.TrailingLogs)
 	case c.MaxBatch < 1 || c.MaxBatch > 65536:
 		return fmt.Errorf("raftnode: MaxBatch must be in 1..65536, got %d", c.MaxBatch)
 	case c.MaxInflight < 1 || c.MaxInflight > 1024:

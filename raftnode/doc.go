@@ -11,6 +11,11 @@
 // flight at once. One fsync'd entry then carries hundreds of commands, which
 // is what makes claims and completions cheap.
 //
+// The proposer refuses (ErrNeedsUpgrade) a command whose fsm.Cmd.Protocol is
+// higher than the cluster's protocol, the lowest that a member runs, which
+// the API measures and records (SetMemberProtocols): in a cluster of two
+// versions no member is sent an entry it would stop at.
+//
 // # Leadership
 //
 // Leadership changes arrive on raft.Config.NotifyCh. On gaining leadership
@@ -34,5 +39,18 @@
 // The state file records the index it has applied. Raft is told not to
 // restore its snapshot at start (the state file is at least as new), and the
 // FSM skips entries at or below its index when Raft replays the log tail. A
-// state file older than the newest snapshot is restored from it first.
+// state file older than the newest snapshot is restored from it first. The
+// state file is checked at every start (store.VerifyPages); a damaged one, or
+// one whose records the FSM cannot load, is set aside as state.db.damaged and
+// the state rebuilt from the snapshot and the log.
+//
+// # Restore
+//
+// Restore hands a verified backup to Raft's user restore: the leader stores
+// it as a snapshot at an index past its log and the backup's applied index,
+// leaving that index out of the log, so every follower and every later
+// joiner is sent the snapshot. The FSM then holds the backup's applied index,
+// below the snapshot's, and applies every later entry. A backup staged by
+// StageRestore in a new node's data directory goes the same way once that
+// node, bootstrapped alone, first leads.
 package raftnode

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net"
 	"os"
@@ -32,6 +33,10 @@ var (
 	ErrUnknownOutcome = errors.New("raftnode: outcome unknown")
 	// ErrShutdown means the node is shutting down.
 	ErrShutdown = errors.New("raftnode: shut down")
+	// ErrNeedsUpgrade means the command needs a newer protocol than some
+	// member of the cluster runs (see SetMemberProtocols); nothing was
+	// done. The error is a *NeedsUpgradeError.
+	ErrNeedsUpgrade = errors.New("raftnode: every node must be upgraded first")
 )
 
 // Node is one Raft member: its log, snapshots, state machine and proposer.
@@ -50,6 +55,7 @@ type Node struct {
 	shutdownCh   chan struct{}
 	proposerDone chan struct{}
 	leaderDone   chan struct{}
+	memberDone   chan struct{}
 	notifyCh     chan bool
 	closeOnce    sync.Once
 	closeErr     error
@@ -57,6 +63,10 @@ type Node struct {
 	snapStats    snapshotRecorder
 	clock        clusterClock
 	ready        leaderReady
+	member       membership
+	protocols    memberProtocols
+	restoreMu    sync.Mutex    // one restore at a time
+	restored     chan struct{} // a restore replaced the state: restart the leader's run
 }
 
 // entryMetrics counts what the proposer packs.
@@ -94,15 +104,21 @@ func Open(cfg Config) (*Node, error) {
 		proposerDone: make(chan struct{}),
 		leaderDone:   make(chan struct{}),
 		notifyCh:     make(chan bool, 16),
+		restored:     make(chan struct{}, 1),
 		metrics:      entryMetrics{perEntry: newHistogram(entryBounds), apply: newHistogram(applyBounds)},
 		clock:        clusterClock{now: cfg.Now},
+		memberDone:   make(chan struct{}),
 	}
 	if err := n.open(); err != nil {
+		if n.transport != nil {
+			n.transport.Close()
+		}
 		n.closeStores()
 		return nil, err
 	}
 	go n.runProposer()
 	go n.runLeadership()
+	go n.watchMembership()
 	return n, nil
 }
 
@@ -118,7 +134,20 @@ func (n *Node) open() error {
 	}
 	n.fsm, err = fsm.New(n.state, cfg.Logger)
 	if err != nil {
-		return fmt.Errorf("load state: %w", err)
+		// A record the index rebuild cannot read: the file is damaged in a
+		// way the start's page check does not see. Rebuild it too.
+		path := n.state.Path()
+		n.state.Close()
+		n.state = nil
+		if err := n.setAside(path, fmt.Errorf("load state: %w", err)); err != nil {
+			return err
+		}
+		if n.state, err = n.openState(path); err != nil {
+			return err
+		}
+		if n.fsm, err = fsm.New(n.state, cfg.Logger); err != nil {
+			return fmt.Errorf("load state: %w", err)
+		}
 	}
 	n.logStore, err = raftboltdb.New(raftboltdb.Options{
 		Path:        filepath.Join(cfg.DataDir, "raft.db"),
@@ -157,7 +186,8 @@ func (n *Node) open() error {
 	rc.CommitTimeout = min(50*time.Millisecond, cfg.HeartbeatTimeout/2)
 	rc.SnapshotThreshold = cfg.SnapshotThreshold
 	rc.SnapshotInterval = cfg.SnapshotInterval
-	rc.TrailingLogs = 10240
+	rc.TrailingLogs = cfg.TrailingLogs
+	rc.ShutdownOnRemove = false // a removed node stays up to say so; see membership.go
 	rc.NotifyCh = n.notifyCh
 	rc.BatchApplyCh = true
 	rc.NoSnapshotRestoreOnStart = true // the state file is newer; see catchUpFromSnapshot
@@ -172,6 +202,7 @@ func (n *Node) open() error {
 	if err := n.bootstrap(rc); err != nil {
 		return err
 	}
+	n.loadRemoved()
 	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats}, cache, n.logStore, n.snaps, serialHeartbeats{n.transport})
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
@@ -212,14 +243,18 @@ func (n *Node) catchUpFromSnapshot() error {
 }
 
 func (n *Node) bootstrap(rc *raft.Config) error {
-	if !n.cfg.Bootstrap && len(n.cfg.Peers) == 0 {
-		return nil
-	}
 	has, err := raft.HasExistingState(n.logStore, n.logStore, n.snaps)
 	if err != nil {
 		return fmt.Errorf("check existing state: %w", err)
 	}
 	if has {
+		return nil
+	}
+	if hasStagedRestore(n.cfg.DataDir) && (!n.cfg.Bootstrap || len(n.cfg.Peers) > 0) {
+		return fmt.Errorf("%s holds a backup staged by `workron restore --data`: start this node alone with --bootstrap "+
+			"(no --peers), then the others with empty data directories and --join", n.cfg.DataDir)
+	}
+	if !n.cfg.Bootstrap && len(n.cfg.Peers) == 0 {
 		return nil
 	}
 	var conf raft.Configuration
@@ -246,6 +281,12 @@ func (n *Node) runLeadership() {
 		select {
 		case <-n.shutdownCh:
 			return
+		case <-n.restored:
+			if run != nil {
+				n.logger.Info("state restored: restarting the leader's loops")
+				run.stop()
+				run = startLeaderRun(n.cfg.OnLeader)
+			}
 		case leader := <-n.notifyCh:
 			if !leader {
 				n.logger.Info("lost leadership")
@@ -267,6 +308,7 @@ func (n *Node) runLeadership() {
 					"(a node whose clock was ahead led): run_at times and schedules run early by as much until the clocks catch up",
 					"ahead", ahead.Round(time.Millisecond).String())
 			}
+			n.runStagedRestore()
 			n.ready.set(term)
 			if n.cfg.OnLeader != nil {
 				run = startLeaderRun(n.cfg.OnLeader)
@@ -305,7 +347,7 @@ func (r *leaderRun) stop() {
 func (n *Node) Shutdown() error {
 	n.closeOnce.Do(func() {
 		if n.raft != nil && n.raft.State() == raft.Leader && len(n.raft.GetConfiguration().Configuration().Servers) > 1 {
-			if err := n.raft.LeadershipTransfer().Error(); err != nil {
+			if err := n.TransferLeadership(context.Background()); err != nil {
 				n.logger.Warn("leadership transfer failed", "err", err)
 			} else {
 				n.logger.Info("handed leadership over before shutting down")
@@ -314,6 +356,7 @@ func (n *Node) Shutdown() error {
 		close(n.shutdownCh)
 		<-n.leaderDone
 		<-n.proposerDone
+		<-n.memberDone
 		if n.raft != nil {
 			n.closeErr = n.raft.Shutdown().Error()
 		}
@@ -358,6 +401,9 @@ func dirtyMarker(statePath string) string { return statePath + ".open" }
 func (n *Node) openState(path string) (*store.Store, error) {
 	opts := store.Options{NoSync: !n.cfg.StateFsync}
 	if !opts.NoSync {
+		if err := n.setAsideDamagedState(path); err != nil {
+			return nil, err
+		}
 		return store.Open(path, opts)
 	}
 	marker := dirtyMarker(path)
@@ -370,6 +416,9 @@ func (n *Node) openState(path string) (*store.Store, error) {
 			}
 		}
 	}
+	if err := n.setAsideDamagedState(path); err != nil {
+		return nil, err
+	}
 	st, err := store.Open(path, opts)
 	if err != nil {
 		return nil, err
@@ -379,6 +428,43 @@ func (n *Node) openState(path string) (*store.Store, error) {
 		return nil, fmt.Errorf("write %s: %w", marker, err)
 	}
 	return st, nil
+}
+
+// setAsideDamagedState checks the state file, if there is one, with
+// store.VerifyPages (the full store.Verify would add seconds to the start of
+// a node holding a million jobs; a record that does not decode is found when
+// the FSM loads, and handled the same way). A damaged one is renamed to state.db.damaged (replacing an
+// older one) and the state is rebuilt, like a lost one, from the newest
+// snapshot and the Raft log: they hold every committed entry, and a state
+// file is only ever a cache of applying them. Opening a damaged file would
+// crash bbolt, at start or later.
+func (n *Node) setAsideDamagedState(path string) error {
+	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	_, err := store.VerifyPages(path)
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, store.ErrDamaged) {
+		return fmt.Errorf("check state file: %w", err)
+	}
+	return n.setAside(path, err)
+}
+
+// setAside renames a damaged state file to state.db.damaged, so the state
+// is rebuilt from the snapshot and the log; why says what is wrong.
+func (n *Node) setAside(path string, why error) error {
+	err := why
+	aside := path + ".damaged"
+	if rerr := os.Rename(path, aside); rerr != nil {
+		return fmt.Errorf("state file is damaged (%w), and moving it aside failed: %w; "+
+			"remove it by hand and start again: the node rebuilds it from its snapshot and Raft log", err, rerr)
+	}
+	syncDir(filepath.Dir(path))
+	n.logger.Warn("state file is damaged; moved it aside and rebuilding the state from the snapshot and the Raft log",
+		"err", err, "moved_to", aside)
+	return nil
 }
 
 // bootID names this boot of the machine ("" where the kernel does not say).

@@ -27,9 +27,11 @@ type outcome struct {
 // by the FSM is returned both in Result.Err and as the error.
 //
 // On ErrNotLeader or ErrNotCommitted nothing was applied and the caller may
-// retry elsewhere or later. On ErrUnknownOutcome (ctx ended, leadership was
-// lost or the node shut down after the entry was handed to Raft) the command
-// may or may not have been applied.
+// retry elsewhere or later. On ErrNeedsUpgrade (a command newer than some
+// member runs, see SetMemberProtocols) nothing was applied either. On
+// ErrUnknownOutcome (ctx ended, leadership was lost or the node shut down
+// after the entry was handed to Raft) the command may or may not have been
+// applied.
 func (n *Node) Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
 	if n.raft.State() != raft.Leader {
 		return fsm.Result{}, ErrNotLeader
@@ -130,7 +132,13 @@ func (n *Node) runProposer() {
 
 // submitEntry stamps the time, hands the entry to Raft, and fans the results
 // out from a goroutine that frees the in-flight slot when Raft is done.
+// Commands that need a newer protocol than the cluster runs are refused
+// first (refuseNewer).
 func (n *Node) submitEntry(batch []*proposal, sem chan struct{}) {
+	if batch = n.refuseNewer(batch); len(batch) == 0 {
+		<-sem
+		return
+	}
 	e := fsm.Entry{Now: n.clock.Now().UnixNano(), Cmds: make([]fsm.Cmd, len(batch))}
 	for i, p := range batch {
 		e.Cmds[i] = p.cmd

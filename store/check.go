@@ -13,41 +13,48 @@ import (
 // at cleanup.
 func (s *Store) Check() error {
 	return s.View(func(t *Tx) error {
-		jobs, expiring := 0, 0
-		err := t.tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
-			jobs++
-			j := new(Job)
-			if err := decodeJob(v, j); err != nil {
-				return fmt.Errorf("job %s: %w", k, err)
-			}
-			if j.ExpireAt != 0 {
-				expiring++
-				if got := t.tx.Bucket(bucketExpiry).Get(expiryKey(j.ExpireAt, j.Seq)); string(got) != j.ID {
-					return fmt.Errorf("job %s: expiry index names %q", j.ID, got)
-				}
-			}
-			if got := t.tx.Bucket(bucketSeq).Get(putUint(j.Seq)); string(got) != j.ID {
-				return fmt.Errorf("job %s: seq index %d names %q", j.ID, j.Seq, got)
-			}
-			if got := t.tx.Bucket(bucketStatus).Get(statusKey(j.Status, j.Seq)); string(got) != j.ID {
-				return fmt.Errorf("job %s: status index %s names %q", j.ID, j.Status, got)
-			}
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		if n := t.tx.Bucket(bucketExpiry).Stats().KeyN; n != expiring {
-			return fmt.Errorf("expiry index has %d entries for %d expiring jobs", n, expiring)
-		}
-		if n := t.tx.Bucket(bucketSeq).Stats().KeyN; n != jobs {
-			return fmt.Errorf("seq index has %d entries for %d jobs", n, jobs)
-		}
-		if n := t.tx.Bucket(bucketStatus).Stats().KeyN; n != jobs {
-			return fmt.Errorf("status index has %d entries for %d jobs", n, jobs)
-		}
-		return t.checkEdges()
+		var jobs int
+		return checkIndexes(t, &jobs)
 	})
+}
+
+// checkIndexes decodes every job record, checks the indexes and the
+// dependency edges against them and counts them in jobs.
+func checkIndexes(t *Tx, jobs *int) error {
+	expiring := 0
+	err := t.tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
+		*jobs++
+		j := new(Job)
+		if err := decodeJob(v, j); err != nil {
+			return fmt.Errorf("job %s: %w", k, err)
+		}
+		if j.ExpireAt != 0 {
+			expiring++
+			if got := t.tx.Bucket(bucketExpiry).Get(expiryKey(j.ExpireAt, j.Seq)); string(got) != j.ID {
+				return fmt.Errorf("job %s: expiry index names %q", j.ID, got)
+			}
+		}
+		if got := t.tx.Bucket(bucketSeq).Get(putUint(j.Seq)); string(got) != j.ID {
+			return fmt.Errorf("job %s: seq index %d names %q", j.ID, j.Seq, got)
+		}
+		if got := t.tx.Bucket(bucketStatus).Get(statusKey(j.Status, j.Seq)); string(got) != j.ID {
+			return fmt.Errorf("job %s: status index %s names %q", j.ID, j.Status, got)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n := t.tx.Bucket(bucketExpiry).Stats().KeyN; n != expiring {
+		return fmt.Errorf("expiry index has %d entries for %d expiring jobs", n, expiring)
+	}
+	if n := t.tx.Bucket(bucketSeq).Stats().KeyN; n != *jobs {
+		return fmt.Errorf("seq index has %d entries for %d jobs", n, *jobs)
+	}
+	if n := t.tx.Bucket(bucketStatus).Stats().KeyN; n != *jobs {
+		return fmt.Errorf("status index has %d entries for %d jobs", n, *jobs)
+	}
+	return t.checkEdges()
 }
 
 // Digest is a hash of every bucket's keys and values, in key order. Two

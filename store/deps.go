@@ -128,11 +128,16 @@ func (t *Tx) JobHead(id string) (*JobHead, error) {
 }
 
 // checkEdges verifies the dependency bucket: every edge names the job of
-// its seq, starts at an existing job, and every count is its edges'.
+// its seq, starts at an existing job, and every count is its edges'. A file
+// of a format before 3 has no such bucket: nothing to check.
 func (t *Tx) checkEdges() error {
+	deps := t.tx.Bucket(bucketDeps)
+	if deps == nil {
+		return nil
+	}
 	counts := make(map[uint64]uint64)
 	edges := make(map[uint64]uint64)
-	err := t.tx.Bucket(bucketDeps).ForEach(func(k, v []byte) error {
+	err := deps.ForEach(func(k, v []byte) error {
 		switch len(k) {
 		case 8:
 			counts[getUint(k)] = getUint(v)

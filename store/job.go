@@ -18,6 +18,12 @@ const (
 	StatusCancelled  Status = "cancelled"
 )
 
+// StatusReturned appears in attempt histories only: the attempt's claim
+// reply never reached its worker, so it never ran and did not count (its
+// number is used again). Records write it as a string, outside the status
+// codes.
+const StatusReturned Status = "returned"
+
 // Statuses lists every stored status, in lifecycle order.
 var Statuses = []Status{StatusBlocked, StatusPending, StatusReserved, StatusRunning, StatusCancelling, StatusDone, StatusFailed, StatusCancelled}
 
@@ -106,6 +112,13 @@ type Job struct {
 	GangSize       int               `json:"gang_size,omitempty"` // how many tasks the gang has
 	PreemptEpoch   uint64            `json:"preempt,omitempty"`   // its gang drains: stop this attempt and acknowledge this epoch
 	ModifyIndex    uint64            `json:"mod"`
+	// How the last attempt was claimed (record jobRecordV2): the name of
+	// the token that claimed it (empty with auth off), whether its worker
+	// was handed the lease (then every report must carry it), and the
+	// worker's number for the claim request (0: none).
+	ClaimToken string `json:"claim_tok,omitempty"`
+	Fenced     bool   `json:"fenced,omitempty"`
+	ClaimSeq   uint64 `json:"claim_seq,omitempty"`
 }
 
 // JobHead is what the FSM's in-memory indexes need of a job. A binary job
@@ -154,6 +167,7 @@ type Worker struct {
 	RegisteredAt  int64    `json:"reg"`
 	LastHeartbeat int64    `json:"hb"`
 	OfflineAt     int64    `json:"offline,omitempty"` // declared offline then; offline while LastHeartbeat is not later
+	Owner         string   `json:"owner,omitempty"`   // the token name that registered it; only it may heartbeat or claim as it while it is active
 	ModifyIndex   uint64   `json:"mod"`
 }
 

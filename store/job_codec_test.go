@@ -67,6 +67,7 @@ func fullJob() *Job {
 		Retention: 5, UniqueFor: 6, ExpireAt: 7, Schedule: "nightly", ScheduledFor: 8, After: "job-1",
 		Resources: Resources{VRAMMB: 1, MemoryMB: -2, CPUMillis: 3, Slots: 4}, Tags: []string{"gpu", "a100"},
 		GangID: "gang-1", GangIndex: 3, GangSize: 4, PreemptEpoch: 9, ModifyIndex: 10,
+		ClaimToken: "fleet1", Fenced: true, ClaimSeq: 1 << 62,
 	}
 }
 
@@ -84,8 +85,14 @@ func TestJobRecord(t *testing.T) {
 	for name, j := range jobs {
 		t.Run(name+"RoundTrips", func(t *testing.T) {
 			b := mustAppendJob(t, j)
-			if b[0] != jobRecordV1 {
-				t.Fatalf("first byte %#x", b[0])
+			// V2 only for a job with the fields V2 adds: others keep
+			// the bytes that nodes before V2 read.
+			want := byte(jobRecordV1)
+			if j.ClaimToken != "" || j.Fenced || j.ClaimSeq != 0 {
+				want = jobRecordV2
+			}
+			if b[0] != want {
+				t.Fatalf("first byte %#x, want %#x", b[0], want)
 			}
 			got := new(Job)
 			if err := decodeJob(b, got); err != nil {
@@ -177,7 +184,8 @@ func TestJobRecordRefusesBadBytes(t *testing.T) {
 		name, want string
 		b          []byte
 	}{
-		{"NewerFormat", "unknown record format", append([]byte{jobRecordV1 + 1}, good[1:]...)},
+		{"NewerFormat", "unknown record format", append([]byte{jobRecordV2 + 1}, good[1:]...)},
+		{"V1WithV2Fields", "trailing bytes", append([]byte{jobRecordV1}, good[1:]...)},
 		{"TrailingBytes", "trailing bytes", append(append([]byte(nil), good...), 0)},
 		{"NotJSON", "invalid character", []byte("{not json")},
 		{"HugeCount", "count past the end", binary.AppendUvarint(zeroHead[:len(zeroHead)-1], 1<<40)},

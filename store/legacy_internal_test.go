@@ -104,7 +104,7 @@ func checkBinary(t *testing.T, st *Store, want []*Job) {
 			t.Error("still marked upgrading")
 		}
 		err := tx.tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
-			if v[0] != jobRecordV1 {
+			if v[0] != jobRecordV1 && v[0] != jobRecordV2 {
 				t.Errorf("job %s: record starts %q", k, v[0])
 			}
 			return nil

@@ -27,6 +27,7 @@ import (
 //	Jitter), CreatedAt, StartedAt, DoneAt, ExitCode, Output, LastError,
 //	History, Retention, UniqueFor, ExpireAt, Schedule, ScheduledFor, After,
 //	GangID, GangIndex, GangSize, PreemptEpoch, ModifyIndex
+//	then, in a record of jobRecordV2 only: ClaimToken, Fenced, ClaimSeq
 //
 // and nothing after. Values are written as package binenc says: a time (a
 // field named At, Deadline, Started or Ended; Unix nanoseconds) is 8 bytes
@@ -40,8 +41,11 @@ import (
 // outside the table. Each Attempt of History is Attempt, WorkerID, Lease,
 // Status, ExitCode, Error, Started, Ended, Expired.
 //
-// Changing this layout needs a new first byte (jobRecordV2), with V1 still
-// read.
+// A record is written as jobRecordV2 only when one of the fields that V2
+// adds is set, so a job claimed without them gives the bytes it always did.
+// V2 records need a state format that says so (currentFormat 3): a node too
+// old to read them must not open the file. Changing this layout again needs
+// a new first byte, with V1 and V2 still read.
 
 // maxInterned bounds an interner.
 const maxInterned = 1024
@@ -63,8 +67,11 @@ func (in interner) string(b []byte) string {
 	return s
 }
 
-// jobRecordV1 is the first byte of a binary job record.
-const jobRecordV1 = 0x01
+// The first bytes of binary job records.
+const (
+	jobRecordV1 = 0x01
+	jobRecordV2 = 0x02 // V1, then how the last attempt was claimed
+)
 
 // statusCodes numbers the statuses in binary records; append only.
 var statusCodes = [...]Status{1: StatusBlocked, StatusPending, StatusReserved, StatusRunning, StatusCancelling, StatusDone, StatusFailed, StatusCancelled}
@@ -97,10 +104,21 @@ func appendJob(b []byte, j *Job) ([]byte, error) {
 	if !binenc.Finite(j.Backoff.Jitter) {
 		return nil, fmt.Errorf("encode job %s: backoff jitter %v is not a number", j.ID, j.Backoff.Jitter)
 	}
-	b = append(b, jobRecordV1)
+	v2 := j.ClaimToken != "" || j.Fenced || j.ClaimSeq != 0
+	if v2 {
+		b = append(b, jobRecordV2)
+	} else {
+		b = append(b, jobRecordV1)
+	}
 	h := j.Head()
 	b = appendJobHead(b, &h)
-	return appendJobBody(b, j), nil
+	b = appendJobBody(b, j)
+	if v2 {
+		b = binenc.AppendString(b, j.ClaimToken)
+		b = binenc.AppendBool(b, j.Fenced)
+		b = binenc.AppendUvarint(b, j.ClaimSeq)
+	}
+	return b, nil
 }
 
 func appendJobHead(b []byte, h *JobHead) []byte {
@@ -195,6 +213,11 @@ func decodeJob(b []byte, j *Job) error {
 	r.jobHead(&h)
 	j.setHead(&h)
 	r.jobBody(j)
+	if r.version == jobRecordV2 {
+		j.ClaimToken = r.Str()
+		j.Fenced = r.Bool()
+		j.ClaimSeq = r.Uvarint()
+	}
 	if err := r.End(); err != nil {
 		return fmt.Errorf("decode job: %w", err)
 	}
@@ -229,11 +252,11 @@ func jobReader(b []byte) (reader, error) {
 	if len(b) == 0 {
 		return reader{}, fmt.Errorf("decode job: empty record")
 	}
-	if b[0] != jobRecordV1 {
+	if b[0] != jobRecordV1 && b[0] != jobRecordV2 {
 		return reader{}, fmt.Errorf("decode job: unknown record format %#x (written by a newer Workron?)", b[0])
 	}
 	r := reader{Reader: binenc.NewReader(b)}
-	r.Byte() // jobRecordV1
+	r.version = r.Byte()
 	return r, nil
 }
 
@@ -241,7 +264,8 @@ func jobReader(b []byte) (reader, error) {
 // parts (statuses, attempts, shared names).
 type reader struct {
 	binenc.Reader
-	names interner // see name
+	names   interner // see name
+	version byte     // the record's first byte
 }
 
 func (r *reader) jobHead(h *JobHead) {

@@ -43,7 +43,7 @@ var (
 	keyLastLease   = []byte("last_lease")
 	keyFormat      = []byte("format")
 	keyUpgrading   = []byte("upgrading") // present while Open rewrites older formats' job records
-	currentFormat  = uint64(3)           // 2: job records binary (record.go); 3: dependency edges in bucketDeps
+	currentFormat  = uint64(3)           // 2: job records binary (record.go); 3: dependency edges in bucketDeps, V2 job records
 	oldestFormat   = uint64(1)           // 1: every record JSON; Open rewrites its job records
 	defaultMmapLen = 1 << 30
 )
@@ -199,7 +199,7 @@ func (s *Store) Restore(r io.Reader) error {
 	if err != nil {
 		return fmt.Errorf("restore: create %s: %w", tmp, err)
 	}
-	n, err := io.Copy(f, r)
+	_, err = io.Copy(f, r)
 	if err != nil {
 		f.Close()
 		os.Remove(tmp)
@@ -214,35 +214,15 @@ func (s *Store) Restore(r io.Reader) error {
 		os.Remove(tmp)
 		return fmt.Errorf("restore: close: %w", err)
 	}
-	// Check the new file opens before giving up the old one.
-	probe, err := bolt.Open(tmp, 0o600, &bolt.Options{Timeout: time.Second, ReadOnly: true})
-	if err != nil {
+	// Check the new file before giving up the old one: a cut-off stream, a
+	// corrupted one or one of another format would otherwise fail (or crash
+	// bbolt) only after the old state is gone. VerifyPages, not Verify: a
+	// follower installs the leader's snapshots here, and the records of a
+	// million jobs take seconds to decode; a user's backup was checked whole
+	// before it reached Raft (raftnode.Node.Restore).
+	if _, err := VerifyPages(tmp); err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("restore: snapshot is not a state file: %w", err)
-	}
-	// A file shorter than its own high-water mark (a cut-off stream) passes
-	// the meta checks but faults (SIGBUS) when its pages are read.
-	// A state file of another format would fail to open only after the old
-	// one is gone.
-	var need int64
-	format := currentFormat
-	_ = probe.View(func(tx *bolt.Tx) error {
-		if need = tx.Size(); n < need {
-			return nil
-		}
-		if b := tx.Bucket(bucketMeta); b != nil && b.Get(keyFormat) != nil {
-			format = getUint(b.Get(keyFormat))
-		}
-		return nil
-	})
-	probe.Close()
-	if n < need {
-		os.Remove(tmp)
-		return fmt.Errorf("restore: snapshot is truncated: %d of %d bytes", n, need)
-	}
-	if !readableFormat(format) {
-		os.Remove(tmp)
-		return fmt.Errorf("restore: snapshot has state format %d, this binary reads %d to %d", format, oldestFormat, currentFormat)
+		return fmt.Errorf("restore: %w", err)
 	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("restore: close old state: %w", err)
@@ -258,24 +238,27 @@ func (s *Store) Restore(r io.Reader) error {
 	return s.open()
 }
 
-// PrepareRestore readies a state file copied from a backup to seed a new
-// cluster: its applied index goes back to 0 (the new cluster's log starts
-// over) and the old cluster's member addresses are forgotten.
-func PrepareRestore(path string) error {
+// PrepareRestore readies a verified copy of a backup to be restored into
+// a running cluster: its member addresses become nodes, the cluster's own
+// (the backup's are another cluster's, or older). Everything else stays,
+// the applied index included: the restore puts the cluster's log past it.
+func PrepareRestore(path string, nodes []*Node) error {
 	s, err := Open(path, Options{})
 	if err != nil {
 		return err
 	}
 	err = s.Update(func(t *Tx) error {
-		if err := t.SetApplied(0); err != nil {
-			return err
-		}
-		nodes, err := t.Nodes()
+		old, err := t.Nodes()
 		if err != nil {
 			return err
 		}
-		for _, n := range nodes {
+		for _, n := range old {
 			if err := t.DeleteNode(n.ID); err != nil {
+				return err
+			}
+		}
+		for _, n := range nodes {
+			if err := t.PutNode(n); err != nil {
 				return err
 			}
 		}

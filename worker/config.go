@@ -33,6 +33,32 @@ type Config struct {
 	// true.
 	Shell bool
 
+	// PassEnv names variables of the worker's own environment that commands
+	// get on top of BaseEnv (PATH, HOME, USER, LOGNAME, LANG, LC_ALL, TZ,
+	// TMPDIR); nothing else of the worker's environment reaches a job. This
+	// is how jobs get a loader variable such as LD_LIBRARY_PATH, which a
+	// job's own env may not set. Names only, without '='; WORKRON_TOKEN is
+	// refused. Defaults to none.
+	PassEnv []string
+
+	// RunAs is the user (a name or a numeric uid) commands run as, with
+	// that user's primary and supplementary groups, HOME, USER and LOGNAME,
+	// starting in that user's home directory (or "/" when it does not
+	// exist). It needs the worker to run as root; New refuses it otherwise.
+	// Typed handlers run inside the worker and are not affected. Defaults to
+	// "": commands run as the worker's user.
+	RunAs string
+
+	// AllowCommands, when not empty, lists the programs commands may run,
+	// as bare names (looked up in the worker's PATH once, by New) or
+	// absolute paths. A command is then run without a shell: it is split
+	// into words (spaces and tabs separate, '...' and "..." quote), its
+	// first word must be one of the list exactly as written, and a command
+	// using any other shell syntax (| & ; < > ( ) $ ` \ * ? [ # ~ { } !,
+	// newlines, and $ ` \ within double quotes) is refused. A refused job
+	// fails without retry. Defaults to none: any command runs with sh -c.
+	AllowCommands []string
+
 	// Grace is how long running jobs may go on after shutdown starts before
 	// they are stopped. Defaults to 30s; must not be negative.
 	Grace time.Duration
@@ -106,6 +132,9 @@ func (c Config) Validate() error {
 		return fmt.Errorf("worker: Config.OutputTail must be between 0 and %d bytes, got %d", maxOutputTail, c.OutputTail)
 	case c.PollWait < minPollWait || c.PollWait > maxPollWait:
 		return fmt.Errorf("worker: Config.PollWait must be between %s and %s, got %s", minPollWait, maxPollWait, c.PollWait)
+	}
+	if err := checkPassEnv(c.PassEnv); err != nil {
+		return err
 	}
 	for i, q := range c.Queues {
 		if q == "" {

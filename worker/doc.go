@@ -15,14 +15,30 @@
 // requests to cancel or preempt jobs. A heartbeat answered 404 (the server
 // forgot the worker) makes the worker register again.
 //
+// Claims are numbered (ClaimSeq), and each heartbeat names the claims that
+// had ended before it listed the running jobs, so a job whose claim reply
+// was lost goes back to the queue at once, its attempt not counted. After
+// a claim fails, heartbeats go on even while no job runs, until one has
+// named that claim.
+//
 // # Shell jobs
 //
-// A job with a Command runs as "sh -c COMMAND" in a process group of its own,
-// with the worker's environment plus the job's Env, WORKRON_JOB_ID and
-// WORKRON_ATTEMPT. Standard output and error are merged; the last OutputTail
-// bytes are reported. To stop a command (timeout, cancel, shutdown) the whole
-// group gets SIGTERM, then SIGKILL after KillGrace. When the shell exits,
-// whatever it left running in its group is killed.
+// A job with a Command runs as "sh -c COMMAND" in a process group of its own.
+// Its environment is clean: of the worker's variables it gets only those of
+// BaseEnv and Config.PassEnv, never the worker's token; then the job's Env,
+// WORKRON_JOB_ID and WORKRON_ATTEMPT. With Config.RunAs (a root worker) it
+// runs as that user; with Config.AllowCommands it runs without a shell, as
+// one of the listed programs. Standard output and error are merged; the last
+// OutputTail bytes are reported. To stop a command (timeout, cancel,
+// shutdown) the whole group gets SIGTERM, then SIGKILL after KillGrace. When
+// the command exits, whatever it left running in its group is killed.
+//
+// Run starts a job watcher, one small sh per worker, to which the worker
+// lists each job's process group through a pipe only it can write to. When
+// the pipe ends because the worker died (even by SIGKILL), the watcher kills
+// every group still listed, so a job never outlives its worker to run twice
+// once its lease expires. On Linux each command also has the parent-death
+// signal SIGKILL. A process that leaves its group (setsid) escapes both.
 //
 // # Typed jobs
 //

@@ -43,6 +43,9 @@ type fakeServer struct {
 	carried   int           // reports that came inside claims
 	carriers  int           // claims that carried reports
 	changed   chan struct{} // closed and replaced when a job is added
+	loseNext  int           // lease the jobs of this many more claims, then answer 502
+	lost      []uint64      // the ClaimSeq of each claim whose reply was lost
+	beatReqs  []wire.WorkerHeartbeatRequest
 }
 
 func newFakeServer(t *testing.T) *fakeServer {
@@ -209,6 +212,10 @@ func (f *fakeServer) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	f.beats++
+	var req wire.WorkerHeartbeatRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err == nil {
+		f.beatReqs = append(f.beatReqs, req)
+	}
 	var resp wire.WorkerHeartbeatResponse
 	for _, job := range f.jobs {
 		if job.WorkerID != id || (job.Status != wire.StatusRunning && job.Status != wire.StatusCancelling) {
@@ -263,6 +270,10 @@ func (f *fakeServer) handleClaim(w http.ResponseWriter, r *http.Request) {
 	}()
 	for {
 		jobs, changed := f.lease(req)
+		if len(jobs) > 0 && f.loseReply(req.ClaimSeq) {
+			writeError(w, http.StatusBadGateway, "outcome_unknown", "the leader went away")
+			return
+		}
 		if len(jobs) > 0 {
 			writeJSON(w, http.StatusOK, wire.ClaimResponse{Jobs: jobs, LeaseTTLMillis: f.ttl.Milliseconds(), Reports: results})
 			return
@@ -276,6 +287,34 @@ func (f *fakeServer) handleClaim(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// loseReply reports whether the reply of claim seq, which leased jobs, is
+// to be lost, as when the leader dies after committing the claim.
+func (f *fakeServer) loseReply(seq uint64) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.loseNext == 0 {
+		return false
+	}
+	f.loseNext--
+	f.lost = append(f.lost, seq)
+	return true
+}
+
+// loseReplies makes the next n claims that lease jobs answer 502.
+func (f *fakeServer) loseReplies(n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.loseNext = n
+}
+
+// lostClaims returns the claim numbers of the lost replies, and the
+// heartbeat requests received.
+func (f *fakeServer) lostClaims() ([]uint64, []wire.WorkerHeartbeatRequest) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]uint64(nil), f.lost...), append([]wire.WorkerHeartbeatRequest(nil), f.beatReqs...)
 }
 
 // lease hands up to req.Max pending jobs to req.WorkerID. It ignores Types,

@@ -23,7 +23,7 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 			}
 			continue
 		}
-		wait := w.currentLeaseTTL() / 3
+		wait := w.heartbeatWait()
 		for {
 			t.Reset(wait)
 			select {
@@ -42,22 +42,46 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 				wait = min(w.currentLeaseTTL()/3, time.Second)
 				continue
 			}
-			wait = w.currentLeaseTTL() / 3
+			wait = w.heartbeatWait()
 		}
 	}
+}
+
+// heartbeatWait is how long to wait before the next heartbeat: a third of
+// the lease TTL, but at most a second while a failed claim waits to be
+// named (its jobs, if any, go back to the queue only then).
+func (w *Worker) heartbeatWait() time.Duration {
+	d := w.currentLeaseTTL() / 3
+	if w.claimLost.Load() != 0 {
+		d = min(d, time.Second)
+	}
+	return d
 }
 
 // heartbeatOnce sends one worker heartbeat and acts on its reply: it stops
 // the jobs the server cancelled or preempted, and registers again when the
 // server forgot the worker.
+//
+// It names the claims that had ended before it listed the running jobs
+// (see claimEnded), so that the cluster gives back at once a job whose
+// claim reply was lost.
 func (w *Worker) heartbeatOnce(ctx context.Context) error {
-	resp, err := w.client.WorkerHeartbeat(ctx, w.cfg.ID, w.runningLeases())
+	lost := w.claimLost.Load()
+	req := wire.WorkerHeartbeatRequest{ClaimsTo: w.claimsEnded.Load()}
+	if req.ClaimsTo != 0 {
+		req.ClaimsFrom = w.claimsFrom
+	}
+	req.Jobs = w.runningLeases() // after ClaimsTo: its claims' jobs are in
+	resp, err := w.client.HeartbeatWorker(ctx, w.cfg.ID, req)
 	if client.IsNotFound(err) {
 		w.reregister(ctx)
 		return nil
 	}
 	if err != nil {
 		return err
+	}
+	if lost != 0 && req.ClaimsTo >= lost {
+		w.claimLost.CompareAndSwap(lost, 0)
 	}
 	for _, a := range resp.Actions {
 		w.act(a)
@@ -67,16 +91,24 @@ func (w *Worker) heartbeatOnce(ctx context.Context) error {
 
 // runningLeases lists the attempts this worker holds, for a heartbeat: those
 // running and those whose reports have not been answered yet.
+//
+// The running ones are read first: a job queues its report before it
+// leaves the running set, so one that ends meanwhile is in the reports
+// read after (or its report was answered and the cluster no longer runs
+// it). Read the other way round, it could be in neither.
 func (w *Worker) runningLeases() []wire.JobLease {
-	out := w.reports.leases()
+	w.mu.Lock()
+	out := make([]wire.JobLease, 0, len(w.running))
+	for _, t := range w.running {
+		out = append(out, wire.JobLease{JobID: t.job.ID, Lease: t.job.Lease})
+	}
+	w.mu.Unlock()
 	seen := make(map[wire.JobLease]bool, len(out))
 	for _, jl := range out {
 		seen[jl] = true
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	for _, t := range w.running {
-		if jl := (wire.JobLease{JobID: t.job.ID, Lease: t.job.Lease}); !seen[jl] {
+	for _, jl := range w.reports.leases() {
+		if !seen[jl] {
 			out = append(out, jl)
 		}
 	}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,6 +81,19 @@ func startWorker(t *testing.T, cfg worker.Config, setup func(*worker.Worker)) *r
 	return &running{w: w, stop: stop, done: done}
 }
 
+// workerOnFakeServer starts a worker, its config changed by mutate (when
+// not nil), against a new fake server, and returns the server.
+func workerOnFakeServer(t *testing.T, mutate func(*worker.Config)) *fakeServer {
+	t.Helper()
+	f := newFakeServer(t)
+	cfg := testConfig(t, f.URL)
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	startWorker(t, cfg, nil)
+	return f
+}
+
 // closedURL returns the URL of a 127.0.0.1 port nobody listens on.
 func closedURL(t *testing.T) string {
 	t.Helper()
@@ -95,18 +106,6 @@ func closedURL(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return "http://" + addr
-}
-
-// processGone reports whether pid has exited (a zombie counts as gone).
-func processGone(pid int) bool {
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// The state follows the command name in parentheses: "pid (comm) S ...".
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] == 'Z' || s[i+2] == 'X'
 }
 
 func intPtr(p *int) int {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/base64"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"maps"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -75,6 +78,9 @@ func (w *Worker) withCheckpoint(log *slog.Logger, job wire.Job) (wire.Job, *chec
 			delete(env, "CHECKPOINT_DATA")
 		}
 	}
+	if err := w.handOver(ck); err != nil {
+		log.Warn("the checkpoint file stays the worker's", "err", err)
+	}
 	job.Env = env
 	return job, ck
 }
@@ -85,18 +91,47 @@ func (ck *checkpoint) read(log *slog.Logger) []byte {
 	if ck == nil {
 		return nil
 	}
-	data, err := os.ReadFile(ck.path)
+	data, err := readRegular(ck.path, maxCheckpointBytes)
 	switch {
 	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case errors.Is(err, errTooLarge):
+		log.Warn("checkpoint not uploaded: larger than the server keeps", "max", maxCheckpointBytes)
 		return nil
 	case err != nil:
 		log.Warn("read checkpoint file", "err", err)
 		return nil
-	case len(data) > maxCheckpointBytes:
-		log.Warn("checkpoint not uploaded: larger than the server keeps", "bytes", len(data), "max", maxCheckpointBytes)
-		return nil
 	}
 	return data
+}
+
+// errTooLarge is readRegular's answer for a file over its limit.
+var errTooLarge = errors.New("file too large")
+
+// readRegular reads the regular file at path, up to limit bytes. It does not
+// follow a symbolic link there and does not block on a FIFO: the command that
+// left the file may have made it either.
+func readRegular(path string, limit int64) ([]byte, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, fi.Mode().Type())
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, errTooLarge
+	}
+	return data, nil
 }
 
 // remove deletes the checkpoint file; safe on nil.

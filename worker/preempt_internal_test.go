@@ -5,7 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/workron/workron/api/wire"
@@ -61,6 +63,26 @@ func TestCheckpointFile(t *testing.T) {
 		}
 		if got := ck.read(log); got != nil {
 			t.Errorf("a checkpoint over the server's cap would be uploaded (%d bytes)", len(got))
+		}
+	})
+
+	t.Run("ASymlinkOrAFIFOIsNotRead", func(t *testing.T) {
+		dir := t.TempDir()
+		secret := filepath.Join(dir, "secret")
+		if err := os.WriteFile(secret, []byte("the worker's"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		link, fifo := filepath.Join(dir, "link"), filepath.Join(dir, "fifo")
+		if err := os.Symlink(secret, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range []string{link, fifo} {
+			if got := (&checkpoint{dir: dir, path: path}).read(log); got != nil {
+				t.Errorf("read %s = %q, want nothing", path, got)
+			}
 		}
 	})
 

@@ -193,3 +193,39 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 }
+
+// TestLostClaimReply checks the worker's half of giving back a job whose
+// claim reply was lost: even idle, it sends a heartbeat that names the
+// failed claim's number and does not list the job (issue #15, part 3).
+func TestLostClaimReply(t *testing.T) {
+	f := newFakeServer(t)
+	startWorker(t, testConfig(t, f.URL), nil)
+	// A first job teaches the worker the lease TTL, and leaves it idle.
+	if rep := f.waitReport(t, f.add(wire.Job{Command: "true"})); rep.Kind != "done" {
+		t.Fatalf("first job: %+v", rep)
+	}
+	f.loseReplies(1)
+	id := f.add(wire.Job{Command: "true"})
+	var seq uint64
+	waitFor(t, 10*time.Second, "a heartbeat naming the lost claim", func() bool {
+		lost, beats := f.lostClaims()
+		if len(lost) == 0 {
+			return false
+		}
+		seq = lost[0]
+		for _, b := range beats {
+			if b.ClaimsFrom != 0 && b.ClaimsFrom <= seq && seq <= b.ClaimsTo {
+				for _, jl := range b.Jobs {
+					if jl.JobID == id {
+						t.Fatalf("the heartbeat lists the job whose reply was lost: %+v", b)
+					}
+				}
+				return true
+			}
+		}
+		return false
+	})
+	if seq == 0 {
+		t.Fatal("the claim carried no claim_seq")
+	}
+}

@@ -5,11 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
-	"slices"
-	"strconv"
 	"syscall"
 	"time"
 
@@ -21,35 +18,41 @@ import (
 // pipe open that long.
 const outputDrainLimit = 2 * time.Second
 
-// runShell runs job.Command with "sh -c" in a process group of its own and
-// returns how it ended. When ctx ends first, the group is stopped and the
-// outcome carries ctx's cause.
+// runShell runs job.Command (with "sh -c", or split into words on a worker
+// with an allow-list) in a process group of its own and returns how it
+// ended. When ctx ends first, the group is stopped and the outcome carries
+// ctx's cause. A command the worker refuses fails for good.
 func (w *Worker) runShell(ctx context.Context, job wire.Job) outcome {
+	cmd, err := w.jobCommand(job)
+	if err != nil {
+		return failFinal(err)
+	}
 	tail := newRing(w.cfg.OutputTail)
 	pr, pw, err := os.Pipe()
 	if err != nil {
 		return outcome{err: fmt.Errorf("output pipe: %w", err)}
 	}
-	cmd := exec.Command("sh", "-c", job.Command)
-	cmd.Env = jobEnv(job)
 	cmd.Stdout, cmd.Stderr = pw, pw // one pipe keeps the interleaving
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = w.procAttr()
+	setPdeathsig(cmd.SysProcAttr)
 	err = cmd.Start()
 	_ = pw.Close() // the children hold their own copies
 	if err != nil {
 		_ = pr.Close()
-		return outcome{err: fmt.Errorf("start sh: %w", err)}
+		return outcome{err: fmt.Errorf("start %s: %w", cmd.Args[0], err)}
 	}
+	pgid := cmd.Process.Pid
+	w.watch.add(pgid)
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
 		_, _ = io.Copy(tail, pr)
 	}()
 
-	pgid := cmd.Process.Pid
 	waitErr, cause := w.waitOrStop(ctx, cmd, pgid)
-	// Anything the shell left behind in its group goes with it.
+	// Anything the command left behind in its group goes with it.
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	w.watch.remove(pgid)
 	drainOutput(copied, pr)
 
 	code, err := exitStatus(cmd, waitErr)
@@ -62,6 +65,41 @@ func (w *Worker) runShell(ctx context.Context, job wire.Job) outcome {
 		return outcome{exitCode: code, output: tail.String(), err: fmt.Errorf("exit status %d", *code)}
 	}
 	return outcome{exitCode: code, output: tail.String()}
+}
+
+// jobCommand builds the process of a command job, not yet started: "sh -c
+// COMMAND", or on a worker with an allow-list the allowed program with the
+// command's other words as arguments; with the job's environment, and the
+// run-as user's home directory as its working directory.
+func (w *Worker) jobCommand(job wire.Job) (*exec.Cmd, error) {
+	var cmd *exec.Cmd
+	if w.allowed == nil {
+		cmd = exec.Command("sh", "-c", job.Command)
+	} else {
+		var err error
+		if cmd, err = w.allowedCommand(job.Command); err != nil {
+			return nil, err
+		}
+	}
+	env, err := w.jobEnv(job)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errNotAllowed, err)
+	}
+	cmd.Env = env
+	if w.runAs != nil {
+		cmd.Dir = w.runAs.dir()
+	}
+	return cmd, nil
+}
+
+// procAttr puts a command in a new process group that it leads and, on a
+// worker with RunAs, makes it run as that user.
+func (w *Worker) procAttr() *syscall.SysProcAttr {
+	a := &syscall.SysProcAttr{Setpgid: true}
+	if w.runAs != nil {
+		a.Credential = w.runAs.cred
+	}
+	return a
 }
 
 // waitOrStop waits for cmd. When ctx ends first it sends SIGTERM to the
@@ -103,12 +141,12 @@ func drainOutput(copied <-chan struct{}, pr *os.File) {
 	_ = pr.Close()
 }
 
-// exitStatus returns the shell's exit code, 128+N when signal N ended it,
+// exitStatus returns the command's exit code, 128+N when signal N ended it,
 // and an error only when the command's status is unknown.
 func exitStatus(cmd *exec.Cmd, waitErr error) (*int, error) {
 	var ee *exec.ExitError
 	if waitErr != nil && !errors.As(waitErr, &ee) {
-		return nil, fmt.Errorf("wait for sh: %w", waitErr)
+		return nil, fmt.Errorf("wait for the command: %w", waitErr)
 	}
 	st := cmd.ProcessState
 	code := st.ExitCode()
@@ -117,17 +155,4 @@ func exitStatus(cmd *exec.Cmd, waitErr error) (*int, error) {
 		return &code, fmt.Errorf("killed by signal %d (%s)", ws.Signal(), ws.Signal())
 	}
 	return &code, nil
-}
-
-// jobEnv returns the worker's environment plus the job's variables and the
-// WORKRON_* ones, later entries winning.
-func jobEnv(job wire.Job) []string {
-	env := os.Environ()
-	for _, k := range slices.Sorted(maps.Keys(job.Env)) {
-		env = append(env, k+"="+job.Env[k])
-	}
-	return append(env,
-		"WORKRON_JOB_ID="+job.ID,
-		"WORKRON_ATTEMPT="+strconv.Itoa(job.Attempts),
-	)
 }

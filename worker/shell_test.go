@@ -9,19 +9,12 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/proctest"
 	"github.com/workron/workron/worker"
 )
 
 func TestShellJobs(t *testing.T) {
-	setup := func(t *testing.T, mutate func(*worker.Config)) *fakeServer {
-		f := newFakeServer(t)
-		cfg := testConfig(t, f.URL)
-		if mutate != nil {
-			mutate(&cfg)
-		}
-		startWorker(t, cfg, nil)
-		return f
-	}
+	setup := workerOnFakeServer
 
 	t.Run("SuccessReportsDoneWithExitCodeAndOutput", func(t *testing.T) {
 		f := setup(t, nil)
@@ -91,7 +84,7 @@ func TestShellJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, 5*time.Second, "the background sleep to die", func() bool { return processGone(pid) })
+		waitFor(t, 5*time.Second, "the background sleep to die", func() bool { return proctest.Gone(pid) })
 	})
 
 	t.Run("TimeoutsTheClusterNoLongerTakesStillRun", func(t *testing.T) {

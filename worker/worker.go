@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -55,7 +56,11 @@ type Worker struct {
 	client    *client.Client
 	ownClient bool
 	active    atomic.Bool
-	leaseTTL  atomic.Int64 // nanoseconds; 0 until a claim tells it
+	leaseTTL  atomic.Int64      // nanoseconds; 0 until a claim tells it
+	env       []string          // the worker's variables that commands get
+	runAs     *identity         // nil: commands run as the worker's user
+	allowed   map[string]string // Config.AllowCommands, resolved; nil: any command
+	watch     *watcher          // set while Run runs shell jobs
 
 	mu       sync.Mutex
 	handlers map[string]HandlerFunc
@@ -65,10 +70,19 @@ type Worker struct {
 	jobs      sync.WaitGroup
 	slotFreed chan struct{} // cap 1: a task ended
 	jobsBegan chan struct{} // cap 1: a task started
+
+	// Claim numbers (wire.ClaimRequest.ClaimSeq) of this run: the first,
+	// the last whose request ended (its jobs, if any, started), and the
+	// last that failed until a heartbeat has covered it (0: none).
+	claimsFrom  uint64
+	claimsEnded atomic.Uint64
+	claimLost   atomic.Uint64
 }
 
 // New validates cfg and returns a Worker. It builds a client for
-// cfg.Servers when cfg.Client is nil.
+// cfg.Servers when cfg.Client is nil. It looks up cfg.RunAs (refusing it
+// when the process is not root) and the programs of cfg.AllowCommands, and
+// reads the variables of BaseEnv and cfg.PassEnv that commands will get.
 func New(cfg Config) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -77,7 +91,18 @@ func New(cfg Config) (*Worker, error) {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	cfg.Queues = slices.Clone(cfg.Queues)
+	runAs, err := lookupRunAs(cfg.RunAs, os.Geteuid())
+	if err != nil {
+		return nil, err
+	}
+	allowed, err := resolveAllowed(cfg.AllowCommands)
+	if err != nil {
+		return nil, err
+	}
 	w := &Worker{
+		env:       workerEnv(append(BaseEnv(), cfg.PassEnv...)),
+		runAs:     runAs,
+		allowed:   allowed,
 		cfg:       cfg,
 		log:       cfg.Logger.With("component", "worker", "worker_id", cfg.ID),
 		client:    cfg.Client,
@@ -86,6 +111,9 @@ func New(cfg Config) (*Worker, error) {
 		reports:   newReportQueue(),
 		slotFreed: make(chan struct{}, 1),
 		jobsBegan: make(chan struct{}, 1),
+		// Above any number an earlier run of this id used, unless the
+		// clock went back.
+		claimsFrom: uint64(time.Now().UnixNano()),
 	}
 	if w.client == nil {
 		ccfg := client.DefaultConfig()
@@ -115,8 +143,10 @@ func (w *Worker) Handle(jobType string, h HandlerFunc) {
 // Run registers the worker and runs jobs until ctx ends, then shuts down as
 // the package doc says and returns nil. Every goroutine it started has ended
 // when it returns. It returns ErrAlreadyRunning or ErrNothingToRun without
-// doing anything, and an error wrapping the *client.APIError when the
-// server refuses the registration for good (400, 401, 403 and the like).
+// doing anything, an error when it cannot start the job watcher (a small
+// sh that kills the jobs' process groups when the worker exits, see the
+// package doc), and an error wrapping the *client.APIError when the server
+// refuses the registration for good (400, 401, 403 and the like).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.active.CompareAndSwap(false, true) {
 		return ErrAlreadyRunning
@@ -124,6 +154,17 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.active.Store(false)
 	if !w.cfg.Shell && len(w.handlerTypes()) == 0 {
 		return ErrNothingToRun
+	}
+	if w.cfg.Shell {
+		wt, err := startWatcher(w.log)
+		if err != nil {
+			return err
+		}
+		w.watch = wt
+		defer func() { // every job has ended
+			wt.stop()
+			w.watch = nil
+		}()
 	}
 	if w.ownClient {
 		defer w.client.Close()
@@ -162,7 +203,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // reports' answers come back at once.
 func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 	bo := newBackoff(100*time.Millisecond, 5*time.Second)
-	for {
+	for seq := w.claimsFrom; ; seq++ {
 		free, ok := w.waitForSlots(ctx)
 		if !ok {
 			return
@@ -175,6 +216,7 @@ func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 			Shell:    w.cfg.Shell,
 			Max:      free,
 			Wait:     w.cfg.PollWait.String(),
+			ClaimSeq: seq,
 		}
 		if len(reps) > 0 {
 			req.Reports, req.Wait = wireReports(reps), "0s"
@@ -182,10 +224,11 @@ func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 		began := time.Now()
 		resp, err := w.client.Claim(ctx, req)
 		w.claimAnswered(reps, resp, err)
+		if err == nil {
+			w.startAll(base, jobCtx, resp)
+		}
+		w.claimEnded(seq, err)
 		if ctx.Err() != nil {
-			if err == nil {
-				w.startAll(base, jobCtx, resp)
-			}
 			return
 		}
 		if err != nil {
@@ -198,7 +241,6 @@ func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 			}
 			continue
 		}
-		w.startAll(base, jobCtx, resp)
 		if len(resp.Jobs) == 0 && len(reps) == 0 && time.Since(began) < minPollWait {
 			// The server answered at once with nothing: do not spin.
 			if !sleep(ctx, bo.next()) {
@@ -207,6 +249,18 @@ func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 			continue
 		}
 		bo.reset()
+	}
+}
+
+// claimEnded records that claim seq ended, after its jobs started: a
+// heartbeat that names it lists them. A claim that failed may have leased
+// jobs whose reply was lost; the heartbeats then go on, even while idle,
+// until one has named it, so that the cluster gives those jobs back.
+func (w *Worker) claimEnded(seq uint64, err error) {
+	w.claimsEnded.Store(seq)
+	if err != nil {
+		w.claimLost.Store(seq)
+		signal(w.jobsBegan)
 	}
 }
 
@@ -332,7 +386,7 @@ func (w *Worker) handler(jobType string) HandlerFunc {
 // busy reports whether the worker holds any lease: a job runs, or its
 // report has not been answered yet.
 func (w *Worker) busy() bool {
-	return w.runningCount() > 0 || len(w.reports.leases()) > 0
+	return w.runningCount() > 0 || len(w.reports.leases()) > 0 || w.claimLost.Load() != 0
 }
 
 func (w *Worker) runningCount() int {

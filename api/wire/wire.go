@@ -1,12 +1,13 @@
 // Package wire holds the JSON shapes of Workron's HTTP API: requests, replies
 // and error bodies. The server (package api) and the clients (package worker,
 // the CLI) share them; it imports nothing of the server side and holds no logic
-// beyond parsing durations.
+// beyond parsing durations and the rule for a job's environment variables.
 package wire
 
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -189,6 +190,9 @@ type ClaimRequest struct {
 	Reports []BatchReport `json:"reports,omitempty"`
 	Max     int           `json:"max,omitempty"`
 	Wait    string        `json:"wait,omitempty"`
+	// ClaimSeq is the worker's number for this request (0: none), higher
+	// than any it sent before in this run: see WorkerHeartbeatRequest.
+	ClaimSeq uint64 `json:"claim_seq,omitempty"`
 }
 
 // ClaimResponse is the reply of POST /jobs/claim. LeaseTTLMillis tells the
@@ -284,8 +288,16 @@ type WorkerList struct {
 // When Jobs is present (even empty), only those leases are renewed: a job
 // whose claim reply the worker never received is then left to expire. With
 // no body (the seed's workers) every lease the worker holds is renewed.
+//
+// ClaimsFrom and ClaimsTo (both 0: none) are the range of ClaimSeq numbers
+// of this run's claim requests that had all ended (answered or failed) when
+// the worker sent the heartbeat. An attempt claimed by one of them and not
+// in Jobs never reached the worker (its reply was lost): it goes back to
+// pending at once, and does not count as an attempt.
 type WorkerHeartbeatRequest struct {
-	Jobs []JobLease `json:"jobs"`
+	Jobs       []JobLease `json:"jobs"`
+	ClaimsFrom uint64     `json:"claims_from,omitempty"`
+	ClaimsTo   uint64     `json:"claims_to,omitempty"`
 }
 
 // JobLease names one attempt a worker is running.
@@ -310,15 +322,47 @@ type JobAction struct {
 	PreemptionEpoch uint64 `json:"preemption_epoch,omitempty"`
 }
 
-// Health is the reply of GET /health.
+// Health is the reply of GET /health (and of GET /health?ready=1).
 type Health struct {
+	// Status is "ok"; "no_leader" when the node knows no leader;
+	// "removed" when it was removed from the cluster; with ?ready=1 also
+	// "catching_up" while it has not applied every entry the leader has
+	// committed.
 	Status string `json:"status"`
 	NodeID string `json:"node_id"`
 	Role   string `json:"role"`
 	Leader string `json:"leader"`
-	// AppliedIndex and Term are the answering node's.
+	// AppliedIndex, CommitIndex and Term are the answering node's. A
+	// follower's commit index is what it has heard of so far, which a
+	// follower that is still being sent entries does not know is behind.
 	AppliedIndex uint64 `json:"applied_index"`
+	CommitIndex  uint64 `json:"commit_index"`
 	Term         uint64 `json:"term"`
+	// LeaderCommitIndex (?ready=1 only) is the leader's commit index,
+	// which the node asked the leader for (a leader reads its own).
+	LeaderCommitIndex uint64 `json:"leader_commit_index,omitempty"`
+	// Lag (?ready=1 only) is how many entries the node had still to apply
+	// to reach LeaderCommitIndex when it answered.
+	Lag *uint64 `json:"lag,omitempty"`
+	// Error (?ready=1 only) says why readiness could not be checked.
+	Error string `json:"error,omitempty"`
+	// Protocol is the protocol version the answering node's binary
+	// understands (fsm.ProtocolVersion); absent from releases before
+	// protocol versions, which run protocol 1.
+	Protocol int `json:"protocol,omitempty"`
+}
+
+// Removal is the reply of DELETE /cluster/nodes/{id}.
+type Removal struct {
+	// Removed is the node taken out of the cluster.
+	Removed string `json:"removed"`
+	// Leader is the leader that removed it, and leads now.
+	Leader string `json:"leader"`
+	// LeadershipMoved is true when the removed node led: it handed
+	// leadership to Leader first, and Leader removed it.
+	LeadershipMoved bool `json:"leadership_moved"`
+	// Message says what happened.
+	Message string `json:"message"`
 }
 
 // Digest is the reply of GET /debug/digest: the answering node's own state,
@@ -335,6 +379,16 @@ type Digest struct {
 	Check string `json:"check"`
 }
 
+// Restore is the reply of POST /restore.
+type Restore struct {
+	Jobs  int   `json:"jobs"`  // jobs in the restored state
+	Bytes int64 `json:"bytes"` // size of the backup
+	// BackupIndex is the Raft index the backup was taken at (in its
+	// cluster); Index is the index the restored state stands at in this one.
+	BackupIndex uint64 `json:"backup_index"`
+	Index       uint64 `json:"index"`
+}
+
 // Cluster is the reply of GET /cluster.
 type Cluster struct {
 	Leader       string `json:"leader"`
@@ -345,6 +399,10 @@ type Cluster struct {
 	// LastContact is when the answering node last heard from the leader;
 	// absent when it leads or never heard from one.
 	LastContact *time.Time `json:"last_contact,omitempty"`
+	// Protocol is the cluster's protocol as the answering node sees it:
+	// the lowest that a member runs (a member never heard from counts as
+	// 1). The leader proposes nothing that needs a higher one.
+	Protocol int `json:"protocol,omitempty"`
 }
 
 // Node is one member of the cluster.
@@ -362,13 +420,16 @@ type Node struct {
 type NodeHealth struct {
 	// Reachable is whether the node answered within the probe's timeout.
 	Reachable bool `json:"reachable"`
-	// Status is the node's /health status: "ok", or "no_leader" when it
-	// knows no leader. Empty when unreachable.
+	// Status is the node's /health status: "ok", "no_leader" when it
+	// knows no leader, or "removed". Empty when unreachable.
 	Status string `json:"status,omitempty"`
 	// Role, AppliedIndex and Term are as the node itself reports them.
 	Role         string `json:"role,omitempty"`
 	AppliedIndex uint64 `json:"applied_index,omitempty"`
 	Term         uint64 `json:"term,omitempty"`
+	// Protocol is the node's protocol version (see Health.Protocol), 1 for
+	// a release that does not say. Absent when unreachable.
+	Protocol int `json:"protocol,omitempty"`
 	// Error says why the probe failed.
 	Error string `json:"error,omitempty"`
 }
@@ -404,4 +465,30 @@ func ParseDuration(field, s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: must be at most %s (100 years), got %s", field, MaxDuration, s)
 	}
 	return d, nil
+}
+
+// LoaderEnvPrefix starts the names of the dynamic loader's variables
+// (LD_PRELOAD, LD_LIBRARY_PATH, ...). A job's env may not set them: they
+// choose code that runs inside every program the job starts. A worker passes
+// its own value of one to its jobs when its operator lists it in
+// --pass-env (worker.Config.PassEnv).
+const LoaderEnvPrefix = "LD_"
+
+// CheckEnvVar reports why a job may not carry the environment variable
+// name=value, naming field (like "env") in the error, or nil when it may:
+// the name must be non-empty, without '=' or NUL, and not a loader variable
+// (LoaderEnvPrefix); the value must not hold NUL. The server checks it at
+// submit; workers check it again before they start a command.
+func CheckEnvVar(field, name, value string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%s: a variable name must not be empty", field)
+	case strings.ContainsAny(name, "=\x00"):
+		return fmt.Errorf("%s: variable name %q must not contain '=' or NUL", field, name)
+	case strings.HasPrefix(name, LoaderEnvPrefix):
+		return fmt.Errorf("%s.%s: a job may not set the dynamic loader's variables (LD_*); a worker passes its own with --pass-env", field, name)
+	case strings.ContainsRune(value, 0):
+		return fmt.Errorf("%s.%s: the value must not contain NUL", field, name)
+	}
+	return nil
 }

@@ -2,15 +2,17 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
 
@@ -61,40 +63,124 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	return fmt.Errorf("backup: no server answered: %w", last)
 }
 
-// runRestore seeds a new node's data directory from a backup; start that
-// node with --bootstrap (and let others --join it) to run the restored state.
-func runRestore(_ context.Context, args []string, stdout, stderr io.Writer) error {
+// runRestore restores a backup: into a running cluster through its leader
+// (--server, the default), or, for a cluster that cannot start, staged in a
+// new node's data directory (--data) for that node to restore once it leads.
+// Either way the file is verified first and refused, changing nothing, if it
+// is not a whole backup.
+func runRestore(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("restore", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dataDir := fs.String("data", "", "the new node's data directory; must not exist or be empty (required)")
+	var c cliFlags
+	c.register(fs)
+	dataDir := fs.String("data", "", "offline: stage the restore in this new node's data directory (must not exist or be empty), "+
+		"then start that node with --bootstrap")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 || *dataDir == "" {
-		return errors.New("restore: usage: workron restore --data DIR BACKUP-FILE")
+	if len(pos) != 1 {
+		return errors.New("restore: usage: workron restore [--server URL] BACKUP-FILE (into a running cluster), " +
+			"or workron restore --data DIR BACKUP-FILE (a new node's data dir)")
 	}
-	if entries, err := os.ReadDir(*dataDir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("restore: %s is not empty; restore seeds a new node only", *dataDir)
+	serverSet := false
+	fs.Visit(func(f *flag.Flag) { serverSet = serverSet || f.Name == "server" })
+	if *dataDir != "" && serverSet {
+		return errors.New("restore: give --server (a running cluster) or --data (a new node's data dir), not both")
 	}
-	if err := os.MkdirAll(*dataDir, 0o700); err != nil {
-		return fmt.Errorf("restore: %w", err)
+	if *dataDir != "" {
+		return restoreOffline(*dataDir, pos[0], stdout)
 	}
-	in, err := os.Open(pos[0])
+	return restoreOnline(ctx, &c, pos[0], stdout)
+}
+
+// restoreOffline stages the backup in a new node's data directory.
+func restoreOffline(dataDir, file string, stdout io.Writer) error {
+	info, err := raftnode.StageRestore(dataDir, file)
 	if err != nil {
-		return fmt.Errorf("restore: %w", err)
+		return fmt.Errorf("restore: %s not restored: %w", file, err)
 	}
-	defer in.Close()
-	path := filepath.Join(*dataDir, "state.db")
-	if _, err := writeFileAtomic(path, in); err != nil {
+	fmt.Fprintf(stdout, "staged %s (%d jobs) in %s; now start that node alone: workron server --bootstrap --data %s ...\n"+
+		"it restores the backup once it leads; then start the other nodes with empty data directories and --join\n",
+		file, info.Jobs, dataDir, dataDir)
+	return nil
+}
+
+// restoreOnline sends the backup to the cluster (POST /restore), trying
+// each --server in turn until one answers.
+func restoreOnline(ctx context.Context, c *cliFlags, file string, stdout io.Writer) error {
+	info, err := store.Verify(file)
+	if err != nil {
+		return fmt.Errorf("restore: %s not restored, nothing was sent: %w", file, err)
+	}
+	hc, err := c.sec.httpClient(0)
+	if err != nil {
 		return err
 	}
-	if err := store.PrepareRestore(path); err != nil {
-		os.Remove(path)
-		return fmt.Errorf("restore: %s is not a Workron backup: %w", pos[0], err)
+	var last error
+	for _, s := range splitList(c.server) {
+		res, err := postRestore(ctx, hc, c, s, file, info.Size)
+		if errors.Is(err, errTryNext) {
+			last = err
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if c.output == "json" {
+			return json.NewEncoder(stdout).Encode(res)
+		}
+		fmt.Fprintf(stdout, "restored %s into the cluster: %d jobs; its state now stands at Raft index %d (the backup's was %d)\n",
+			file, res.Jobs, res.Index, res.BackupIndex)
+		return nil
 	}
-	fmt.Fprintf(stdout, "restored %s into %s; now start: workron server --bootstrap --data %s ...\n", pos[0], *dataDir, *dataDir)
-	return nil
+	return fmt.Errorf("restore: no server answered: %w", last)
+}
+
+// errTryNext marks a failure another server may not have.
+var errTryNext = errors.New("try the next server")
+
+func postRestore(ctx context.Context, hc *http.Client, c *cliFlags, server, file string, size int64) (wire.Restore, error) {
+	var res wire.Restore
+	f, err := os.Open(file)
+	if err != nil {
+		return res, fmt.Errorf("restore: %w", err)
+	}
+	defer f.Close()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(server, "/")+"/restore", f)
+	if err != nil {
+		return res, err
+	}
+	req.ContentLength = size
+	req.Header.Set("Content-Type", "application/octet-stream")
+	if err := c.sec.authorize(req); err != nil {
+		return res, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return res, fmt.Errorf("%w: POST %s/restore: %w", errTryNext, server, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return res, fmt.Errorf("restore: POST %s/restore: reading the reply: %w", server, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e wire.Error
+		msg := strings.TrimSpace(string(body))
+		if json.Unmarshal(body, &e) == nil && e.Error != "" {
+			msg = e.Error
+		}
+		err := fmt.Errorf("restore: POST %s/restore: HTTP %d: %s", server, resp.StatusCode, msg)
+		if resp.StatusCode == http.StatusServiceUnavailable {
+			return res, fmt.Errorf("%w: %w", errTryNext, err)
+		}
+		return res, err
+	}
+	if err := json.Unmarshal(body, &res); err != nil {
+		return res, fmt.Errorf("restore: POST %s/restore: the reply is not JSON: %w", server, err)
+	}
+	return res, nil
 }
 
 func writeFileAtomic(path string, r io.Reader) (int64, error) {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,25 +18,21 @@ import (
 	"github.com/workron/workron/internal/clustertest"
 )
 
-// TestBackupRestoreRoundTrip fills a cluster with jobs in every status,
-// schedules, workers and a paused queue, takes `workron backup`, seeds a new
-// data directory with `workron restore`, starts `workron server --bootstrap`
-// on it and requires every read to match the original.
-func TestBackupRestoreRoundTrip(t *testing.T) {
-	c := clustertest.New(t, 1, clustertest.WithLeaseTTL(time.Minute)) // the running job stays running
+// backupFixture is a backup of a cluster holding state of every kind, and
+// what that cluster answered for it.
+type backupFixture struct {
+	file   string            // the backup
+	before map[string]string // readState of the cluster it was taken from
+	parent string            // the job with idempotency key "parent-1"
+	lease  uint64            // the lease of its running job
+}
+
+// makeBackup fills a one-node cluster with jobs in every status, schedules,
+// workers and a paused queue, and takes `workron backup` of it.
+func makeBackup(t *testing.T, ctx context.Context, hc *http.Client) backupFixture {
+	t.Helper()
+	c := clustertest.New(t, 1, clustertest.WithLeaseTTL(10*time.Minute)) // the running job stays running
 	src := c.URL(0)
-	hc := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
-	t.Cleanup(hc.CloseIdleConnections)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cli := func(t *testing.T, args ...string) string {
-		t.Helper()
-		var stdout, stderr bytes.Buffer
-		if err := run(ctx, args, &stdout, &stderr); err != nil {
-			t.Fatalf("workron %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
-		}
-		return stdout.String()
-	}
 	submit := func(req wire.SubmitRequest) string {
 		var j wire.Job
 		decodeInto(t, post(t, hc, src+"/jobs", req), &j)
@@ -63,7 +61,7 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	j = claim("gpu-1", "failed")
 	post(t, hc, src+"/jobs/"+j.ID+"/fail", wire.ReportRequest{Lease: j.Lease, ExitCode: &exit2, Output: "no\n"})
 	submit(wire.SubmitRequest{Command: "sleep 100", Queue: "running", Metadata: map[string]string{"k": "v"}})
-	claim("cpu-1", "running")
+	running := claim("cpu-1", "running")
 	parent := submit(wire.SubmitRequest{Command: "echo parent", Priority: 3, IdempotencyKey: "parent-1"})
 	submit(wire.SubmitRequest{Command: "echo later", Delay: "2h"})
 	submit(wire.SubmitRequest{Command: "echo child", DependsOn: []string{parent}})
@@ -79,17 +77,40 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 	post(t, hc, src+"/schedules/hourly/pause", nil)
 	before := readState(t, hc, src)
 
-	dir := t.TempDir()
-	file := filepath.Join(dir, "state.bak")
-	if out := cli(t, "backup", file, "--server", src); !strings.Contains(out, "wrote ") {
-		t.Fatalf("backup printed %q", out)
+	file := filepath.Join(t.TempDir(), "state.bak")
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, []string{"backup", file, "--server", src}, &stdout, &stderr); err != nil || !strings.Contains(stdout.String(), "wrote ") {
+		t.Fatalf("workron backup: %v, printed %q\n%s", err, stdout.String(), stderr.String())
 	}
-	data := filepath.Join(dir, "restored")
-	t.Run("RestoreNeedsADataDirectory", func(t *testing.T) {
+	return backupFixture{file: file, before: before, parent: parent, lease: running.Lease}
+}
+
+// TestBackupRestoreRoundTrip takes `workron backup` of a cluster holding
+// state of every kind, stages it in a new data directory with `workron
+// restore --data`, starts `workron server --bootstrap` on it and requires
+// every read to match the original.
+func TestBackupRestoreRoundTrip(t *testing.T) {
+	hc := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	t.Cleanup(hc.CloseIdleConnections)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cli := func(t *testing.T, args ...string) string {
+		t.Helper()
 		var stdout, stderr bytes.Buffer
-		err := run(ctx, []string{"restore", file}, &stdout, &stderr)
-		if err == nil || !strings.Contains(err.Error(), "--data DIR") {
-			t.Fatalf("restore without --data: %v", err)
+		if err := run(ctx, args, &stdout, &stderr); err != nil {
+			t.Fatalf("workron %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+		}
+		return stdout.String()
+	}
+	fx := makeBackup(t, ctx, hc)
+	file, before, parent := fx.file, fx.before, fx.parent
+
+	data := filepath.Join(t.TempDir(), "restored")
+	t.Run("RestoreNeedsAFile", func(t *testing.T) {
+		var stdout, stderr bytes.Buffer
+		err := run(ctx, []string{"restore", "--data", data}, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "usage") {
+			t.Fatalf("restore without a file: %v", err)
 		}
 	})
 	if out := cli(t, "restore", "--data", data, file); !strings.Contains(out, "--bootstrap --data "+data) {
@@ -99,6 +120,13 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 		var stdout, stderr bytes.Buffer
 		if err := run(ctx, []string{"restore", "--data", data, file}, &stdout, &stderr); err == nil || !strings.Contains(err.Error(), "not empty") {
 			t.Fatalf("restore into a used directory: %v", err)
+		}
+	})
+	t.Run("AStagedRestoreNeedsBootstrap", func(t *testing.T) {
+		var stderr bytes.Buffer
+		err := run(ctx, []string{"server", "--id", "r1", "--data", data, "--http", "127.0.0.1:0", "--raft", "127.0.0.1:0"}, io.Discard, &stderr)
+		if err == nil || !strings.Contains(err.Error(), "--bootstrap") {
+			t.Fatalf("server without --bootstrap on a staged restore: %v", err)
 		}
 	})
 
@@ -131,8 +159,8 @@ func TestBackupRestoreRoundTrip(t *testing.T) {
 			t.Errorf("restored cluster %+v (%v), want r1 alone", cl, err)
 		}
 	})
-	if err := os.Remove(file); err != nil {
-		t.Fatal(err)
+	if _, err := os.Stat(filepath.Join(data, "restore-pending.db")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the staged backup is still there after the restore: %v", err)
 	}
 }
 

@@ -492,34 +492,48 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		if len(pos) != 2 {
 			return errors.New("cluster remove: give the node id")
 		}
-		if _, err := c.raw(ctx, http.MethodDelete, "/cluster/nodes/"+url.PathEscape(pos[1]), nil); err != nil {
+		body, err := c.raw(ctx, http.MethodDelete, "/cluster/nodes/"+url.PathEscape(pos[1]), nil)
+		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.out, "removed %s\n", pos[1])
+		if c.flags.output == "json" {
+			_, err := c.out.Write(body)
+			return err
+		}
+		var rm wire.Removal
+		if json.Unmarshal(body, &rm) != nil || rm.Message == "" {
+			rm.Message = "removed " + pos[1] // an older server's 204
+		}
+		fmt.Fprintln(c.out, rm.Message)
 		return nil
 	}
 	return fmt.Errorf("cluster: unknown subcommand %q", pos[0])
 }
 
 // printCluster shows each member with its health as the answering node
-// probed it: HEALTH is the member's /health status or "unreachable".
+// probed it: HEALTH is the member's /health status or "unreachable",
+// PROTOCOL the protocol version of its binary.
 func printCluster(out io.Writer, cl *wire.Cluster) {
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tROLE\tHEALTH\tAPPLIED\tHTTP\tRAFT")
+	fmt.Fprintln(tw, "ID\tROLE\tHEALTH\tAPPLIED\tPROTOCOL\tHTTP\tRAFT")
 	for _, n := range cl.Nodes {
-		health, applied := "unknown", "-"
+		health, applied, protocol := "unknown", "-", "-"
 		if h := n.Health; h != nil {
 			health = h.Status
 			if h.Reachable {
-				applied = fmt.Sprint(h.AppliedIndex)
+				applied, protocol = fmt.Sprint(h.AppliedIndex), fmt.Sprint(max(h.Protocol, 1))
 			} else {
 				health = "unreachable"
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.Role, health, applied, cmp.Or(n.HTTP, "-"), cmp.Or(n.Raft, "-"))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.ID, n.Role, health, applied, protocol, cmp.Or(n.HTTP, "-"), cmp.Or(n.Raft, "-"))
 	}
 	tw.Flush()
-	fmt.Fprintf(out, "leader: %s, applied index: %d\n", cl.Leader, cl.AppliedIndex)
+	fmt.Fprintf(out, "leader: %s, applied index: %d", cl.Leader, cl.AppliedIndex)
+	if cl.Protocol > 0 { // absent from releases before protocol versions
+		fmt.Fprintf(out, ", protocol: %d", cl.Protocol)
+	}
+	fmt.Fprintln(out)
 	for _, n := range cl.Nodes {
 		if h := n.Health; h != nil && !h.Reachable && h.Error != "" {
 			fmt.Fprintf(out, "%s: %s\n", n.ID, h.Error)

@@ -19,10 +19,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		sf          serverFlags
 		concurrency int
 		queues      string
+		passEnv     listFlag
 	)
 	sf.register(fs)
 	fs.IntVar(&concurrency, "concurrency", 4, "in-process worker slots")
 	fs.StringVar(&queues, "queues", "default", "queues the in-process worker serves")
+	fs.Var(&passEnv, "pass-env", passEnvUsage)
 	// dev's own defaults.
 	_ = fs.Set("id", "dev")
 	_ = fs.Set("http", "127.0.0.1:7070")
@@ -43,7 +45,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	wf := workerFlags{servers: srv.advertise, queues: queues, concurrency: concurrency,
-		grace: 30 * time.Second, killGrace: 5 * time.Second, wait: 30 * time.Second}
+		grace: 30 * time.Second, killGrace: 5 * time.Second, wait: 30 * time.Second, passEnv: passEnv}
 	wcfg := wf.config(logger.With("component", "worker"))
 	wcfg.ID = "dev-worker"
 	if wcfg.Client, err = sf.sec.selfClient(srv.advertise, wcfg.Logger); err != nil {

@@ -157,6 +157,7 @@ type proc struct {
 	name string
 	bin  string
 	args []string
+	env  []string // added to the test's environment
 	log  string
 
 	mu   sync.Mutex
@@ -179,6 +180,9 @@ func (p *proc) start() (int64, error) {
 	fmt.Fprintf(f, "=== %s: starting %s\n", time.Now().Format(time.StampMilli), p.name)
 	cmd := exec.Command(p.bin, p.args...)
 	cmd.Stdout, cmd.Stderr = f, f
+	if p.env != nil {
+		cmd.Env = append(os.Environ(), p.env...)
+	}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("start %s: %w", p.name, err)
 	}

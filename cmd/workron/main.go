@@ -33,7 +33,8 @@ Usage:
                     [--catchup none|one|all] [job flags] -- COMMAND...   (or --file SCHEDULE.json)
   workron cluster status | join --id ID --raft ADDR --http URL | remove ID
   workron backup FILE                      download a consistent copy of the state
-  workron restore --data DIR FILE          seed a new node's data dir from a backup
+  workron restore FILE                     replace the running cluster's state with a backup
+  workron restore --data DIR FILE          stage a backup in a new node's data dir (start it --bootstrap)
   workron bench  [--short] [--server URL,...] [--scenarios a,b] [-o json]
                                            measure throughput and latency
 

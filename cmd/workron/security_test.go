@@ -400,6 +400,10 @@ func TestServerFlagsAreChecked(t *testing.T) {
 		{"--drain-timeout", "0"},
 		{"--admission-interval", "-1s"},
 		{"--worker-offline-after", "-1s"},
+		{"--snapshot-threshold", "0"},
+		{"--raft-trailing-logs", "0"},
+		{"--raft-snapshot-interval", "0"},
+		{"--raft-snapshot-interval", "-1s"},
 	} {
 		t.Run(strings.Join(args, "="), func(t *testing.T) {
 			fs := flag.NewFlagSet("server", flag.ContinueOnError)
@@ -413,6 +417,15 @@ func TestServerFlagsAreChecked(t *testing.T) {
 				t.Fatalf("err = %v, want one naming %s", err, args[0])
 			}
 		})
+	}
+	for _, args := range [][]string{{"--raft-trailing-logs", "-1"}, {"--snapshot-threshold", "-5"}} {
+		fs := flag.NewFlagSet("server", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		var f serverFlags
+		f.register(fs)
+		if err := fs.Parse(args); err == nil || !strings.Contains(err.Error(), strings.TrimLeft(args[0], "-")) {
+			t.Errorf("%s: err = %v, want one naming the flag", strings.Join(args, "="), err)
+		}
 	}
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	var f serverFlags

@@ -30,7 +30,8 @@ type serverFlags struct {
 	scheduleMaxCatchup              int
 	heartbeat, election             time.Duration
 	stateFsync                      bool
-	snapshotThreshold               uint64
+	snapshotThreshold, trailingLogs uint64
+	snapshotInterval                time.Duration
 	maxBatch, maxInflight           int
 	pprof                           bool
 	fsyncDelay, clockOffset         time.Duration // test hooks
@@ -58,7 +59,11 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.heartbeat, "raft-heartbeat-timeout", time.Second, "Raft heartbeat timeout")
 	fs.DurationVar(&f.election, "raft-election-timeout", time.Second, "Raft election timeout")
 	fs.BoolVar(&f.stateFsync, "state-fsync", false, "fsync the state file on every commit too (the Raft log is always fsync'd)")
-	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", 8192, "log entries between snapshots")
+	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", raftnode.DefaultConfig().SnapshotThreshold, "log entries between snapshots")
+	fs.DurationVar(&f.snapshotInterval, "raft-snapshot-interval", raftnode.DefaultConfig().SnapshotInterval,
+		"how often Raft checks --snapshot-threshold (at a random time between this and twice this)")
+	fs.Uint64Var(&f.trailingLogs, "raft-trailing-logs", raftnode.DefaultConfig().TrailingLogs,
+		"log entries a snapshot leaves in the log; a follower missing older ones is sent the whole snapshot")
 	fs.IntVar(&f.maxBatch, "max-batch", raftnode.DefaultConfig().MaxBatch, "most commands the leader packs into one log entry")
 	fs.IntVar(&f.maxInflight, "max-inflight", raftnode.DefaultConfig().MaxInflight, "most log entries the leader has in flight; more queue up and pack")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go runtime profiles (net/http/pprof) at /debug/pprof/ on the HTTP API; admin token only with --auth-token-file (default off)")
@@ -83,6 +88,7 @@ func (f *serverFlags) check() error {
 		{"reserve-timeout", f.gang.reserveTimeout},
 		{"drain-timeout", f.gang.drainTimeout},
 		{"admission-interval", f.gang.admissionInterval},
+		{"raft-snapshot-interval", f.snapshotInterval},
 	} {
 		if d.v <= 0 {
 			return fmt.Errorf("--%s must be positive, got %s", d.name, d.v)
@@ -90,6 +96,17 @@ func (f *serverFlags) check() error {
 	}
 	if f.gang.offlineAfter < 0 {
 		return fmt.Errorf("--worker-offline-after must not be negative (0 means 3 lease TTLs), got %s", f.gang.offlineAfter)
+	}
+	for _, c := range []struct {
+		name string
+		v    uint64
+	}{
+		{"snapshot-threshold", f.snapshotThreshold},
+		{"raft-trailing-logs", f.trailingLogs},
+	} {
+		if c.v == 0 {
+			return fmt.Errorf("--%s must be at least 1, got 0", c.name)
+		}
 	}
 	if f.scheduleMaxCatchup < 1 {
 		return fmt.Errorf("--schedule-max-catchup must be at least 1, got %d", f.scheduleMaxCatchup)
@@ -192,7 +209,7 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	rc.Bootstrap, rc.Peers = f.bootstrap, peers
 	rc.HeartbeatTimeout, rc.ElectionTimeout = f.heartbeat, f.election
 	rc.StateFsync = f.stateFsync
-	rc.SnapshotThreshold = f.snapshotThreshold
+	rc.SnapshotThreshold, rc.SnapshotInterval, rc.TrailingLogs = f.snapshotThreshold, f.snapshotInterval, f.trailingLogs
 	rc.MaxBatch, rc.MaxInflight = f.maxBatch, f.maxInflight
 	rc.FsyncDelay = f.fsyncDelay
 	clock := time.Now
@@ -244,6 +261,7 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	sec.warnExposure(logger, httpAddr, f.raftAddr)
 	go func() { s.served <- s.http.Serve(ln) }()
 	go s.api.Announce(base)
+	go s.api.WatchProtocols(base)
 	return s, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -19,6 +20,8 @@ type workerFlags struct {
 	grace, killGrace, wait    time.Duration
 	vramMB, memoryMB          int
 	execAddr                  string
+	passEnv, allowCommands    listFlag
+	runAs                     string
 	logs                      logFlags
 	sec                       clientSecurity
 }
@@ -35,6 +38,10 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.vramMB, "vram-mb", 0, "VRAM this worker offers, in MB")
 	fs.IntVar(&f.memoryMB, "memory-mb", 0, "memory this worker offers, in MB")
 	fs.StringVar(&f.execAddr, "exec-addr", "", "address peers of a gang reach this worker at")
+	fs.Var(&f.passEnv, "pass-env", passEnvUsage)
+	fs.StringVar(&f.runAs, "run-as", "", "`USER` (name or uid) that jobs run as; the worker must run as root")
+	fs.Var(&f.allowCommands, "allow-command", "the only programs (`PROG,...`, names or absolute paths) a job's command may run, split into words without a shell; "+
+		"comma-separated, repeatable; with none, any command runs with sh -c")
 	f.logs.register(fs)
 	f.sec.register(fs, "token-file")
 }
@@ -51,6 +58,7 @@ func (f *workerFlags) config(logger *slog.Logger) worker.Config {
 	cfg.Grace, cfg.KillGrace, cfg.PollWait = f.grace, f.killGrace, f.wait
 	cfg.Resources = wire.Resources{VRAMMB: f.vramMB, MemoryMB: f.memoryMB, Slots: f.concurrency}
 	cfg.ExecAddr = f.execAddr
+	cfg.PassEnv, cfg.AllowCommands, cfg.RunAs = f.passEnv, f.allowCommands, f.runAs
 	cfg.Logger = logger
 	return cfg
 }
@@ -78,6 +86,21 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	logger.Info("worker starting", "servers", f.servers, "concurrency", f.concurrency, "queues", f.queues)
 	return w.Run(ctx)
+}
+
+// passEnvUsage explains --pass-env.
+var passEnvUsage = "variables (`NAME,...`) of the worker's environment that jobs get besides " +
+	strings.Join(worker.BaseEnv(), ", ") + "; comma-separated, repeatable (e.g. LD_LIBRARY_PATH)"
+
+// listFlag is a flag that takes comma-separated values and may be
+// repeated; the values add up.
+type listFlag []string
+
+func (l *listFlag) String() string { return strings.Join(*l, ",") }
+
+func (l *listFlag) Set(v string) error {
+	*l = append(*l, splitList(v)...)
+	return nil
 }
 
 func envOr(name, def string) string {

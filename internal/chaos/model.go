@@ -49,7 +49,7 @@ import (
 type attemptInfo struct {
 	Lease   uint64
 	Worker  string
-	End     string // "done", "failed", "expired", "cancelled"; "" while running
+	End     string // "done", "failed", "expired", "cancelled", "returned"; "" while running
 	Virtual bool   // by a virtual worker, whose requests are recorded
 }
 
@@ -69,6 +69,9 @@ func recordOf(j wire.Job, virtual func(string) bool) jobRecord {
 		if a.Expired {
 			end = "expired"
 		}
+		// A "returned" attempt (its claim reply was lost; the worker's
+		// next heartbeat gave it back) ended internally and, once
+		// ended, does not count.
 		r.Attempts = append(r.Attempts, attemptInfo{Lease: a.Lease, Worker: a.WorkerID, End: end, Virtual: virtual(a.WorkerID)})
 	}
 	if j.Status == wire.StatusRunning || j.Status == wire.StatusCancelling {
@@ -80,8 +83,24 @@ func recordOf(j wire.Job, virtual func(string) bool) jobRecord {
 // mstate is the model's state of one job.
 type mstate struct {
 	Created bool
-	K       int  // attempts started
+	K       int  // attempts of the record started
 	Running bool // attempt K-1 runs
+}
+
+// returned is the end of an attempt whose claim reply never reached its
+// worker: it ends without a report and stops counting as an attempt.
+const returned = "returned"
+
+// count is the attempt count a read shows in state s: the attempts
+// started, but those returned only while they run.
+func (m jobModel) count(s mstate) int {
+	n := 0
+	for i, a := range m.rec.Attempts[:s.K] {
+		if a.End != returned || (s.Running && i == s.K-1) {
+			n++
+		}
+	}
+	return n
 }
 
 func terminal(status string) bool {
@@ -94,7 +113,7 @@ type jobModel struct{ rec jobRecord }
 // internalEnd reports whether attempt a may end with no recorded report.
 func internalEnd(a attemptInfo) bool {
 	switch a.End {
-	case "expired", "cancelled":
+	case "expired", "cancelled", returned:
 		return true
 	case wire.StatusDone, wire.StatusFailed:
 		return !a.Virtual
@@ -191,7 +210,7 @@ func (m jobModel) step(s mstate, op Op) []mstate {
 			return []mstate{s, next}
 		case unknown:
 			return keep
-		case op.Outcome == OutOK && valid && op.Attempts == s.K+1 && op.Status == wire.StatusRunning:
+		case op.Outcome == OutOK && valid && op.Attempts == m.count(next) && op.Status == wire.StatusRunning:
 			return []mstate{next}
 		}
 		return nil
@@ -234,7 +253,7 @@ func (m jobModel) step(s mstate, op Op) []mstate {
 			}
 		case OutOK:
 			cur, _ := m.current(s)
-			if want != "" && sameStatus(op.Status, want) && op.Attempts == s.K && (!s.Running || op.JobLease == cur.Lease) {
+			if want != "" && sameStatus(op.Status, want) && op.Attempts == m.count(s) && (!s.Running || op.JobLease == cur.Lease) {
 				return keep
 			}
 		}
@@ -278,7 +297,7 @@ func (m jobModel) nondeterministic() porcupine.NondeterministicModel {
 				a := m.rec.Attempts[s.K-1]
 				st += fmt.Sprintf(" lease %d on %s", a.Lease, a.Worker)
 			}
-			return fmt.Sprintf("%s, %d attempts", st, s.K)
+			return fmt.Sprintf("%s, %d attempts", st, m.count(s))
 		},
 	}
 }

@@ -155,6 +155,25 @@ func TestJobModel(t *testing.T) {
 			t.Error("a fail reply saying failed while a retry followed passed")
 		}
 	})
+
+	// A real worker's claim whose reply was lost: its attempt is given
+	// back (returned) and the next one counts as attempt 1 again.
+	returnedThenDone := jobRecord{ID: "job-1", Key: "k1", Final: wire.StatusDone, Attempts: []attemptInfo{
+		{Lease: 10, Worker: "real-1", End: "returned"}, {Lease: 20, Worker: "v1", End: wire.StatusDone, Virtual: true}}}
+	t.Run("AReturnedAttemptIsSeenRunningThenStopsCounting", func(t *testing.T) {
+		if !linearizable(t, returnedThenDone, submit(0, 1, true), get(2, 3, wire.StatusRunning, 1, 10),
+			get(4, 5, wire.StatusPending, 0, 0), claim(6, 7, "v1", 20, 1), get(8, 9, wire.StatusRunning, 1, 20),
+			report(10, 11, OpDone, 20, OutOK, wire.StatusDone)) {
+			t.Error("a returned attempt is not linearizable")
+		}
+	})
+
+	t.Run("AClaimAfterAReturnedAttemptMustNotCountIt", func(t *testing.T) {
+		if linearizable(t, returnedThenDone, submit(0, 1, true), claim(6, 7, "v1", 20, 2),
+			report(10, 11, OpDone, 20, OutOK, wire.StatusDone)) {
+			t.Error("a claim counting the returned attempt passed")
+		}
+	})
 }
 
 func TestSynthesizeClaims(t *testing.T) {

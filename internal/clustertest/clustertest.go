@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api"
+	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
@@ -106,7 +107,7 @@ type Node struct {
 	srv    *http.Server
 	cancel context.CancelFunc
 	served chan error
-	bg     sync.WaitGroup // Announce
+	bg     sync.WaitGroup // Announce, WatchProtocols
 }
 
 // ID is the node's Raft id ("n1", "n2", …).
@@ -270,6 +271,7 @@ func (c *Cluster) start(i int) error {
 	nd.httpAddr, nd.raftAddr = httpAddr, node.RaftAddr()
 	nd.raft, nd.api, nd.srv, nd.cancel, nd.served = node, srv, hs, cancel, served
 	nd.bg.Go(func() { srv.Announce(base) })
+	nd.bg.Go(func() { srv.WatchProtocols(base) })
 	return nil
 }
 
@@ -354,6 +356,9 @@ func (c *Cluster) formed() error {
 		}
 		if known != len(c.nodes) {
 			return fmt.Errorf("%s knows %d HTTP addresses of %d", nd.id, known, len(c.nodes))
+		}
+		if p := nd.raft.ClusterProtocol(); p != fsm.ProtocolVersion {
+			return fmt.Errorf("%s sees the cluster at protocol %d, not yet %d", nd.id, p, fsm.ProtocolVersion)
 		}
 	}
 	return nil

@@ -32,7 +32,8 @@ func (c *Client) Register(ctx context.Context, w wire.Worker) error {
 // Every returned job is leased to req.WorkerID: its Lease field is the
 // fencing token to send with heartbeats and reports. If the reply is lost
 // (ctx ends, the connection breaks) jobs may have been leased anyway; their
-// leases expire and the server retries them.
+// leases expire and the server retries them, at once if the request had a
+// ClaimSeq and a later HeartbeatWorker covers it.
 func (c *Client) Claim(ctx context.Context, req wire.ClaimRequest) (*wire.ClaimResponse, error) {
 	if req.WorkerID == "" {
 		return nil, fmt.Errorf("claim: %w", ErrEmptyID)
@@ -62,15 +63,24 @@ func (c *Client) Claim(ctx context.Context, req wire.ClaimRequest) (*wire.ClaimR
 // running are left to expire. A server that no longer knows the worker
 // answers 404 (IsNotFound): register again.
 func (c *Client) WorkerHeartbeat(ctx context.Context, workerID string, running []wire.JobLease) (*wire.WorkerHeartbeatResponse, error) {
+	return c.HeartbeatWorker(ctx, workerID, wire.WorkerHeartbeatRequest{Jobs: running})
+}
+
+// HeartbeatWorker is WorkerHeartbeat with the whole request: with
+// req.ClaimsFrom and req.ClaimsTo, the range of claim numbers
+// (ClaimRequest.ClaimSeq) whose requests had ended when the worker listed
+// req.Jobs, an attempt one of them claimed but req.Jobs does not list
+// (its reply was lost) goes back to pending at once, without counting.
+func (c *Client) HeartbeatWorker(ctx context.Context, workerID string, req wire.WorkerHeartbeatRequest) (*wire.WorkerHeartbeatResponse, error) {
 	if workerID == "" {
 		return nil, fmt.Errorf("worker heartbeat: %w", ErrEmptyID)
 	}
-	if running == nil {
-		running = []wire.JobLease{}
+	if req.Jobs == nil {
+		req.Jobs = []wire.JobLease{}
 	}
 	var out wire.WorkerHeartbeatResponse
 	path := "/workers/" + url.PathEscape(workerID) + "/heartbeat"
-	body := wire.WorkerHeartbeatRequest{Jobs: running}
+	body := req
 	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: body, out: &out}); err != nil {
 		return nil, fmt.Errorf("heartbeat worker %s: %w", workerID, err)
 	}

@@ -1,0 +1,93 @@
+package api
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/workron/workron/fsm"
+)
+
+// fence is what a worker's command carries in the fields of
+// fsm.ProtocolFence: who calls (the token's name, empty with auth off) and
+// whether those fields may be set at all. While they are not (on false),
+// every command encodes as before that protocol, and the FSM applies the
+// seed's rules: any token, a lease optional.
+type fence struct {
+	on    bool
+	token string
+}
+
+// fenceFields is the one place that decides the fields of
+// fsm.ProtocolFence for a request's commands: set once every member of the
+// cluster runs that protocol (an older node would stop at them), left empty
+// while an upgrade is under way.
+func (s *Server) fenceFields(r *http.Request) fence {
+	return fence{on: s.node.ClusterProtocol() >= fsm.ProtocolFence, token: tokenName(r.Context())}
+}
+
+// claim marks a claim with its caller; leased says its reply hands the
+// worker the lease (POST /jobs/claim, not the seed's GET /jobs/next), and
+// seq is the worker's number for the request.
+func (f fence) claim(c *fsm.Claim, leased bool, seq uint64) {
+	if f.on {
+		c.Token, c.Fenced, c.Seq = f.token, leased, seq
+	}
+}
+
+// heartbeat marks a job heartbeat with its caller.
+func (f fence) heartbeat(h *fsm.Heartbeat) {
+	if f.on {
+		h.Token = f.token
+	}
+}
+
+// workerHeartbeat marks a worker heartbeat with its caller and the range
+// of claim numbers whose requests had ended when the worker sent it.
+func (f fence) workerHeartbeat(h *fsm.WorkerHeartbeat, claimsFrom, claimsTo uint64) {
+	if f.on {
+		h.Token, h.ClaimsFrom, h.ClaimsTo = f.token, claimsFrom, claimsTo
+	}
+}
+
+// report marks a report with its caller.
+func (f fence) report(r *fsm.Report) {
+	if f.on {
+		r.Token = f.token
+	}
+}
+
+// register marks a registration with its caller.
+func (f fence) register(r *fsm.Register) {
+	if f.on {
+		r.Token = f.token
+	}
+}
+
+// gangCall marks a checkpoint or preemption acknowledgement with its
+// caller.
+func (f fence) gangCall(token *string) {
+	if f.on {
+		*token = f.token
+	}
+}
+
+// releaseSilentID lets a token take over a worker id that another token
+// holds when the worker has gone silent: the FSM gives an id to a new token
+// only once its worker is declared offline, and the leader's admission loop
+// declares offline only workers that hold work. So when this leader has not
+// heard from the worker for Config.WorkerOfflineAfter, it proposes that
+// declaration first, as the admission loop would. Errors are dropped: the
+// register that follows is refused if the id is still held.
+func (s *Server) releaseSilentID(ctx context.Context, id, token string) {
+	if token == "" {
+		return
+	}
+	wk, err := s.state.Worker(id)
+	if err != nil || wk.Owner == "" || wk.Owner == token || wk.Offline() || s.active(wk, s.cfg.Now()) {
+		return
+	}
+	cmd := fsm.Cmd{Op: fsm.OpWorkerOffline, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
+	if _, err := s.propose(ctx, cmd); err == nil {
+		s.logger.Warn("worker offline: another token registers its id", "worker", wk.ID, "last_seen", s.lastSeen(wk), "request_id", requestID(ctx))
+	}
+}

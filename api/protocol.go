@@ -1,0 +1,100 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/raftnode"
+)
+
+// ProtocolProbeInterval is how often every node asks every member of the
+// cluster (GET /health) which protocol version it runs; four times as often
+// while a member runs an older protocol than this node, so that the end of
+// an upgrade is seen soon.
+const ProtocolProbeInterval = time.Second
+
+// WatchProtocols runs until ctx ends, on every node: it asks each member of
+// the Raft configuration for its protocol version and records what they
+// say in the node (raftnode.Node.SetMemberProtocols), whose proposer then
+// refuses commands that need more than the lowest. A member that does not
+// say runs protocol 1 (a release before protocol versions); one that does
+// not answer keeps what it last said, and one never heard from since this
+// process started (a member that just joined, say) counts as 1. Followers
+// watch too, so a new leader knows the protocols of members that are down
+// at its election.
+func (s *Server) WatchProtocols(ctx context.Context) {
+	p := &protocolWatch{s: s, seen: make(map[string]int)}
+	for {
+		wait := ProtocolProbeInterval
+		if p.runOnce(ctx) < fsm.ProtocolVersion {
+			wait /= 4
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// protocolWatch is WatchProtocols' memory: what each member last said.
+type protocolWatch struct {
+	s    *Server
+	seen map[string]int // member id → protocol version
+	last int            // the cluster protocol last logged, 0 before
+}
+
+// runOnce probes every member once, records what they said and returns the
+// cluster protocol.
+func (p *protocolWatch) runOnce(ctx context.Context) int {
+	servers, err := p.s.node.Servers()
+	if err != nil {
+		return p.s.node.ClusterProtocol()
+	}
+	nodes, err := p.s.state.Nodes()
+	if err != nil {
+		return p.s.node.ClusterProtocol()
+	}
+	httpOf := make(map[string]string, len(nodes))
+	for _, n := range nodes {
+		httpOf[n.ID] = n.HTTP
+	}
+	members := make([]wire.Node, len(servers))
+	for i, sv := range servers {
+		members[i] = wire.Node{ID: sv.ID, HTTP: httpOf[sv.ID]}
+	}
+	p.s.probeHealth(ctx, members)
+	var behind []string
+	for _, m := range members {
+		if m.Health != nil && m.Health.Reachable {
+			p.seen[m.ID] = max(m.Health.Protocol, 1)
+		}
+		if got := p.seen[m.ID]; got < fsm.ProtocolVersion {
+			behind = append(behind, m.ID)
+		}
+	}
+	for id := range p.seen {
+		if !slices.ContainsFunc(members, func(m wire.Node) bool { return m.ID == id }) {
+			delete(p.seen, id) // removed from the cluster
+		}
+	}
+	p.s.node.SetMemberProtocols(p.seen)
+	v := p.s.node.ClusterProtocol()
+	if v != p.last && ctx.Err() == nil {
+		p.s.logger.Info("cluster protocol", "protocol", v, "this_node", fsm.ProtocolVersion, "older_nodes", behind)
+		p.last = v
+	}
+	return v
+}
+
+// upgradeMessage is the sentence of a 503 upgrade_in_progress.
+func upgradeMessage(ue *raftnode.NeedsUpgradeError) string {
+	return fmt.Sprintf("upgrade in progress: this request needs every node to run protocol %d, and the cluster runs %d "+
+		"(GET /cluster shows each node's); nothing was done, retry once every node is upgraded", ue.Need, ue.Cluster)
+}

@@ -1,0 +1,69 @@
+package fsm
+
+// Protocol versions.
+//
+// A protocol version names what a binary can apply: protocol 1 is every
+// release before protocol versions existed (the op codes of encoding
+// version 2 and the JSON entries of version 1); each later protocol adds
+// ops or op codes, listed in opProtocol. A node's binary understands
+// ProtocolVersion and every lower one. The leader proposes a command only
+// when every member of the cluster runs a protocol at least the command's
+// (raftnode gates on it), so an older node is never sent an entry it would
+// stop at, and a rolling upgrade can pause or roll back while the cluster
+// is mixed.
+
+// opProtocol is the least protocol a node needs to apply an op; an op not
+// listed needs protocol 1. Append only: an op's protocol never changes.
+var opProtocol = map[Op]int{
+	OpRetryDependents: 2,
+}
+
+// protocol is the least protocol a node needs to apply op.
+func (op Op) protocol() int {
+	if p, ok := opProtocol[op]; ok {
+		return p
+	}
+	return 1
+}
+
+// Protocol is the least protocol a node needs to apply c: its op's, or
+// ProtocolFence when it sets a field of that protocol (written with an op
+// code or name newer than its op's).
+func (c *Cmd) Protocol() int {
+	p := c.Op.protocol()
+	if c.fenced() {
+		p = max(p, ProtocolFence)
+	}
+	return p
+}
+
+// fenced reports whether c sets a field of ProtocolFence, which Encode
+// then writes with the newer op code or name (encoding.go).
+func (c *Cmd) fenced() bool {
+	switch c.Op {
+	case OpClaim:
+		return c.Claim != nil && c.Claim.fenced()
+	case OpHeartbeat:
+		return c.Heartbeat != nil && c.Heartbeat.fenced()
+	case OpWorkerHeartbeat:
+		return c.WorkerHeartbeat != nil && c.WorkerHeartbeat.fenced()
+	case OpReport:
+		return c.Report != nil && c.Report.fenced()
+	}
+	return c.fenceToken() != ""
+}
+
+func (c *Claim) fenced() bool           { return c.Token != "" || c.Fenced || c.Seq != 0 }
+func (h *Heartbeat) fenced() bool       { return h.Token != "" }
+func (h *WorkerHeartbeat) fenced() bool { return h.Token != "" || h.ClaimsFrom != 0 || h.ClaimsTo != 0 }
+func (r *Report) fenced() bool          { return r.Token != "" }
+
+// Protocol is the least protocol a node needs to apply e: the highest of
+// its commands', and at least 1.
+func (e *Entry) Protocol() int {
+	p := 1
+	for i := range e.Cmds {
+		p = max(p, e.Cmds[i].Protocol())
+	}
+	return p
+}

@@ -1,0 +1,7 @@
+//go:build !workron_protocol1
+
+package fsm
+
+// ProtocolVersion is the highest protocol this binary understands (see
+// opProtocol): 2 adds retry_deps.
+const ProtocolVersion = 2

@@ -1,0 +1,84 @@
+package raftnode_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/raftnode"
+)
+
+// The proposer refuses a command that needs a newer protocol than a member
+// of the configuration runs, before anything reaches the log, and proposes
+// the others of the same batch; once every member is recorded at the
+// command's protocol it proposes it.
+func TestProposeGatesOnClusterProtocol(t *testing.T) {
+	if fsm.ProtocolVersion < 2 {
+		t.Skip("this binary is of protocol 1")
+	}
+	n1 := openNode(t, "n1", nil, func(c *raftnode.Config) { c.Bootstrap = true })
+	waitFor(t, 10*time.Second, leads(n1))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	retryDeps := fsm.Cmd{Op: fsm.OpRetryDependents, Retry: &fsm.Retry{JobID: "job-1", Dependents: true}}
+	submit := fsm.Cmd{Op: fsm.OpSubmit, Submit: &fsm.Submit{Jobs: []fsm.NewJob{{Command: "a"}}}}
+	if _, err := n1.Propose(ctx, submit); err != nil {
+		t.Fatal(err)
+	}
+	if got := n1.ClusterProtocol(); got != fsm.ProtocolVersion {
+		t.Fatalf("a lone node's cluster protocol = %d, want its own %d", got, fsm.ProtocolVersion)
+	}
+	n2 := openNode(t, "n2", nil, nil)
+	if err := n1.AddVoter(ctx, "n2", n2.RaftAddr()); err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("AMemberNotRecordedRunsProtocol1", func(t *testing.T) {
+		if got := n1.ClusterProtocol(); got != 1 {
+			t.Fatalf("ClusterProtocol with n2 unrecorded = %d, want 1", got)
+		}
+		before := n1.Stats().LastLogIndex
+		_, err := n1.Propose(ctx, retryDeps)
+		var ue *raftnode.NeedsUpgradeError
+		if !errors.Is(err, raftnode.ErrNeedsUpgrade) || !errors.As(err, &ue) || ue.Need != 2 || ue.Cluster != 1 || ue.Op != fsm.OpRetryDependents {
+			t.Fatalf("retry_deps at protocol 1: %v, want a NeedsUpgradeError needing 2 of a cluster at 1", err)
+		}
+		if after := n1.Stats().LastLogIndex; after != before {
+			t.Fatalf("last log index went from %d to %d: a refused command reached the log", before, after)
+		}
+	})
+	t.Run("OthersOfTheBatchStillApply", func(t *testing.T) {
+		_, errs := n1.ProposeAll(ctx, []fsm.Cmd{submit, retryDeps, submit})
+		if errs[0] != nil || errs[2] != nil || !errors.Is(errs[1], raftnode.ErrNeedsUpgrade) {
+			t.Fatalf("errors = %v, want only retry_deps refused", errs)
+		}
+	})
+	t.Run("ProposedOnceEveryMemberRunsIt", func(t *testing.T) {
+		n1.SetMemberProtocols(map[string]int{"n2": 2})
+		if got := n1.ClusterProtocol(); got != 2 {
+			t.Fatalf("ClusterProtocol = %d with n2 at 2", got)
+		}
+		_, err := n1.Propose(ctx, retryDeps)
+		if !errors.Is(err, fsm.ErrConflict) { // job-1 is pending: applied, and refused by the FSM
+			t.Fatalf("retry_deps at protocol 2: %v, want the FSM's ErrConflict", err)
+		}
+		n1.SetMemberProtocols(map[string]int{"n2": 99})
+		if got := n1.ClusterProtocol(); got != fsm.ProtocolVersion {
+			t.Fatalf("ClusterProtocol = %d, want at most this binary's %d", got, fsm.ProtocolVersion)
+		}
+	})
+	t.Run("ARemovedMemberNoLongerCounts", func(t *testing.T) {
+		n1.SetMemberProtocols(map[string]int{"n2": 1})
+		if got := n1.ClusterProtocol(); got != 1 {
+			t.Fatalf("ClusterProtocol = %d with n2 at 1", got)
+		}
+		if err := n1.RemoveServer(ctx, "n2"); err != nil {
+			t.Fatal(err)
+		}
+		if got := n1.ClusterProtocol(); got != fsm.ProtocolVersion {
+			t.Fatalf("ClusterProtocol = %d after n2 left, want %d", got, fsm.ProtocolVersion)
+		}
+	})
+}

@@ -1,0 +1,225 @@
+package raftnode
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/workron/workron/store"
+)
+
+// stagedRestoreFile is the backup `workron restore --data` stages in a new
+// node's data directory; the node restores it through Raft once it leads
+// (see StageRestore).
+const stagedRestoreFile = "restore-pending.db"
+
+// RestoreInfo describes a restore that was done.
+type RestoreInfo struct {
+	store.Info
+	// Index is the Raft index the restored state stands at: above the
+	// cluster's last index and the backup's applied index, so every later
+	// entry, and every fencing token, is above anything in the backup.
+	Index uint64
+}
+
+// Restore replaces the whole cluster's state with the backup read from r,
+// through Raft: the leader installs it as a snapshot at an index past its
+// log and the backup's, and each follower receives that snapshot, as does
+// every node that joins later. The backup is copied into the data directory
+// and verified first (store.Verify); one that is not whole gives an error
+// wrapping store.ErrDamaged and changes nothing. The cluster's members and
+// their addresses stay as they are. Leader only (ErrNotLeader). The call
+// returns once a quorum holds the restored state; on ErrUnknownOutcome it may
+// have been restored.
+func (n *Node) Restore(ctx context.Context, r io.Reader) (RestoreInfo, error) {
+	if !n.IsLeader() {
+		return RestoreInfo{}, ErrNotLeader
+	}
+	f, err := os.CreateTemp(n.cfg.DataDir, "restore-upload-*.db")
+	if err != nil {
+		return RestoreInfo{}, fmt.Errorf("restore: %w", err)
+	}
+	defer os.Remove(f.Name())
+	_, err = io.Copy(f, r)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return RestoreInfo{}, fmt.Errorf("restore: receive backup: %w", err)
+	}
+	info, err := n.restoreFile(ctx, f.Name())
+	if err != nil {
+		return info, err
+	}
+	// The leader's loops read state the restore replaced: start them over,
+	// as after an election (the reaper waits a lease period again).
+	select {
+	case n.restored <- struct{}{}:
+	default:
+	}
+	return info, nil
+}
+
+// restoreFile verifies the backup at path, makes its member list this
+// cluster's and hands it to Raft's user restore. path is changed.
+func (n *Node) restoreFile(ctx context.Context, path string) (RestoreInfo, error) {
+	info, err := store.Verify(path)
+	if err != nil {
+		return RestoreInfo{Info: info}, fmt.Errorf("restore: %w", err)
+	}
+	nodes, err := n.fsm.Nodes()
+	if err != nil {
+		return RestoreInfo{Info: info}, fmt.Errorf("restore: read members: %w", err)
+	}
+	if err := store.PrepareRestore(path, nodes); err != nil {
+		return RestoreInfo{Info: info}, fmt.Errorf("restore: %w", err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return RestoreInfo{Info: info}, fmt.Errorf("restore: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return RestoreInfo{Info: info}, fmt.Errorf("restore: %w", err)
+	}
+	timeout := n.cfg.ApplyTimeout
+	if d, ok := ctx.Deadline(); ok {
+		timeout = max(time.Until(d), time.Millisecond)
+	}
+	n.restoreMu.Lock()
+	defer n.restoreMu.Unlock()
+	// Raft puts the snapshot at max(its last index, meta.Index) + 1 and
+	// leaves that index out of its log, so a follower asking for it gets
+	// the snapshot. Index above the backup's applied index keeps the FSM
+	// applying what follows (it skips indexes it has applied), and above
+	// every fencing token the backup handed out (NextLease).
+	meta := &raft.SnapshotMeta{Version: raft.SnapshotVersionMax, Index: max(info.Applied, info.LastLease), Size: fi.Size()}
+	if err := n.raft.Restore(meta, f, timeout); err != nil {
+		switch {
+		case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipLost):
+			return RestoreInfo{Info: info}, fmt.Errorf("restore: %w: %w", ErrUnknownOutcome, err)
+		case errors.Is(err, raft.ErrRaftShutdown):
+			return RestoreInfo{Info: info}, fmt.Errorf("restore: %w", ErrShutdown)
+		}
+		return RestoreInfo{Info: info}, fmt.Errorf("restore: %w: %w", ErrUnknownOutcome, err)
+	}
+	out := RestoreInfo{Info: info}
+	if metas, err := n.snaps.List(); err == nil && len(metas) > 0 {
+		out.Index = metas[0].Index
+	}
+	n.clock.resync(n.fsm.LastNow())
+	n.logger.Info("restored a backup", "jobs", info.Jobs, "backup_index", info.Applied, "index", out.Index)
+	return out, nil
+}
+
+// StageRestore readies a new node's data directory to restore a backup
+// when it starts: the node, started with Bootstrap, forms a one-node
+// cluster and restores the backup through Raft as soon as it leads, so the
+// nodes that join it receive the restored state. The backup is verified
+// before anything is written (an error wrapping store.ErrDamaged if it is not
+// whole), and dataDir must not exist or be empty.
+func StageRestore(dataDir, backup string) (store.Info, error) {
+	if entries, err := os.ReadDir(dataDir); err == nil && len(entries) > 0 {
+		return store.Info{}, fmt.Errorf("stage restore: %s is not empty; restore seeds a new node only", dataDir)
+	}
+	info, err := store.Verify(backup)
+	if err != nil {
+		return info, fmt.Errorf("stage restore: %w", err)
+	}
+	in, err := os.Open(backup)
+	if err != nil {
+		return info, fmt.Errorf("stage restore: %w", err)
+	}
+	defer in.Close()
+	if err := os.MkdirAll(dataDir, 0o700); err != nil {
+		return info, fmt.Errorf("stage restore: %w", err)
+	}
+	tmp := filepath.Join(dataDir, stagedRestoreFile+".tmp")
+	err = copyFile(tmp, in)
+	if err == nil {
+		// The copy is what will be restored: check it, not just the source.
+		_, err = store.Verify(tmp)
+	}
+	if err == nil {
+		err = os.Rename(tmp, filepath.Join(dataDir, stagedRestoreFile))
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return info, fmt.Errorf("stage restore: %w", err)
+	}
+	syncDir(dataDir)
+	return info, nil
+}
+
+// runStagedRestore restores a backup StageRestore left in the data
+// directory, once this node leads; the file goes once the restore is done.
+// A failure is logged and the file kept, to be tried again at the next
+// leadership. Between a restore and the file's removal a crash would have
+// the next leadership restore it again; the window is one unlink.
+func (n *Node) runStagedRestore() {
+	path := filepath.Join(n.cfg.DataDir, stagedRestoreFile)
+	if _, err := os.Stat(path); err != nil {
+		return
+	}
+	work := path + ".work" // restoreFile changes its file; keep the staged one
+	in, err := os.Open(path)
+	if err == nil {
+		err = copyFile(work, in)
+		in.Close()
+	}
+	defer os.Remove(work)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*n.cfg.ApplyTimeout)
+		_, err = n.restoreFile(ctx, work)
+		cancel()
+	}
+	if err != nil {
+		n.logger.Error("restoring the staged backup failed; it is tried again when this node next leads", "file", path, "err", err)
+		return
+	}
+	if err := os.Remove(path); err != nil {
+		n.logger.Error("remove the staged backup after restoring it", "file", path, "err", err)
+	}
+	syncDir(n.cfg.DataDir)
+}
+
+// hasStagedRestore reports whether the data directory holds a backup
+// staged by StageRestore.
+func hasStagedRestore(dataDir string) bool {
+	_, err := os.Stat(filepath.Join(dataDir, stagedRestoreFile))
+	return err == nil
+}
+
+// copyFile writes r to path and fsyncs it.
+func copyFile(path string, r io.Reader) error {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(f, r)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// syncDir fsyncs a directory so renames and removals in it last.
+func syncDir(dir string) {
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+}

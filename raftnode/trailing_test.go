@@ -1,0 +1,64 @@
+package raftnode_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+
+	"github.com/workron/workron/raftnode"
+)
+
+// TestSnapshotLeavesTrailingLogs: a snapshot compacts the Raft log down to
+// its last Config.TrailingLogs entries (workron server --raft-trailing-logs);
+// a follower needing an older entry is sent the snapshot instead.
+func TestSnapshotLeavesTrailingLogs(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "n1")
+	cfg := loneConfig(dir)
+	cfg.TrailingLogs = 5
+	n, err := raftnode.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, leads(n))
+	for i := range 30 {
+		register(t, n, fmt.Sprintf("w%02d", i))
+	}
+	if err := n.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	last := n.Stats().LastLogIndex
+	if err := n.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	logs, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logs.Close()
+	first, err := logs.FirstIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := last - 5 + 1; first != want {
+		t.Fatalf("the log starts at index %d after a snapshot at %d, want %d (5 trailing entries)", first, last, want)
+	}
+}
+
+// TestConfigIsValidated names the field out of bounds.
+func TestConfigIsValidated(t *testing.T) {
+	for name, mutate := range map[string]func(*raftnode.Config){
+		"TrailingLogs":      func(c *raftnode.Config) { c.TrailingLogs = 0 },
+		"SnapshotThreshold": func(c *raftnode.Config) { c.SnapshotThreshold = 0 },
+		"SnapshotInterval":  func(c *raftnode.Config) { c.SnapshotInterval = time.Millisecond },
+	} {
+		cfg := loneConfig(t.TempDir())
+		mutate(&cfg)
+		if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), name) {
+			t.Errorf("%s: err = %v, want one naming it", name, err)
+		}
+	}
+}
