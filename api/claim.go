@@ -56,11 +56,14 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 			changed = nil // lost a race: pause briefly rather than spin
 		}
 		left := time.Until(deadline)
-		if left <= 0 || !s.node.IsLeader() {
+		if left <= 0 || !s.node.IsLeader() || s.isDraining() {
 			return nil, nil
 		}
 		timer := time.NewTimer(min(left, s.untilNextDue(changed == nil)))
 		select {
+		case <-s.draining:
+			timer.Stop()
+			return nil, nil
 		case <-changed:
 		case <-finished: // a claim in flight ended: the jobs it left may be ours
 		case <-timer.C:

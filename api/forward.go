@@ -1,16 +1,22 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"sync/atomic"
 	"time"
+
+	"github.com/workron/workron/raftnode"
 )
 
 // Headers the API sets or reads.
@@ -26,6 +32,8 @@ const (
 	keyRequestID ctxKey = iota
 	keyTarget
 	keyTokenName
+	keyTry
+	keyCall
 )
 
 func newTransport() *http.Transport {
@@ -38,9 +46,10 @@ func newTransport() *http.Transport {
 	}
 }
 
-// newProxy forwards a request to the leader whose URL is in its context.
-// A dial failure means nothing reached the leader (503, retry); any later
-// failure leaves the outcome unknown (502).
+// newProxy forwards a request to the leader whose URL is in its context,
+// with the forwardTry of its context recording how it went: a dial failure,
+// or a 503 from the leader (which means nothing was done), is left for
+// serveLeader to retry; any later failure leaves the outcome unknown (504).
 func (s *Server) newProxy() *httputil.ReverseProxy {
 	return &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {
@@ -54,26 +63,108 @@ func (s *Server) newProxy() *httputil.ReverseProxy {
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
 			resp.Header.Set(headerLeader, resp.Request.URL.Host)
+			try := resp.Request.Context().Value(keyTry).(*forwardTry)
+			if resp.StatusCode == http.StatusServiceUnavailable && try.mayRetry() {
+				return errLeaderUnavailable
+			}
 			return nil
 		},
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			var op *net.OpError
-			if errors.As(err, &op) && op.Op == "dial" {
-				writeError(w, http.StatusServiceUnavailable, "no_leader", "the leader is unreachable; nothing was done, retry")
-				return
+			try := r.Context().Value(keyTry).(*forwardTry)
+			switch {
+			case errors.Is(err, errLeaderUnavailable), isDialError(err):
+				try.retry = true
+			case r.Context().Err() != nil && s.isDraining():
+				writeUnknownOutcome(w, "this node stopped while the leader was handling the request")
+			default:
+				writeUnknownOutcome(w, "lost the connection to the leader: "+err.Error())
 			}
-			if errors.Is(err, context.Canceled) {
-				return
-			}
-			writeError(w, http.StatusBadGateway, "outcome_unknown", "lost the connection to the leader: "+err.Error())
 		},
 	}
 }
 
-// leaderURL is the leader's HTTP base URL, if this node knows it.
+// errLeaderUnavailable is a 503 from the leader: nothing was done there.
+var errLeaderUnavailable = errors.New("api: the leader answered 503")
+
+// errDraining cancels the forwarded long-polls of a node that stops.
+var errDraining = errors.New("api: this node is shutting down")
+
+// isDialError reports whether err happened before any byte of the request
+// was sent: the connection could not be made.
+func isDialError(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// writeUnknownOutcome answers a request that may or may not have taken
+// effect: every such path uses this one status and code.
+func writeUnknownOutcome(w http.ResponseWriter, why string) {
+	writeError(w, http.StatusGatewayTimeout, "outcome_unknown",
+		why+"; the request may or may not have taken effect: retry with the same idempotency_key (or check) to be safe")
+}
+
+// forwardTry is one attempt to forward a request.
+type forwardTry struct {
+	until time.Time // retrying a 503 is allowed until then
+	retry bool      // nothing was done: the caller may try again
+}
+
+func (t *forwardTry) mayRetry() bool { return time.Now().Before(t.until) }
+
+// leaderCall is one request that needs the leader, its body read in full
+// (so a slow client holds no connection to the leader, and the request can
+// be sent again when nothing was done).
+type leaderCall struct {
+	local func(http.ResponseWriter, *http.Request) // serves it on the leader
+	body  []byte
+	until time.Time // wait for a leader until then (--leader-wait)
+	// replay allows serving the request again (here or elsewhere) after the
+	// leader it ran on lost its leadership before proposing anything.
+	replay bool
+	// touched is set once a proposal may have taken effect: from then on
+	// the request is never replayed.
+	touched atomic.Bool
+	// again is set by fail when the local run did nothing and wrote
+	// nothing because leadership moved: serveLeader tries again.
+	again bool
+}
+
+func (c *leaderCall) reader() io.ReadCloser { return io.NopCloser(bytes.NewReader(c.body)) }
+
+func callOf(ctx context.Context) *leaderCall {
+	c, _ := ctx.Value(keyCall).(*leaderCall)
+	return c
+}
+
+// markTouched records that a proposal of the request may have taken effect.
+func markTouched(ctx context.Context) {
+	if c := callOf(ctx); c != nil {
+		c.touched.Store(true)
+	}
+}
+
+// retryAfterNotLeader reports whether fail should leave the request to
+// serveLeader, which waits for the new leader and serves it there, rather
+// than answer 503: nothing was proposed, the leadership moved away, the
+// request came from a client (not forwarded by a peer, which retries
+// itself) and the leader wait has time left.
+func retryAfterNotLeader(r *http.Request, err error) bool {
+	c := callOf(r.Context())
+	if c == nil || !c.replay || c.touched.Load() || r.Header.Get(headerForwarded) != "" || !time.Now().Before(c.until) {
+		return false
+	}
+	if !errors.Is(err, raftnode.ErrNotLeader) && !errors.Is(err, raftnode.ErrShutdown) {
+		return false
+	}
+	c.again = true
+	return true
+}
+
+// leaderURL is the leader's HTTP base URL, if this node knows it and the
+// leader is another node.
 func (s *Server) leaderURL() (*url.URL, bool) {
 	id, _ := s.node.Leader()
-	if id == "" {
+	if id == "" || id == s.node.ID() {
 		return nil, false
 	}
 	nodes, err := s.state.Nodes()
@@ -89,46 +180,35 @@ func (s *Server) leaderURL() (*url.URL, bool) {
 	return nil, false
 }
 
-// forward sends the request on to the leader, or answers 503 when there is
-// none this node can reach. A request that was already forwarded once is not
-// forwarded again (leadership moved under it).
-func (s *Server) forward(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get(headerForwarded) != "" {
-		writeError(w, http.StatusServiceUnavailable, "no_leader", "leadership changed while forwarding; nothing was done, retry")
-		return
-	}
-	target, ok := s.leaderURL()
-	if !ok {
-		writeError(w, http.StatusServiceUnavailable, "no_leader", "no leader is known to this node; nothing was done, retry")
-		return
-	}
-	s.proxy.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyTarget, target)))
-}
-
-// leaderWrite wraps a handler that proposes commands: it runs on the leader,
-// and other nodes forward to it.
-func (s *Server) leaderWrite(h http.HandlerFunc) http.HandlerFunc {
+// leaderRoute wraps a handler that must run on the leader. It reads the
+// body in full (at most limit bytes, 413 beyond) before anything else, then
+// serves the request here if this node leads, else forwards it to the
+// leader; with no leader known it waits for one up to LeaderWait. replay
+// says whether the handler may run again after it proposed nothing because
+// leadership moved (false for handlers that change the cluster other than
+// through proposals).
+func (s *Server) leaderRoute(limit int64, replay bool, local http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if !s.node.IsLeader() {
-			s.forward(w, r)
+		body, err := readBody(w, r, limit)
+		if err != nil {
+			s.fail(w, r, err)
 			return
 		}
-		h(w, r)
+		c := &leaderCall{local: local, body: body, until: time.Now().Add(s.cfg.LeaderWait), replay: replay}
+		s.serveLeader(w, r.WithContext(context.WithValue(r.Context(), keyCall, c)), c)
 	}
+}
+
+// leaderWrite wraps a handler that proposes commands and reads a body of
+// at most MaxBodyBytes.
+func (s *Server) leaderWrite(h http.HandlerFunc) http.HandlerFunc {
+	return s.leaderRoute(s.cfg.MaxBodyBytes, true, h)
 }
 
 // leaderRead wraps a read: by default served by the leader after it checks
 // with a quorum that it still leads; ?stale=1 serves this node's state.
 func (s *Server) leaderRead(h http.HandlerFunc) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		if stale := r.URL.Query().Get("stale"); stale == "1" || stale == "true" {
-			h(w, r)
-			return
-		}
-		if !s.node.IsLeader() {
-			s.forward(w, r)
-			return
-		}
+	verified := func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
 		defer cancel()
 		if err := s.node.VerifyLeader(ctx); err != nil {
@@ -137,7 +217,113 @@ func (s *Server) leaderRead(h http.HandlerFunc) http.HandlerFunc {
 		}
 		h(w, r)
 	}
+	consistent := s.leaderRoute(s.cfg.MaxBodyBytes, true, verified)
+	return func(w http.ResponseWriter, r *http.Request) {
+		if stale := r.URL.Query().Get("stale"); stale == "1" || stale == "true" {
+			h(w, r)
+			return
+		}
+		consistent(w, r)
+	}
 }
+
+// serveLeader serves c here while this node leads, else forwards it to the
+// leader. While no leader is known, or the leader could not be reached or
+// said nothing was done, it waits for the leader to change (or a moment)
+// and tries again, until c.until; then it answers 503.
+func (s *Server) serveLeader(w http.ResponseWriter, r *http.Request, c *leaderCall) {
+	ctx := r.Context()
+	for {
+		// Without a known leader, its address may arrive with the next
+		// applied entry; after a failed try, only a new leader or time helps.
+		addressWanted := false
+		if s.node.IsLeader() {
+			c.again = false
+			r.Body = c.reader()
+			c.local(w, r)
+			if !c.again {
+				return
+			}
+		} else if r.Header.Get(headerForwarded) != "" {
+			// The peer that forwarded it waits and retries itself.
+			writeError(w, http.StatusServiceUnavailable, "no_leader", "leadership changed while forwarding; nothing was done, retry")
+			return
+		} else if target, ok := s.leaderURL(); ok {
+			if !s.forwardOnce(w, r, c, target) {
+				return
+			}
+		} else {
+			addressWanted = true
+		}
+		if !s.awaitLeaderChange(ctx, c.until, addressWanted) {
+			msg := fmt.Sprintf("no leader this node can reach (waited %s); nothing was done, retry", s.cfg.LeaderWait)
+			if s.isDraining() {
+				msg = "this node is shutting down; nothing was done, retry on another node"
+			}
+			writeError(w, http.StatusServiceUnavailable, "no_leader", msg)
+			return
+		}
+	}
+}
+
+// forwardOnce sends c to the leader at target; it reports whether nothing
+// was done and nothing written, so the request may be tried again.
+func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, c *leaderCall, target *url.URL) bool {
+	cut, cancel := context.WithCancelCause(r.Context())
+	defer cancel(nil)
+	if longPoll(r) {
+		// A stopping node does not wait for its forwarded long-polls.
+		go func() {
+			select {
+			case <-s.draining:
+				cancel(errDraining)
+			case <-cut.Done():
+			}
+		}()
+	}
+	try := &forwardTry{until: c.until}
+	out := r.WithContext(context.WithValue(context.WithValue(cut, keyTarget, target), keyTry, try))
+	out.Body, out.ContentLength, out.TransferEncoding = c.reader(), int64(len(c.body)), nil
+	// Lets the transport resend on a fresh connection when a pooled one
+	// turns out dead before anything was written.
+	out.GetBody = func() (io.ReadCloser, error) { return c.reader(), nil }
+	s.proxy.ServeHTTP(w, out)
+	return try.retry
+}
+
+// longPoll reports whether r is a claim that may wait for a job.
+func longPoll(r *http.Request) bool {
+	return r.Pattern == "POST /jobs/claim" || r.Pattern == "GET /jobs/next"
+}
+
+// awaitLeaderChange waits until the leader changes, or (with
+// addressWanted) an entry is applied, which may hold the leader's HTTP
+// address, or a moment passes; false once until is past or ctx ends.
+func (s *Server) awaitLeaderChange(ctx context.Context, until time.Time, addressWanted bool) bool {
+	changed := s.node.LeaderChanged()
+	var applied <-chan struct{} // nil: never
+	if addressWanted {
+		applied = s.state.Changed()
+	}
+	left := time.Until(until)
+	if left <= 0 {
+		return false
+	}
+	t := time.NewTimer(min(left, leaderPoll))
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-applied: // the leader's address may have arrived
+	case <-t.C:
+	case <-ctx.Done():
+		return false
+	}
+	return time.Now().Before(until) || s.node.IsLeader()
+}
+
+// leaderPoll is the longest serveLeader waits before it looks again for a
+// leader: the leader it could not reach may be back.
+const leaderPoll = 100 * time.Millisecond
 
 // withRequestID gives every request an id (kept if the client sent one),
 // echoes it in the reply, and logs the request.

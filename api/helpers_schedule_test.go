@@ -75,6 +75,7 @@ func (n *loneNode) ProposeAll(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result
 
 func (n *loneNode) IsLeader() bool                                 { return true }
 func (n *loneNode) Leader() (string, string)                       { return "n1", "127.0.0.1:1" }
+func (n *loneNode) LeaderChanged() <-chan struct{}                 { return nil }
 func (n *loneNode) VerifyLeader(context.Context) error             { return nil }
 func (n *loneNode) ID() string                                     { return "n1" }
 func (n *loneNode) RaftAddr() string                               { return "127.0.0.1:1" }

@@ -37,16 +37,26 @@ func (s *Server) now() int64 { return s.cfg.Now().UnixNano() }
 // down) would only turn a known answer into an unknown one, e.g. a claim
 // whose jobs then sit leased to nobody until their lease expires.
 func (s *Server) propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proposeTimeout)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proposeTimeout)
 	defer cancel()
-	return s.node.Propose(ctx, cmd)
+	res, err := s.node.Propose(pctx, cmd)
+	if err == nil || !nothingDone(err) {
+		markTouched(ctx)
+	}
+	return res, err
 }
 
 // proposeAll is propose for several commands at once.
 func (s *Server) proposeAll(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, []error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proposeTimeout)
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proposeTimeout)
 	defer cancel()
-	return s.node.ProposeAll(ctx, cmds)
+	res, errs := s.node.ProposeAll(pctx, cmds)
+	for _, err := range errs {
+		if err == nil || !nothingDone(err) {
+			markTouched(ctx)
+		}
+	}
+	return res, errs
 }
 
 // proposeTimeout bounds how long a request waits for its command to apply.

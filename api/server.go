@@ -35,6 +35,7 @@ type Raft interface {
 	ProposeAll(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, []error)
 	IsLeader() bool
 	Leader() (id, addr string)
+	LeaderChanged() <-chan struct{}
 	VerifyLeader(ctx context.Context) error
 	ID() string
 	RaftAddr() string
@@ -109,6 +110,13 @@ type Config struct {
 	// tasks to be acknowledged before it force-drains them. Defaults to 60s.
 	DrainTimeout time.Duration
 
+	// LeaderWait is how long a request that needs the leader waits for one
+	// when this node knows none, cannot reach it, or just lost its own
+	// leadership, before it is answered 503: an election then costs the
+	// client a delay, not an error. A request's own deadline still ends the
+	// wait. Defaults to 5s.
+	LeaderWait time.Duration
+
 	// Logger receives request and job logs. Defaults to discarding them.
 	Logger *slog.Logger
 	// Registry receives the API's metrics. Defaults to a new registry.
@@ -162,6 +170,8 @@ func DefaultConfig() Config {
 		AdmissionInterval: time.Second,
 		ReserveTimeout:    30 * time.Second,
 		DrainTimeout:      time.Minute,
+
+		LeaderWait: 5 * time.Second,
 	}
 }
 
@@ -198,6 +208,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: ScheduleMaxCatchup must be at least 1, got %d", c.ScheduleMaxCatchup)
 	case c.AdmissionInterval <= 0 || c.ReserveTimeout <= 0 || c.DrainTimeout <= 0:
 		return fmt.Errorf("api: AdmissionInterval, ReserveTimeout and DrainTimeout must be positive")
+	case c.LeaderWait < 0 || c.LeaderWait > time.Minute:
+		return fmt.Errorf("api: LeaderWait must be between 0 and 1m, got %s", c.LeaderWait)
 	}
 	return nil
 }
@@ -226,6 +238,10 @@ type Server struct {
 
 	// claiming limits concurrent long-poll claims to the jobs ready.
 	claiming claimGate
+
+	// draining is closed by Drain: long-polls end, forwarded ones are cut.
+	draining  chan struct{}
+	drainOnce sync.Once
 }
 
 // New builds a Server; call Handler to serve it and OnLeader from the node.
@@ -259,13 +275,14 @@ func New(cfg Config) (*Server, error) {
 	}
 	cfg.AdvertiseHTTP = strings.TrimRight(cfg.AdvertiseHTTP, "/")
 	s := &Server{
-		cfg:    cfg,
-		node:   cfg.Node,
-		state:  cfg.State,
-		logger: cfg.Logger.With("component", "api"),
-		mux:    http.NewServeMux(),
-		client: &http.Client{Transport: newTransport(), Timeout: 10 * time.Second},
-		polls:  make(chan struct{}, cfg.MaxLongPolls),
+		cfg:      cfg,
+		node:     cfg.Node,
+		state:    cfg.State,
+		logger:   cfg.Logger.With("component", "api"),
+		mux:      http.NewServeMux(),
+		client:   &http.Client{Transport: newTransport(), Timeout: 10 * time.Second},
+		polls:    make(chan struct{}, cfg.MaxLongPolls),
+		draining: make(chan struct{}),
 	}
 	s.proxy = s.newProxy()
 	s.setClientTLS()
@@ -282,19 +299,22 @@ func (s *Server) Handler() http.Handler {
 func (s *Server) routes() {
 	w := s.leaderWrite
 	r := s.leaderRead
+	big := func(h http.HandlerFunc) http.HandlerFunc { return s.leaderRoute(s.cfg.MaxBatchBodyBytes, true, h) }
+	// Membership changes are not proposals alone: never replayed.
+	member := func(h http.HandlerFunc) http.HandlerFunc { return s.leaderRoute(s.cfg.MaxBodyBytes, false, h) }
 	s.mux.HandleFunc("POST /jobs", w(s.handleSubmit))
-	s.mux.HandleFunc("POST /jobs/batch", w(s.handleBatchSubmit))
+	s.mux.HandleFunc("POST /jobs/batch", big(s.handleBatchSubmit))
 	s.mux.HandleFunc("GET /jobs", r(s.handleList))
 	s.mux.HandleFunc("GET /jobs/next", w(s.handleNext))
 	s.mux.HandleFunc("POST /jobs/claim", w(s.handleClaim))
-	s.mux.HandleFunc("POST /jobs/reports", w(s.handleBatchReport))
+	s.mux.HandleFunc("POST /jobs/reports", big(s.handleBatchReport))
 	s.mux.HandleFunc("GET /jobs/{id}", r(s.handleGet))
 	s.mux.HandleFunc("POST /jobs/{id}/heartbeat", w(s.handleJobHeartbeat))
 	s.mux.HandleFunc("POST /jobs/{id}/done", w(s.handleDone))
 	s.mux.HandleFunc("POST /jobs/{id}/fail", w(s.handleFail))
 	s.mux.HandleFunc("POST /jobs/{id}/cancel", w(s.handleCancel))
 	s.mux.HandleFunc("POST /jobs/{id}/retry", w(s.handleRetry))
-	s.mux.HandleFunc("POST /jobs/{id}/checkpoint", w(s.handleCheckpoint))
+	s.mux.HandleFunc("POST /jobs/{id}/checkpoint", s.leaderRoute(max(s.cfg.MaxBodyBytes, fsm.MaxCheckpointBytes), true, s.handleCheckpoint))
 	s.mux.HandleFunc("POST /jobs/{id}/preempted", w(s.handlePreempted))
 	s.mux.HandleFunc("GET /gangs/{id}", r(s.handleGetGang))
 	s.mux.HandleFunc("POST /workers/register", w(s.handleRegister))
@@ -313,8 +333,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /schedules/{name}/trigger", w(s.handleTriggerSchedule))
 	s.mux.HandleFunc("GET /health", s.handleHealth)
 	s.mux.HandleFunc("GET /cluster", s.handleCluster)
-	s.mux.HandleFunc("POST /cluster/join", w(s.handleJoin))
-	s.mux.HandleFunc("DELETE /cluster/nodes/{id}", w(s.handleRemove))
+	s.mux.HandleFunc("POST /cluster/join", member(s.handleJoin))
+	s.mux.HandleFunc("DELETE /cluster/nodes/{id}", member(s.handleRemove))
 	s.mux.HandleFunc("GET /backup", r(s.handleBackup))
 	s.mux.HandleFunc("POST /restore", w(s.handleRestore))
 	s.mux.HandleFunc("GET /debug/digest", s.handleDigest)
@@ -374,16 +394,25 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusConflict, "not_running", trimPrefix(err))
 	case errors.Is(err, fsm.ErrConflict):
 		writeError(w, http.StatusConflict, "conflict", trimPrefix(err))
-	case errors.Is(err, raftnode.ErrNotLeader), errors.Is(err, raftnode.ErrNotCommitted), errors.Is(err, raftnode.ErrShutdown):
+	case nothingDone(err):
+		if retryAfterNotLeader(r, err) {
+			return // serveLeader waits for the new leader and serves it there
+		}
 		writeError(w, http.StatusServiceUnavailable, "no_leader", "this node cannot reach a leader right now; nothing was done, retry")
 	case errors.As(err, &ue):
 		writeError(w, http.StatusServiceUnavailable, "upgrade_in_progress", upgradeMessage(ue))
 	case errors.Is(err, raftnode.ErrUnknownOutcome):
-		writeError(w, http.StatusGatewayTimeout, "outcome_unknown", "the request may or may not have taken effect; retry with the same idempotency_key to be safe")
+		writeUnknownOutcome(w, "the command was handed to Raft but is not known to be committed (the leader lost its leadership, stopped, or took too long)")
 	default:
 		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err, "request_id", requestID(r.Context()))
 		writeError(w, http.StatusInternalServerError, "internal", err.Error())
 	}
+}
+
+// nothingDone reports whether err from a proposal or a leader check means
+// that nothing was done.
+func nothingDone(err error) bool {
+	return errors.Is(err, raftnode.ErrNotLeader) || errors.Is(err, raftnode.ErrNotCommitted) || errors.Is(err, raftnode.ErrShutdown)
 }
 
 // trimPrefix drops a package prefix like "fsm: " from a sentinel's text.
@@ -423,16 +452,25 @@ func invalid(field, format string, args ...any) error {
 	return &badRequest{field: field, reason: fmt.Sprintf(format, args...)}
 }
 
-// decodeBody reads an optional JSON body of at most limit bytes into v. An
-// empty body leaves v as it is. Unknown fields are ignored.
-func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+// readBody reads a whole request body of at most limit bytes (413 beyond).
+func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &badRequest{reason: fmt.Sprintf("request body is larger than %d bytes", limit), tooBig: true}
+			return nil, &badRequest{reason: fmt.Sprintf("request body is larger than %d bytes", limit), tooBig: true}
 		}
-		return &badRequest{reason: "reading request body: " + err.Error()}
+		return nil, &badRequest{reason: "reading request body: " + err.Error()}
+	}
+	return body, nil
+}
+
+// decodeBody reads an optional JSON body of at most limit bytes into v. An
+// empty body leaves v as it is. Unknown fields are ignored.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	body, err := readBody(w, r, limit)
+	if err != nil {
+		return err
 	}
 	if len(strings.TrimSpace(string(body))) == 0 {
 		return nil

@@ -67,6 +67,9 @@ type Node struct {
 	protocols    memberProtocols
 	restoreMu    sync.Mutex    // one restore at a time
 	restored     chan struct{} // a restore replaced the state: restart the leader's run
+	// leaderChanged fires on every leader change this node observes.
+	leaderChanged signal
+	watchDone     chan struct{}
 }
 
 // entryMetrics counts what the proposer packs.
@@ -103,6 +106,7 @@ func Open(cfg Config) (*Node, error) {
 		shutdownCh:   make(chan struct{}),
 		proposerDone: make(chan struct{}),
 		leaderDone:   make(chan struct{}),
+		watchDone:    make(chan struct{}),
 		notifyCh:     make(chan bool, 16),
 		restored:     make(chan struct{}, 1),
 		metrics:      entryMetrics{perEntry: newHistogram(entryBounds), apply: newHistogram(applyBounds)},
@@ -116,6 +120,7 @@ func Open(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
+	n.watchLeader()
 	go n.runProposer()
 	go n.runLeadership()
 	go n.watchMembership()
@@ -354,6 +359,7 @@ func (n *Node) Shutdown() error {
 			}
 		}
 		close(n.shutdownCh)
+		<-n.watchDone
 		<-n.leaderDone
 		<-n.proposerDone
 		<-n.memberDone

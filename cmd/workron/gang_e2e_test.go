@@ -150,7 +150,7 @@ func TestEndToEndGangSurvivesWorkerAndLeaderLoss(t *testing.T) {
 	t.Logf("end-to-end gang run took %s", time.Since(begin).Round(time.Millisecond))
 }
 
-// post sends body as JSON to a random live node, resending on 503 and
+// post sends body as JSON to a random live node, resending on 503, 502, 504 and
 // transport errors, and decodes a 2xx reply into out.
 func (c *cluster) post(ctx context.Context, t *testing.T, path string, body, out any) (int, string) {
 	t.Helper()
@@ -161,7 +161,7 @@ func (c *cluster) post(ctx context.Context, t *testing.T, path string, body, out
 				continue
 			}
 			status, raw, err := c.send(ctx, http.MethodPost, n.url+path, body, out)
-			if err != nil || status == http.StatusServiceUnavailable || status == http.StatusBadGateway {
+			if err != nil || status == http.StatusServiceUnavailable || status == http.StatusBadGateway || status == http.StatusGatewayTimeout {
 				last = fmt.Sprintf("%s: %d %v %s", n.name, status, err, raw)
 				continue
 			}

@@ -27,6 +27,7 @@ type serverFlags struct {
 	leaseTTL, maxWait, reapInterval time.Duration
 	retention, sweepInterval        time.Duration
 	scheduleGrace                   time.Duration
+	leaderWait                      time.Duration
 	scheduleMaxCatchup              int
 	heartbeat, election             time.Duration
 	stateFsync                      bool
@@ -56,6 +57,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.sweepInterval, "sweep-interval", time.Minute, "how often the leader deletes finished jobs past their retention")
 	fs.DurationVar(&f.scheduleGrace, "schedule-grace", api.DefaultConfig().ScheduleGrace, "how late a schedule's tick may run and still count as on time; later ticks follow the schedule's catchup")
 	fs.IntVar(&f.scheduleMaxCatchup, "schedule-max-catchup", api.DefaultConfig().ScheduleMaxCatchup, "most missed ticks catchup \"all\" runs per schedule (the latest ones)")
+	fs.DurationVar(&f.leaderWait, "leader-wait", api.DefaultConfig().LeaderWait, "how long a request that needs the leader waits for one (during an election, or while the leader is unreachable) before it gets 503")
 	fs.DurationVar(&f.heartbeat, "raft-heartbeat-timeout", time.Second, "Raft heartbeat timeout")
 	fs.DurationVar(&f.election, "raft-election-timeout", time.Second, "Raft election timeout")
 	fs.BoolVar(&f.stateFsync, "state-fsync", false, "fsync the state file on every commit too (the Raft log is always fsync'd)")
@@ -242,6 +244,7 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	ac.Retention, ac.SweepInterval = f.retention, f.sweepInterval
 	ac.ScheduleGrace, ac.ScheduleMaxCatchup = f.scheduleGrace, f.scheduleMaxCatchup
 	ac.Pprof = f.pprof
+	ac.LeaderWait = f.leaderWait
 	ac.Now = s.node.Now // the cluster time: never behind the log's
 	f.gang.configure(&ac)
 	ac.Logger = logger
@@ -265,13 +268,13 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	return s, nil
 }
 
-// shutdown stops HTTP first (long-polls end at once), then Raft (a leader
+// shutdown stops HTTP first (long-polls end at once, other requests in
+// flight finish or, after 10s, answer 503 or 504), then Raft (a leader
 // hands leadership to a peer first).
 func (s *runningServer) shutdown() error {
-	s.cancel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	httpErr := s.http.Shutdown(ctx)
+	httpErr := s.api.Shutdown(ctx, s.http, s.cancel)
 	if err := <-s.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		httpErr = errors.Join(httpErr, err)
 	}

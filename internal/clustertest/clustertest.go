@@ -282,10 +282,9 @@ func (c *Cluster) stop(i int) error {
 	if nd.raft == nil {
 		return nil
 	}
-	nd.cancel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := nd.srv.Shutdown(ctx)
+	err := nd.api.Shutdown(ctx, nd.srv, nd.cancel)
 	if serr := <-nd.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
 		err = errors.Join(err, serr)
 	}

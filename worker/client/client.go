@@ -186,11 +186,31 @@ func (c *Client) send(ctx context.Context, server string, cl call, body []byte, 
 	}
 	if cl.out != nil && resp.StatusCode != http.StatusNoContent {
 		dec := json.NewDecoder(io.LimitReader(resp.Body, maxReplySize))
-		if err := dec.Decode(cl.out); err != nil && !errors.Is(err, io.EOF) {
-			return resp.StatusCode, noRetry, fmt.Errorf("client: decode reply of %s %s: %w", cl.method, cl.path, err)
+		if err := dec.Decode(cl.out); err != nil {
+			retry, err := c.badReply(cl, server, err)
+			return resp.StatusCode, retry, err
 		}
 	}
 	return resp.StatusCode, noRetry, nil
+}
+
+// badReply classifies a 2xx reply whose body did not decode. One that is
+// empty or ends early (the connection broke, or the node stopped while it
+// answered) is never a success: its outcome is unknown, like a connection
+// that broke after the request was sent (ErrIncompleteReply).
+func (c *Client) badReply(cl call, server string, err error) (retryKind, error) {
+	var (
+		se *json.SyntaxError
+		te *json.UnmarshalTypeError
+	)
+	if errors.As(err, &se) || errors.As(err, &te) {
+		return noRetry, fmt.Errorf("client: decode reply of %s %s: %w", cl.method, cl.path, err)
+	}
+	err = fmt.Errorf("client: %s %s%s: %w: %w", cl.method, server, cl.path, ErrIncompleteReply, err)
+	if cl.idempotent {
+		return retryNext, err
+	}
+	return rotateOnly, err
 }
 
 func (c *Client) newRequest(ctx context.Context, server string, cl call, body []byte, reqID string) (*http.Request, error) {

@@ -451,3 +451,39 @@ func TestWait(t *testing.T) {
 		t.Fatalf("job %+v after %d polls", job, polls.Load())
 	}
 }
+
+// TestIncompleteReplyIsNeverASuccess: a 2xx reply whose body is empty (what
+// a node that stopped mid-request used to send) or cut short is an error
+// wrapping ErrIncompleteReply, never a job with an empty id.
+func TestIncompleteReplyIsNeverASuccess(t *testing.T) {
+	var hits atomic.Int32
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /jobs", func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.WriteHeader(http.StatusOK) // no body: Content-Length 0
+	})
+	mux.HandleFunc("GET /jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
+		hits.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", "100")
+		_, _ = w.Write([]byte(`{"id":"j1","comm`)) // the server stops here
+	})
+	c := newClient(t, func(cfg *client.Config) { cfg.Rounds = 1 }, newServer(t, mux).URL)
+
+	t.Run("EmptyReplyToASubmit", func(t *testing.T) {
+		hits.Store(0)
+		job, err := c.Submit(t.Context(), wire.SubmitRequest{Command: "true"})
+		if !errors.Is(err, client.ErrIncompleteReply) {
+			t.Fatalf("Submit got job %+v, err %v; want ErrIncompleteReply", job, err)
+		}
+		if hits.Load() != 1 {
+			t.Errorf("an unkeyed submit with an unknown outcome was sent %d times, want 1", hits.Load())
+		}
+	})
+	t.Run("TruncatedReplyToAGet", func(t *testing.T) {
+		job, err := c.Get(t.Context(), "j1")
+		if !errors.Is(err, client.ErrIncompleteReply) {
+			t.Fatalf("Get got job %+v, err %v; want ErrIncompleteReply", job, err)
+		}
+	})
+}

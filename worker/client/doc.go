@@ -17,8 +17,10 @@
 //   - reads (GET) and submits that carry an idempotency key are also retried
 //     on any other transport error and on 502 and 504.
 //
-// Other POSTs whose connection broke after the request was sent, or that got
-// 502 or 504, are not retried: the outcome is unknown and the caller decides.
+// Other POSTs whose connection broke after the request was sent, that got
+// 502 or 504, or whose 2xx reply was empty or cut short (ErrIncompleteReply),
+// are not retried: the outcome is unknown and the caller decides. Such a
+// reply is never taken for a success.
 // The next request goes to the next server all the same. Replies other than
 // 2xx become *APIError; use IsNotFound, IsConflict or errors.Is with the
 // sentinels below.

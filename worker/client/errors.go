@@ -16,6 +16,10 @@ var (
 	// ErrUnavailable matches 502, 503 and 504 replies: no leader, or the
 	// node could not reach it.
 	ErrUnavailable = errors.New("client: server unavailable")
+	// ErrIncompleteReply is wrapped by the error of a 2xx reply whose body
+	// was empty or cut short: the request may or may not have taken effect,
+	// as after a connection that broke once the request was sent.
+	ErrIncompleteReply = errors.New("client: empty or incomplete reply")
 	// ErrEmptyID is returned, without a request, when a job or worker id is "".
 	ErrEmptyID = errors.New("client: empty id")
 )
