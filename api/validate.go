@@ -31,10 +31,9 @@ const (
 	// end changes at most this many dependents in one entry.
 	MaxDependents = 10_000
 	// MaxQueues bounds the queues of a claim or a worker, MaxTypes the
-	// types of a claim: a claim looks at each queue and type pair, under
-	// the lock that applies entries.
-	MaxQueues = 32
-	MaxTypes  = 64
+	// types of a claim; see wire.MaxQueues.
+	MaxQueues = wire.MaxQueues
+	MaxTypes  = wire.MaxTypes
 	// MaxHeartbeatJobs bounds the leases one worker heartbeat lists.
 	MaxHeartbeatJobs = 10_000
 	MaxKeyBytes      = 256
