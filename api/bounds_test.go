@@ -114,3 +114,25 @@ func TestEveryListIsBounded(t *testing.T) {
 		}
 	})
 }
+
+// TestSeedClaimOverMoreQueuesThanAClaimMayName: GET /jobs/next without a
+// queue names the queues for its worker; more queues holding jobs than a
+// claim may name is no error, and the longest-waiting queue is served.
+func TestSeedClaimOverMoreQueuesThanAClaimMayName(t *testing.T) {
+	start := time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+	e := newSchedEnv(t, start, nil)
+	for i := range MaxQueues + 8 {
+		e.clock.Set(start.Add(time.Duration(i) * time.Second))
+		if code, werr := e.do(http.MethodPost, "/jobs", wire.SubmitRequest{Command: "true", Queue: fmt.Sprintf("q%02d", MaxQueues+8-i)}, nil); code != http.StatusCreated {
+			t.Fatalf("submit: %d %+v", code, werr)
+		}
+	}
+	e.clock.Set(start.Add(time.Hour))
+	var j wire.Job
+	if code, werr := e.do(http.MethodGet, "/jobs/next?worker_id=w", nil, &j); code != http.StatusOK {
+		t.Fatalf("GET /jobs/next: %d %+v, want 200 with a job", code, werr)
+	}
+	if want := fmt.Sprintf("q%02d", MaxQueues+8); j.Queue != want {
+		t.Errorf("claimed a job of queue %s, want %s (the longest-waiting)", j.Queue, want)
+	}
+}

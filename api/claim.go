@@ -226,15 +226,15 @@ func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
 	req := wire.ClaimRequest{WorkerID: q.Get("worker_id"), Wait: q.Get("wait"), Shell: true}
 	if queue := q.Get("queue"); queue != "" {
 		req.Queues = []string{queue}
-	} else {
-		req.Queues = s.allQueues()
 	}
 	args, err := s.claimArgs(&req)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	args.anyQueue = q.Get("queue") == ""
+	if args.anyQueue = q.Get("queue") == ""; args.anyQueue {
+		args.cmd.Queues = s.allQueues()
+	}
 	s.fenceFields(r).claim(&args.cmd, false, 0) // the seed's worker gets no lease
 	jobs, err := s.boundedClaim(r.Context(), args)
 	if err != nil {
@@ -248,15 +248,11 @@ func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toWire(jobs[0], s.now()))
 }
 
-// allQueues lists the queues that hold jobs, "default" first.
+// allQueues lists the queues a claim from any queue names: "default", then
+// those with a job due, the longest-waiting first, wire.MaxQueues in all
+// (fsm.AnyQueues).
 func (s *Server) allQueues() []string {
-	out := []string{fsm.DefaultQueue}
-	for _, q := range s.state.Queues() {
-		if q.Name != fsm.DefaultQueue && q.Counts[store.StatusPending] > 0 {
-			out = append(out, q.Name)
-		}
-	}
-	return out
+	return s.state.AnyQueues(s.now(), wire.MaxQueues)
 }
 
 func (s *Server) handleJobHeartbeat(w http.ResponseWriter, r *http.Request) {
