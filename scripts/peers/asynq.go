@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/hibiken/asynq"
 	"github.com/redis/go-redis/v9"
@@ -14,16 +13,15 @@ import (
 // asynqPeer is asynq on Redis; whether Redis fsyncs its append-only file
 // before it answers is Redis's setting (appendfsync), read at the start.
 type asynqPeer struct {
-	f         shapeFlags
+	f         peerFlags
 	opt       asynq.RedisClientOpt
 	client    *asynq.Client
 	inspector *asynq.Inspector
 	appendfsy string
 	conf      string
-	stderr    io.Writer
 }
 
-func newAsynqPeer(ctx context.Context, f shapeFlags, stderr io.Writer) (*asynqPeer, error) {
+func newAsynqPeer(ctx context.Context, f peerFlags) (*asynqPeer, error) {
 	if f.redis == "" {
 		return nil, errors.New("--redis: give the Redis address host:port")
 	}
@@ -37,7 +35,7 @@ func newAsynqPeer(ctx context.Context, f shapeFlags, stderr io.Writer) (*asynqPe
 	if err != nil {
 		return nil, fmt.Errorf("read Redis version: %w", err)
 	}
-	p := &asynqPeer{f: f, opt: asynq.RedisClientOpt{Addr: f.redis, PoolSize: f.clients + 16}, appendfsy: conf["appendfsync"], stderr: stderr}
+	p := &asynqPeer{f: f, opt: asynq.RedisClientOpt{Addr: f.redis, PoolSize: f.Clients + 16}, appendfsy: conf["appendfsync"]}
 	if conf["appendonly"] != "yes" {
 		p.appendfsy = "off"
 	}
@@ -48,7 +46,7 @@ func newAsynqPeer(ctx context.Context, f shapeFlags, stderr io.Writer) (*asynqPe
 	return p, nil
 }
 
-func (p *asynqPeer) label() string {
+func (p *asynqPeer) Label() string {
 	switch {
 	case p.f.label != "":
 		return p.f.label
@@ -58,17 +56,17 @@ func (p *asynqPeer) label() string {
 	return "asynq (appendfsync " + p.appendfsy + ")"
 }
 
-func (p *asynqPeer) settings() string { return p.conf }
+func (p *asynqPeer) Settings() string { return p.conf }
 
 // canBatch: asynq has no batch enqueue.
-func (p *asynqPeer) canBatch() bool { return false }
+func (p *asynqPeer) CanBatch() bool { return false }
 
-func (p *asynqPeer) close() {
+func (p *asynqPeer) Close() {
 	_ = p.client.Close()
 	_ = p.inspector.Close()
 }
 
-func (p *asynqPeer) insert(ctx context.Context, queue string, seqs []int64) error {
+func (p *asynqPeer) Insert(ctx context.Context, queue string, seqs []int64) error {
 	if len(seqs) != 1 {
 		return errors.New("asynq has no batch enqueue")
 	}
@@ -77,7 +75,7 @@ func (p *asynqPeer) insert(ctx context.Context, queue string, seqs []int64) erro
 	return err
 }
 
-func (p *asynqPeer) work(_ context.Context, queue string, workers int, started func(int64)) (func(), error) {
+func (p *asynqPeer) Work(_ context.Context, queue string, workers int, started func(int64)) (func(), error) {
 	srv := asynq.NewServer(p.opt, asynq.Config{
 		Concurrency:       workers,
 		Queues:            map[string]int{queue: 1},
@@ -96,7 +94,7 @@ func (p *asynqPeer) work(_ context.Context, queue string, workers int, started f
 	return srv.Shutdown, nil
 }
 
-func (p *asynqPeer) counts(_ context.Context, queue string) (waiting, done int, err error) {
+func (p *asynqPeer) Counts(_ context.Context, queue string) (waiting, done int, err error) {
 	q, err := p.inspector.GetQueueInfo(queue)
 	if err != nil {
 		return 0, 0, fmt.Errorf("asynq queue %s: %w", queue, err)

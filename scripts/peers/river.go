@@ -23,14 +23,14 @@ func (benchArgs) Kind() string { return "bench" }
 // riverPeer is River on PostgreSQL with its default durability: each insert
 // and each batch of completions is a committed (fsync'd) transaction.
 type riverPeer struct {
-	f      shapeFlags
+	f      peerFlags
 	pool   *pgxpool.Pool
 	client *river.Client[pgx.Tx] // insert-only
 	logger *slog.Logger
 	conf   string
 }
 
-func newRiverPeer(ctx context.Context, f shapeFlags, stderr io.Writer) (*riverPeer, error) {
+func newRiverPeer(ctx context.Context, f peerFlags, stderr io.Writer) (*riverPeer, error) {
 	if f.pg == "" {
 		return nil, fmt.Errorf("--pg: give the PostgreSQL URL")
 	}
@@ -38,7 +38,7 @@ func newRiverPeer(ctx context.Context, f shapeFlags, stderr io.Writer) (*riverPe
 	if err != nil {
 		return nil, fmt.Errorf("--pg: %w", err)
 	}
-	cfg.MaxConns = int32(f.clients + 16) // every submitter its own connection, and the workers' producer
+	cfg.MaxConns = int32(f.Clients + 16) // every submitter its own connection, and the workers' producer
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("connect to PostgreSQL: %w", err)
@@ -85,20 +85,20 @@ func (p *riverPeer) newClient(queues map[string]river.QueueConfig, workers int, 
 	return c, nil
 }
 
-func (p *riverPeer) label() string {
+func (p *riverPeer) Label() string {
 	if p.f.label != "" {
 		return p.f.label
 	}
 	return "River"
 }
 
-func (p *riverPeer) settings() string { return p.conf }
-func (p *riverPeer) canBatch() bool   { return true }
-func (p *riverPeer) close()           { p.pool.Close() }
+func (p *riverPeer) Settings() string { return p.conf }
+func (p *riverPeer) CanBatch() bool   { return true }
+func (p *riverPeer) Close()           { p.pool.Close() }
 
 // insert is Insert for one job and InsertManyFast (COPY FROM, River's
 // fastest bulk path) for several.
-func (p *riverPeer) insert(ctx context.Context, queue string, seqs []int64) error {
+func (p *riverPeer) Insert(ctx context.Context, queue string, seqs []int64) error {
 	opts := &river.InsertOpts{Queue: queue}
 	if len(seqs) == 1 {
 		_, err := p.client.Insert(ctx, benchArgs{Seq: seqs[0]}, opts)
@@ -115,7 +115,7 @@ func (p *riverPeer) insert(ctx context.Context, queue string, seqs []int64) erro
 	return err
 }
 
-func (p *riverPeer) work(ctx context.Context, queue string, workers int, started func(int64)) (func(), error) {
+func (p *riverPeer) Work(ctx context.Context, queue string, workers int, started func(int64)) (func(), error) {
 	c, err := p.newClient(map[string]river.QueueConfig{queue: {MaxWorkers: workers}}, workers, started)
 	if err != nil {
 		return nil, err
@@ -126,7 +126,7 @@ func (p *riverPeer) work(ctx context.Context, queue string, workers int, started
 	return func() { _ = c.Stop(context.WithoutCancel(ctx)) }, nil
 }
 
-func (p *riverPeer) counts(ctx context.Context, queue string) (waiting, done int, err error) {
+func (p *riverPeer) Counts(ctx context.Context, queue string) (waiting, done int, err error) {
 	err = p.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE state <> 'completed'), count(*) FILTER (WHERE state = 'completed')
 		FROM river_job WHERE queue = $1`, queue).Scan(&waiting, &done)
 	if err != nil {

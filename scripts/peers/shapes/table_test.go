@@ -1,4 +1,4 @@
-package main
+package shapes
 
 import (
 	"os"
@@ -11,13 +11,13 @@ func TestTableRatiosAndMissingShapes(t *testing.T) {
 	dir := t.TempDir()
 	// workron bench -o table prints a table before the JSON lines.
 	workron := "FIGURE  VALUE\nsubmit_single 2000.0\n" +
-		`{"figure":"submit_single","value":2000,"unit":"jobs/s","clients":16,"correct":true}` + "\n" +
-		`{"figure":"submit_batch","value":30000,"unit":"jobs/s","correct":true}` + "\n" +
-		`{"figure":"claim_done_piggyback","value":1500,"unit":"jobs/s","correct":true}` + "\n" +
-		`{"figure":"latency_p50","value":8,"unit":"ms","correct":true}` + "\n"
-	peer := `{"system":"R","settings":"PostgreSQL 15, fsync on","figure":"submit_single","value":4000,"unit":"jobs/s","correct":true}` + "\n" +
-		`{"figure":"claim_done","value":3000,"unit":"jobs/s","correct":false,"problems":"job 3 started 2 times, want 1"}` + "\n" +
-		`{"figure":"latency_p50","value":2,"unit":"ms","correct":true}` + "\n"
+		`{"Figure":"submit_single","value":2000,"unit":"jobs/s","clients":16,"correct":true}` + "\n" +
+		`{"Figure":"submit_batch","value":30000,"unit":"jobs/s","correct":true}` + "\n" +
+		`{"Figure":"claim_done_piggyback","value":1500,"unit":"jobs/s","correct":true}` + "\n" +
+		`{"Figure":"latency_p50","value":8,"unit":"ms","correct":true}` + "\n"
+	peer := `{"system":"R","settings":"PostgreSQL 15, fsync on","Figure":"submit_single","value":4000,"unit":"jobs/s","correct":true}` + "\n" +
+		`{"Figure":"claim_done","value":3000,"unit":"jobs/s","correct":false,"problems":"job 3 started 2 times, want 1"}` + "\n" +
+		`{"Figure":"latency_p50","value":2,"unit":"ms","correct":true}` + "\n"
 	wf, pf := filepath.Join(dir, "w.json"), filepath.Join(dir, "p.json")
 	if err := os.WriteFile(wf, []byte(workron), 0o600); err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func TestTableRatiosAndMissingShapes(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	if err := runTable([]string{"Workron=" + wf, "River=" + pf}, &out); err != nil {
+	if err := RunTable([]string{"Workron=" + wf, "River=" + pf}, &out); err != nil {
 		t.Fatal(err)
 	}
 	got := out.String()
@@ -48,8 +48,8 @@ func TestTableRatiosAndMissingShapes(t *testing.T) {
 
 func TestTableRejectsBadArguments(t *testing.T) {
 	for _, args := range [][]string{{"Workron=x"}, {"Workron", "River=y"}, {"Workron=/nonexistent/a", "River=/nonexistent/b"}} {
-		if err := runTable(args, &strings.Builder{}); err == nil {
-			t.Errorf("runTable(%q) succeeded, want an error", args)
+		if err := RunTable(args, &strings.Builder{}); err == nil {
+			t.Errorf("RunTable(%q) succeeded, want an error", args)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package shapes
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 	"time"
 )
 
-// peerScenarios are the scenarios of `workron bench` a peer can run, in
+// Scenarios are the scenarios of `workron bench` a peer can run, in
 // the order they run.
-var peerScenarios = []string{"submit_single", "submit_batch", "claim_done", "latency"}
+var Scenarios = []string{"submit_single", "submit_batch", "claim_done", "latency"}
 
 // The fixed shapes of `workron bench` (cmd/workron/bench.go).
 const (
@@ -25,42 +25,42 @@ const (
 	doneTimeout     = 60 * time.Second
 )
 
-// peer is one system under test. Every job carries a sequence number, seq,
+// Peer is one system under test. Every job carries a sequence number, seq,
 // which is all a worker sees of it.
-type peer interface {
-	label() string    // e.g. "River", "asynq (appendfsync always)"
-	settings() string // the durability and tuning settings in force
-	// insert submits one job per seq into queue in one call (a batch insert
+type Peer interface {
+	Label() string    // e.g. "River", "asynq (appendfsync always)"
+	Settings() string // the durability and tuning settings in force
+	// Insert submits one job per seq into queue in one call (a batch insert
 	// when there are several); the error says none or not all went in.
-	insert(ctx context.Context, queue string, seqs []int64) error
-	canBatch() bool
-	// work runs workers workers on queue until stop, calling started with
+	Insert(ctx context.Context, queue string, seqs []int64) error
+	CanBatch() bool
+	// Work runs workers workers on queue until stop, calling started with
 	// each job's seq as its handler begins; the handler then succeeds.
-	work(ctx context.Context, queue string, workers int, started func(seq int64)) (stop func(), err error)
-	// counts reads from the store how many of queue's jobs wait (or run)
+	Work(ctx context.Context, queue string, workers int, started func(seq int64)) (stop func(), err error)
+	// Counts reads from the store how many of queue's jobs wait (or run)
 	// and how many are done.
-	counts(ctx context.Context, queue string) (waiting, done int, err error)
-	close()
+	Counts(ctx context.Context, queue string) (waiting, done int, err error)
+	Close()
 }
 
 // runner runs the scenarios against one peer.
 type runner struct {
-	f      shapeFlags
-	p      peer
+	f      Flags
+	p      Peer
 	stderr io.Writer
 	runID  string
 }
 
-func (r *runner) run(ctx context.Context, name string) ([]figure, error) {
+func (r *runner) run(ctx context.Context, name string) ([]Figure, error) {
 	switch name {
 	case "submit_single":
-		return []figure{r.submit(ctx, name, r.f.jobs, 1, r.f.clients)}, nil
+		return []Figure{r.submit(ctx, name, r.f.Jobs, 1, r.f.Clients)}, nil
 	case "submit_batch":
-		if !r.p.canBatch() {
-			fmt.Fprintf(r.stderr, "peers-bench: %s has no batch insert; submit_batch skipped\n", r.p.label())
+		if !r.p.CanBatch() {
+			fmt.Fprintf(r.stderr, "peers-bench: %s has no batch insert; submit_batch skipped\n", r.p.Label())
 			return nil, nil
 		}
-		return []figure{r.submit(ctx, name, 2*r.f.jobs, batchSize, batchClients)}, nil
+		return []Figure{r.submit(ctx, name, 2*r.f.Jobs, batchSize, batchClients)}, nil
 	case "claim_done":
 		return r.claimDone(ctx, name)
 	case "latency":
@@ -175,7 +175,7 @@ func (r *runner) submitMany(ctx context.Context, queue string, l *ledger, per, c
 }
 
 func (r *runner) insert(ctx context.Context, queue string, l *ledger, seqs []int64) {
-	if err := r.p.insert(ctx, queue, seqs); err != nil {
+	if err := r.p.Insert(ctx, queue, seqs); err != nil {
 		l.failed(err)
 		return
 	}
@@ -186,12 +186,12 @@ func (r *runner) insert(ctx context.Context, queue string, l *ledger, seqs []int
 
 // submit measures clients clients inserting n jobs, per to a call, into a
 // queue nobody serves, then checks the store holds them all, waiting.
-func (r *runner) submit(ctx context.Context, name string, n, per, clients int) figure {
+func (r *runner) submit(ctx context.Context, name string, n, per, clients int) Figure {
 	queue := r.queue(name)
 	l := newLedger(n)
 	ph := startPhase()
 	r.submitMany(ctx, queue, l, per, clients)
-	fg := figure{Figure: name, Unit: "jobs/s", Clients: clients}
+	fg := Figure{Figure: name, Unit: "jobs/s", Clients: clients}
 	d := ph.end(&fg)
 	fg.Jobs, fg.Errors = l.acceptedCount(), l.errs.Load()
 	fg.Value = float64(fg.Jobs) / d.Seconds()
@@ -200,7 +200,7 @@ func (r *runner) submit(ctx context.Context, name string, n, per, clients int) f
 		fg.Note = fmt.Sprintf("batch insert, %d jobs each; the jobs stay waiting", per)
 	}
 	problems := r.insertProblems(l, n)
-	waiting, done, err := r.p.counts(ctx, queue)
+	waiting, done, err := r.p.Counts(ctx, queue)
 	switch {
 	case err != nil:
 		problems = append(problems, "read counts: "+err.Error())
@@ -220,13 +220,13 @@ func (r *runner) insertProblems(l *ledger, n int) []string {
 
 // claimDone inserts --jobs jobs, then has --clients workers run them all;
 // the time ends when the store says every job is done.
-func (r *runner) claimDone(ctx context.Context, name string) ([]figure, error) {
+func (r *runner) claimDone(ctx context.Context, name string) ([]Figure, error) {
 	queue := r.queue(name)
-	n := r.f.jobs
+	n := r.f.Jobs
 	l := newLedger(n)
 	per, clients := batchSize, batchClients
-	if !r.p.canBatch() {
-		per, clients = 1, r.f.clients
+	if !r.p.CanBatch() {
+		per, clients = 1, r.f.Clients
 	}
 	r.submitMany(ctx, queue, l, per, clients)
 	if got := l.acceptedCount(); got != n {
@@ -239,18 +239,18 @@ func (r *runner) claimDone(ctx context.Context, name string) ([]figure, error) {
 		}
 	}
 	ph := startPhase()
-	stop, err := r.p.work(ctx, queue, r.f.clients, l.started)
+	stop, err := r.p.Work(ctx, queue, r.f.Clients, l.started)
 	if err != nil {
 		return nil, err
 	}
-	fg := figure{Figure: name, Unit: "jobs/s", Clients: r.f.clients, Jobs: n}
+	fg := Figure{Figure: name, Unit: "jobs/s", Clients: r.f.Clients, Jobs: n}
 	problems := r.waitDone(ctx, queue, n, all)
 	d := ph.end(&fg)
 	stop()
 	fg.Value = float64(n) / d.Seconds()
-	fg.Note = fmt.Sprintf("%d workers run jobs inserted beforehand; timed until the store has all done", r.f.clients)
+	fg.Note = fmt.Sprintf("%d workers run jobs inserted beforehand; timed until the store has all done", r.f.Clients)
 	fg.check(problems, l.check(true))
-	return []figure{fg}, nil
+	return []Figure{fg}, nil
 }
 
 // waitDone waits for all (every job started), then polls the store every
@@ -264,7 +264,7 @@ func (r *runner) waitDone(ctx context.Context, queue string, n int, all <-chan s
 		return []string{fmt.Sprintf("not every job started within %s", doneTimeout)}
 	}
 	for {
-		waiting, done, err := r.p.counts(ctx, queue)
+		waiting, done, err := r.p.Counts(ctx, queue)
 		if err == nil && done >= n && waiting == 0 {
 			if done > n {
 				return []string{fmt.Sprintf("store counts %d done, want %d", done, n)}
@@ -281,12 +281,12 @@ func (r *runner) waitDone(ctx context.Context, queue string, n int, all <-chan s
 // latency inserts at --rate for --duration while latencyWorkers workers
 // run; it measures each job's time from the start of its insert to the
 // start of its handler.
-func (r *runner) latency(ctx context.Context) ([]figure, error) {
+func (r *runner) latency(ctx context.Context) ([]Figure, error) {
 	const name = "latency"
 	queue := r.queue(name)
-	interval := time.Duration(float64(time.Second) / r.f.rate)
-	n := int(r.f.duration / interval)
-	if time.Duration(n)*interval < r.f.duration {
+	interval := time.Duration(float64(time.Second) / r.f.Rate)
+	n := int(r.f.Duration / interval)
+	if time.Duration(n)*interval < r.f.Duration {
 		n++
 	}
 	l := newLedger(n)
@@ -299,7 +299,7 @@ func (r *runner) latency(ctx context.Context) ([]figure, error) {
 			once.Do(func() { close(all) })
 		}
 	}
-	stop, err := r.p.work(ctx, queue, latencyWorkers, l.started)
+	stop, err := r.p.Work(ctx, queue, latencyWorkers, l.started)
 	if err != nil {
 		return nil, err
 	}
@@ -323,13 +323,13 @@ func (r *runner) latency(ctx context.Context) ([]figure, error) {
 		once.Do(func() { close(all) })
 	}
 	problems := append(r.insertProblems(l, n), r.waitDone(ctx, queue, accepted, all)...)
-	fg := figure{Unit: "ms", Clients: latencyWorkers, Errors: l.errs.Load()}
+	fg := Figure{Unit: "ms", Clients: latencyWorkers, Errors: l.errs.Load()}
 	ph.end(&fg)
 	lat := l.latencies()
 	fg.Jobs = len(lat)
-	fg.Note = fmt.Sprintf("submit→start (insert sent → handler starts) at %.0f jobs/s for %s, %d workers", r.f.rate, r.f.duration, latencyWorkers)
+	fg.Note = fmt.Sprintf("submit→start (insert sent → handler starts) at %.0f jobs/s for %s, %d workers", r.f.Rate, r.f.Duration, latencyWorkers)
 	fg.check(problems, l.check(true))
-	var figs []figure
+	var figs []Figure
 	for _, q := range []struct {
 		name string
 		p    float64
@@ -362,8 +362,8 @@ func percentile(sorted []float64, p float64) float64 {
 	return sorted[min(max(i, 0), len(sorted)-1)]
 }
 
-// check records the problems found for the figure.
-func (fg *figure) check(problems ...[]string) {
+// check records the problems found for the Figure.
+func (fg *Figure) check(problems ...[]string) {
 	var all []string
 	for _, p := range problems {
 		all = append(all, p...)
@@ -386,7 +386,7 @@ type phase struct {
 
 func startPhase() phase { return phase{start: time.Now(), cpu: cpuTime()} }
 
-func (p phase) end(fg *figure) time.Duration {
+func (p phase) end(fg *Figure) time.Duration {
 	d := time.Since(p.start)
 	fg.Seconds = d.Seconds()
 	fg.CPUCores = (cpuTime() - p.cpu).Seconds() / d.Seconds()

@@ -1,4 +1,4 @@
-package main
+package shapes
 
 import (
 	"context"
@@ -29,12 +29,12 @@ func newFakePeer() *fakePeer {
 	return &fakePeer{waiting: map[string][]int64{}, done: map[string]int{}, wake: make(chan struct{}, 1), runTwice: -1, failSeq: -1}
 }
 
-func (p *fakePeer) label() string    { return "fake" }
-func (p *fakePeer) settings() string { return "in memory" }
-func (p *fakePeer) canBatch() bool   { return p.batch }
-func (p *fakePeer) close()           {}
+func (p *fakePeer) Label() string    { return "fake" }
+func (p *fakePeer) Settings() string { return "in memory" }
+func (p *fakePeer) CanBatch() bool   { return p.batch }
+func (p *fakePeer) Close()           {}
 
-func (p *fakePeer) insert(_ context.Context, queue string, seqs []int64) error {
+func (p *fakePeer) Insert(_ context.Context, queue string, seqs []int64) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, s := range seqs {
@@ -54,7 +54,7 @@ func (p *fakePeer) insert(_ context.Context, queue string, seqs []int64) error {
 	return nil
 }
 
-func (p *fakePeer) work(ctx context.Context, queue string, workers int, started func(int64)) (func(), error) {
+func (p *fakePeer) Work(ctx context.Context, queue string, workers int, started func(int64)) (func(), error) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	for range workers {
@@ -87,14 +87,14 @@ func (p *fakePeer) work(ctx context.Context, queue string, workers int, started 
 	return func() { cancel(); wg.Wait() }, nil
 }
 
-func (p *fakePeer) counts(_ context.Context, queue string) (int, int, error) {
+func (p *fakePeer) Counts(_ context.Context, queue string) (int, int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return len(p.waiting[queue]), p.done[queue], nil
 }
 
-func newTestRunner(p peer, jobs int) *runner {
-	f := shapeFlags{clients: 4, jobs: jobs, rate: 500, duration: 100 * time.Millisecond}
+func newTestRunner(p Peer, jobs int) *runner {
+	f := Flags{Clients: 4, Jobs: jobs, Rate: 500, Duration: 100 * time.Millisecond}
 	return &runner{f: f, p: p, stderr: io.Discard, runID: "t"}
 }
 
@@ -102,7 +102,7 @@ func TestScenariosPassOnAFaithfulPeer(t *testing.T) {
 	p := newFakePeer()
 	p.batch = true
 	r := newTestRunner(p, 300)
-	for _, s := range peerScenarios {
+	for _, s := range Scenarios {
 		figs, err := r.run(context.Background(), s)
 		if err != nil {
 			t.Fatalf("%s: %v", s, err)
@@ -112,7 +112,7 @@ func TestScenariosPassOnAFaithfulPeer(t *testing.T) {
 		}
 		for _, fg := range figs {
 			if !fg.Correct || fg.Value <= 0 || fg.Jobs == 0 {
-				t.Errorf("%s: %+v, want a correct positive figure", fg.Figure, fg)
+				t.Errorf("%s: %+v, want a correct positive Figure", fg.Figure, fg)
 			}
 		}
 	}
@@ -124,7 +124,7 @@ func TestScenariosPassOnAFaithfulPeer(t *testing.T) {
 func TestSubmitBatchSkippedWithoutBatchInsert(t *testing.T) {
 	figs, err := newTestRunner(newFakePeer(), 10).run(context.Background(), "submit_batch")
 	if err != nil || len(figs) != 0 {
-		t.Fatalf("submit_batch without batch insert = %v, %v; want no figure", figs, err)
+		t.Fatalf("submit_batch without batch insert = %v, %v; want no Figure", figs, err)
 	}
 }
 
@@ -174,7 +174,7 @@ func TestLatencyMeasuresEveryJob(t *testing.T) {
 	for i, fg := range figs {
 		// 500 jobs/s for 100ms: 50 jobs.
 		if fg.Figure != want[i] || fg.Jobs != 50 || !fg.Correct || fg.Unit != "ms" {
-			t.Errorf("figure %d = %+v, want %s over 50 jobs", i, fg, want[i])
+			t.Errorf("Figure %d = %+v, want %s over 50 jobs", i, fg, want[i])
 		}
 	}
 	if !(figs[0].Value <= figs[1].Value && figs[1].Value <= figs[2].Value) {
@@ -196,21 +196,21 @@ func TestPercentile(t *testing.T) {
 
 func TestFlagsValidate(t *testing.T) {
 	for _, c := range []struct {
-		f    shapeFlags
+		f    Flags
 		want string
 	}{
-		{shapeFlags{clients: 0, jobs: 1, rate: 1, duration: time.Second, riverCooldown: time.Millisecond, asynqCheck: 1}, "--clients"},
-		{shapeFlags{clients: 1, jobs: 1, rate: 0, duration: time.Second, riverCooldown: time.Millisecond, asynqCheck: 1}, "--rate"},
-		{shapeFlags{clients: 1, jobs: 1, rate: 1, duration: time.Second, riverCooldown: time.Microsecond, asynqCheck: 1}, "--river-fetch-cooldown"},
-		{shapeFlags{clients: 1, jobs: 1, rate: 1, duration: time.Second, riverCooldown: time.Millisecond, asynqCheck: 1, scenarios: "claim_done_batched"}, "unknown scenario"},
+		{Flags{Clients: 0, Jobs: 1, Rate: 1, Duration: time.Second}, "--clients"},
+		{Flags{Clients: 1, Jobs: 1, Rate: 0, Duration: time.Second}, "--rate"},
+		{Flags{Clients: 1, Jobs: 1, Rate: 1, Duration: 0}, "--duration"},
+		{Flags{Clients: 1, Jobs: 1, Rate: 1, Duration: time.Second, Scenarios: "claim_done_batched"}, "unknown scenario"},
 	} {
-		err := c.f.validate(nil)
+		err := c.f.Validate(nil)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("validate(%+v) = %v, want an error naming %s", c.f, err, c.want)
+			t.Errorf("Validate(%+v) = %v, want an error naming %s", c.f, err, c.want)
 		}
 	}
-	f := shapeFlags{short: true, clients: 1, jobs: 20000, rate: 1, duration: time.Minute, riverCooldown: time.Millisecond, asynqCheck: 1}
-	if err := f.validate(map[string]bool{"duration": true}); err != nil || f.jobs != 2000 || f.duration != time.Minute {
-		t.Errorf("--short = jobs %d duration %s (%v), want 2000 and the given minute", f.jobs, f.duration, err)
+	f := Flags{Short: true, Clients: 1, Jobs: 20000, Rate: 1, Duration: time.Minute}
+	if err := f.Validate(map[string]bool{"duration": true}); err != nil || f.Jobs != 2000 || f.Duration != time.Minute {
+		t.Errorf("--short = jobs %d duration %s (%v), want 2000 and the given minute", f.Jobs, f.Duration, err)
 	}
 }

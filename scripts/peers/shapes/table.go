@@ -1,4 +1,4 @@
-package main
+package shapes
 
 import (
 	"bufio"
@@ -14,18 +14,18 @@ import (
 	"strings"
 )
 
-// column is one system's figures, by figure name.
+// column is one system's figures, by Figure name.
 type column struct {
 	name string
-	figs map[string]figure
+	figs map[string]Figure
 }
 
-// tableRow is one line of the comparison: the subject's figure and the
-// peers' figure of the same shape.
+// tableRow is one line of the comparison: the subject's Figure and the
+// peers' Figure of the same shape.
 type tableRow struct {
 	label   string
-	subject string // figure name in the first column (Workron)
-	peer    string // figure name in the others
+	subject string // Figure name in the first column (Workron)
+	peer    string // Figure name in the others
 }
 
 // tableRows are the comparison's lines.
@@ -40,9 +40,9 @@ var tableRows = []tableRow{
 	{"submit → start, max (ms)", "latency_max", "latency_max"},
 }
 
-// runTable is `peers-bench table NAME=FILE ...`: the first is the subject,
+// RunTable is `peers-bench table NAME=FILE ...`: the first is the subject,
 // the others its peers; each FILE holds JSON lines of figures.
-func runTable(args []string, stdout io.Writer) error {
+func RunTable(args []string, stdout io.Writer) error {
 	if len(args) < 2 {
 		return errors.New("usage: peers-bench table NAME=FILE NAME=FILE ... (the subject first)")
 	}
@@ -68,8 +68,8 @@ func runTable(args []string, stdout io.Writer) error {
 
 // readFigures reads JSON lines of figures, skipping lines that are not
 // JSON objects (a table printed before them).
-func readFigures(data []byte) (map[string]figure, error) {
-	out := map[string]figure{}
+func readFigures(data []byte) (map[string]Figure, error) {
+	out := map[string]Figure{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -77,7 +77,7 @@ func readFigures(data []byte) (map[string]figure, error) {
 		if len(line) == 0 || line[0] != '{' {
 			continue
 		}
-		var f figure
+		var f Figure
 		if err := json.Unmarshal(line, &f); err != nil {
 			return nil, fmt.Errorf("decode %q: %w", line, err)
 		}
@@ -89,7 +89,7 @@ func readFigures(data []byte) (map[string]figure, error) {
 }
 
 // writeTable prints a Markdown table: one line per shape, the subject's
-// figure, then each peer's figure and subject ÷ peer.
+// Figure, then each peer's Figure and subject ÷ peer.
 func writeTable(w io.Writer, cols []column) {
 	subject := cols[0]
 	clients := 0
@@ -129,7 +129,7 @@ func writeTable(w io.Writer, cols []column) {
 	}
 }
 
-func cell(f figure, ok bool) string {
+func cell(f Figure, ok bool) string {
 	if !ok {
 		return "—"
 	}
@@ -140,14 +140,14 @@ func cell(f figure, ok bool) string {
 	return v
 }
 
-func formatValue(f figure) string {
+func formatValue(f Figure) string {
 	if f.Unit == "ms" {
 		return strconv.FormatFloat(f.Value, 'f', 1, 64)
 	}
 	return thousands(int64(f.Value + 0.5))
 }
 
-func ratio(s figure, sok bool, p figure, pok bool) string {
+func ratio(s Figure, sok bool, p Figure, pok bool) string {
 	if !sok || !pok || p.Value == 0 || s.Unit != p.Unit {
 		return "—"
 	}
