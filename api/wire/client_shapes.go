@@ -5,7 +5,7 @@ package wire
 type QueueInfo struct {
 	Name   string         `json:"name"`
 	Paused bool           `json:"paused"`
-	Counts map[string]int `json:"counts,omitempty"`
+	Counts map[string]int `json:"counts"`
 	// OldestPendingSeconds is how long the longest-waiting runnable job of
 	// the queue has been runnable; absent when none is.
 	OldestPendingSeconds float64 `json:"oldest_pending_seconds,omitempty"`

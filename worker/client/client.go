@@ -150,7 +150,7 @@ func (c *Client) do(ctx context.Context, cl call) (int, error) {
 	if c.rounds*n == 1 {
 		return lastStatus, lastErr // one server tried once: its error as it is
 	}
-	return lastStatus, fmt.Errorf("client: %s %s: gave up after %d attempts: %w", cl.method, cl.path, c.rounds*n, lastErr)
+	return lastStatus, fmt.Errorf("%w (gave up after %d attempts)", lastErr, c.rounds*n)
 }
 
 // retryKind says what do makes of a failed send.
@@ -180,7 +180,7 @@ func (c *Client) send(ctx context.Context, server string, cl call, body []byte, 
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		err = fmt.Errorf("client: %s %s%s: %w", cl.method, server, cl.path, err)
+		err = fmt.Errorf("client: %w", err) // a *url.Error: it names the method and URL
 		switch {
 		case ctx.Err() != nil:
 			return 0, noRetry, err
