@@ -192,19 +192,23 @@ func (c *Client) send(ctx context.Context, server string, cl call, body []byte, 
 	}
 	defer drain(resp.Body)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		apiErr, raw := decodeError(resp)
+		apiErr, raw, readErr := decodeError(resp)
 		if cl.rawOut != nil {
 			*cl.rawOut = raw
 		}
+		var err error = apiErr
+		if readErr != nil {
+			err = fmt.Errorf("%w (%w: %w)", apiErr, ErrIncompleteReply, readErr)
+		}
 		switch {
 		case resp.StatusCode == http.StatusServiceUnavailable:
-			return resp.StatusCode, retryNext, apiErr
+			return resp.StatusCode, retryNext, err
 		case unavailable(resp.StatusCode) && cl.idempotent:
-			return resp.StatusCode, retryNext, apiErr
+			return resp.StatusCode, retryNext, err
 		case unavailable(resp.StatusCode):
-			return resp.StatusCode, rotateOnly, apiErr
+			return resp.StatusCode, rotateOnly, err
 		}
-		return resp.StatusCode, noRetry, apiErr
+		return resp.StatusCode, noRetry, err
 	}
 	if retry, err := c.readReply(cl, server, resp); err != nil {
 		return resp.StatusCode, retry, err
@@ -326,26 +330,26 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-// decodeError makes the *Error of a reply outside 2xx; it also returns the
-// start of the body as it came.
-func decodeError(resp *http.Response) (*Error, []byte) {
+// decodeError makes the *Error of a reply outside 2xx. It also returns the
+// start of the body as it came, and the error that cut reading it short.
+func decodeError(resp *http.Response) (*Error, []byte, error) {
 	ae := &Error{Status: resp.StatusCode}
 	if s := resp.Header.Get("Retry-After"); s != "" {
 		if secs, err := strconv.Atoi(s); err == nil && secs > 0 {
 			ae.RetryAfter = time.Duration(secs) * time.Second
 		}
 	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var we wire.Error
 	if json.Unmarshal(raw, &we) == nil && (we.Error != "" || we.Code != "") {
 		ae.Code, ae.Message = we.Code, we.Error
-		return ae, raw
+		return ae, raw, readErr
 	}
 	ae.Message = strings.TrimSpace(string(raw))
 	if ae.Message == "" {
 		ae.Message = http.StatusText(resp.StatusCode)
 	}
-	return ae, raw
+	return ae, raw, readErr
 }
 
 // drain reads a little of what is left of body so the connection can be
