@@ -88,6 +88,7 @@ type call struct {
 	path       string        // escaped path, starting with "/"
 	query      url.Values    // may be nil
 	body       any           // JSON-encoded when not nil
+	jsonBody   []byte        // an encoded JSON body, sent as is, when not nil
 	raw        []byte        // sent as is (application/octet-stream) instead of body when not nil
 	file       io.ReadSeeker // sent from its start (application/octet-stream) on each try, when not nil
 	size       int64         // file's length, sent as Content-Length when positive
@@ -110,6 +111,9 @@ func (c *Client) do(ctx context.Context, cl call) (int, error) {
 			return 0, fmt.Errorf("client: encode %s %s: %w", cl.method, cl.path, err)
 		}
 		body = b
+	}
+	if cl.jsonBody != nil {
+		body = cl.jsonBody
 	}
 	if cl.raw != nil {
 		body = cl.raw

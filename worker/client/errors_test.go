@@ -84,6 +84,10 @@ func TestDoKeepsTheReply(t *testing.T) {
 	if resp.Status != 409 || !client.IsConflict(err) || !errors.Is(err, client.ErrIncompleteReply) {
 		t.Fatalf("a cut error reply: status %d, err %v; want a 409 that is also ErrIncompleteReply", resp.Status, err)
 	}
+	resp, err = c.Do(t.Context(), client.Request{Method: http.MethodPost, Path: "/jobs", JSON: []byte(`{"command":"true"}`), Single: true})
+	if resp.Status != 503 || !client.IsUnavailable(err) || hits.Load() != 2 {
+		t.Fatalf("Do with a JSON body: status %d, err %v", resp.Status, err)
+	}
 	if _, err := c.Do(t.Context(), client.Request{Method: http.MethodGet, Path: "jobs"}); err == nil {
 		t.Fatal("Do with a relative path sent it")
 	}

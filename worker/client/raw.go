@@ -17,6 +17,9 @@ type Request struct {
 	Path   string     // escaped, starting with "/", such as "/jobs/job-1"
 	Query  url.Values // may be nil
 	Body   any        // sent as JSON when not nil
+	// JSON is a body already encoded as JSON, sent as is instead of Body
+	// when not nil (a load generator's prepared requests).
+	JSON []byte
 	// Idempotent marks a write that is safe to resend after any transport
 	// error or a 502 or 504 reply; GET requests always are, except GET
 	// /jobs/next, which claims.
@@ -48,7 +51,7 @@ func (c *Client) Do(ctx context.Context, req Request) (*Response, error) {
 	}
 	resp := &Response{}
 	status, err := c.do(ctx, call{
-		method: req.Method, path: req.Path, query: req.Query, body: req.Body, rawOut: &resp.Body,
+		method: req.Method, path: req.Path, query: req.Query, body: req.Body, jsonBody: req.JSON, rawOut: &resp.Body,
 		idempotent: req.Idempotent || (req.Method == http.MethodGet && req.Path != "/jobs/next"), single: req.Single,
 	})
 	resp.Status = status
