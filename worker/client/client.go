@@ -95,6 +95,7 @@ type call struct {
 	out        any           // decoded from a 2xx reply when not nil
 	rawOut     *[]byte       // the reply's body as it came (an error's up to 4 KiB), when not nil
 	stream     io.Writer     // a 2xx reply's body is copied here, when not nil
+	streamed   *int64        // how many bytes went to stream, when not nil
 	idempotent bool          // safe to resend after any transport error or 502/504
 	single     bool          // this node only: no failover, no resend
 	noTimeout  bool          // bounded by ctx only, not by the HTTP client's Timeout
@@ -230,7 +231,11 @@ func (c *Client) readReply(cl call, server string, resp *http.Response) (retryKi
 		}
 		*cl.rawOut = b
 	case cl.stream != nil:
-		if _, err := io.Copy(cl.stream, resp.Body); err != nil {
+		n, err := io.Copy(cl.stream, resp.Body)
+		if cl.streamed != nil {
+			*cl.streamed = n
+		}
+		if err != nil {
 			// Bytes may have reached the stream: never resent.
 			return noRetry, fmt.Errorf("client: %s %s%s: %w: %w", cl.method, server, cl.path, ErrIncompleteReply, err)
 		}

@@ -94,11 +94,11 @@ func (c *Client) Digest(ctx context.Context) (*wire.Digest, error) {
 // like a read until the reply starts; a reply that breaks off after that
 // is not resent (ErrIncompleteReply) and w holds a partial copy.
 func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
-	cw := &countingWriter{w: w}
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/backup", stream: cw, idempotent: true, noTimeout: true}); err != nil {
-		return cw.n, fmt.Errorf("backup: %w", err)
+	var n int64
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/backup", stream: w, streamed: &n, idempotent: true, noTimeout: true}); err != nil {
+		return n, fmt.Errorf("backup: %w", err)
 	}
-	return cw.n, nil
+	return n, nil
 }
 
 // Restore replaces the cluster's state with a backup read from r (POST
@@ -115,16 +115,4 @@ func (c *Client) Restore(ctx context.Context, r io.ReadSeeker, size int64) (*wir
 		return nil, fmt.Errorf("restore: %w", err)
 	}
 	return &out, nil
-}
-
-// countingWriter counts the bytes written through it.
-type countingWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (cw *countingWriter) Write(p []byte) (int, error) {
-	n, err := cw.w.Write(p)
-	cw.n += int64(n)
-	return n, err
 }
