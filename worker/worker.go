@@ -148,7 +148,7 @@ func (w *Worker) Handle(jobType string, h HandlerFunc) {
 // when it returns. It returns ErrAlreadyRunning or ErrNothingToRun without
 // doing anything, an error when it cannot start the job watcher (a small
 // sh that kills the jobs' process groups when the worker exits, see the
-// package doc), and an error wrapping the *client.APIError when the server
+// package doc), and an error wrapping the *client.Error when the server
 // refuses the registration for good (400, 401, 403 and the like).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.active.CompareAndSwap(false, true) {
