@@ -133,10 +133,10 @@ func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !found:
-		writeError(w, http.StatusNotFound, "not_found", "no cluster member "+id)
+		writeError(w, wire.CodeNotFound, "no cluster member "+id)
 		return
 	case others == 0:
-		writeError(w, http.StatusConflict, "conflict", id+" is the cluster's only voter; a cluster cannot remove its last voter")
+		writeError(w, wire.CodeConflict, id+" is the cluster's only voter; a cluster cannot remove its last voter")
 		return
 	case id == s.node.ID():
 		s.removeSelf(w, r)
@@ -169,11 +169,11 @@ func (s *Server) removeSelf(w http.ResponseWriter, r *http.Request) {
 	status, body, err := s.removeAtLeader(ctx, self)
 	switch {
 	case errors.Is(err, raftnode.ErrUnknownOutcome):
-		writeError(w, http.StatusGatewayTimeout, "outcome_unknown",
+		writeError(w, wire.CodeOutcomeUnknown,
 			fmt.Sprintf("%s handed leadership over, but the new leader's answer to its removal was lost (%v): see workron cluster status", self, err))
 		return
 	case err != nil:
-		writeError(w, http.StatusServiceUnavailable, "no_leader",
+		writeError(w, wire.CodeNoLeader,
 			fmt.Sprintf("%s handed leadership over but could not have the new leader remove it (%v); %s is still a member: retry", self, err, self))
 		return
 	case status != http.StatusOK:
@@ -276,7 +276,7 @@ func (s *Server) refuseIfRemoved(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		writeError(w, http.StatusServiceUnavailable, "removed", s.removedMessage())
+		writeError(w, wire.CodeRemoved, s.removedMessage())
 	})
 }
 
@@ -317,15 +317,15 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case err == nil:
 	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large",
+		writeError(w, wire.CodeTooLarge,
 			fmt.Sprintf("a backup of more than %d bytes; nothing was done", tooBig.Limit))
 		return
 	case errors.Is(err, store.ErrDamaged):
-		writeError(w, http.StatusBadRequest, "bad_backup", "not restored, nothing was changed: the backup is "+
+		writeError(w, wire.CodeBadBackup, "not restored, nothing was changed: the backup is "+
 			strings.TrimPrefix(strings.TrimPrefix(err.Error(), "restore: "), "store: "))
 		return
 	case errors.Is(err, raftnode.ErrUnknownOutcome):
-		writeError(w, http.StatusGatewayTimeout, "outcome_unknown",
+		writeError(w, wire.CodeOutcomeUnknown,
 			"the restore may or may not have been done; restoring the same backup again is safe")
 		return
 	default:

@@ -2,13 +2,11 @@ package api
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/raftnode"
 )
 
 // handleBatchReport ends many attempts in one request (POST /jobs/reports).
@@ -70,7 +68,7 @@ func (s *Server) startReports(ctx context.Context, reps []*fsm.Report) func() []
 		for i, rep := range reps {
 			out[i].JobID = rep.JobID
 			if errs[i] != nil {
-				out[i].Error, out[i].Code = s.errorCode(errs[i])
+				out[i].Code, out[i].Error = reply(errs[i])
 				continue
 			}
 			j := results[i].Jobs[0]
@@ -82,32 +80,4 @@ func (s *Server) startReports(ctx context.Context, reps []*fsm.Report) func() []
 		<-done
 		return out
 	}
-}
-
-// errorCode is fail's mapping of an error to a sentence and a code, for
-// replies that carry several outcomes.
-func (s *Server) errorCode(err error) (msg, code string) {
-	var (
-		ve *fsm.ValidationError
-		ue *raftnode.NeedsUpgradeError
-	)
-	switch {
-	case errors.As(err, &ve):
-		return ve.Error(), "invalid"
-	case errors.As(err, &ue):
-		return upgradeMessage(ue), "upgrade_in_progress"
-	case errors.Is(err, fsm.ErrNotFound):
-		return trimPrefix(err), "not_found"
-	case errors.Is(err, fsm.ErrStaleLease):
-		return trimPrefix(err), "stale_lease"
-	case errors.Is(err, fsm.ErrLeaseRequired):
-		return trimPrefix(err), "lease_required"
-	case errors.Is(err, fsm.ErrForbidden):
-		return trimPrefix(err), "forbidden"
-	case errors.Is(err, fsm.ErrNotRunning):
-		return trimPrefix(err), "not_running"
-	case errors.Is(err, fsm.ErrConflict):
-		return trimPrefix(err), "conflict"
-	}
-	return err.Error(), "unavailable"
 }
