@@ -200,12 +200,12 @@ func (w *Worker) settleReports(ps []*pendingReport, results []wire.BatchReportRe
 	var why string
 	for i, p := range ps {
 		r := results[i]
-		switch r.Code {
-		case "":
+		switch {
+		case r.Code == "":
 			p.log.Debug("reported", "report", p.verb(), "status", r.Status)
-		case wire.CodeStaleLease, wire.CodeNotFound, wire.CodeNotRunning, wire.CodeConflict:
+		case r.Code == wire.CodeStaleLease, r.Code == wire.CodeNotFound, r.Code == wire.CodeNotRunning, r.Code == wire.CodeConflict:
 			p.log.Warn("report dropped: the lease is no longer current", "report", p.verb(), "err", r.Error)
-		case wire.CodeNoLeader, wire.CodeOutcomeUnknown, wire.CodeInternal, codeUnavailable:
+		case wire.RetryReport(r.Code), r.Code == codeUnavailable:
 			again, why = append(again, p), r.Error
 			continue
 		default:

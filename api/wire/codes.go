@@ -59,3 +59,11 @@ var Codes = []string{
 	CodeTooLarge, CodeOverloaded, CodeInternal, CodeNoLeader, CodeRemoved,
 	CodeUpgradeInProgress, CodeOutcomeUnknown,
 }
+
+// RetryReport reports whether a BatchReportResult with this code was not
+// recorded for a passing reason (no leader, an unknown outcome, a server
+// error), so the same report may be sent again: a report is accepted once
+// per lease, and a repeat of an accepted one answers as it did.
+func RetryReport(code string) bool {
+	return code == CodeNoLeader || code == CodeOutcomeUnknown || code == CodeInternal
+}

@@ -1,7 +1,8 @@
 // Package wire holds the JSON shapes of Workron's HTTP API: requests, replies
 // and error bodies. The server (package api) and the clients (package worker,
-// the CLI) share them; it imports nothing of the server side and holds no logic
-// beyond parsing durations and the rule for a job's environment variables.
+// the CLI) share them, and the error codes (codes.go); it imports nothing of
+// the server side and holds no logic beyond parsing durations, the rule for a
+// job's environment variables, and which report results may be sent again.
 package wire
 
 import (
