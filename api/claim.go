@@ -426,18 +426,8 @@ func (s *Server) workerWire(w *store.Worker, running int) wire.Worker {
 	}
 }
 
-// QueueInfo is one entry of GET /queues.
-type QueueInfo struct {
-	Name   string         `json:"name"`
-	Paused bool           `json:"paused"`
-	Counts map[string]int `json:"counts"`
-	// OldestPendingSeconds is how long the longest-waiting runnable job of
-	// the queue has been runnable; absent when none is.
-	OldestPendingSeconds float64 `json:"oldest_pending_seconds,omitempty"`
-}
-
 func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
-	var out []QueueInfo
+	var out []wire.Queue
 	now := s.now()
 	oldest := s.state.OldestReady(now)
 	for _, q := range s.state.Queues() {
@@ -445,13 +435,13 @@ func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 		for st, n := range q.Counts {
 			c[string(st)] = n
 		}
-		qi := QueueInfo{Name: q.Name, Paused: q.Paused, Counts: c}
+		qi := wire.Queue{Name: q.Name, Paused: q.Paused, Counts: c}
 		if at, ok := oldest[q.Name]; ok {
 			qi.OldestPendingSeconds = max(time.Duration(now-at).Seconds(), 0)
 		}
 		out = append(out, qi)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"queues": out})
+	writeJSON(w, http.StatusOK, wire.QueueList{Queues: out})
 }
 
 func (s *Server) handlePause(w http.ResponseWriter, r *http.Request)  { s.pause(w, r, true) }
@@ -472,5 +462,5 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, paused bool) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, QueueInfo{Name: name, Paused: paused})
+	writeJSON(w, http.StatusOK, wire.Queue{Name: name, Paused: paused})
 }

@@ -185,7 +185,7 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"job_id": id, "epoch": epoch, "bytes": len(data)})
+	writeJSON(w, http.StatusOK, wire.CheckpointReply{JobID: id, Epoch: epoch, Bytes: len(data)})
 }
 
 // handlePreempted acknowledges that a gang task stopped for the drain of

@@ -285,6 +285,31 @@ type WorkerList struct {
 	Workers []Worker `json:"workers"`
 }
 
+// Queue is one queue in GET /queues, and the reply of POST
+// /queues/{name}/pause and /resume (Name and Paused alone).
+type Queue struct {
+	Name   string         `json:"name"`
+	Paused bool           `json:"paused"`
+	Counts map[string]int `json:"counts"`
+	// OldestPendingSeconds is how long the longest-waiting runnable job of
+	// the queue has been runnable; absent when none is.
+	OldestPendingSeconds float64 `json:"oldest_pending_seconds,omitempty"`
+}
+
+// QueueList is the reply of GET /queues: the queues that hold jobs or were
+// paused.
+type QueueList struct {
+	Queues []Queue `json:"queues"`
+}
+
+// CheckpointReply is the reply of POST /jobs/{id}/checkpoint: the
+// checkpoint stored for the job's drain of Epoch.
+type CheckpointReply struct {
+	JobID string `json:"job_id"`
+	Epoch uint64 `json:"epoch"`
+	Bytes int    `json:"bytes"`
+}
+
 // WorkerHeartbeatRequest is the optional body of POST /workers/{id}/heartbeat.
 // When Jobs is present (even empty), only those leases are renewed: a job
 // whose claim reply the worker never received is then left to expire. With
