@@ -348,6 +348,14 @@ type JobAction struct {
 	PreemptionEpoch uint64 `json:"preemption_epoch,omitempty"`
 }
 
+// Health statuses, as shown in Health.Status and NodeHealth.Status.
+const (
+	HealthOK         = "ok"
+	HealthNoLeader   = "no_leader"   // the node knows no leader
+	HealthRemoved    = "removed"     // the node was removed from the cluster
+	HealthCatchingUp = "catching_up" // ?ready=1: not every committed entry applied yet
+)
+
 // Health is the reply of GET /health (and of GET /health?ready=1).
 type Health struct {
 	// Status is "ok"; "no_leader" when the node knows no leader;
