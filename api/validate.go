@@ -250,6 +250,7 @@ func checkMap(field string, m map[string]string) error {
 	return nil
 }
 
+// checkWorker validates a worker's registration (POST /workers/register).
 func checkWorker(w *wire.Worker) error {
 	switch {
 	case w.ID == "":
@@ -438,6 +439,8 @@ type claimArgs struct {
 	anyQueue bool
 }
 
+// claimArgs validates a claim (POST /jobs/claim, or GET /jobs/next's
+// query) into its command; the wait is capped by MaxWait.
 func (s *Server) claimArgs(req *wire.ClaimRequest) (claimArgs, error) {
 	if req.WorkerID == "" {
 		return claimArgs{}, invalid("worker_id", "must not be empty")
