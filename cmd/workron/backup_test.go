@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
 )
@@ -184,9 +183,7 @@ func readState(t *testing.T, hc *http.Client, base string) map[string]string {
 	}
 	var (
 		schedules json.RawMessage
-		queues    struct {
-			Queues []api.QueueInfo `json:"queues"`
-		}
+		queues    wire.QueueList
 	)
 	if err := getJSON(hc, base+"/schedules", &schedules); err != nil {
 		t.Fatal(err)

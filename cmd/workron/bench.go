@@ -1198,7 +1198,7 @@ func (w *benchWorker) settle(sent []jobRef, results []wire.BatchReportResult) []
 		case r.Status == wire.StatusDone:
 			w.t.done(sent[i].ID, sent[i].Lease)
 			w.onDone()
-		case r.Code == "unavailable":
+		case wire.RetryReport(r.Code):
 			retry = append(retry, sent[i])
 		default:
 			w.errs.Add(1)

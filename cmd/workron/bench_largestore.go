@@ -213,7 +213,7 @@ func (b *bencher) fillWorker(ctx context.Context, base, id, queue string, t *tra
 			case r.Status == wire.StatusDone:
 				t.done(pending[i].ID, pending[i].Lease)
 				onDone()
-			case r.Code == "unavailable":
+			case wire.RetryReport(r.Code):
 				retry = append(retry, pending[i])
 			default:
 				errs.Add(1)

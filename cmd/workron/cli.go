@@ -373,7 +373,7 @@ func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error
 	return c.print(q, func() { fmt.Fprintf(c.out, "%sd %s\n", pos[0], pos[1]) })
 }
 
-func (c *cli) printQueues(qs []wire.QueueInfo) {
+func (c *cli) printQueues(qs []wire.Queue) {
 	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tPAUSED\tBLOCKED\tPENDING\tRUNNING\tDONE\tFAILED\tCANCELLED")
 	for _, q := range qs {

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"time"
+
+	"github.com/workron/workron/api/wire"
 )
 
 // Sentinel errors. An *Error matches, with errors.Is, the sentinel of its
@@ -54,9 +56,9 @@ var (
 // Error codes of the wire.Error bodies that the sentinels above match by
 // code rather than by status.
 const (
-	codeStaleLease     = "stale_lease"
-	codeStaleEpoch     = "stale_epoch"
-	codeOutcomeUnknown = "outcome_unknown"
+	codeStaleLease     = wire.CodeStaleLease
+	codeStaleEpoch     = wire.CodeStaleEpoch
+	codeOutcomeUnknown = wire.CodeOutcomeUnknown
 )
 
 // Error is a reply outside 2xx. Code and Message come from the wire.Error

@@ -10,7 +10,7 @@ import (
 )
 
 // Queues lists the queues with their jobs counted by status (GET /queues).
-func (c *Client) Queues(ctx context.Context) ([]wire.QueueInfo, error) {
+func (c *Client) Queues(ctx context.Context) ([]wire.Queue, error) {
 	var out wire.QueueList
 	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/queues", out: &out, idempotent: true}); err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
@@ -21,7 +21,7 @@ func (c *Client) Queues(ctx context.Context) ([]wire.QueueInfo, error) {
 // PauseQueue stops claims from a queue (POST /queues/{name}/pause); jobs
 // may still be submitted to it. A queue that never held a job gives a 400
 // reply (ErrInvalid). Pausing twice is harmless, so it is resent.
-func (c *Client) PauseQueue(ctx context.Context, name string) (*wire.QueueInfo, error) {
+func (c *Client) PauseQueue(ctx context.Context, name string) (*wire.Queue, error) {
 	q, err := c.queueAction(ctx, name, "pause")
 	if err != nil {
 		return nil, fmt.Errorf("pause queue %s: %w", name, err)
@@ -31,7 +31,7 @@ func (c *Client) PauseQueue(ctx context.Context, name string) (*wire.QueueInfo, 
 
 // ResumeQueue lets claims take jobs from a queue again (POST
 // /queues/{name}/resume). Resuming twice is harmless, so it is resent.
-func (c *Client) ResumeQueue(ctx context.Context, name string) (*wire.QueueInfo, error) {
+func (c *Client) ResumeQueue(ctx context.Context, name string) (*wire.Queue, error) {
 	q, err := c.queueAction(ctx, name, "resume")
 	if err != nil {
 		return nil, fmt.Errorf("resume queue %s: %w", name, err)
@@ -39,11 +39,11 @@ func (c *Client) ResumeQueue(ctx context.Context, name string) (*wire.QueueInfo,
 	return q, nil
 }
 
-func (c *Client) queueAction(ctx context.Context, name, action string) (*wire.QueueInfo, error) {
+func (c *Client) queueAction(ctx context.Context, name, action string) (*wire.Queue, error) {
 	if name == "" {
 		return nil, ErrEmptyID
 	}
-	var out wire.QueueInfo
+	var out wire.Queue
 	_, err := c.do(ctx, call{method: http.MethodPost, path: "/queues/" + url.PathEscape(name) + "/" + action, out: &out, idempotent: true})
 	if err != nil {
 		return nil, err
