@@ -25,6 +25,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/jobcheck"
 	"github.com/workron/workron/internal/poll"
 	"github.com/workron/workron/internal/proccluster"
 )
@@ -465,77 +466,41 @@ func (c *cluster) waitAllDone(t *testing.T, ids []string) []wire.Job {
 }
 
 // checkJobs checks the final listing against what the load was told: one
-// job per submit, each done exactly once, by its own command.
+// job per submit, each done exactly once (internal/jobcheck), by its own
+// command.
 func checkJobs(t *testing.T, ids []string, jobs []wire.Job) {
 	t.Helper()
-	byKey := make(map[string]string, len(ids))
+	accepted := make(map[string]string, len(ids))
 	for i, id := range ids {
-		byKey[jobKey(i)] = id
+		accepted[jobKey(i)] = id
 	}
-	distinct := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		if distinct[id] {
-			t.Errorf("two submits were answered with the same job %s", id)
-		}
-		distinct[id] = true
+	_, problems := jobcheck.Accepted(accepted, jobs)
+	for _, p := range problems {
+		t.Error(p)
 	}
-	if len(jobs) != len(distinct) {
-		t.Errorf("the cluster lists %d jobs; %d submits were accepted", len(jobs), len(distinct))
+	if len(jobs) != len(ids) {
+		t.Errorf("the cluster lists %d jobs; %d submits were accepted", len(jobs), len(ids))
 	}
 	retried := 0
 	for _, j := range jobs {
-		if want, ok := byKey[j.IdempotencyKey]; !ok || want != j.ID {
-			t.Errorf("job %s (key %q) is not the job its submit was answered with (%q)", j.ID, j.IdempotencyKey, want)
+		if _, ok := accepted[j.IdempotencyKey]; !ok {
+			t.Errorf("job %s has key %q, which no accepted submit sent", j.ID, j.IdempotencyKey)
 		}
 		if j.Output != j.ID+"\n" {
 			t.Errorf("job %s output %q, want its own id", j.ID, j.Output)
 		}
-		if !checkDoneOnce(t, j) {
+		if p := jobcheck.FinishedOnce(j); len(p) > 0 {
+			t.Error(strings.Join(p, "; "))
 			continue
 		}
 		if j.Attempts > 1 {
 			retried++
 			if retried <= 10 {
-				t.Logf("job %s ran %d times: %s", j.ID, j.Attempts, history(j))
+				t.Logf("job %s ran %d times: %s", j.ID, j.Attempts, jobcheck.History(j))
 			}
 		}
 	}
 	t.Logf("%d jobs listed, %d ran more than once (attempts lost to a failover or an expired lease)", len(jobs), retried)
-}
-
-// checkDoneOnce fails the test unless j is done with exactly one attempt
-// done, and says whether it is.
-func checkDoneOnce(t *testing.T, j wire.Job) bool {
-	t.Helper()
-	if j.Status != wire.StatusDone {
-		t.Errorf("job %s is %s, want done", j.ID, j.Status)
-		return false
-	}
-	done := 0
-	for _, a := range j.AttemptHistory {
-		if a.Status == wire.StatusDone {
-			done++
-		}
-	}
-	if done != 1 {
-		t.Errorf("job %s has %d attempts done, want exactly 1: %+v", j.ID, done, j.AttemptHistory)
-		return false
-	}
-	return true
-}
-
-// history is a one-line account of a job's attempts.
-func history(j wire.Job) string {
-	var parts []string
-	for _, a := range j.AttemptHistory {
-		p := fmt.Sprintf("#%d lease %d on %s %s-%s: %s", a.Attempt, a.Lease, a.WorkerID,
-			a.Started.Local().Format("15:04:05.000"), a.Ended.Local().Format("15:04:05.000"), a.Status)
-		if a.Error != "" {
-			p += " (" + a.Error + ")"
-		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, "; ")
 }
 
 // checkNodesAgree waits until all nodes applied the same index, then

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/jobcheck"
 	"github.com/workron/workron/internal/poll"
 )
 
@@ -125,16 +126,16 @@ func TestEndToEndGangSurvivesWorkerAndLeaderLoss(t *testing.T) {
 			wantAttempts = 2 // the failed task's attempt counts; its siblings' are given back
 		}
 		if j.Status != wire.StatusDone || j.Attempts != wantAttempts {
-			t.Errorf("task %d: %s after %d attempts, want done after %d: %s", i, j.Status, j.Attempts, wantAttempts, history(j))
+			t.Errorf("task %d: %s after %d attempts, want done after %d: %s", i, j.Status, j.Attempts, wantAttempts, jobcheck.History(j))
 		}
 		if !strings.Contains(j.Output, fmt.Sprintf("index=%d size=3", i)) {
 			t.Errorf("task %d output %q lacks its gang env", i, j.Output)
 		}
 		if i != 1 && !strings.Contains(j.Output, fmt.Sprintf("ckpt=ckpt-%d data=", i)) {
-			t.Errorf("task %d output %q: its checkpoint did not reach the next attempt (%s)", i, j.Output, history(j))
+			t.Errorf("task %d output %q: its checkpoint did not reach the next attempt (%s)", i, j.Output, jobcheck.History(j))
 		}
 		if i == 1 && (len(j.AttemptHistory) == 0 || j.AttemptHistory[0].WorkerID != victim) {
-			t.Errorf("task 1's first attempt was not on %s: %s", victim, history(j))
+			t.Errorf("task 1's first attempt was not on %s: %s", victim, jobcheck.History(j))
 		}
 	}
 	c.checkNodesAgree(t, done.Tasks, done.Jobs)

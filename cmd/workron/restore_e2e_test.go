@@ -166,7 +166,7 @@ func TestOfflineRestoreOnThreeNodes(t *testing.T) {
 		}
 		return nil
 	}
-	if poll.True(ctx, 0, 50*time.Millisecond, func() bool { return clusterOfThree() != nil }) == nil {
+	if poll.True(ctx, 0, 50*time.Millisecond, func() bool { return clusterOfThree() == nil }) != nil {
 		t.Fatalf("the nodes did not join: %v", clusterOfThree())
 	}
 	c.sameDigest(t)

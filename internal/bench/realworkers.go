@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/jobcheck"
 	"github.com/workron/workron/internal/poll"
 	"github.com/workron/workron/internal/proccluster"
 )
@@ -182,6 +183,7 @@ func (b *bencher) trackFromHistory(ctx context.Context, leader, queue string, t 
 			if j.Attempts != 1 {
 				out = append(out, fmt.Sprintf("job %s ran %d attempts, want 1", j.ID, j.Attempts))
 			}
+			out = append(out, jobcheck.FinishedOnce(j)...)
 			for _, a := range j.AttemptHistory {
 				t.claimed(j.ID, a.Attempt, a.Lease, a.Started)
 				if a.Status == wire.StatusDone {

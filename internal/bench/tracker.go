@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/jobcheck"
 )
 
 // jobRef is the part of a job the bench reads from most replies.
@@ -220,17 +221,11 @@ func (b *bencher) verifySample(ctx context.Context, leader, status string, ids [
 		if status != wire.StatusDone {
 			continue
 		}
-		dones := 0
+		out = append(out, jobcheck.FinishedOnce(j)...)
 		for _, a := range j.AttemptHistory {
-			if a.Status == wire.StatusDone {
-				dones++
-				if a.Lease != r.doneLease {
-					out = append(out, fmt.Sprintf("job %s: done under lease %d, the bench reported lease %d", id, a.Lease, r.doneLease))
-				}
+			if a.Status == wire.StatusDone && a.Lease != r.doneLease {
+				out = append(out, fmt.Sprintf("job %s: done under lease %d, the bench reported lease %d", id, a.Lease, r.doneLease))
 			}
-		}
-		if dones != 1 {
-			out = append(out, fmt.Sprintf("job %s has %d done attempts in its history, want 1", id, dones))
 		}
 	}
 	return out

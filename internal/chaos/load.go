@@ -120,7 +120,7 @@ func (l *load) do(ctx context.Context, hc *http.Client, rng *rand.Rand, method, 
 		b, _ := json.Marshal(body)
 		rd = bytes.NewReader(b)
 	}
-	url := l.c.nodes[rng.IntN(len(l.c.nodes))].url + path
+	url := l.c.nodes[rng.IntN(len(l.c.nodes))].URL + path
 	req, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return reply{err: err}
