@@ -29,33 +29,22 @@ func (b *bencher) claimDone(ctx context.Context, name string, claimMax int) ([]F
 	}
 	runCtx, cancel := context.WithTimeout(ctx, 60*time.Second+time.Duration(n)*10*time.Millisecond)
 	defer cancel()
-	var left atomic.Int64
-	var end atomic.Pointer[time.Time]
-	left.Store(int64(n))
-	onDone := func() {
-		if left.Add(-1) == 0 {
-			now := time.Now()
-			end.Store(&now)
-			cancel()
-		}
-	}
+	left := newCountdown(n, cancel)
 	ph := b.startPhase(ctx, name, leader)
 	var wg sync.WaitGroup
 	for i := range b.cfg.Clients {
 		w := benchWorker{b: b, base: leader, id: fmt.Sprintf("bench-%s-w%d", b.runID, i), queue: queue,
-			max: claimMax, wait: "1s", t: t, errs: &errs, onDone: onDone, piggyback: name == "claim_done_piggyback"}
+			max: claimMax, wait: "1s", t: t, errs: &errs, onDone: left.done, piggyback: name == "claim_done_piggyback"}
 		wg.Go(func() { w.run(runCtx) })
 	}
 	wg.Wait()
 	fg := Figure{Figure: name, Unit: "jobs/s", Clients: b.cfg.Clients, Target: "leader", Jobs: n}
 	var problems []string
-	stop := end.Load()
-	if stop == nil {
-		problems = append(problems, fmt.Sprintf("timed out with %d of %d jobs not done", left.Load(), n))
-		now := time.Now()
-		stop = &now
+	stop, ok := left.end()
+	if !ok {
+		problems = append(problems, fmt.Sprintf("timed out with %d of %d jobs not done", left.left.Load(), n))
 	}
-	d := ph.end(ctx, *stop, &fg)
+	d := ph.end(ctx, stop, &fg)
 	fg.Value, fg.Errors = float64(n)/d.Seconds(), errs.Load()
 	fg.Note = fmt.Sprintf("claim max %d (wait 1s) then POST /jobs/{id}/done per job", claimMax)
 	switch {
@@ -305,4 +294,35 @@ func (b *bencher) latency(ctx context.Context) ([]Figure, error) {
 		figs = append(figs, f)
 	}
 	return figs, nil
+}
+
+// countdown ends a phase once n jobs are done: the n-th call of done
+// notes the time and calls cancel.
+type countdown struct {
+	left   atomic.Int64
+	at     atomic.Pointer[time.Time]
+	cancel context.CancelFunc
+}
+
+func newCountdown(n int, cancel context.CancelFunc) *countdown {
+	c := &countdown{cancel: cancel}
+	c.left.Store(int64(n))
+	return c
+}
+
+// done counts one job done.
+func (c *countdown) done() {
+	if c.left.Add(-1) == 0 {
+		now := time.Now()
+		c.at.Store(&now)
+		c.cancel()
+	}
+}
+
+// end is when the last job was done, or now and false if not all were.
+func (c *countdown) end() (time.Time, bool) {
+	if at := c.at.Load(); at != nil {
+		return *at, true
+	}
+	return time.Now(), false
 }

@@ -137,23 +137,14 @@ func (b *bencher) fillDone(ctx context.Context, leader string, n int) (Figure, *
 	queue := b.queue(name)
 	t := newTracker()
 	var errs atomic.Int64
-	var left atomic.Int64
-	left.Store(int64(n))
 	runCtx, cancel := context.WithTimeout(ctx, 5*time.Minute+time.Duration(n)*time.Millisecond)
 	defer cancel()
-	var end atomic.Pointer[time.Time]
-	onDone := func() {
-		if left.Add(-1) == 0 {
-			now := time.Now()
-			end.Store(&now)
-			cancel()
-		}
-	}
+	left := newCountdown(n, cancel)
 	ph := b.startPhase(ctx, name, leader)
 	var wg sync.WaitGroup
 	for i := range benchFillClaimers {
 		id := fmt.Sprintf("bench-%s-fill%d", b.runID, i)
-		wg.Go(func() { b.fillWorker(runCtx, leader, id, queue, t, &errs, onDone) })
+		wg.Go(func() { b.fillWorker(runCtx, leader, id, queue, t, &errs, left.done) })
 	}
 	if n > 0 {
 		b.submitMany(runCtx, leader, queue, n, benchBatchSize, benchBatchClients, time.Time{}, t, &errs)
@@ -163,15 +154,11 @@ func (b *bencher) fillDone(ctx context.Context, leader string, n int) (Figure, *
 	wg.Wait()
 	fg := Figure{Figure: name, Unit: "jobs/s", Clients: benchFillClaimers, Target: "leader", Jobs: n}
 	var problems []string
-	stop := end.Load()
-	if stop == nil {
-		now := time.Now()
-		stop = &now
-		if n > 0 {
-			problems = append(problems, fmt.Sprintf("timed out with %d of %d jobs not done", left.Load(), n))
-		}
+	stop, ok := left.end()
+	if !ok && n > 0 {
+		problems = append(problems, fmt.Sprintf("timed out with %d of %d jobs not done", left.left.Load(), n))
 	}
-	d := ph.end(ctx, *stop, &fg)
+	d := ph.end(ctx, stop, &fg)
 	fg.Value, fg.Errors = float64(n)/d.Seconds(), errs.Load()
 	fg.Note = fmt.Sprintf("filling the store: POST /jobs/batch (%d jobs, %d clients) while %d workers claim %d at a time, each claim carrying the previous claim's done reports",
 		benchBatchSize, benchBatchClients, benchFillClaimers, benchFillClaimMax)
