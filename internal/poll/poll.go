@@ -49,3 +49,18 @@ func True(ctx context.Context, timeout, interval time.Duration, cond func() bool
 		return errFalse
 	})
 }
+
+// TB is the part of testing.TB that Wait uses.
+type TB interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// Wait is Until for a test: it fails tb, with cond's last error, when
+// timeout passes first.
+func Wait(tb TB, timeout, interval time.Duration, cond func() error) {
+	tb.Helper()
+	if err := Until(context.Background(), timeout, interval, cond); err != nil {
+		tb.Fatalf("still waiting after %s: %v", timeout, err)
+	}
+}

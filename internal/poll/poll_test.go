@@ -41,3 +41,21 @@ func TestTrueStopsWithItsContext(t *testing.T) {
 		t.Fatalf("True = %v for a condition that holds", err)
 	}
 }
+
+type fakeTB struct{ failed string }
+
+func (f *fakeTB) Helper()                           {}
+func (f *fakeTB) Fatalf(format string, args ...any) { f.failed = format }
+
+func TestWaitFailsTheTestOnTimeout(t *testing.T) {
+	var tb fakeTB
+	Wait(&tb, 10*time.Millisecond, time.Millisecond, func() error { return errors.New("never") })
+	if tb.failed == "" {
+		t.Fatal("Wait did not fail the test")
+	}
+	tb = fakeTB{}
+	Wait(&tb, time.Second, time.Millisecond, func() error { return nil })
+	if tb.failed != "" {
+		t.Fatal("Wait failed a test whose condition held")
+	}
+}
