@@ -68,14 +68,6 @@ func newCluster(dir, bin string, nw network, nodes, workers int, logf func(strin
 	return c
 }
 
-func (c *cluster) urls() []string {
-	out := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
-		out[i] = n.URL
-	}
-	return out
-}
-
 // nodeArgs are node n's server flags, with its current test hooks.
 func (c *cluster) nodeArgs(n *node) []string {
 	n.mu.Lock()
@@ -126,7 +118,7 @@ func (c *cluster) restartNode(ctx context.Context, n *node) error {
 // startWorker starts real worker i.
 func (c *cluster) startWorker(i int) error {
 	w := c.workers[i]
-	_, err := w.Start("worker", "--server", strings.Join(c.urls(), ","), "--id", w.Name,
+	_, err := w.Start("worker", "--server", strings.Join(c.pc.URLs(), ","), "--id", w.Name,
 		"--concurrency", "3", "--queues", cronQueue+","+chaosQueue, "--poll-wait", "2s", "--grace", "1s",
 		"--kill-grace", "200ms", "--log-level", "warn")
 	return err
