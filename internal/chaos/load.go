@@ -150,7 +150,7 @@ func (r reply) errText() string {
 // whole (a transport error, a 2xx body cut short) has err set: its outcome
 // is unknown.
 func (l *load) do(ctx context.Context, api *nodeClients, rng *rand.Rand, method, path string, body any) reply {
-	cl, err := api.get(l.c.nodes[rng.IntN(len(l.c.nodes))].url)
+	cl, err := api.get(l.c.nodes[rng.IntN(len(l.c.nodes))].URL)
 	if err != nil {
 		return reply{err: err}
 	}

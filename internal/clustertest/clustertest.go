@@ -38,6 +38,7 @@ import (
 
 	"github.com/workron/workron/api"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/poll"
 	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
@@ -542,15 +543,5 @@ func (c *Cluster) equalApplied(nodes []*Node) (uint64, error) {
 // with cond's last error if that takes longer than timeout.
 func WaitFor(tb testing.TB, timeout time.Duration, cond func() error) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("still waiting after %s: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Wait(tb, timeout, 10*time.Millisecond, cond)
 }

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/poll"
 )
 
 // Shape of large_store's fill.
@@ -35,36 +36,36 @@ const (
 //
 // Every job is checked: the retained ones claimed once and done once, the
 // pending ones never claimed, both as the leader lists and counts them.
-func (b *bencher) largeStore(ctx context.Context) ([]figure, error) {
+func (b *bencher) largeStore(ctx context.Context) ([]Figure, error) {
 	c, err := b.startProcCluster(ctx, "large_store")
 	if err != nil {
 		return nil, err
 	}
 	defer c.stop()
-	pb := b.onNodes(c.urls())
+	pb := b.onNodes(c.URLs())
 	defer pb.hc.CloseIdleConnections()
 
-	empty, err := c.withServerCPU(func() ([]figure, error) { return pb.claimDone(ctx, "large_store_claim_done_empty", 1) })
+	empty, err := c.withServerCPU(func() ([]Figure, error) { return pb.claimDone(ctx, "large_store_claim_done_empty", 1) })
 	if err != nil {
 		return nil, err
 	}
 	rssEmpty := c.rss()
-	b.progress("bench: large_store: filling %d finished and %d pending jobs", b.f.procs.largeJobs, b.f.procs.largePending)
+	b.progress("bench: large_store: filling %d finished and %d pending jobs", b.cfg.LargeJobs, b.cfg.LargePending)
 	li, _, err := c.leader(ctx, pb)
 	if err != nil {
 		return nil, err
 	}
 	cpu := c.cpu()
 	stopSampling := c.sampleMem(ctx)
-	fill, fillT, fillQueue, fillOwn := pb.fillDone(ctx, c.nodes[li].url, b.f.procs.largeJobs)
+	fill, fillT, fillQueue, fillOwn := pb.fillDone(ctx, c.Nodes[li].URL, b.cfg.LargeJobs)
 	fillPeak := stopSampling()
 	fill.Note += fmt.Sprintf("; the server processes used %.2f cores", (c.cpu()-cpu).Seconds()/fill.Seconds)
 	pendT, pendQueue := newTracker(), pb.queue("large_store_pending")
 	var pendErrs atomic.Int64
-	pb.submitMany(ctx, c.nodes[li].url, pendQueue, b.f.procs.largePending, benchBatchSize, benchBatchClients, time.Time{}, pendT, &pendErrs)
+	pb.submitMany(ctx, c.Nodes[li].URL, pendQueue, b.cfg.LargePending, benchBatchSize, benchBatchClients, time.Time{}, pendT, &pendErrs)
 
 	b.progress("bench: large_store: claim_done on the full store")
-	full, err := c.withServerCPU(func() ([]figure, error) { return pb.claimDone(ctx, "large_store_claim_done", 1) })
+	full, err := c.withServerCPU(func() ([]Figure, error) { return pb.claimDone(ctx, "large_store_claim_done", 1) })
 	if err != nil {
 		return nil, err
 	}
@@ -72,7 +73,7 @@ func (b *bencher) largeStore(ctx context.Context) ([]figure, error) {
 	// Each figure of the store is correct if its own problems and the
 	// store's checks below find nothing.
 	own := map[string][]string{fill.Figure: fillOwn}
-	figs := []figure{empty[0], fill, full[0], claimDoneRatio(empty[0], full[0])}
+	figs := []Figure{empty[0], fill, full[0], claimDoneRatio(empty[0], full[0])}
 	figs = append(figs, c.rssFigures(ctx, pb, rssEmpty, fillPeak, jobs)...)
 	disk, problems := c.diskFigure(jobs)
 	figs, own[disk.Figure] = append(figs, disk), problems
@@ -87,11 +88,11 @@ func (b *bencher) largeStore(ctx context.Context) ([]figure, error) {
 	if err != nil {
 		return nil, err
 	}
-	leader := c.nodes[li].url
+	leader := c.Nodes[li].URL
 	fillProblems := append(fillT.check(true), pb.verifyQueue(ctx, leader, fillQueue, wire.StatusDone, fillT)...)
 	pendProblems := append(pendT.check(false), pb.verifyQueue(ctx, leader, pendQueue, wire.StatusPending, pendT)...)
-	if got := pendT.accepted(); got != b.f.procs.largePending {
-		pendProblems = append(pendProblems, fmt.Sprintf("%d of %d pending jobs accepted (%d errors)", got, b.f.procs.largePending, pendErrs.Load()))
+	if got := pendT.accepted(); got != b.cfg.LargePending {
+		pendProblems = append(pendProblems, fmt.Sprintf("%d of %d pending jobs accepted (%d errors)", got, b.cfg.LargePending, pendErrs.Load()))
 	}
 	for i := range figs {
 		if !strings.HasPrefix(figs[i].Figure, "large_store_claim_done") {
@@ -104,13 +105,13 @@ func (b *bencher) largeStore(ctx context.Context) ([]figure, error) {
 // onNodes is a bencher for another cluster, sharing this one's flags and
 // run id; it writes no CPU profile (the servers run in other processes).
 func (b *bencher) onNodes(urls []string) *bencher {
-	nb := newBencher(b.f, b.stderr)
+	nb := newBencher(b.cfg)
 	nb.nodes, nb.runID, nb.profile = urls, b.runID, ""
 	return nb
 }
 
 // claimDoneRatio is full's throughput as a percentage of empty's.
-func claimDoneRatio(empty, full figure) figure {
+func claimDoneRatio(empty, full Figure) Figure {
 	fg := full
 	fg.Figure, fg.Unit = "large_store_claim_done_vs_empty", "%"
 	if empty.Value > 0 {
@@ -131,28 +132,19 @@ func claimDoneRatio(empty, full figure) figure {
 // workers claim benchFillClaimMax at a time, each claim carrying the done
 // reports of the jobs of the claim before. It returns the figure, the
 // jobs, their queue and the problems seen while filling.
-func (b *bencher) fillDone(ctx context.Context, leader string, n int) (figure, *tracker, string, []string) {
+func (b *bencher) fillDone(ctx context.Context, leader string, n int) (Figure, *tracker, string, []string) {
 	const name = "large_store_fill"
 	queue := b.queue(name)
 	t := newTracker()
 	var errs atomic.Int64
-	var left atomic.Int64
-	left.Store(int64(n))
 	runCtx, cancel := context.WithTimeout(ctx, 5*time.Minute+time.Duration(n)*time.Millisecond)
 	defer cancel()
-	var end atomic.Pointer[time.Time]
-	onDone := func() {
-		if left.Add(-1) == 0 {
-			now := time.Now()
-			end.Store(&now)
-			cancel()
-		}
-	}
+	left := newCountdown(n, cancel)
 	ph := b.startPhase(ctx, name, leader)
 	var wg sync.WaitGroup
 	for i := range benchFillClaimers {
 		id := fmt.Sprintf("bench-%s-fill%d", b.runID, i)
-		wg.Go(func() { b.fillWorker(runCtx, leader, id, queue, t, &errs, onDone) })
+		wg.Go(func() { b.fillWorker(runCtx, leader, id, queue, t, &errs, left.done) })
 	}
 	if n > 0 {
 		b.submitMany(runCtx, leader, queue, n, benchBatchSize, benchBatchClients, time.Time{}, t, &errs)
@@ -160,17 +152,13 @@ func (b *bencher) fillDone(ctx context.Context, leader string, n int) (figure, *
 		cancel()
 	}
 	wg.Wait()
-	fg := figure{Figure: name, Unit: "jobs/s", Clients: benchFillClaimers, Target: "leader", Jobs: n}
+	fg := Figure{Figure: name, Unit: "jobs/s", Clients: benchFillClaimers, Target: "leader", Jobs: n}
 	var problems []string
-	stop := end.Load()
-	if stop == nil {
-		now := time.Now()
-		stop = &now
-		if n > 0 {
-			problems = append(problems, fmt.Sprintf("timed out with %d of %d jobs not done", left.Load(), n))
-		}
+	stop, ok := left.end()
+	if !ok && n > 0 {
+		problems = append(problems, fmt.Sprintf("timed out with %d of %d jobs not done", left.left.Load(), n))
 	}
-	d := ph.end(ctx, *stop, &fg)
+	d := ph.end(ctx, stop, &fg)
 	fg.Value, fg.Errors = float64(n)/d.Seconds(), errs.Load()
 	fg.Note = fmt.Sprintf("filling the store: POST /jobs/batch (%d jobs, %d clients) while %d workers claim %d at a time, each claim carrying the previous claim's done reports",
 		benchBatchSize, benchBatchClients, benchFillClaimers, benchFillClaimMax)
@@ -235,8 +223,8 @@ func (b *bencher) fillWorker(ctx context.Context, base, id, queue string, t *tra
 // cpu is the CPU time the running nodes have used.
 func (c *procCluster) cpu() time.Duration {
 	var total time.Duration
-	for _, n := range c.nodes {
-		total += procCPU(n.pid())
+	for _, n := range c.Nodes {
+		total += procCPU(n.Pid())
 	}
 	return total
 }
@@ -245,7 +233,7 @@ func (c *procCluster) cpu() time.Duration {
 // note the cores the server processes used over the whole scenario, its
 // untimed setup and checks included (the CPU column counts only the
 // bench's own process).
-func (c *procCluster) withServerCPU(scenario func() ([]figure, error)) ([]figure, error) {
+func (c *procCluster) withServerCPU(scenario func() ([]Figure, error)) ([]Figure, error) {
 	cpu, start := c.cpu(), time.Now()
 	figs, err := scenario()
 	cores := (c.cpu() - cpu).Seconds() / time.Since(start).Seconds()
@@ -257,9 +245,9 @@ func (c *procCluster) withServerCPU(scenario func() ([]figure, error)) ([]figure
 
 // rss reads each running node's resident memory, in bytes.
 func (c *procCluster) rss() []int64 {
-	out := make([]int64, len(c.nodes))
-	for i, n := range c.nodes {
-		out[i] = readProcMem(n.pid()).RSS
+	out := make([]int64, len(c.Nodes))
+	for i, n := range c.Nodes {
+		out[i] = readProcMem(n.Pid()).RSS
 	}
 	return out
 }
@@ -269,10 +257,10 @@ func (c *procCluster) rss() []int64 {
 // resident sizes seen per node.
 func (c *procCluster) sampleMem(ctx context.Context) func() []procMem {
 	ctx, cancel := context.WithCancel(ctx)
-	peaks := make([]procMem, len(c.nodes))
-	pids := make([]int, len(c.nodes))
-	for i, n := range c.nodes {
-		pids[i] = n.pid()
+	peaks := make([]procMem, len(c.Nodes))
+	pids := make([]int, len(c.Nodes))
+	for i, n := range c.Nodes {
+		pids[i] = n.Pid()
 	}
 	done := make(chan struct{})
 	go func() {
@@ -323,45 +311,45 @@ func (b *bencher) heapInUse(ctx context.Context, node string) float64 {
 // rssFigures are one figure per node: its resident memory now, with its
 // parts, its Go heap, its peaks and its resident memory when the store was
 // empty in the note.
-func (c *procCluster) rssFigures(ctx context.Context, b *bencher, empty []int64, fillPeak []procMem, jobs int) []figure {
+func (c *procCluster) rssFigures(ctx context.Context, b *bencher, empty []int64, fillPeak []procMem, jobs int) []Figure {
 	li, _, _ := c.leader(ctx, b)
-	var figs []figure
-	for i, n := range c.nodes {
-		m := readProcMem(n.pid())
+	var figs []Figure
+	for i, n := range c.Nodes {
+		m := readProcMem(n.Pid())
 		role := "follower"
 		if i == li {
 			role = "leader"
 		}
 		mib := func(b int64) float64 { return float64(b) / (1 << 20) }
-		figs = append(figs, figure{Figure: "large_store_rss_" + n.id, Unit: "MiB", Value: mib(m.RSS),
+		figs = append(figs, Figure{Figure: "large_store_rss_" + n.Name, Unit: "MiB", Value: mib(m.RSS),
 			Target: role, Jobs: jobs, Load1: loadAverage(),
 			Note: fmt.Sprintf("VmRSS of server process %s (%s) holding the store: %.0f MiB anonymous, %.0f MiB file-backed (the binary and the mmap'd state file); "+
 				"Go heap in use %.0f MiB; peak (VmHWM) %.0f MiB, during the fill up to %.0f MiB anonymous and %.0f MiB file-backed; %.0f MiB after claim_done on the empty store",
-				n.id, role, mib(m.Anon), mib(m.File), b.heapInUse(ctx, n.url)/(1<<20), mib(m.HWM), mib(fillPeak[i].Anon), mib(fillPeak[i].File), mib(empty[i]))})
+				n.Name, role, mib(m.Anon), mib(m.File), b.heapInUse(ctx, n.URL)/(1<<20), mib(m.HWM), mib(fillPeak[i].Anon), mib(fillPeak[i].File), mib(empty[i]))})
 	}
 	return figs
 }
 
 // diskFigure is the mean over the nodes of the data directory's size on
 // disk per job held; the note gives each node's files.
-func (c *procCluster) diskFigure(jobs int) (figure, []string) {
-	fg := figure{Figure: "large_store_disk_per_job", Unit: "bytes/job", Jobs: jobs, Load1: loadAverage()}
+func (c *procCluster) diskFigure(jobs int) (Figure, []string) {
+	fg := Figure{Figure: "large_store_disk_per_job", Unit: "bytes/job", Jobs: jobs, Load1: loadAverage()}
 	var total int64
 	var each, problems []string
-	for _, n := range c.nodes {
-		_, all, err := dirSize(n.data)
+	for _, n := range c.Nodes {
+		_, all, err := dirSize(n.Data)
 		if err != nil {
 			problems = append(problems, err.Error())
 		}
 		total += all
 		var parts []string
 		for _, f := range []string{"state.db", "raft.db", "snapshots"} {
-			_, sz, _ := dirSize(filepath.Join(n.data, f))
+			_, sz, _ := dirSize(filepath.Join(n.Data, f))
 			parts = append(parts, fmt.Sprintf("%s %.0f MiB", f, float64(sz)/(1<<20)))
 		}
-		each = append(each, fmt.Sprintf("%s %.0f MiB (%s)", n.id, float64(all)/(1<<20), strings.Join(parts, ", ")))
+		each = append(each, fmt.Sprintf("%s %.0f MiB (%s)", n.Name, float64(all)/(1<<20), strings.Join(parts, ", ")))
 	}
-	fg.Value = float64(total) / float64(len(c.nodes)) / float64(max(jobs, 1))
+	fg.Value = float64(total) / float64(len(c.Nodes)) / float64(max(jobs, 1))
 	fg.Note = "allocated size of each node's data dir ÷ jobs held: " + strings.Join(each, "; ")
 	return fg, problems
 }
@@ -371,8 +359,8 @@ func (c *procCluster) diskFigure(jobs int) (figure, []string) {
 // until its /health answers 200 and its applied index reaches the
 // leader's. The figure is large_store_restart or, clean,
 // large_store_restart_clean.
-func (c *procCluster) restartFigure(ctx context.Context, b *bencher, jobs int, crash bool) (figure, []string) {
-	fg := figure{Figure: "large_store_restart_clean", Unit: "s", Jobs: jobs}
+func (c *procCluster) restartFigure(ctx context.Context, b *bencher, jobs int, crash bool) (Figure, []string) {
+	fg := Figure{Figure: "large_store_restart_clean", Unit: "s", Jobs: jobs}
 	how := "SIGTERM (clean shutdown)"
 	if crash {
 		fg.Figure, how = "large_store_restart", "SIGKILL"
@@ -381,33 +369,33 @@ func (c *procCluster) restartFigure(ctx context.Context, b *bencher, jobs int, c
 	if err != nil {
 		return fg, []string{err.Error()}
 	}
-	n := c.nodes[(li+1)%len(c.nodes)]
-	_, size, _ := dirSize(n.data)
+	n := c.Nodes[(li+1)%len(c.Nodes)]
+	_, size, _ := dirSize(n.Data)
 	if crash {
-		n.kill()
+		n.Kill()
 	} else {
-		n.stop(time.Minute)
+		n.Stop(time.Minute)
 	}
-	snap := latestSnapshot(n.data)
+	snap := latestSnapshot(n.Data)
 	start := time.Now()
-	if err := n.start(); err != nil {
+	if _, err := n.Start(); err != nil {
 		return fg, []string{err.Error()}
 	}
 	var healthy time.Duration
 	var applied, want uint64
-	err = waitUntil(ctx, 20*time.Minute, func() bool {
-		if n.exited() {
+	err = poll.True(ctx, 20*time.Minute, 50*time.Millisecond, func() bool {
+		if !n.Running() {
 			return true
 		}
 		var h wire.Health
-		if st, err := b.call(ctx, http.MethodGet, n.url+"/health", nil, &h); err != nil || st != http.StatusOK {
+		if st, err := b.call(ctx, http.MethodGet, n.URL+"/health", nil, &h); err != nil || st != http.StatusOK {
 			return false
 		}
 		if healthy == 0 {
 			healthy = time.Since(start)
 		}
 		var lh wire.Health
-		if _, err := b.call(ctx, http.MethodGet, c.nodes[li].url+"/health", nil, &lh); err != nil {
+		if _, err := b.call(ctx, http.MethodGet, c.Nodes[li].URL+"/health", nil, &lh); err != nil {
 			return false
 		}
 		applied, want = h.AppliedIndex, lh.AppliedIndex
@@ -417,13 +405,13 @@ func (c *procCluster) restartFigure(ctx context.Context, b *bencher, jobs int, c
 	fg.Value, fg.Seconds, fg.Load1 = d.Seconds(), d.Seconds(), loadAverage()
 	var problems []string
 	switch {
-	case n.exited():
-		problems = append(problems, fmt.Sprintf("%s exited after the restart: %s", n.id, n.tail(10)))
+	case !n.Running():
+		problems = append(problems, fmt.Sprintf("%s exited after the restart: %s", n.Name, n.Tail(10)))
 	case err != nil:
-		problems = append(problems, fmt.Sprintf("%s at applied index %d of the leader's %d after %s", n.id, applied, want, d.Round(time.Millisecond)))
+		problems = append(problems, fmt.Sprintf("%s at applied index %d of the leader's %d after %s", n.Name, applied, want, d.Round(time.Millisecond)))
 	}
 	fg.Note = fmt.Sprintf("%s follower %s (data dir %.0f MiB on disk, newest snapshot at index %d), start it: /health 200 after %.2f s, applied index %d = the leader's after %.2f s",
-		how, n.id, float64(size)/(1<<20), snap, healthy.Seconds(), applied, d.Seconds())
+		how, n.Name, float64(size)/(1<<20), snap, healthy.Seconds(), applied, d.Seconds())
 	return fg, problems
 }
 

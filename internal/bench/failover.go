@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/poll"
 )
 
 // Shape of the failover load.
@@ -35,7 +36,7 @@ const (
 // The jobs go to a queue nobody serves: every accepted job must be pending
 // at the end, on the last leader, beside at most as many more as there
 // were submits of unknown outcome.
-func (b *bencher) failover(ctx context.Context) ([]figure, error) {
+func (b *bencher) failover(ctx context.Context) ([]Figure, error) {
 	const name = "failover"
 	c, err := b.startProcCluster(ctx, name)
 	if err != nil {
@@ -50,7 +51,7 @@ func (b *bencher) failover(ctx context.Context) ([]figure, error) {
 	var load sync.WaitGroup
 	body := mustJSON(wire.SubmitRequest{Command: "true", Queue: queue})
 	for i := range benchFailoverClients {
-		load.Go(func() { b.failoverClient(ctx, c.urls(), i, body, t, &errs, w, &stop) })
+		load.Go(func() { b.failoverClient(ctx, c.URLs(), i, body, t, &errs, w, &stop) })
 	}
 	defer func() {
 		stop.Store(true)
@@ -61,7 +62,7 @@ func (b *bencher) failover(ctx context.Context) ([]figure, error) {
 	var rounds []float64
 	var each, problems []string
 	var terms uint64
-	for r := range b.f.procs.failoverRounds {
+	for r := range b.cfg.FailoverRounds {
 		d, e, dterm, err := b.failoverRound(ctx, c, w)
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("round %d: %v", r+1, err))
@@ -76,18 +77,18 @@ func (b *bencher) failover(ctx context.Context) ([]figure, error) {
 	load.Wait()
 	elapsed := time.Since(start)
 
-	fg := figure{Unit: "ms", Clients: benchFailoverClients, Target: "any node", Jobs: t.accepted(), Errors: errs.Load(),
+	fg := Figure{Unit: "ms", Clients: benchFailoverClients, Target: "any node", Jobs: t.accepted(), Errors: errs.Load(),
 		Seconds: elapsed.Seconds(), Load1: loadAverage(), Elections: float64(terms)}
 	fg.Note = fmt.Sprintf("3 server processes, Raft timeouts %s; SIGKILL the leader → first 2xx POST /jobs sent after the kill, "+
 		"%d submitters through every node in turn, every %s; rounds, ms: %s; bounded by failure detection (a follower stands "+
 		"1 to 3 heartbeat timeouts after its last contact: its timer is random in [T, 2T) and rearms while contact is recent) and the election",
-		b.f.procs.raftTimeout, benchFailoverClients, benchFailoverInterval, strings.Join(each, ", "))
-	if len(rounds) < b.f.procs.failoverRounds {
-		problems = append(problems, fmt.Sprintf("%d of %d rounds measured", len(rounds), b.f.procs.failoverRounds))
+		b.cfg.ProcRaftTimeout, benchFailoverClients, benchFailoverInterval, strings.Join(each, ", "))
+	if len(rounds) < b.cfg.FailoverRounds {
+		problems = append(problems, fmt.Sprintf("%d of %d rounds measured", len(rounds), b.cfg.FailoverRounds))
 	}
 	li, _, err := c.leader(ctx, b)
 	if err == nil {
-		problems = append(problems, b.verifyQueue(ctx, c.nodes[li].url, queue, wire.StatusPending, t)...)
+		problems = append(problems, b.verifyQueue(ctx, c.Nodes[li].URL, queue, wire.StatusPending, t)...)
 	} else {
 		problems = append(problems, err.Error())
 	}
@@ -96,7 +97,7 @@ func (b *bencher) failover(ctx context.Context) ([]figure, error) {
 	med, worst := fg, fg
 	med.Figure, med.Value = "failover_median", percentile(rounds, 0.5)
 	worst.Figure, worst.Value = "failover_max", percentile(rounds, 1)
-	return []figure{med, worst}, nil
+	return []Figure{med, worst}, nil
 }
 
 // failoverRound waits until all three nodes agree on a leader, lets the
@@ -105,7 +106,7 @@ func (b *bencher) failover(ctx context.Context) ([]figure, error) {
 // from the kill to that write, the time until a survivor said it leads,
 // and the terms that began.
 func (b *bencher) failoverRound(ctx context.Context, c *procCluster, w *writeWatch) (time.Duration, time.Duration, uint64, error) {
-	if err := c.waitHealthy(ctx, b, 60*time.Second); err != nil {
+	if err := c.WaitFormed(ctx, 60*time.Second); err != nil {
 		return 0, 0, 0, err
 	}
 	sleepCtx(ctx, benchFailoverSettle)
@@ -113,13 +114,13 @@ func (b *bencher) failoverRound(ctx context.Context, c *procCluster, w *writeWat
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	n := c.nodes[li]
-	if err := n.cmd.Process.Kill(); err != nil {
-		return 0, 0, 0, fmt.Errorf("kill the leader %s: %w", n.id, err)
+	n := c.Nodes[li]
+	if !n.Signal(syscall.SIGKILL) {
+		return 0, 0, 0, fmt.Errorf("kill the leader %s: it is not running", n.Name)
 	}
 	killed := time.Now()
 	wrote := w.arm(killed)
-	n.kill() // reap it
+	n.Kill() // reap it
 	ectx, stopWatching := context.WithCancel(ctx)
 	defer stopWatching()
 	elected := make(chan time.Duration, 1)
@@ -129,7 +130,7 @@ func (b *bencher) failoverRound(ctx context.Context, c *procCluster, w *writeWat
 	case at := <-wrote:
 		d = at.Sub(killed)
 	case <-time.After(benchFailoverWait):
-		return 0, 0, 0, fmt.Errorf("no write accepted within %s of killing the leader %s", benchFailoverWait, n.id)
+		return 0, 0, 0, fmt.Errorf("no write accepted within %s of killing the leader %s", benchFailoverWait, n.Name)
 	case <-ctx.Done():
 		return 0, 0, 0, ctx.Err()
 	}
@@ -138,11 +139,11 @@ func (b *bencher) failoverRound(ctx context.Context, c *procCluster, w *writeWat
 	if err != nil {
 		return 0, 0, 0, err
 	}
-	if err := n.start(); err != nil {
+	if _, err := n.Start(); err != nil {
 		return 0, 0, 0, err
 	}
 	b.progress("bench: failover: killed %s (term %d); %s leads in term %d; a survivor said it leads after %.0f ms, the first write after %.0f ms",
-		n.id, h.Term, c.nodes[nl].id, nh.Term, e.Seconds()*1000, d.Seconds()*1000)
+		n.Name, h.Term, c.Nodes[nl].Name, nh.Term, e.Seconds()*1000, d.Seconds()*1000)
 	return d, e, nh.Term - h.Term, nil
 }
 
@@ -151,11 +152,11 @@ func (b *bencher) failoverRound(ctx context.Context, c *procCluster, w *writeWat
 // benchFailoverWait).
 func (c *procCluster) waitNewLeader(ctx context.Context, b *bencher, old int, killed time.Time) time.Duration {
 	var at time.Duration
-	_ = waitEvery(ctx, benchFailoverWait, 5*time.Millisecond, func() bool {
-		for i, n := range c.nodes {
+	_ = poll.True(ctx, benchFailoverWait, 5*time.Millisecond, func() bool {
+		for i, n := range c.Nodes {
 			var h wire.Health
 			rctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-			st, err := b.call(rctx, http.MethodGet, n.url+"/health", nil, &h)
+			st, err := b.call(rctx, http.MethodGet, n.URL+"/health", nil, &h)
 			cancel()
 			if i != old && err == nil && st == http.StatusOK && h.Role == "leader" {
 				at = time.Since(killed)
@@ -165,22 +166,6 @@ func (c *procCluster) waitNewLeader(ctx context.Context, b *bencher, old int, ki
 		return false
 	})
 	return at
-}
-
-// waitEvery polls cond every interval until it holds or timeout passes.
-func waitEvery(ctx context.Context, timeout, interval time.Duration, cond func() bool) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for !cond() {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
-	}
-	return nil
 }
 
 // failoverClient submits one job at a time, each request to the next node

@@ -1,4 +1,4 @@
-package main
+package bench
 
 import (
 	"context"
@@ -16,6 +16,9 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/jobcheck"
+	"github.com/workron/workron/internal/poll"
+	"github.com/workron/workron/internal/proccluster"
 )
 
 // Fixed shape of real_workers.
@@ -36,15 +39,15 @@ const (
 // The workers are opaque, so the checks read what the cluster recorded:
 // every job done, in exactly one attempt, with one done attempt in its
 // history, and the usual queue, listing and sample checks.
-func (b *bencher) realWorkers(ctx context.Context) ([]figure, error) {
+func (b *bencher) realWorkers(ctx context.Context) ([]Figure, error) {
 	const name = "real_workers"
-	n := b.f.procs.realJobs
+	n := b.cfg.RealJobs
 	ceiling := b.forkExecCeiling(ctx, n, benchRealWorkers*benchRealSlots)
 	leader, _, err := b.roles(ctx)
 	if err != nil {
 		return nil, err
 	}
-	bin, err := b.f.procs.binary()
+	bin, err := b.cfg.binary()
 	if err != nil {
 		return nil, err
 	}
@@ -57,7 +60,7 @@ func (b *bencher) realWorkers(ctx context.Context) ([]figure, error) {
 	workers, err := b.startRealWorkers(ctx, bin, dir, queue)
 	defer func() {
 		for _, w := range workers {
-			w.stop(10 * time.Second)
+			w.Stop(10 * time.Second)
 		}
 	}()
 	if err != nil {
@@ -74,7 +77,7 @@ func (b *bencher) realWorkers(ctx context.Context) ([]figure, error) {
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
-	fg := figure{Figure: name, Unit: "jobs/s", Clients: benchRealWorkers * benchRealSlots, Target: "leader"}
+	fg := Figure{Figure: name, Unit: "jobs/s", Clients: benchRealWorkers * benchRealSlots, Target: "leader"}
 	d := ph.end(ctx, end, &fg)
 	workerCores := (procsCPU(workers) - workerCPU).Seconds() / d.Seconds()
 	fg.Jobs, fg.Errors = t.accepted(), errs.Load()
@@ -84,32 +87,32 @@ func (b *bencher) realWorkers(ctx context.Context) ([]figure, error) {
 		"bounded by fork/exec of sh -c (fork_exec_ceiling: %.0f/s alone) plus a claim, a done report and two Raft commits per job",
 		benchRealWorkers, benchRealSlots, benchBatchSize, workerCores, ceiling.Value)
 	for _, w := range workers {
-		if w.exited() {
-			problems = append(problems, fmt.Sprintf("worker %s exited during the run: %s", w.name, w.tail(5)))
+		if !w.Running() {
+			problems = append(problems, fmt.Sprintf("worker %s exited during the run: %s", w.Name, w.Tail(5)))
 		}
 	}
 	problems = append(problems, b.trackFromHistory(ctx, leader, queue, t)...)
 	fg.check(problems, t.check(true), b.verifyQueue(ctx, leader, queue, wire.StatusDone, t))
-	return []figure{ceiling, fg}, nil
+	return []Figure{ceiling, fg}, nil
 }
 
 // startRealWorkers starts the worker processes, serving queue through every
 // node, and waits until the cluster lists them all.
-func (b *bencher) startRealWorkers(ctx context.Context, bin, dir, queue string) ([]*benchProc, error) {
-	var workers []*benchProc
+func (b *bencher) startRealWorkers(ctx context.Context, bin, dir, queue string) ([]*proccluster.Proc, error) {
+	var workers []*proccluster.Proc
 	ids := map[string]bool{}
 	for i := range benchRealWorkers {
 		id := fmt.Sprintf("bench-%s-rw%d", b.runID, i)
 		ids[id] = true
-		w := &benchProc{name: id, bin: bin, log: filepath.Join(dir, id+".log"),
-			args: []string{"worker", "--server", strings.Join(b.nodes, ","), "--id", id,
+		w := &proccluster.Proc{Name: id, Bin: bin, Log: filepath.Join(dir, id+".log"),
+			Args: []string{"worker", "--server", strings.Join(b.nodes, ","), "--id", id,
 				"--concurrency", fmt.Sprint(benchRealSlots), "--queues", queue, "--log-level", "warn"}}
 		workers = append(workers, w)
-		if err := w.start(); err != nil {
+		if _, err := w.Start(); err != nil {
 			return workers, err
 		}
 	}
-	err := waitUntil(ctx, 30*time.Second, func() bool {
+	err := poll.True(ctx, 30*time.Second, 50*time.Millisecond, func() bool {
 		var list wire.WorkerList
 		if _, err := b.call(ctx, http.MethodGet, b.nodes[0]+"/workers", nil, &list); err != nil {
 			return false
@@ -123,16 +126,16 @@ func (b *bencher) startRealWorkers(ctx context.Context, bin, dir, queue string) 
 		return seen == len(ids)
 	})
 	if err != nil {
-		return workers, fmt.Errorf("wait for %d worker processes to register: %w (log: %s)", len(ids), err, workers[0].tail(5))
+		return workers, fmt.Errorf("wait for %d worker processes to register: %w (log: %s)", len(ids), err, workers[0].Tail(5))
 	}
 	return workers, nil
 }
 
 // procsCPU is the CPU time the processes and their reaped children used.
-func procsCPU(ps []*benchProc) time.Duration {
+func procsCPU(ps []*proccluster.Proc) time.Duration {
 	var total time.Duration
 	for _, p := range ps {
-		total += procCPU(p.pid())
+		total += procCPU(p.Pid())
 	}
 	return total
 }
@@ -141,7 +144,7 @@ func procsCPU(ps []*benchProc) time.Duration {
 // of queue are done, and returns when it saw that.
 func (b *bencher) waitQueueDone(ctx context.Context, leader, queue string, want int, timeout time.Duration) (time.Time, error) {
 	done := 0
-	err := waitUntil(ctx, timeout, func() bool {
+	err := poll.True(ctx, timeout, 50*time.Millisecond, func() bool {
 		var qs struct {
 			Queues []struct {
 				Name   string         `json:"name"`
@@ -180,6 +183,7 @@ func (b *bencher) trackFromHistory(ctx context.Context, leader, queue string, t 
 			if j.Attempts != 1 {
 				out = append(out, fmt.Sprintf("job %s ran %d attempts, want 1", j.ID, j.Attempts))
 			}
+			out = append(out, jobcheck.FinishedOnce(j)...)
 			for _, a := range j.AttemptHistory {
 				t.claimed(j.ID, a.Attempt, a.Lease, a.Started)
 				if a.Status == wire.StatusDone {
@@ -197,7 +201,7 @@ func (b *bencher) trackFromHistory(ctx context.Context, leader, queue string, t 
 // forkExecCeiling runs `sh -c true` n times, par at a time, the way the
 // worker runs a job (its own process group, output read from a pipe), and
 // reports how many it started and reaped per second.
-func (b *bencher) forkExecCeiling(ctx context.Context, n, par int) figure {
+func (b *bencher) forkExecCeiling(ctx context.Context, n, par int) Figure {
 	var next, failed atomic.Int64
 	var firstErr atomic.Value
 	start, cpu := time.Now(), cpuTime()+childCPUTime()
@@ -214,7 +218,7 @@ func (b *bencher) forkExecCeiling(ctx context.Context, n, par int) figure {
 	}
 	wg.Wait()
 	d := time.Since(start)
-	fg := figure{Figure: "fork_exec_ceiling", Unit: "runs/s", Jobs: n, Seconds: d.Seconds(), Clients: par,
+	fg := Figure{Figure: "fork_exec_ceiling", Unit: "runs/s", Jobs: n, Seconds: d.Seconds(), Clients: par,
 		Errors: failed.Load(), Load1: loadAverage(), Value: float64(n) / d.Seconds(),
 		CPUCores: (cpuTime() + childCPUTime() - cpu).Seconds() / d.Seconds()}
 	fg.Note = fmt.Sprintf("`sh -c true` %d at a time from one Go process, in its own process group with its output on a pipe, as a worker runs a job; nothing else running: the most shell jobs/s this machine can start", par)
