@@ -247,7 +247,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		cl.call(http.MethodPost, "/schedules/from-the-page/pause", nil, nil, http.StatusOK)
 		b.waitFor("shown paused", `document.querySelector('tr[data-schedule="from-the-page"]').dataset.paused === "1"`)
 
-		b.do(chromedp.Click(chromedp.CSS(`tr[data-schedule="from-the-page"] button[data-action="edit"]`)))
+		b.click(`tr[data-schedule="from-the-page"] button[data-action="edit"]`)
 		b.waitFor("the form filled in", `document.querySelector('form[data-test="schedule-form"] input[name="cron"]').value === "@every 1h"`)
 		b.do(chromedp.SetValue(chromedp.CSS(form+`input[name="cron"]`), "@every 2h"),
 			chromedp.Click(chromedp.CSS(form+`button[data-action="save"]`)))
@@ -264,8 +264,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 
 		del := `tr[data-schedule="from-the-page"] button[data-action="delete"]`
-		b.do(chromedp.Click(chromedp.CSS(del)))
-		b.do(chromedp.Click(chromedp.CSS(del + `[data-armed="1"]`)))
+		b.click(del)
+		b.click(del + `[data-armed="1"]`)
 		b.waitFor("the schedule gone from the list", `!document.querySelector('tr[data-schedule="from-the-page"]')`)
 		cl.call(http.MethodGet, "/schedules/from-the-page", nil, nil, http.StatusNotFound)
 	})
@@ -415,6 +415,14 @@ func (p *page) waitFor(what, expr string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	p.t.Fatalf("waited 10s for %s (%s); last error %v\n%s", what, expr, last, p.dump())
+}
+
+// click clicks the element selector finds, in the same evaluation that
+// finds it: the page re-renders a table when a refresh brings new data, so a
+// node found in one step may be gone by the next.
+func (p *page) click(selector string) {
+	p.t.Helper()
+	p.waitFor("a click on "+selector, fmt.Sprintf(`(() => { const el = document.querySelector(%q); if (!el) return false; el.click(); return true; })()`, selector))
 }
 
 // eval returns a JavaScript expression's string value.
