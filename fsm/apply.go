@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -95,7 +96,7 @@ func (a *applier) must(err error) {
 // job loads a job, or returns ErrNotFound.
 func (a *applier) job(id string) (*store.Job, error) {
 	j, err := a.tx.Job(id)
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
 	a.must(err)

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -75,7 +76,7 @@ func (a *applier) mayActAs(workerID, token string) error {
 		return nil
 	}
 	w, err := a.tx.Worker(workerID)
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	a.must(err)
@@ -106,7 +107,7 @@ const touchEvery = int64(time.Second)
 // registering).
 func (a *applier) touchWorker(id string, queues []string, token string) *store.Worker {
 	w, err := a.tx.Worker(id)
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		w = &store.Worker{ID: id, RegisteredAt: a.now, Queues: queues, Owner: token}
 	} else {
 		a.must(err)

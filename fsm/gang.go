@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -95,7 +96,7 @@ type Checkpoint struct {
 // gang loads a gang, or returns ErrGangNotFound.
 func (a *applier) gang(id string) (*store.Gang, error) {
 	g, err := a.tx.Gang(id)
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("gang %s: %w", id, ErrGangNotFound)
 	}
 	a.must(err)
@@ -237,7 +238,7 @@ func (a *applier) reserveGang(r *ReserveGang) Result {
 		if slices.Contains(r.Workers[:i], wid) {
 			return Result{Err: &ValidationError{Field: "workers", Reason: "worker " + wid + " is named twice"}}
 		}
-		if _, err := a.tx.Worker(wid); err == store.ErrNotFound {
+		if _, err := a.tx.Worker(wid); errors.Is(err, store.ErrNotFound) {
 			return Result{Err: fmt.Errorf("worker %s: %w", wid, ErrWorkerNotFound)}
 		} else {
 			a.must(err)
@@ -548,7 +549,7 @@ func (a *applier) checkpoint(c *Checkpoint) Result {
 
 func (a *applier) workerOffline(o *WorkerOffline) Result {
 	w, err := a.tx.Worker(o.WorkerID)
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return Result{Err: fmt.Errorf("worker %s: %w", o.WorkerID, ErrWorkerNotFound)}
 	}
 	a.must(err)
@@ -678,7 +679,7 @@ func (f *FSM) Gang(id string) (*store.Gang, []*store.Job, error) {
 		}
 		for _, tid := range g.Tasks {
 			j, err := tx.Job(tid)
-			if err == store.ErrNotFound {
+			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
 			if err != nil {
@@ -688,7 +689,7 @@ func (f *FSM) Gang(id string) (*store.Gang, []*store.Job, error) {
 		}
 		return nil
 	})
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, nil, fmt.Errorf("gang %s: %w", id, ErrGangNotFound)
 	}
 	return g, jobs, err
@@ -706,7 +707,7 @@ func (f *FSM) Checkpoint(jobID string) ([]byte, uint64, error) {
 		data, epoch, err = tx.Checkpoint(jobID)
 		return err
 	})
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, 0, fmt.Errorf("checkpoint of job %s: %w", jobID, ErrNotFound)
 	}
 	return data, epoch, err

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/workron/workron/store"
@@ -98,7 +99,7 @@ func (a *applier) renew(j *store.Job, ttl int64) {
 // its jobs to cancel.
 func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 	w, err := a.tx.Worker(h.WorkerID)
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return Result{Err: fmt.Errorf("worker %s: %w", h.WorkerID, ErrWorkerNotFound)}
 	}
 	a.must(err)

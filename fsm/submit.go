@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -88,7 +89,7 @@ func (a *applier) submit(s *Submit) Result {
 			dj := parents[d]
 			if dj == nil {
 				var err error
-				if dj, err = a.tx.JobHead(d); err == store.ErrNotFound {
+				if dj, err = a.tx.JobHead(d); errors.Is(err, store.ErrNotFound) {
 					return Result{Err: &ValidationError{Field: "depends_on", Reason: "unknown job " + d}}
 				}
 				a.must(err)
@@ -153,7 +154,7 @@ func (a *applier) submit(s *Submit) Result {
 // conflict if the job was deleted while the key's unique_for still runs.
 func (a *applier) keyHolder(key string) (*store.Job, error) {
 	id, until, err := a.tx.IdempotencyKey(key)
-	if err == store.ErrNotFound || (until != 0 && until <= a.now) {
+	if errors.Is(err, store.ErrNotFound) || (until != 0 && until <= a.now) {
 		return nil, nil
 	}
 	a.must(err)
