@@ -146,12 +146,15 @@ func (a *applier) endAttempt(j *store.Job, st store.Status, msg string, expired 
 	j.LeaseDeadline = 0
 }
 
-// unblockDependents counts a finished dependency off each dependent and makes
-// those with none left pending.
-func (a *applier) unblockDependents(j *store.Job) {
+// unblockDependents counts j, just finished, off each blocked job that
+// waits for it, and makes those with nothing left to wait for pending. With
+// queuedOnly it counts j off only the schedule run queued after it (see
+// queueAfter), which waits for j however j ended; otherwise j is done, and
+// every dependent counts it.
+func (a *applier) unblockDependents(j *store.Job, queuedOnly bool) {
 	for _, id := range a.tx.Dependents(j.Seq) {
 		d, err := a.job(id)
-		if err != nil || d.Status != store.StatusBlocked {
+		if err != nil || d.Status != store.StatusBlocked || (queuedOnly && d.After != j.ID) {
 			continue
 		}
 		d.Waiting--

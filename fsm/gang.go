@@ -446,7 +446,7 @@ func (a *applier) endDrainIfIdle(g *store.Gang) {
 func (a *applier) taskDone(j *store.Job) {
 	g, ok := a.openGang(j)
 	if !ok {
-		a.unblockDependents(j)
+		a.unblockDependents(j, false)
 		return
 	}
 	tasks := a.tasks(g)
@@ -461,7 +461,7 @@ func (a *applier) taskDone(j *store.Job) {
 		}
 		a.put(t, t.Status) // its retention starts now
 		a.must(a.tx.DeleteCheckpoint(t.ID))
-		a.unblockDependents(t)
+		a.unblockDependents(t, false)
 	}
 }
 

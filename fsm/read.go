@@ -167,7 +167,7 @@ func (f *FSM) Claimable(queues, types []string, shell bool, now int64) bool {
 	kinds := claimKinds(queues, types, shell)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.idx.best(kinds); ok {
+	if _, ok := f.idx.best(kinds, nil); ok {
 		return true
 	}
 	return f.idx.dueDelayed(kinds, now)

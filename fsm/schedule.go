@@ -278,19 +278,7 @@ func (a *applier) releaseQueued(j *store.Job, prev store.Status) {
 	if j.Schedule == "" || !j.Status.Finished() || prev.Finished() {
 		return
 	}
-	for _, id := range a.tx.Dependents(j.Seq) {
-		d, err := a.tx.Job(id)
-		if err != nil || d.Status != store.StatusBlocked || d.After != j.ID {
-			continue
-		}
-		d.Waiting--
-		if d.Waiting <= 0 {
-			d.Waiting = 0
-			d.Status = store.StatusPending
-			d.RunAt = max(d.RunAt, a.now)
-		}
-		a.put(d, store.StatusBlocked)
-	}
+	a.unblockDependents(j, true)
 }
 
 // Schedule returns the named schedule, or an error matching
