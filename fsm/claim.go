@@ -74,3 +74,18 @@ func (a *applier) deadline(j *store.Job, ttl int64) int64 {
 	}
 	return d
 }
+
+// pauseQueue stops or restarts claims from a queue.
+func (a *applier) pauseQueue(p *PauseQueue) Result {
+	if p.Name == "" {
+		return Result{Err: &ValidationError{Field: "name", Reason: "must not be empty"}}
+	}
+	a.must(a.tx.SetQueuePaused(p.Name, p.Paused))
+	if p.Paused {
+		a.f.idx.paused[p.Name] = true
+	} else {
+		delete(a.f.idx.paused, p.Name)
+		a.readyChanged = true
+	}
+	return Result{}
+}

@@ -1,8 +1,6 @@
 package store
 
-import (
-	"fmt"
-)
+import "fmt"
 
 var (
 	bucketGangs       = []byte("gangs")       // id -> Gang
