@@ -50,6 +50,20 @@ func (a *applier) gang(id string) (*store.Gang, error) {
 	return g, nil
 }
 
+// gangAt loads the gang r names if it is still st at r.Epoch, or returns
+// ErrGangNotFound, or ErrStaleEpoch for a gang that has moved on; what
+// starts the error ("roll back").
+func (a *applier) gangAt(r *GangRef, st store.GangStatus, what string) (*store.Gang, error) {
+	g, err := a.gang(r.GangID)
+	if err != nil {
+		return nil, err
+	}
+	if g.Status != st || g.Epoch != r.Epoch {
+		return nil, fmt.Errorf("%s gang %s epoch %d: it is %s at epoch %d: %w", what, g.ID, r.Epoch, g.Status, g.Epoch, ErrStaleEpoch)
+	}
+	return g, nil
+}
+
 // putGang stores a gang and keeps the open-gangs index.
 func (a *applier) putGang(g *store.Gang) {
 	a.must(a.tx.PutGang(g, a.index))

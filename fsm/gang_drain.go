@@ -133,12 +133,9 @@ func (a *applier) endDrainIfIdle(g *store.Gang) {
 // forceDrain ends a drain whose tasks did not all acknowledge in time:
 // their attempts end as expired preemptions.
 func (a *applier) forceDrain(r *GangRef) Result {
-	g, err := a.gang(r.GangID)
+	g, err := a.gangAt(r, store.GangDraining, "force drain of")
 	if err != nil {
 		return Result{Err: err}
-	}
-	if g.Status != store.GangDraining || g.Epoch != r.Epoch {
-		return Result{Err: fmt.Errorf("force drain of gang %s epoch %d: it is %s at epoch %d: %w", g.ID, r.Epoch, g.Status, g.Epoch, ErrStaleEpoch)}
 	}
 	msg := fmt.Sprintf("force-drained: preemption of epoch %d not acknowledged in time", g.Epoch)
 	for _, t := range a.tasks(g) {

@@ -127,12 +127,9 @@ func (a *applier) taskClaimed(j *store.Job) *store.Job {
 // unreserveGang rolls back a reservation that was not all claimed in time:
 // the gang drains and waits to be placed again.
 func (a *applier) unreserveGang(r *GangRef) Result {
-	g, err := a.gang(r.GangID)
+	g, err := a.gangAt(r, store.GangReserved, "roll back")
 	if err != nil {
 		return Result{Err: err}
-	}
-	if g.Status != store.GangReserved || g.Epoch != r.Epoch {
-		return Result{Err: fmt.Errorf("roll back gang %s epoch %d: it is %s at epoch %d: %w", g.ID, r.Epoch, g.Status, g.Epoch, ErrStaleEpoch)}
 	}
 	a.drain(g, "", "reservation of epoch "+strconv.FormatUint(r.Epoch, 10)+" was not claimed in time", false, a.now)
 	return Result{Gang: g, Jobs: a.tasks(g)}
