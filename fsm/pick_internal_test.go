@@ -3,38 +3,48 @@ package fsm
 import (
 	"fmt"
 	"math/rand"
+	"slices"
 	"testing"
 
 	"github.com/workron/workron/store"
 )
 
-// pickByScan is the claim order written out the slow way: from the first
-// unpaused queue with a job that fits, the least job by readyLess among all
-// its kinds' jobs that fit.
+// pickByScan is the claim order written out the slow way: every ready job
+// that fits, sorted by the claim's preference of its queue and then by
+// readyLess; the first wins.
 func pickByScan(x *index, kinds [][]kind, fit func(*need) bool) (readyItem, bool) {
-	for _, ks := range kinds {
-		if len(ks) == 0 || x.paused[ks[0].queue] {
-			continue
-		}
-		var (
-			top   readyItem
-			found bool
-		)
-		for _, k := range ks {
-			if t := x.ready[k]; t != nil {
-				t.Ascend(func(it readyItem) bool {
-					if (it.need == nil || fit == nil || fit(it.need)) && (!found || readyLess(it, top)) {
-						top, found = it, true
-					}
-					return true
-				})
+	rank := make(map[kind]int) // a kind's queue's place in the claim, for unpaused queues
+	for i := len(kinds) - 1; i >= 0; i-- {
+		for _, k := range kinds[i] {
+			if !x.paused[k.queue] {
+				rank[k] = i
 			}
 		}
-		if found {
-			return top, true
+	}
+	var all []readyItem
+	for k := range rank {
+		if t := x.ready[k]; t != nil {
+			t.Ascend(func(it readyItem) bool {
+				if it.need == nil || fit == nil || fit(it.need) {
+					all = append(all, it)
+				}
+				return true
+			})
 		}
 	}
-	return readyItem{}, false
+	if len(all) == 0 {
+		return readyItem{}, false
+	}
+	slices.SortFunc(all, func(a, b readyItem) int {
+		if ra, rb := rank[a.kind], rank[b.kind]; ra != rb {
+			return ra - rb
+		}
+		if readyLess(a, b) {
+			return -1
+		}
+		return 1
+	})
+	return all[0], true
 }
 
 // TestBestAgreesWithScan checks the one claim-order picker that claims
