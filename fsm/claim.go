@@ -1,8 +1,6 @@
 package fsm
 
-import (
-	"github.com/workron/workron/store"
-)
+import "github.com/workron/workron/store"
 
 // claim leases up to c.Max ready jobs to the worker. The lease (the fencing
 // token that later reports must present) is this entry's Raft index: unique
