@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -22,7 +23,7 @@ func (f *FSM) Job(id string) (*store.Job, error) {
 		j, err = tx.Job(id)
 		return err
 	})
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
 	return j, err
@@ -34,7 +35,7 @@ func (f *FSM) Jobs(ids []string) ([]*store.Job, error) {
 	err := f.view(func(tx *store.Tx) error {
 		for _, id := range ids {
 			j, err := tx.Job(id)
-			if err == store.ErrNotFound {
+			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
 			if err != nil {
@@ -60,7 +61,7 @@ func (f *FSM) Dependents(id string) ([]string, error) {
 		out = tx.Dependents(h.Seq)
 		return nil
 	})
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
 	return out, err
@@ -75,7 +76,7 @@ func (f *FSM) DependentCounts(ids []string) (map[string]int, error) {
 	err := f.view(func(tx *store.Tx) error {
 		for _, id := range ids {
 			h, err := tx.JobHead(id)
-			if err == store.ErrNotFound {
+			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
 			if err != nil {
@@ -110,7 +111,7 @@ func (f *FSM) Worker(id string) (*store.Worker, error) {
 		w, err = tx.Worker(id)
 		return err
 	})
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("worker %s: %w", id, ErrWorkerNotFound)
 	}
 	return w, err
@@ -166,7 +167,7 @@ func (f *FSM) Claimable(queues, types []string, shell bool, now int64) bool {
 	kinds := claimKinds(queues, types, shell)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.idx.best(kinds); ok {
+	if _, ok := f.idx.best(kinds, nil); ok {
 		return true
 	}
 	return f.idx.dueDelayed(kinds, now)

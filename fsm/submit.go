@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -88,7 +89,7 @@ func (a *applier) submit(s *Submit) Result {
 			dj := parents[d]
 			if dj == nil {
 				var err error
-				if dj, err = a.tx.JobHead(d); err == store.ErrNotFound {
+				if dj, err = a.tx.JobHead(d); errors.Is(err, store.ErrNotFound) {
 					return Result{Err: &ValidationError{Field: "depends_on", Reason: "unknown job " + d}}
 				}
 				a.must(err)
@@ -153,7 +154,7 @@ func (a *applier) submit(s *Submit) Result {
 // conflict if the job was deleted while the key's unique_for still runs.
 func (a *applier) keyHolder(key string) (*store.Job, error) {
 	id, until, err := a.tx.IdempotencyKey(key)
-	if err == store.ErrNotFound || (until != 0 && until <= a.now) {
+	if errors.Is(err, store.ErrNotFound) || (until != 0 && until <= a.now) {
 		return nil, nil
 	}
 	a.must(err)
@@ -243,59 +244,4 @@ func dedupe(ss []string) []string {
 		}
 	}
 	return out
-}
-
-// CheckBatchCycles refuses a batch whose "$N" references form a cycle. The
-// API runs it before proposing; submit runs it again when it applies.
-// Existing jobs cannot depend on new ones, so cycles can only lie inside.
-func CheckBatchCycles(jobs []NewJob) error {
-	const (
-		unseen = iota
-		onPath
-		finished
-	)
-	state := make([]int, len(jobs))
-	var visit func(i int, path []int) error
-	visit = func(i int, path []int) error {
-		state[i] = onPath
-		path = append(path, i)
-		for _, d := range jobs[i].DependsOn {
-			n, ok := batchRef(d)
-			if !ok || n < 0 || n >= len(jobs) {
-				continue
-			}
-			switch state[n] {
-			case onPath:
-				return &ValidationError{Field: "depends_on", Reason: "dependency cycle " + cycleString(append(path, n), n)}
-			case unseen:
-				if err := visit(n, path); err != nil {
-					return err
-				}
-			}
-		}
-		state[i] = finished
-		return nil
-	}
-	for i := range jobs {
-		if state[i] == unseen {
-			if err := visit(i, nil); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func cycleString(path []int, start int) string {
-	var parts []string
-	in := false
-	for _, p := range path {
-		if p == start {
-			in = true
-		}
-		if in {
-			parts = append(parts, "$"+strconv.Itoa(p))
-		}
-	}
-	return strings.Join(parts, " -> ")
 }

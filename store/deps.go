@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 )
 
@@ -93,7 +94,7 @@ func (t *Tx) deleteEdges(j *Job) error {
 	}
 	for _, id := range parents {
 		p, err := t.JobHead(id)
-		if err == ErrNotFound {
+		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {

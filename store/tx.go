@@ -340,68 +340,6 @@ func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 	return out, 0, nil
 }
 
-// Worker returns the worker with the given id, or ErrNotFound.
-func (t *Tx) Worker(id string) (*Worker, error) {
-	v := t.tx.Bucket(bucketWorkers).Get([]byte(id))
-	if v == nil {
-		return nil, ErrNotFound
-	}
-	w := new(Worker)
-	if err := decodeJSON(v, w); err != nil {
-		return nil, fmt.Errorf("worker %s: %w", id, err)
-	}
-	return w, nil
-}
-
-// PutWorker stores a worker.
-func (t *Tx) PutWorker(w *Worker, index uint64) error {
-	w.ModifyIndex = index
-	v, err := encodeJSON(w)
-	if err != nil {
-		return err
-	}
-	return t.tx.Bucket(bucketWorkers).Put([]byte(w.ID), v)
-}
-
-// ForEachWorker calls fn for each worker in id order.
-func (t *Tx) ForEachWorker(fn func(*Worker) error) error {
-	return t.tx.Bucket(bucketWorkers).ForEach(func(k, v []byte) error {
-		w := new(Worker)
-		if err := decodeJSON(v, w); err != nil {
-			return fmt.Errorf("worker %s: %w", k, err)
-		}
-		return fn(w)
-	})
-}
-
-// PutNode stores a cluster member's addresses.
-func (t *Tx) PutNode(n *Node) error {
-	v, err := encodeJSON(n)
-	if err != nil {
-		return err
-	}
-	return t.tx.Bucket(bucketNodes).Put([]byte(n.ID), v)
-}
-
-// DeleteNode forgets a cluster member.
-func (t *Tx) DeleteNode(id string) error {
-	return t.tx.Bucket(bucketNodes).Delete([]byte(id))
-}
-
-// Nodes returns every known member, in id order.
-func (t *Tx) Nodes() ([]*Node, error) {
-	var out []*Node
-	err := t.tx.Bucket(bucketNodes).ForEach(func(k, v []byte) error {
-		n := new(Node)
-		if err := decodeJSON(v, n); err != nil {
-			return fmt.Errorf("node %s: %w", k, err)
-		}
-		out = append(out, n)
-		return nil
-	})
-	return out, err
-}
-
 // QueuePaused reports whether the named queue is paused.
 func (t *Tx) QueuePaused(name string) bool {
 	return t.tx.Bucket(bucketQueues).Get([]byte(name)) != nil

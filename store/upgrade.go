@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -122,7 +123,7 @@ func (t *Tx) rewriteJobBatch(after []byte, batch int) (last []byte, done bool, e
 func (t *Tx) moveDependents(j *Job) error {
 	for _, id := range j.Dependents {
 		d, err := t.Job(id)
-		if err == ErrNotFound {
+		if errors.Is(err, ErrNotFound) {
 			continue
 		}
 		if err != nil {

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -155,7 +156,7 @@ func TestRun(t *testing.T) {
 		f := newFakeServer(t)
 		r := startWorker(t, testConfig(t, f.URL), nil)
 		waitFor(t, 5*time.Second, "registration", func() bool { regs, _ := f.counts(); return regs == 1 })
-		if err := r.w.Run(t.Context()); err != worker.ErrAlreadyRunning {
+		if err := r.w.Run(t.Context()); !errors.Is(err, worker.ErrAlreadyRunning) {
 			t.Fatalf("second Run = %v, want ErrAlreadyRunning", err)
 		}
 	})

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -122,7 +123,7 @@ func TestShellJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Run(t.Context()); err != worker.ErrNothingToRun {
+		if err := w.Run(t.Context()); !errors.Is(err, worker.ErrNothingToRun) {
 			t.Fatalf("Run = %v, want ErrNothingToRun", err)
 		}
 	})
@@ -136,7 +137,7 @@ func TestShellJobs(t *testing.T) {
 		for i := range wire.MaxTypes + 1 {
 			w.Handle(fmt.Sprintf("type-%d", i), func(context.Context, *worker.Job) error { return nil })
 		}
-		if err := w.Run(t.Context()); err != worker.ErrTooManyTypes {
+		if err := w.Run(t.Context()); !errors.Is(err, worker.ErrTooManyTypes) {
 			t.Fatalf("Run = %v, want ErrTooManyTypes", err)
 		}
 		if regs, _ := f.counts(); regs != 0 {
