@@ -201,8 +201,3 @@ func (e *schedEnv) digest() string {
 	}
 	return d
 }
-
-// pass runs one scheduler pass, as the leader's loop would.
-func (e *schedEnv) pass(s *scheduler) time.Time {
-	return s.runOnce(context.Background())
-}

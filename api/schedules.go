@@ -7,6 +7,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/cronspec"
 	"github.com/workron/workron/store"
 )
 
@@ -140,12 +141,12 @@ func (s *Server) newSchedule(req *wire.ScheduleRequest, pathName string) (*fsm.P
 	if tz == "" {
 		tz = "UTC"
 	}
-	spec, err := parseCron(req.Cron, tz)
+	spec, err := cronspec.Parse(req.Cron, tz)
 	if err != nil {
 		return nil, err
 	}
 	now := s.cfg.Now()
-	if spec.next(now).IsZero() {
+	if spec.Next(now).IsZero() {
 		return nil, invalid("cron", "%q never fires", req.Cron)
 	}
 	overlap := req.Overlap
@@ -221,12 +222,12 @@ func (s *Server) toWireSchedule(sc *store.Schedule) wire.Schedule {
 	if nj, err := fsm.ScheduleJob(sc); err == nil {
 		out.Job = toSubmitRequest(&nj)
 	}
-	if spec, err := parseCron(sc.Cron, sc.Timezone); err == nil && !sc.Paused {
+	if spec, err := cronspec.Parse(sc.Cron, sc.Timezone); err == nil && !sc.Paused {
 		from := now
 		if last := time.Unix(0, sc.LastTick); last.After(from) {
 			from = last
 		}
-		if next := spec.next(from); !next.IsZero() {
+		if next := spec.Next(from); !next.IsZero() {
 			t := next.UTC()
 			out.NextRun = &t
 		}
