@@ -140,6 +140,12 @@ func (s *Server) claimArgs(req *wire.ClaimRequest) (claimArgs, error) {
 	if len(req.WorkerID) > MaxKeyBytes {
 		return claimArgs{}, invalid("worker_id", "longer than %d bytes", MaxKeyBytes)
 	}
+	if len(req.Queues) > MaxQueues {
+		return claimArgs{}, invalid("queues", "more than %d queues", MaxQueues)
+	}
+	if len(req.Types) > MaxTypes {
+		return claimArgs{}, invalid("types", "more than %d types", MaxTypes)
+	}
 	for _, q := range req.Queues {
 		if err := validName("queues", q); err != nil {
 			return claimArgs{}, err
@@ -220,15 +226,15 @@ func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
 	req := wire.ClaimRequest{WorkerID: q.Get("worker_id"), Wait: q.Get("wait"), Shell: true}
 	if queue := q.Get("queue"); queue != "" {
 		req.Queues = []string{queue}
-	} else {
-		req.Queues = s.allQueues()
 	}
 	args, err := s.claimArgs(&req)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	args.anyQueue = q.Get("queue") == ""
+	if args.anyQueue = q.Get("queue") == ""; args.anyQueue {
+		args.cmd.Queues = s.allQueues()
+	}
 	s.fenceFields(r).claim(&args.cmd, false, 0) // the seed's worker gets no lease
 	jobs, err := s.boundedClaim(r.Context(), args)
 	if err != nil {
@@ -242,15 +248,11 @@ func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, toWire(jobs[0], s.now()))
 }
 
-// allQueues lists the queues that hold jobs, "default" first.
+// allQueues lists the queues a claim from any queue names: "default", then
+// those with a job due, the longest-waiting first, wire.MaxQueues in all
+// (fsm.AnyQueues).
 func (s *Server) allQueues() []string {
-	out := []string{fsm.DefaultQueue}
-	for _, q := range s.state.Queues() {
-		if q.Name != fsm.DefaultQueue && q.Counts[store.StatusPending] > 0 {
-			out = append(out, q.Name)
-		}
-	}
-	return out
+	return s.state.AnyQueues(s.now(), wire.MaxQueues)
 }
 
 func (s *Server) handleJobHeartbeat(w http.ResponseWriter, r *http.Request) {
@@ -343,6 +345,8 @@ func checkWorker(w *wire.Worker) error {
 		return invalid("id", "longer than %d bytes", MaxKeyBytes)
 	case len(w.Tags) > MaxMapEntries:
 		return invalid("tags", "more than %d tags", MaxMapEntries)
+	case len(w.Queues) > MaxQueues:
+		return invalid("queues", "more than %d queues", MaxQueues)
 	}
 	if err := checkResources(&w.Resources, func(s string) string { return s }); err != nil {
 		return err
@@ -363,6 +367,10 @@ func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 	}
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if req.Jobs != nil && len(*req.Jobs) > MaxHeartbeatJobs {
+		s.fail(w, r, invalid("jobs", "more than %d leases", MaxHeartbeatJobs))
 		return
 	}
 	if req.ClaimsFrom > req.ClaimsTo {

@@ -23,9 +23,21 @@ const (
 	MaxMapEntries      = 64
 	MaxMapKeyBytes     = 128
 	MaxMapValueBytes   = 4096
-	MaxDependencies    = 1000
-	MaxKeyBytes        = 256
-	MaxPriority        = 1_000_000
+	MaxDependencies    = 1000 // depends_on per job
+	// MaxBatchDependencies bounds the depends_on entries of all the jobs of
+	// one batch, so one entry adds at most this many edges.
+	MaxBatchDependencies = 10_000
+	// MaxDependents bounds how many jobs may depend on one job, so that its
+	// end changes at most this many dependents in one entry.
+	MaxDependents = 10_000
+	// MaxQueues bounds the queues of a claim or a worker, MaxTypes the
+	// types of a claim; see wire.MaxQueues.
+	MaxQueues = wire.MaxQueues
+	MaxTypes  = wire.MaxTypes
+	// MaxHeartbeatJobs bounds the leases one worker heartbeat lists.
+	MaxHeartbeatJobs = 10_000
+	MaxKeyBytes      = 256
+	MaxPriority      = 1_000_000
 )
 
 // DefaultBackoff is the retry policy of jobs that give none.

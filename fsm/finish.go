@@ -149,7 +149,7 @@ func (a *applier) endAttempt(j *store.Job, st store.Status, msg string, expired 
 // unblockDependents counts a finished dependency off each dependent and makes
 // those with none left pending.
 func (a *applier) unblockDependents(j *store.Job) {
-	for _, id := range j.Dependents {
+	for _, id := range a.tx.Dependents(j.Seq) {
 		d, err := a.job(id)
 		if err != nil || d.Status != store.StatusBlocked {
 			continue
@@ -218,7 +218,7 @@ func (a *applier) walkDependents(j *store.Job, change func(parent, d *store.Job)
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]
-		for _, id := range p.Dependents {
+		for _, id := range a.tx.Dependents(p.Seq) {
 			if d, err := a.job(id); err == nil && change(p, d) {
 				queue = append(queue, d)
 			}
@@ -234,7 +234,7 @@ func (a *applier) revivable(d *store.Job, parent string) bool {
 		return false
 	}
 	for _, id := range d.DependsOn {
-		if dep, err := a.job(id); err == nil && (dep.Status == store.StatusFailed || dep.Status == store.StatusCancelled) {
+		if dep, err := a.tx.JobHead(id); err == nil && (dep.Status == store.StatusFailed || dep.Status == store.StatusCancelled) {
 			return false
 		}
 	}
@@ -245,7 +245,7 @@ func (a *applier) revivable(d *store.Job, parent string) bool {
 func (a *applier) waitingOn(j *store.Job) int {
 	n := 0
 	for _, id := range j.DependsOn {
-		if d, err := a.job(id); err == nil && d.Status != store.StatusDone {
+		if d, err := a.tx.JobHead(id); err == nil && d.Status != store.StatusDone {
 			n++
 		}
 	}

@@ -268,8 +268,7 @@ func (a *applier) queueAfter(j, prev *store.Job) {
 	j.Waiting = 1
 	j.After = prev.ID
 	a.put(j, store.StatusPending)
-	prev.Dependents = append(prev.Dependents, j.ID)
-	a.must(a.tx.UpdateJob(prev, prev.Status, a.index))
+	a.must(a.tx.AddDependent(prev.Seq, j))
 }
 
 // releaseQueued unblocks the run queued after j once j has just finished.
@@ -278,7 +277,7 @@ func (a *applier) releaseQueued(j *store.Job, prev store.Status) {
 	if j.Schedule == "" || !j.Status.Finished() || prev.Finished() {
 		return
 	}
-	for _, id := range j.Dependents {
+	for _, id := range a.tx.Dependents(j.Seq) {
 		d, err := a.tx.Job(id)
 		if err != nil || d.Status != store.StatusBlocked || d.After != j.ID {
 			continue

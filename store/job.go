@@ -82,7 +82,7 @@ type Job struct {
 	Status         Status            `json:"st"`
 	DependsOn      []string          `json:"deps,omitempty"`
 	Waiting        int               `json:"waiting,omitempty"`
-	Dependents     []string          `json:"dependents,omitempty"`
+	Dependents     []string          `json:"dependents,omitempty"` // formats 1 and 2 only; now Tx.Dependents
 	MaxAttempts    int               `json:"max_att"`
 	Attempts       int               `json:"att,omitempty"`
 	IdempotencyKey string            `json:"idem,omitempty"`

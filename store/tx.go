@@ -113,9 +113,12 @@ func (t *Tx) UpdateJob(j *Job, prev Status, index uint64) error {
 	return b.Put(statusKey(j.Status, j.Seq), []byte(j.ID))
 }
 
-// DeleteJob removes a job and its index entries (its idempotency key is
-// the caller's to keep or drop).
+// DeleteJob removes a job, its index entries and its dependency edges both
+// ways (its idempotency key is the caller's to keep or drop).
 func (t *Tx) DeleteJob(j *Job) error {
+	if err := t.deleteEdges(j); err != nil {
+		return err
+	}
 	if err := t.tx.Bucket(bucketJobs).Delete([]byte(j.ID)); err != nil {
 		return fmt.Errorf("delete job %s: %w", j.ID, err)
 	}
@@ -271,10 +274,15 @@ type ListQuery struct {
 	Limit  int             // at most this many
 	Match  func(*Job) bool // nil matches all
 	Scan   int             // give up after examining this many (0 = no cap)
+	// ScanBytes gives up after examining this many bytes of job records
+	// (0 = no cap), so that the budget holds however large the records.
+	ScanBytes int
 }
 
 // ListJobs returns up to q.Limit matching jobs, newest first, and the Seq to
-// pass as Before for the next page (0 when there are no more).
+// pass as Before for the next page (0 when there are no more). A page that
+// runs out of its scan budget (q.Scan, q.ScanBytes) ends early, even empty,
+// with the cursor of where it stopped.
 func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 	var (
 		c      *bolt.Cursor
@@ -300,7 +308,7 @@ func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 		k, id = c.Prev()
 	}
 	var out []*Job
-	scanned := 0
+	scanned, scannedBytes := 0, 0
 	for ; k != nil && bytes.HasPrefix(k, prefix); k, id = c.Prev() {
 		seq := getUint(k[len(prefix):])
 		if q.Before != 0 && seq >= q.Before {
@@ -310,15 +318,20 @@ func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 			return out, out[len(out)-1].Seq, nil
 		}
 		scanned++
-		if q.Scan > 0 && scanned > q.Scan {
+		if (q.Scan > 0 && scanned > q.Scan) || (q.ScanBytes > 0 && scannedBytes >= q.ScanBytes) {
 			if len(out) > 0 {
 				return out, out[len(out)-1].Seq, nil
 			}
 			return out, seq + 1, nil
 		}
-		j, err := t.Job(string(id))
-		if err != nil {
-			return nil, 0, err
+		v := t.tx.Bucket(bucketJobs).Get(id)
+		if v == nil {
+			return nil, 0, fmt.Errorf("job %s: %w", id, ErrNotFound)
+		}
+		scannedBytes += len(v)
+		j := new(Job)
+		if err := decodeJob(v, j); err != nil {
+			return nil, 0, fmt.Errorf("job %s: %w", id, err)
 		}
 		if q.Match == nil || q.Match(j) {
 			out = append(out, j)

@@ -174,6 +174,14 @@ type JobList struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
+// MaxQueues is the most queues a claim or a registered worker may name, and
+// MaxTypes the most types a claim may name: a claim looks at each queue and
+// type pair under the lock that applies entries.
+const (
+	MaxQueues = 32
+	MaxTypes  = 64
+)
+
 // ClaimRequest is the body of POST /jobs/claim. Queues lists the queues the
 // worker serves in order of preference (none means "default"). Types lists the
 // typed-handler job types it serves; it gets shell-command jobs when Shell is

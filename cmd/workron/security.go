@@ -242,18 +242,6 @@ func (c *clientSecurity) newClient(servers []string, logger *slog.Logger) (*clie
 	return client.New(cfg)
 }
 
-// authorize adds the bearer token, if any, to a request.
-func (c *clientSecurity) authorize(req *http.Request) error {
-	tok, err := c.bearer()
-	if err != nil {
-		return err
-	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	return nil
-}
-
 // selfClient is a client for a node's own API, for dev's in-process
 // worker: it sends the node's credential (the token file's first admin
 // token) and trusts --tls-ca. Nil when the node needs neither.
