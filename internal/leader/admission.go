@@ -25,8 +25,8 @@ type AdmissionConfig struct {
 	// tasks to be acknowledged before it force-drains them. Defaults to 60s.
 	DrainTimeout time.Duration
 	// WorkerOfflineAfter is how long a new leader waits before it declares
-	// any worker offline (Liveness decides which). Defaults to 90s, three
-	// default lease TTLs; the node sets it with the API's.
+	// any worker offline (Liveness decides which). Required; Leadership
+	// defaults it to 3 Reaper.LeaseTTLs, and the node sets it to the API's.
 	WorkerOfflineAfter time.Duration
 
 	// Proposer, State and Liveness are required.
@@ -39,9 +39,9 @@ type AdmissionConfig struct {
 }
 
 // DefaultAdmissionConfig returns the defaults of an AdmissionConfig's
-// timings.
+// timings (WorkerOfflineAfter has none of its own).
 func DefaultAdmissionConfig() AdmissionConfig {
-	return AdmissionConfig{Interval: time.Second, ReserveTimeout: 30 * time.Second, DrainTimeout: time.Minute, WorkerOfflineAfter: 90 * time.Second}
+	return AdmissionConfig{Interval: time.Second, ReserveTimeout: 30 * time.Second, DrainTimeout: time.Minute}
 }
 
 // Validate names the first missing or out-of-bounds field.

@@ -65,9 +65,6 @@ type Leadership struct {
 // New checks cfg and returns a Leadership to pass to the Raft node.
 func New(cfg Config) (*Leadership, error) {
 	cfg.Logger, cfg.Now = orDiscard(cfg.Logger), orNow(cfg.Now)
-	if cfg.Admission.WorkerOfflineAfter == 0 {
-		cfg.Admission.WorkerOfflineAfter = 3 * cfg.Reaper.LeaseTTL
-	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -115,6 +112,9 @@ func (c *Config) loops(since time.Time) ([]loop, error) {
 	sc := c.Scheduler
 	sc.Proposer, sc.State, sc.Recorder, sc.Logger, sc.Now = c.Proposer, c.State, c.Recorder, logger.With("component", "scheduler"), c.Now
 	ac := c.Admission
+	if ac.WorkerOfflineAfter == 0 {
+		ac.WorkerOfflineAfter = 3 * rc.LeaseTTL
+	}
 	ac.Proposer, ac.State, ac.Liveness, ac.Logger, ac.Now = c.Proposer, c.State, c.Liveness, logger.With("component", "admission"), c.Now
 	r, err := NewReaper(rc)
 	if err != nil {

@@ -155,6 +155,18 @@ func TestLeadership(t *testing.T) {
 		t.Fatal("a loop proposed after leadership was lost")
 	}
 
+	t.Run("WorkerOfflineAfterDefaultsToThreeLeaseTTLs", func(t *testing.T) {
+		c := cfg
+		c.Reaper.LeaseTTL, c.Admission.WorkerOfflineAfter = time.Minute, 0
+		loops, err := c.loops(time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := loops[3].(*Admission).cfg.WorkerOfflineAfter; got != 3*time.Minute {
+			t.Fatalf("WorkerOfflineAfter %s, want 3m", got)
+		}
+	})
+
 	t.Run("ConfigNamesWhatIsMissing", func(t *testing.T) {
 		bad := DefaultConfig()
 		if _, err := New(bad); err == nil {
