@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -362,29 +361,4 @@ func (s *Server) announceOnce(ctx context.Context) error {
 		}
 	}
 	return last
-}
-
-// OnLeader runs the leader-only work for one term: it records this node's
-// address, then reaps expired leases until ctx ends. Pass it to the node as
-// raftnode.Config.OnLeader.
-func (s *Server) OnLeader(ctx context.Context) {
-	s.leaderMu.Lock()
-	s.leaderSince = time.Now()
-	s.leaderMu.Unlock()
-	s.logger.Info("leading: reaper starts after one lease period", "lease_ttl", s.cfg.LeaseTTL)
-	if !s.announced() {
-		if err := s.announceOnce(ctx); err != nil {
-			s.logger.Warn("record own address", "err", err)
-		}
-	}
-	loops := []interface{ run(context.Context) }{&reaper{s: s}, &sweeper{s: s}, &scheduler{s: s}, &admission{s: s}}
-	var wg sync.WaitGroup
-	for _, l := range loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.run(ctx)
-		}()
-	}
-	wg.Wait()
 }

@@ -184,15 +184,6 @@ func (e *schedEnv) scheduledJobs(name string) []*store.Job {
 	return jobs
 }
 
-// ticks lists the scheduled_for of a schedule's jobs, oldest first.
-func (e *schedEnv) ticks(name string) []time.Time {
-	var out []time.Time
-	for _, j := range e.scheduledJobs(name) {
-		out = append(out, time.Unix(0, j.ScheduledFor).UTC())
-	}
-	return out
-}
-
 func (e *schedEnv) digest() string {
 	e.t.Helper()
 	d, err := e.srv.state.Digest()
@@ -200,9 +191,4 @@ func (e *schedEnv) digest() string {
 		e.t.Fatal(err)
 	}
 	return d
-}
-
-// pass runs one scheduler pass, as the leader's loop would.
-func (e *schedEnv) pass(s *scheduler) time.Time {
-	return s.runOnce(context.Background())
 }

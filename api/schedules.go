@@ -6,6 +6,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/cronspec"
 	"github.com/workron/workron/store"
 )
 
@@ -146,12 +147,12 @@ func (s *Server) toWireSchedule(sc *store.Schedule) wire.Schedule {
 	if nj, err := fsm.ScheduleJob(sc); err == nil {
 		out.Job = toSubmitRequest(&nj)
 	}
-	if spec, err := parseCron(sc.Cron, sc.Timezone); err == nil && !sc.Paused {
+	if spec, err := cronspec.Parse(sc.Cron, sc.Timezone); err == nil && !sc.Paused {
 		from := now
 		if last := time.Unix(0, sc.LastTick); last.After(from) {
 			from = last
 		}
-		if next := spec.next(from); !next.IsZero() {
+		if next := spec.Next(from); !next.IsZero() {
 			t := next.UTC()
 			out.NextRun = &t
 		}

@@ -1,9 +1,10 @@
 // Package api serves Workron's HTTP/JSON API on every node: it validates
 // requests, forwards writes (and consistent reads) from followers to the
 // leader, turns requests into commands for the leader's proposer, parks
-// long-polling workers until a job is ready, and runs the leader-only loops
-// (the reaper) that turn the passing of time into commands. It never writes
-// the state itself: every change goes through Raft.
+// long-polling workers until a job is ready. It never writes the state
+// itself: every change goes through Raft. The leader-only loops live in
+// internal/leader, which the API feeds through Recorder and Liveness
+// (leader.go); internal/node puts the two together.
 package api
 
 import (
@@ -68,9 +69,6 @@ type Config struct {
 	LeaseTTL time.Duration
 	// MaxWait caps a claim's long-poll. Defaults to 60s.
 	MaxWait time.Duration
-	// ReapInterval is how often the leader looks for expired leases.
-	// Defaults to 1s.
-	ReapInterval time.Duration
 	// WorkerOfflineAfter is how long a silent worker is shown active.
 	// Defaults to 3 lease TTLs.
 	WorkerOfflineAfter time.Duration
@@ -86,28 +84,6 @@ type Config struct {
 	// Retention is how long finished jobs are kept when they give no
 	// retention of their own; 0 keeps them forever. Defaults to 168h.
 	Retention time.Duration
-	// SweepInterval is how often the leader deletes expired finished jobs.
-	// Defaults to 1m.
-	SweepInterval time.Duration
-	// ScheduleInterval is the longest the leader's scheduler sleeps before
-	// it re-reads the schedules (it also wakes for each tick). Defaults to 1s.
-	ScheduleInterval time.Duration
-	// ScheduleGrace is how late a schedule's tick may run and still count as
-	// on time; older ticks were missed and follow the schedule's catch-up.
-	// Defaults to 10s (a zero grace would miss every tick by a few ms).
-	ScheduleGrace time.Duration
-	// ScheduleMaxCatchup caps how many missed ticks catch-up "all" runs per
-	// schedule (the latest ones). Defaults to 100.
-	ScheduleMaxCatchup int
-	// AdmissionInterval is how often the leader places waiting gangs and
-	// checks the gang and worker timeouts below. Defaults to 1s.
-	AdmissionInterval time.Duration
-	// ReserveTimeout is how long a gang's reservation may wait for every
-	// worker to claim its task before it rolls back. Defaults to 30s.
-	ReserveTimeout time.Duration
-	// DrainTimeout is how long a draining gang waits for its preempted
-	// tasks to be acknowledged before it force-drains them. Defaults to 60s.
-	DrainTimeout time.Duration
 
 	// LeaderWait is how long a request that needs the leader waits for one
 	// when this node knows none, cannot reach it, or just lost its own
@@ -153,24 +129,13 @@ func DefaultConfig() Config {
 	return Config{
 		LeaseTTL:          30 * time.Second,
 		MaxWait:           60 * time.Second,
-		ReapInterval:      time.Second,
 		MaxBodyBytes:      1 << 20,
 		MaxBatchBodyBytes: 32 << 20,
 		MaxRestoreBytes:   16 << 30,
 		MaxBatchJobs:      1000,
 		MaxLongPolls:      1024,
 		Retention:         168 * time.Hour,
-		SweepInterval:     time.Minute,
-
-		ScheduleInterval:   time.Second,
-		ScheduleGrace:      10 * time.Second,
-		ScheduleMaxCatchup: 100,
-
-		AdmissionInterval: time.Second,
-		ReserveTimeout:    30 * time.Second,
-		DrainTimeout:      time.Minute,
-
-		LeaderWait: 5 * time.Second,
+		LeaderWait:        5 * time.Second,
 	}
 }
 
@@ -187,8 +152,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: LeaseTTL must be at least 10ms, got %s", c.LeaseTTL)
 	case c.MaxWait < 0:
 		return fmt.Errorf("api: MaxWait must not be negative")
-	case c.ReapInterval <= 0:
-		return fmt.Errorf("api: ReapInterval must be positive")
 	case c.MaxBodyBytes < 1024:
 		return fmt.Errorf("api: MaxBodyBytes must be at least 1024, got %d", c.MaxBodyBytes)
 	case c.MaxBatchJobs < 1:
@@ -197,16 +160,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: MaxLongPolls must not be negative, got %d", c.MaxLongPolls)
 	case c.Retention < 0:
 		return fmt.Errorf("api: Retention must not be negative")
-	case c.SweepInterval <= 0:
-		return fmt.Errorf("api: SweepInterval must be positive")
-	case c.ScheduleInterval <= 0:
-		return fmt.Errorf("api: ScheduleInterval must be positive")
-	case c.ScheduleGrace < 0:
-		return fmt.Errorf("api: ScheduleGrace must not be negative")
-	case c.ScheduleMaxCatchup < 1:
-		return fmt.Errorf("api: ScheduleMaxCatchup must be at least 1, got %d", c.ScheduleMaxCatchup)
-	case c.AdmissionInterval <= 0 || c.ReserveTimeout <= 0 || c.DrainTimeout <= 0:
-		return fmt.Errorf("api: AdmissionInterval, ReserveTimeout and DrainTimeout must be positive")
 	case c.LeaderWait < 0 || c.LeaderWait > time.Minute:
 		return fmt.Errorf("api: LeaderWait must be between 0 and 1m, got %s", c.LeaderWait)
 	}
@@ -224,9 +177,6 @@ type Server struct {
 	client  *http.Client
 	metrics *metrics
 
-	leaderMu    sync.Mutex
-	leaderSince time.Time
-
 	// polls holds a token per claim long-polling on this node.
 	polls chan struct{}
 
@@ -243,7 +193,7 @@ type Server struct {
 	drainOnce sync.Once
 }
 
-// New builds a Server; call Handler to serve it and OnLeader from the node.
+// New builds a Server; call Handler to serve it.
 func New(cfg Config) (*Server, error) {
 	if cfg.WorkerOfflineAfter == 0 {
 		cfg.WorkerOfflineAfter = 3 * cfg.LeaseTTL
@@ -252,12 +202,6 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxBatchBodyBytes = 32 << 20
 	}
 	def := DefaultConfig()
-	cfg.ScheduleInterval = cmp.Or(cfg.ScheduleInterval, def.ScheduleInterval)
-	cfg.ScheduleGrace = cmp.Or(cfg.ScheduleGrace, def.ScheduleGrace)
-	cfg.ScheduleMaxCatchup = cmp.Or(cfg.ScheduleMaxCatchup, def.ScheduleMaxCatchup)
-	cfg.AdmissionInterval = cmp.Or(cfg.AdmissionInterval, def.AdmissionInterval)
-	cfg.ReserveTimeout = cmp.Or(cfg.ReserveTimeout, def.ReserveTimeout)
-	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, def.DrainTimeout)
 	cfg.MaxLongPolls = cmp.Or(cfg.MaxLongPolls, def.MaxLongPolls)
 	cfg.MaxRestoreBytes = cmp.Or(cfg.MaxRestoreBytes, def.MaxRestoreBytes)
 	if err := cfg.Validate(); err != nil {

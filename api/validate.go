@@ -13,6 +13,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/cronspec"
 	"github.com/workron/workron/store"
 )
 
@@ -387,12 +388,12 @@ func (s *Server) newSchedule(req *wire.ScheduleRequest, pathName string) (*fsm.P
 	if tz == "" {
 		tz = "UTC"
 	}
-	spec, err := parseCron(req.Cron, tz)
+	spec, err := cronspec.Parse(req.Cron, tz)
 	if err != nil {
 		return nil, err
 	}
 	now := s.cfg.Now()
-	if spec.next(now).IsZero() {
+	if spec.Next(now).IsZero() {
 		return nil, invalid("cron", "%q never fires", req.Cron)
 	}
 	overlap := req.Overlap

@@ -1,4 +1,9 @@
-package api
+// Package cronspec parses cron schedules and plans their ticks: which
+// ticks after a schedule's last one run now, which were missed, and when
+// the next one comes. It reads no clock (callers pass now) and proposes
+// nothing; the API validates schedules with it and the leader's scheduler
+// (internal/leader) fires what it plans.
+package cronspec
 
 import (
 	"fmt"
@@ -17,12 +22,17 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // allHours is the hour field of a schedule that fires in every hour.
 const allHours = 1<<24 - 1
 
+// invalid is the error of a bad field.
+func invalid(field, format string, args ...any) error {
+	return &fsm.ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
 // maxWallSteps bounds the search for a wall-clock time that has not passed
 // yet: only the repeated hour of a fall-back transition needs more than one
 // step, at most one per second of it.
 const maxWallSteps = 4000
 
-// cronSpec is a parsed schedule: when it fires, and in which zone.
+// Spec is a parsed schedule: when it fires, and in which zone.
 //
 // Daylight saving time: a spec that fires in every hour (`*/5 * * * *`,
 // `@hourly`) and `@every` follow real time, so a transition neither skips
@@ -32,16 +42,17 @@ const maxWallSteps = 4000
 // `@daily`) names wall-clock times, each of which runs once: a time that
 // occurs twice (fall back) runs at its first occurrence only; a time that
 // does not exist (spring forward) runs at the instant the clocks jump, once
-// for the whole gap. Such specs are stepped in wall-clock time (see next).
-type cronSpec struct {
+// for the whole gap. Such specs are stepped in wall-clock time (see Next).
+type Spec struct {
 	sched cron.Schedule
 	loc   *time.Location
 	wall  bool // fixed hours: sched runs on wall-clock time as if in UTC
 }
 
-// parseCron checks a cron expression and a time zone ("" is UTC) and
-// returns the schedule they make; errors name the field at fault.
-func parseCron(expr, tz string) (*cronSpec, error) {
+// Parse checks a cron expression and a time zone ("" is UTC) and
+// returns the schedule they make. Errors are *fsm.ValidationError naming
+// the field at fault ("cron" or "timezone").
+func Parse(expr, tz string) (*Spec, error) {
 	if tz == "" {
 		tz = "UTC"
 	}
@@ -63,7 +74,7 @@ func parseCron(expr, tz string) (*cronSpec, error) {
 	if err != nil {
 		return nil, invalid("cron", "%q is not a cron expression (5 fields, an optional leading seconds field, or @hourly, @daily, @every 30s…): %v", expr, err)
 	}
-	spec := &cronSpec{sched: sched, loc: loc}
+	spec := &Spec{sched: sched, loc: loc}
 	switch s := sched.(type) {
 	case *cron.SpecSchedule:
 		s.Location = loc
@@ -91,9 +102,9 @@ func parseSafely(expr string) (s cron.Schedule, err error) {
 	return cronParser.Parse(expr)
 }
 
-// next is the first tick strictly after after, or the zero time if the
+// Next is the first tick strictly after after, or the zero time if the
 // spec never fires again (robfig/cron gives up after five years).
-func (c *cronSpec) next(after time.Time) time.Time {
+func (c *Spec) Next(after time.Time) time.Time {
 	if !c.wall {
 		return c.sched.Next(after.In(c.loc))
 	}
@@ -168,20 +179,20 @@ func maxInt(s []int) int {
 // older than this are dropped whatever the catch-up says.
 const catchupHorizon = 7 * 24 * time.Hour
 
-// tickPlan is what one scheduler pass does for one schedule.
-type tickPlan struct {
-	skipTo time.Time   // zero, or the latest tick dropped by catch-up
-	missed int         // how many ticks were dropped
-	fire   []time.Time // ticks to run, oldest first
-	next   time.Time   // the first tick after now; zero if none
+// Plan is what one scheduler pass does for one schedule.
+type Plan struct {
+	SkipTo time.Time   // zero, or the latest tick dropped by catch-up
+	Missed int         // how many ticks were dropped
+	Fire   []time.Time // ticks to run, oldest first
+	Next   time.Time   // the first tick after now; zero if none
 }
 
-// planTicks decides which of the ticks after lastTick and up to now run. A
+// PlanTicks decides which of the ticks after lastTick and up to now run. A
 // tick less than grace old is on time and runs. Older ones were missed
 // (there was no leader, or it could not commit): catch-up "none" runs none
 // of them, "one" the latest, "all" the latest maxCatchup.
-func planTicks(spec *cronSpec, lastTick, now time.Time, grace time.Duration, catchup string, maxCatchup int) tickPlan {
-	var p tickPlan
+func PlanTicks(spec *Spec, lastTick, now time.Time, grace time.Duration, catchup string, maxCatchup int) Plan {
+	var p Plan
 	keep := 0
 	switch catchup {
 	case fsm.CatchupOne:
@@ -194,20 +205,20 @@ func planTicks(spec *cronSpec, lastTick, now time.Time, grace time.Duration, cat
 		from = h
 	}
 	var late []time.Time
-	t := spec.next(from)
-	for ; !t.IsZero() && !t.After(now); t = spec.next(t) {
+	t := spec.Next(from)
+	for ; !t.IsZero() && !t.After(now); t = spec.Next(t) {
 		if now.Sub(t) <= grace {
-			p.fire = append(p.fire, t)
+			p.Fire = append(p.Fire, t)
 			continue
 		}
 		late = append(late, t)
 		if len(late) > keep {
-			p.skipTo = late[0]
-			p.missed++
+			p.SkipTo = late[0]
+			p.Missed++
 			late = late[1:]
 		}
 	}
-	p.fire = append(late, p.fire...)
-	p.next = t
+	p.Fire = append(late, p.Fire...)
+	p.Next = t
 	return p
 }

@@ -1,8 +1,11 @@
-package api
+package leader
 
 import (
 	"cmp"
 	"context"
+	"errors"
+	"fmt"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -10,7 +13,55 @@ import (
 	"github.com/workron/workron/store"
 )
 
-// admission is the leader's loop for gangs and workers. Each pass it rolls
+// AdmissionConfig configures an Admission.
+type AdmissionConfig struct {
+	// Interval is how often admission places waiting gangs and checks the
+	// gang and worker timeouts below. Defaults to 1s.
+	Interval time.Duration
+	// ReserveTimeout is how long a gang's reservation may wait for every
+	// worker to claim its task before it rolls back. Defaults to 30s.
+	ReserveTimeout time.Duration
+	// DrainTimeout is how long a draining gang waits for its preempted
+	// tasks to be acknowledged before it force-drains them. Defaults to 60s.
+	DrainTimeout time.Duration
+	// WorkerOfflineAfter is how long a new leader waits before it declares
+	// any worker offline (Liveness decides which). Required; Leadership
+	// defaults it to 3 Reaper.LeaseTTLs, and the node sets it to the API's.
+	WorkerOfflineAfter time.Duration
+
+	// Proposer, State and Liveness are required.
+	Proposer Proposer
+	State    AdmissionState
+	Liveness Liveness
+	// Logger defaults to discarding; Now to time.Now.
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// DefaultAdmissionConfig returns the defaults of an AdmissionConfig's
+// timings (WorkerOfflineAfter has none of its own).
+func DefaultAdmissionConfig() AdmissionConfig {
+	return AdmissionConfig{Interval: time.Second, ReserveTimeout: 30 * time.Second, DrainTimeout: time.Minute}
+}
+
+// Validate names the first missing or out-of-bounds field.
+func (c *AdmissionConfig) Validate() error {
+	switch {
+	case c.Proposer == nil || c.State == nil || c.Liveness == nil:
+		return errors.New("leader: AdmissionConfig needs Proposer, State and Liveness")
+	case c.Interval <= 0:
+		return fmt.Errorf("leader: AdmissionConfig.Interval must be positive, got %s", c.Interval)
+	case c.ReserveTimeout <= 0:
+		return fmt.Errorf("leader: AdmissionConfig.ReserveTimeout must be positive, got %s", c.ReserveTimeout)
+	case c.DrainTimeout <= 0:
+		return fmt.Errorf("leader: AdmissionConfig.DrainTimeout must be positive, got %s", c.DrainTimeout)
+	case c.WorkerOfflineAfter <= 0:
+		return fmt.Errorf("leader: AdmissionConfig.WorkerOfflineAfter must be positive, got %s", c.WorkerOfflineAfter)
+	}
+	return nil
+}
+
+// Admission is the leader's loop for gangs and workers. Each pass it rolls
 // back reservations not claimed within ReserveTimeout, force-drains drains
 // not acknowledged within DrainTimeout, declares offline the silent workers
 // that hold leases or reservations, and places waiting gangs on active
@@ -21,29 +72,48 @@ import (
 // any of the first three, so workers and gangs whose news was lost to the
 // election are not punished for it. A pass with nothing to do proposes
 // nothing: an idle cluster stays idle.
-type admission struct {
-	s *Server
+type Admission struct {
+	cfg   AdmissionConfig
+	since time.Time // when leadership began; zero: long ago
+	run   runner
 }
 
-func (a *admission) run(ctx context.Context) {
-	every(ctx, a.s.cfg.AdmissionInterval, func() { a.runOnce(ctx) })
+// NewAdmission checks cfg and returns an Admission, not yet started.
+func NewAdmission(cfg AdmissionConfig) (*Admission, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Logger, cfg.Now = orDiscard(cfg.Logger), orNow(cfg.Now)
+	return &Admission{cfg: cfg}, nil
 }
+
+// Start runs admission until ctx ends or Stop; its timeouts count from
+// when leadership began (see Leadership) or from Start.
+func (a *Admission) Start(ctx context.Context) {
+	if a.since.IsZero() {
+		a.since = time.Now()
+	}
+	a.run.start(ctx, func(ctx context.Context) {
+		every(ctx, a.cfg.Interval, func() { a.runOnce(ctx) })
+	})
+}
+
+// Stop ends admission and waits for its pass in progress. Safe twice.
+func (a *Admission) Stop() { a.run.stop() }
 
 // runOnce makes one pass and returns how many commands the FSM accepted.
-func (a *admission) runOnce(ctx context.Context) int {
-	s := a.s
-	s.leaderMu.Lock()
-	led := time.Since(s.leaderSince)
-	s.leaderMu.Unlock()
-	now := s.cfg.Now()
-	gangs := s.state.OpenGangs()
-	workers, err := s.state.Workers()
+func (a *Admission) runOnce(ctx context.Context) int {
+	s := a.cfg
+	led := time.Since(a.since)
+	now := s.Now()
+	gangs := s.State.OpenGangs()
+	workers, err := s.State.Workers()
 	if err != nil {
-		s.logger.Warn("admission: read workers", "err", err)
+		s.Logger.Warn("admission: read workers", "err", err)
 		return 0
 	}
 	n := a.timeouts(ctx, gangs, now, led)
-	if led >= s.cfg.WorkerOfflineAfter {
+	if led >= s.WorkerOfflineAfter {
 		n += a.offline(ctx, gangs, workers, now)
 	}
 	if n > 0 {
@@ -53,24 +123,24 @@ func (a *admission) runOnce(ctx context.Context) int {
 }
 
 // timeouts rolls back stale reservations and force-drains stale drains.
-func (a *admission) timeouts(ctx context.Context, gangs []store.Gang, now time.Time, led time.Duration) int {
-	s := a.s
+func (a *Admission) timeouts(ctx context.Context, gangs []store.Gang, now time.Time, led time.Duration) int {
+	s := a.cfg
 	n := 0
 	for _, g := range gangs {
 		var cmd fsm.Cmd
 		switch {
-		case g.Status == store.GangReserved && led >= s.cfg.ReserveTimeout && now.Sub(time.Unix(0, g.ReservedAt)) >= s.cfg.ReserveTimeout:
+		case g.Status == store.GangReserved && led >= s.ReserveTimeout && now.Sub(time.Unix(0, g.ReservedAt)) >= s.ReserveTimeout:
 			cmd = fsm.Cmd{Op: fsm.OpUnreserveGang, Gang: &fsm.GangRef{GangID: g.ID, Epoch: g.Epoch}}
-		case g.Status == store.GangDraining && led >= s.cfg.DrainTimeout && now.Sub(time.Unix(0, g.DrainAt)) >= s.cfg.DrainTimeout:
+		case g.Status == store.GangDraining && led >= s.DrainTimeout && now.Sub(time.Unix(0, g.DrainAt)) >= s.DrainTimeout:
 			cmd = fsm.Cmd{Op: fsm.OpForceDrain, Gang: &fsm.GangRef{GangID: g.ID, Epoch: g.Epoch}}
 		default:
 			continue
 		}
-		if _, err := s.propose(ctx, cmd); err != nil {
-			s.logger.Debug("admission: timeout not applied", "gang", g.ID, "op", cmd.Op, "err", err)
+		if _, err := propose(ctx, s.Proposer, cmd); err != nil {
+			s.Logger.Debug("admission: timeout not applied", "gang", g.ID, "op", cmd.Op, "err", err)
 			continue
 		}
-		s.logger.Warn("gang timed out", "gang", g.ID, "status", g.Status, "epoch", g.Epoch, "op", cmd.Op)
+		s.Logger.Warn("gang timed out", "gang", g.ID, "status", g.Status, "epoch", g.Epoch, "op", cmd.Op)
 		n++
 	}
 	return n
@@ -78,9 +148,9 @@ func (a *admission) timeouts(ctx context.Context, gangs []store.Gang, now time.T
 
 // offline declares offline each silent worker that holds a lease or a
 // reservation; a silent worker that holds nothing costs nothing.
-func (a *admission) offline(ctx context.Context, gangs []store.Gang, workers []*store.Worker, now time.Time) int {
-	s := a.s
-	running := s.state.RunningByWorker()
+func (a *Admission) offline(ctx context.Context, gangs []store.Gang, workers []*store.Worker, now time.Time) int {
+	s := a.cfg
+	running := s.State.RunningByWorker()
 	reserved := make(map[string]bool)
 	for _, g := range gangs {
 		if g.Status == store.GangReserved || g.Status == store.GangRunning {
@@ -91,16 +161,16 @@ func (a *admission) offline(ctx context.Context, gangs []store.Gang, workers []*
 	}
 	n := 0
 	for _, w := range workers {
-		if s.active(w, now) || w.Offline() || (running[w.ID] == 0 && !reserved[w.ID]) {
+		if s.Liveness.Active(w, now) || w.Offline() || (running[w.ID] == 0 && !reserved[w.ID]) {
 			continue
 		}
 		cmd := fsm.Cmd{Op: fsm.OpWorkerOffline, WorkerOffline: &fsm.WorkerOffline{WorkerID: w.ID, SeenAt: w.LastHeartbeat, Draw: draw()}}
-		res, err := s.propose(ctx, cmd)
+		res, err := propose(ctx, s.Proposer, cmd)
 		if err != nil {
-			s.logger.Debug("admission: offline not applied", "worker", w.ID, "err", err)
+			s.Logger.Debug("admission: offline not applied", "worker", w.ID, "err", err)
 			continue
 		}
-		s.logger.Warn("worker offline", "worker", w.ID, "last_seen", s.lastSeen(w), "leases_ended", len(res.Jobs))
+		s.Logger.Warn("worker offline", "worker", w.ID, "last_seen", s.Liveness.LastSeen(w), "leases_ended", len(res.Jobs))
 		n++
 	}
 	return n
@@ -124,11 +194,11 @@ type placement struct {
 }
 
 // place proposes a reservation for every waiting gang that fits now.
-func (a *admission) place(ctx context.Context, gangs []store.Gang, workers []*store.Worker, now time.Time) int {
-	s := a.s
+func (a *Admission) place(ctx context.Context, gangs []store.Gang, workers []*store.Worker, now time.Time) int {
+	s := a.cfg
 	var waiting []store.Gang
 	paused := make(map[string]bool)
-	for _, q := range s.state.Queues() {
+	for _, q := range s.State.Queues() {
 		paused[q.Name] = q.Paused
 	}
 	for _, g := range gangs {
@@ -139,8 +209,8 @@ func (a *admission) place(ctx context.Context, gangs []store.Gang, workers []*st
 	if len(waiting) == 0 {
 		return 0
 	}
-	usage := s.state.WorkerUsage()
-	busy := s.state.RunningByWorker()
+	usage := s.State.WorkerUsage()
+	busy := s.State.RunningByWorker()
 	for _, g := range gangs {
 		if g.Status == store.GangReserved {
 			for _, w := range g.Workers {
@@ -150,7 +220,7 @@ func (a *admission) place(ctx context.Context, gangs []store.Gang, workers []*st
 	}
 	var cands []candidate
 	for _, w := range workers {
-		if !s.active(w, now) {
+		if !s.Liveness.Active(w, now) {
 			continue
 		}
 		cands = append(cands, candidate{id: w.ID, free: w.Capacity().Add(usage[w.ID], -1), tags: w.Tags,
@@ -159,11 +229,11 @@ func (a *admission) place(ctx context.Context, gangs []store.Gang, workers []*st
 	n := 0
 	for _, p := range placeGangs(waiting, cands) {
 		cmd := fsm.Cmd{Op: fsm.OpReserveGang, ReserveGang: &fsm.ReserveGang{GangID: p.gang, Epoch: p.epoch, Workers: p.workers}}
-		if _, err := s.propose(ctx, cmd); err != nil {
-			s.logger.Debug("admission: reservation not applied", "gang", p.gang, "err", err)
+		if _, err := propose(ctx, s.Proposer, cmd); err != nil {
+			s.Logger.Debug("admission: reservation not applied", "gang", p.gang, "err", err)
 			continue
 		}
-		s.logger.Info("gang reserved", "gang", p.gang, "epoch", p.epoch+1, "workers", p.workers)
+		s.Logger.Info("gang reserved", "gang", p.gang, "epoch", p.epoch+1, "workers", p.workers)
 		n++
 	}
 	return n

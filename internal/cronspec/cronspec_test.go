@@ -1,10 +1,12 @@
-package api
+package cronspec
 
 import (
 	"errors"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/workron/workron/fsm"
 )
 
 func mustTime(t *testing.T, s string) time.Time {
@@ -45,13 +47,13 @@ func TestCronSpecDST(t *testing.T) {
 			[]string{"2025-10-26T01:00:00+02:00", "2025-10-26T02:00:00+02:00", "2025-10-26T02:00:00+01:00", "2025-10-26T03:00:00+01:00"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			spec, err := parseCron(c.expr, c.tz)
+			spec, err := Parse(c.expr, c.tz)
 			if err != nil {
 				t.Fatal(err)
 			}
 			at := mustTime(t, c.from)
 			for i, w := range c.want {
-				at = spec.next(at)
+				at = spec.Next(at)
 				if want := mustTime(t, w); !at.Equal(want) {
 					t.Fatalf("tick %d of %q in %s after %s: %s, want %s", i, c.expr, c.tz, c.from, at.Format(time.RFC3339), w)
 				}
@@ -76,20 +78,20 @@ func TestParseCron(t *testing.T) {
 		{"0 3 * * *", "Mars/Olympus_Mons", "timezone", "not a known time zone"},
 		{"0 3 * * *", "Local", "timezone", "differs from node to node"},
 	} {
-		_, err := parseCron(c.expr, c.tz)
-		var be *badRequest
+		_, err := Parse(c.expr, c.tz)
+		var be *fsm.ValidationError
 		switch {
 		case c.field == "" && err != nil:
-			t.Errorf("parseCron(%q, %q): %v", c.expr, c.tz, err)
+			t.Errorf("Parse(%q, %q): %v", c.expr, c.tz, err)
 		case c.field == "":
-		case !errors.As(err, &be) || be.field != c.field || !strings.Contains(be.reason, c.says):
-			t.Errorf("parseCron(%q, %q): %v, want an error on %s saying %q", c.expr, c.tz, err, c.field, c.says)
+		case !errors.As(err, &be) || be.Field != c.field || !strings.Contains(be.Reason, c.says):
+			t.Errorf("Parse(%q, %q): %v, want an error on %s saying %q", c.expr, c.tz, err, c.field, c.says)
 		}
 	}
 }
 
 func TestPlanTicks(t *testing.T) {
-	spec, err := parseCron("@every 1m", "UTC")
+	spec, err := Parse("@every 1m", "UTC")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,25 +110,25 @@ func TestPlanTicks(t *testing.T) {
 		{"all", 100, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 0, 0},
 		{"all", 4, []int{6, 7, 8, 9, 10}, 5, 5},
 	} {
-		p := planTicks(spec, last, now, 10*time.Second, c.catchup, c.max)
+		p := PlanTicks(spec, last, now, 10*time.Second, c.catchup, c.max)
 		var fire []int
-		for _, f := range p.fire {
+		for _, f := range p.Fire {
 			fire = append(fire, int(f.Sub(last)/time.Minute))
 		}
 		skipTo := 0
-		if !p.skipTo.IsZero() {
-			skipTo = int(p.skipTo.Sub(last) / time.Minute)
+		if !p.SkipTo.IsZero() {
+			skipTo = int(p.SkipTo.Sub(last) / time.Minute)
 		}
-		if !equalInts(fire, c.fire) || p.missed != c.missed || skipTo != c.skipTo || !p.next.Equal(minute(11)) {
+		if !equalInts(fire, c.fire) || p.Missed != c.missed || skipTo != c.skipTo || !p.Next.Equal(minute(11)) {
 			t.Errorf("catchup %s (max %d): fire %v, missed %d up to %d, next %s; want fire %v, missed %d up to %d, next %s",
-				c.catchup, c.max, fire, p.missed, skipTo, p.next, c.fire, c.missed, c.skipTo, minute(11))
+				c.catchup, c.max, fire, p.Missed, skipTo, p.Next, c.fire, c.missed, c.skipTo, minute(11))
 		}
 	}
 	// A leader that was away for longer than the horizon does not walk the
 	// whole gap.
-	p := planTicks(spec, last.Add(-365*24*time.Hour), now, 10*time.Second, "none", 100)
-	if len(p.fire) != 1 || p.missed > int(catchupHorizon/time.Minute)+10 {
-		t.Errorf("year-old LastTick: fire %d, missed %d", len(p.fire), p.missed)
+	p := PlanTicks(spec, last.Add(-365*24*time.Hour), now, 10*time.Second, "none", 100)
+	if len(p.Fire) != 1 || p.Missed > int(catchupHorizon/time.Minute)+10 {
+		t.Errorf("year-old LastTick: fire %d, missed %d", len(p.Fire), p.Missed)
 	}
 }
 
@@ -141,3 +143,52 @@ func equalInts(a, b []int) bool {
 	}
 	return true
 }
+
+// FuzzCron feeds the cron parser (robfig/cron, which panics on some input)
+// and the tick planner: an expression is refused with a 400-style error or
+// gives ticks in order, after the time asked, in bounded time.
+func FuzzCron(f *testing.F) {
+	for _, s := range []struct{ expr, tz string }{
+		{"*/5 * * * *", "UTC"}, {"0 30 2 * * *", "Europe/Paris"}, {"30 2 * * *", "America/New_York"},
+		{"@hourly", ""}, {"@daily", "Australia/Lord_Howe"}, {"@every 30s", ""}, {"@every 0s", ""},
+		{"@every -1s", ""}, {"0 0 30 2 *", ""}, {"TZ=UTC * * * * *", ""}, {"* * * * * * *", ""},
+		{"1-0 * * * *", ""}, {"*/0 * * * *", ""}, {"60 * * * *", ""}, {"@every 2562047h", ""},
+		{"0,30 2 * * *", "Europe/Paris"}, {"* * * * *", "Local"}, {"* * * * *", "../../etc/passwd"},
+		{"0 0 1 1 *", "Pacific/Apia"}, {"5-4/2 * * * *", ""}, {"?", ""}, {"", ""},
+	} {
+		f.Add(s.expr, s.tz)
+	}
+	f.Fuzz(func(t *testing.T, expr, tz string) {
+		spec, err := Parse(expr, tz)
+		if err != nil {
+			var be *fsm.ValidationError
+			if !errors.As(err, &be) || be.Field == "" {
+				t.Fatalf("Parse(%q, %q) error %v names no field", expr, tz, err)
+			}
+			return
+		}
+		from := fuzzEpoch
+		for range 5 {
+			next := spec.Next(from)
+			if next.IsZero() {
+				break
+			}
+			if !next.After(from) {
+				t.Fatalf("Parse(%q, %q): next after %s is %s", expr, tz, from, next)
+			}
+			from = next
+		}
+		p := PlanTicks(spec, fuzzEpoch, fuzzEpoch.Add(10*time.Minute), 10*time.Second, "all", 100)
+		for i := 1; i < len(p.Fire); i++ {
+			if !p.Fire[i].After(p.Fire[i-1]) {
+				t.Fatalf("ticks out of order: %v", p.Fire)
+			}
+		}
+		if len(p.Fire) > 100+61*10 { // at most one a second beyond the catch-up cap
+			t.Fatalf("%d ticks to fire in 10 minutes", len(p.Fire))
+		}
+	})
+}
+
+// fuzzEpoch is the fixed "now" of FuzzCron.
+var fuzzEpoch = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
