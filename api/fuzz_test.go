@@ -64,12 +64,12 @@ func FuzzSubmitDecoding(f *testing.F) {
 		path := submitRoutes[int(route)%len(submitRoutes)]
 		e := newSchedEnv(t, fuzzEpoch, nil)
 		e.do(http.MethodPost, "/jobs", `{"command":"seed"}`, nil) // job-1, for depends_on
-		before := e.node.index
+		before := e.node.Index()
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(string(body)))
 		e.h.ServeHTTP(rec, req)
 		checkAnswer(t, rec, http.StatusOK, http.StatusCreated, http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge)
-		if rec.Code == http.StatusBadRequest && e.node.index != before {
+		if rec.Code == http.StatusBadRequest && e.node.Index() != before {
 			t.Fatalf("POST %s answered 400 but proposed a command: %s", path, rec.Body)
 		}
 	})
@@ -92,11 +92,11 @@ func FuzzClaim(f *testing.F) {
 		e := newSchedEnv(t, fuzzEpoch, func(c *Config) { c.MaxWait = 0 })
 		e.do(http.MethodPost, "/jobs", `{"command":"seed"}`, nil)
 		e.do(http.MethodPost, "/jobs", `{"type":"t","queue":"q"}`, nil)
-		before := e.node.index
+		before := e.node.Index()
 		rec := httptest.NewRecorder()
 		e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/jobs/claim", strings.NewReader(string(body))))
 		checkAnswer(t, rec, http.StatusOK, http.StatusBadRequest, http.StatusRequestEntityTooLarge)
-		if rec.Code == http.StatusBadRequest && e.node.index != before {
+		if rec.Code == http.StatusBadRequest && e.node.Index() != before {
 			t.Fatalf("claim answered 400 but proposed a command: %s", rec.Body)
 		}
 		if rec.Code == http.StatusOK {

@@ -2,83 +2,30 @@ package leader
 
 import (
 	"context"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/fsmtest"
 	"github.com/workron/workron/store"
 )
 
-// testClock is a clock that moves only when told.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-func (c *testClock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
-
-// env is a real FSM over a store in t.TempDir, with a proposer that
-// applies each command at once, stamped with the test clock: a one-node
-// cluster without Raft, enough for the loops.
+// env is a real FSM with a proposer that applies each command at once,
+// stamped with the test clock (fsmtest.Applier): a one-node cluster
+// without Raft, enough for the loops.
 type env struct {
+	*fsmtest.Applier
 	t     *testing.T
-	clock *testClock
+	clock *fsmtest.Clock
 	f     *fsm.FSM
 	rec   *recorder
-
-	mu       sync.Mutex
-	index    uint64
-	proposed int
 }
 
 func newEnv(t *testing.T, start time.Time) *env {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsm.New(st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Check(); err != nil {
-			t.Errorf("store check at cleanup: %v", err)
-		}
-		st.Close()
-	})
-	return &env{t: t, clock: &testClock{now: start}, f: f, rec: &recorder{}}
-}
-
-// Propose applies cmd at once, as the leader's Raft would.
-func (e *env) Propose(_ context.Context, cmd fsm.Cmd) (fsm.Result, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	data, err := fsm.Encode(&fsm.Entry{Now: e.clock.Now().UnixNano(), Cmds: []fsm.Cmd{cmd}})
-	if err != nil {
-		return fsm.Result{}, err
-	}
-	e.index++
-	e.proposed++
-	out := e.f.ApplyBatch([]*raft.Log{{Index: e.index, Type: raft.LogCommand, Data: data}})
-	res := out[0].([]fsm.Result)[0]
-	return res, res.Err
+	a := fsmtest.NewApplier(t, start)
+	return &env{Applier: a, t: t, clock: a.Clock, f: a.FSM, rec: &recorder{}}
 }
 
 // propose applies cmd and fails the test if the FSM refuses it.
@@ -92,11 +39,7 @@ func (e *env) propose(cmd fsm.Cmd) fsm.Result {
 }
 
 // proposals is how many commands were proposed so far.
-func (e *env) proposals() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.proposed
-}
+func (e *env) proposals() int { return int(e.Index()) }
 
 // recorder counts what the loops report.
 type recorder struct {
