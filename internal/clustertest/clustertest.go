@@ -35,8 +35,8 @@ import (
 
 	"github.com/workron/workron/api"
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/internal/poll"
 	"github.com/workron/workron/internal/node"
+	"github.com/workron/workron/internal/poll"
 	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
