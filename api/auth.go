@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+
+	"github.com/workron/workron/api/wire"
 )
 
 // Role is what a bearer token may do. A token holds one or more roles;
@@ -277,7 +279,7 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, pattern := s.mux.Handler(r)
 		if pattern == "POST /cluster/join" && s.cfg.JoinNeedsMemberCert && !verifiedPeer(r) {
-			writeError(w, http.StatusForbidden, "forbidden", "joining needs a member certificate: connect with a client certificate signed by the cluster's CA")
+			writeError(w, wire.CodeForbidden, "joining needs a member certificate: connect with a client certificate signed by the cluster's CA")
 			return
 		}
 		need := s.requiredRole(pattern)
@@ -288,18 +290,18 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 		tok, ok := bearerToken(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="workron"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "this node requires a token: send the header Authorization: Bearer TOKEN")
+			writeError(w, wire.CodeUnauthorized, "this node requires a token: send the header Authorization: Bearer TOKEN")
 			return
 		}
 		e, ok := s.cfg.Auth.lookup(tok)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="workron", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, "unauthorized", "the bearer token is not one this node accepts")
+			writeError(w, wire.CodeUnauthorized, "the bearer token is not one this node accepts")
 			return
 		}
 		if !e.allows(need) {
 			s.logger.Info("request refused: role", "token", e.name, "route", pattern, "needs", need, "request_id", requestID(r.Context()))
-			writeError(w, http.StatusForbidden, "forbidden", fmt.Sprintf("this token may not %s: that needs the %s role", pattern, need))
+			writeError(w, wire.CodeForbidden, fmt.Sprintf("this token may not %s: that needs the %s role", pattern, need))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyTokenName, e.name)))

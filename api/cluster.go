@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -133,10 +132,10 @@ func (s *Server) handleRemove(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case !found:
-		writeError(w, http.StatusNotFound, "not_found", "no cluster member "+id)
+		writeError(w, wire.CodeNotFound, "no cluster member "+id)
 		return
 	case others == 0:
-		writeError(w, http.StatusConflict, "conflict", id+" is the cluster's only voter; a cluster cannot remove its last voter")
+		writeError(w, wire.CodeConflict, id+" is the cluster's only voter; a cluster cannot remove its last voter")
 		return
 	case id == s.node.ID():
 		s.removeSelf(w, r)
@@ -169,11 +168,11 @@ func (s *Server) removeSelf(w http.ResponseWriter, r *http.Request) {
 	status, body, err := s.removeAtLeader(ctx, self)
 	switch {
 	case errors.Is(err, raftnode.ErrUnknownOutcome):
-		writeError(w, http.StatusGatewayTimeout, "outcome_unknown",
+		writeError(w, wire.CodeOutcomeUnknown,
 			fmt.Sprintf("%s handed leadership over, but the new leader's answer to its removal was lost (%v): see workron cluster status", self, err))
 		return
 	case err != nil:
-		writeError(w, http.StatusServiceUnavailable, "no_leader",
+		writeError(w, wire.CodeNoLeader,
 			fmt.Sprintf("%s handed leadership over but could not have the new leader remove it (%v); %s is still a member: retry", self, err, self))
 		return
 	case status != http.StatusOK:
@@ -276,7 +275,7 @@ func (s *Server) refuseIfRemoved(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		writeError(w, http.StatusServiceUnavailable, "removed", s.removedMessage())
+		writeError(w, wire.CodeRemoved, s.removedMessage())
 	})
 }
 
@@ -297,43 +296,6 @@ func (s *Server) removedMessage() string {
 		msg += " (last known: " + strings.Join(others, ", ") + ")"
 	}
 	return msg
-}
-
-// handleBackup streams a consistent copy of the state file.
-func (s *Server) handleBackup(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/octet-stream")
-	w.Header().Set("Content-Disposition", `attachment; filename="workron-backup.db"`)
-	if _, err := s.node.WriteBackup(w); err != nil {
-		s.logger.Error("backup failed", "err", err)
-	}
-}
-
-// handleRestore replaces the whole cluster's state with the backup in the
-// body, through Raft (raftnode.Node.Restore): every node gets it. A body
-// that is not a whole backup is refused (400 bad_backup) and changes nothing.
-func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
-	info, err := s.node.Restore(r.Context(), http.MaxBytesReader(w, r.Body, s.cfg.MaxRestoreBytes))
-	var tooBig *http.MaxBytesError
-	switch {
-	case err == nil:
-	case errors.As(err, &tooBig):
-		writeError(w, http.StatusRequestEntityTooLarge, "too_large",
-			fmt.Sprintf("a backup of more than %d bytes; nothing was done", tooBig.Limit))
-		return
-	case errors.Is(err, store.ErrDamaged):
-		writeError(w, http.StatusBadRequest, "bad_backup", "not restored, nothing was changed: the backup is "+
-			strings.TrimPrefix(strings.TrimPrefix(err.Error(), "restore: "), "store: "))
-		return
-	case errors.Is(err, raftnode.ErrUnknownOutcome):
-		writeError(w, http.StatusGatewayTimeout, "outcome_unknown",
-			"the restore may or may not have been done; restoring the same backup again is safe")
-		return
-	default:
-		s.fail(w, r, err)
-		return
-	}
-	s.logger.Info("restored a backup", "jobs", info.Jobs, "bytes", info.Size, "backup_index", info.Applied, "index", info.Index)
-	writeJSON(w, http.StatusOK, wire.Restore{Jobs: info.Jobs, Bytes: info.Size, BackupIndex: info.Applied, Index: info.Index})
 }
 
 // Announce runs until ctx ends: it makes sure this node is a cluster member
@@ -399,29 +361,4 @@ func (s *Server) announceOnce(ctx context.Context) error {
 		}
 	}
 	return last
-}
-
-// OnLeader runs the leader-only work for one term: it records this node's
-// address, then reaps expired leases until ctx ends. Pass it to the node as
-// raftnode.Config.OnLeader.
-func (s *Server) OnLeader(ctx context.Context) {
-	s.leaderMu.Lock()
-	s.leaderSince = time.Now()
-	s.leaderMu.Unlock()
-	s.logger.Info("leading: reaper starts after one lease period", "lease_ttl", s.cfg.LeaseTTL)
-	if !s.announced() {
-		if err := s.announceOnce(ctx); err != nil {
-			s.logger.Warn("record own address", "err", err)
-		}
-	}
-	loops := []interface{ run(context.Context) }{&reaper{s: s}, &sweeper{s: s}, &scheduler{s: s}, &admission{s: s}}
-	var wg sync.WaitGroup
-	for _, l := range loops {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			l.run(ctx)
-		}()
-	}
-	wg.Wait()
 }

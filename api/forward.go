@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/raftnode"
 )
 
@@ -94,13 +95,6 @@ var errDraining = errors.New("api: this node is shutting down")
 func isDialError(err error) bool {
 	var op *net.OpError
 	return errors.As(err, &op) && op.Op == "dial"
-}
-
-// writeUnknownOutcome answers a request that may or may not have taken
-// effect: every such path uses this one status and code.
-func writeUnknownOutcome(w http.ResponseWriter, why string) {
-	writeError(w, http.StatusGatewayTimeout, "outcome_unknown",
-		why+"; the request may or may not have taken effect: retry with the same idempotency_key (or check) to be safe")
 }
 
 // forwardTry is one attempt to forward a request.
@@ -246,7 +240,7 @@ func (s *Server) serveLeader(w http.ResponseWriter, r *http.Request, c *leaderCa
 			}
 		} else if r.Header.Get(headerForwarded) != "" {
 			// The peer that forwarded it waits and retries itself.
-			writeError(w, http.StatusServiceUnavailable, "no_leader", "leadership changed while forwarding; nothing was done, retry")
+			writeError(w, wire.CodeNoLeader, "leadership changed while forwarding; nothing was done, retry")
 			return
 		} else if target, ok := s.leaderURL(); ok {
 			if !s.forwardOnce(w, r, c, target) {
@@ -260,7 +254,7 @@ func (s *Server) serveLeader(w http.ResponseWriter, r *http.Request, c *leaderCa
 			if s.isDraining() {
 				msg = "this node is shutting down; nothing was done, retry on another node"
 			}
-			writeError(w, http.StatusServiceUnavailable, "no_leader", msg)
+			writeError(w, wire.CodeNoLeader, msg)
 			return
 		}
 	}

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -65,12 +64,12 @@ func FuzzSubmitDecoding(f *testing.F) {
 		path := submitRoutes[int(route)%len(submitRoutes)]
 		e := newSchedEnv(t, fuzzEpoch, nil)
 		e.do(http.MethodPost, "/jobs", `{"command":"seed"}`, nil) // job-1, for depends_on
-		before := e.node.index
+		before := e.node.Index()
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodPost, path, strings.NewReader(string(body)))
 		e.h.ServeHTTP(rec, req)
 		checkAnswer(t, rec, http.StatusOK, http.StatusCreated, http.StatusBadRequest, http.StatusConflict, http.StatusRequestEntityTooLarge)
-		if rec.Code == http.StatusBadRequest && e.node.index != before {
+		if rec.Code == http.StatusBadRequest && e.node.Index() != before {
 			t.Fatalf("POST %s answered 400 but proposed a command: %s", path, rec.Body)
 		}
 	})
@@ -93,11 +92,11 @@ func FuzzClaim(f *testing.F) {
 		e := newSchedEnv(t, fuzzEpoch, func(c *Config) { c.MaxWait = 0 })
 		e.do(http.MethodPost, "/jobs", `{"command":"seed"}`, nil)
 		e.do(http.MethodPost, "/jobs", `{"type":"t","queue":"q"}`, nil)
-		before := e.node.index
+		before := e.node.Index()
 		rec := httptest.NewRecorder()
 		e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/jobs/claim", strings.NewReader(string(body))))
 		checkAnswer(t, rec, http.StatusOK, http.StatusBadRequest, http.StatusRequestEntityTooLarge)
-		if rec.Code == http.StatusBadRequest && e.node.index != before {
+		if rec.Code == http.StatusBadRequest && e.node.Index() != before {
 			t.Fatalf("claim answered 400 but proposed a command: %s", rec.Body)
 		}
 		if rec.Code == http.StatusOK {
@@ -105,52 +104,6 @@ func FuzzClaim(f *testing.F) {
 			if err := json.Unmarshal(rec.Body.Bytes(), &cr); err != nil {
 				t.Fatalf("claim reply %s: %v", rec.Body, err)
 			}
-		}
-	})
-}
-
-// FuzzCron feeds the cron parser (robfig/cron, which panics on some input)
-// and the tick planner: an expression is refused with a 400-style error or
-// gives ticks in order, after the time asked, in bounded time.
-func FuzzCron(f *testing.F) {
-	for _, s := range []struct{ expr, tz string }{
-		{"*/5 * * * *", "UTC"}, {"0 30 2 * * *", "Europe/Paris"}, {"30 2 * * *", "America/New_York"},
-		{"@hourly", ""}, {"@daily", "Australia/Lord_Howe"}, {"@every 30s", ""}, {"@every 0s", ""},
-		{"@every -1s", ""}, {"0 0 30 2 *", ""}, {"TZ=UTC * * * * *", ""}, {"* * * * * * *", ""},
-		{"1-0 * * * *", ""}, {"*/0 * * * *", ""}, {"60 * * * *", ""}, {"@every 2562047h", ""},
-		{"0,30 2 * * *", "Europe/Paris"}, {"* * * * *", "Local"}, {"* * * * *", "../../etc/passwd"},
-		{"0 0 1 1 *", "Pacific/Apia"}, {"5-4/2 * * * *", ""}, {"?", ""}, {"", ""},
-	} {
-		f.Add(s.expr, s.tz)
-	}
-	f.Fuzz(func(t *testing.T, expr, tz string) {
-		spec, err := parseCron(expr, tz)
-		if err != nil {
-			var be *badRequest
-			if !errors.As(err, &be) || be.field == "" {
-				t.Fatalf("parseCron(%q, %q) error %v names no field", expr, tz, err)
-			}
-			return
-		}
-		from := fuzzEpoch
-		for range 5 {
-			next := spec.next(from)
-			if next.IsZero() {
-				break
-			}
-			if !next.After(from) {
-				t.Fatalf("parseCron(%q, %q): next after %s is %s", expr, tz, from, next)
-			}
-			from = next
-		}
-		p := planTicks(spec, fuzzEpoch, fuzzEpoch.Add(10*time.Minute), 10*time.Second, "all", 100)
-		for i := 1; i < len(p.fire); i++ {
-			if !p.fire[i].After(p.fire[i-1]) {
-				t.Fatalf("ticks out of order: %v", p.fire)
-			}
-		}
-		if len(p.fire) > 100+61*10 { // at most one a second beyond the catch-up cap
-			t.Fatalf("%d ticks to fire in 10 minutes", len(p.fire))
 		}
 	})
 }

@@ -5,89 +5,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/store"
 )
 
-// Limits of resource requests.
-const (
-	// MaxTags is the most tags a job may ask for.
-	MaxTags = 32
-	// MaxTagBytes is the longest tag.
-	MaxTagBytes = 128
-	// MaxResource bounds each figure a job asks for or a worker offers
-	// (2^40: an exbibyte in MB), so that what a worker's jobs hold adds up
-	// without overflowing.
-	MaxResource = 1 << 40
-)
-
-// checkResources refuses a negative or too large resource figure, naming
-// the field through f.
-func checkResources(r *wire.Resources, f func(string) string) error {
-	for _, v := range []struct {
-		name string
-		n    int
-	}{{"vram_mb", r.VRAMMB}, {"memory_mb", r.MemoryMB}, {"cpu_millis", r.CPUMillis}, {"slots", r.Slots}} {
-		if v.n < 0 || v.n > MaxResource {
-			return invalid(f("resources."+v.name), "must be from 0 to %d, got %d", MaxResource, v.n)
-		}
-	}
-	return nil
-}
-
 func init() {
 	// Who may call the gang routes when tokens are required (see auth.go).
 	routeRoles["GET /gangs/{id}"] = RoleClient
 	routeRoles["POST /jobs/{id}/checkpoint"] = RoleWorker
 	routeRoles["POST /jobs/{id}/preempted"] = RoleWorker
-}
-
-// jobNeeds validates what a job asks of its worker. gang_size is refused
-// here: only POST /jobs creates gangs, and it clears the field first.
-func jobNeeds(req *wire.SubmitRequest, f func(string) string) (store.Resources, []string, error) {
-	var res store.Resources
-	if req.GangSize != 0 {
-		return res, nil, invalid(f("gang_size"), "only POST /jobs creates gangs, one per request")
-	}
-	if r := req.Resources; r != nil {
-		res = store.Resources{VRAMMB: r.VRAMMB, MemoryMB: r.MemoryMB, CPUMillis: r.CPUMillis, Slots: r.Slots}
-		if err := checkResources(r, f); err != nil {
-			return res, nil, err
-		}
-	}
-	if len(req.Tags) > MaxTags {
-		return res, nil, invalid(f("tags"), "more than %d tags", MaxTags)
-	}
-	for i, t := range req.Tags {
-		if t == "" || len(t) > MaxTagBytes {
-			return res, nil, invalid(fmt.Sprintf("%s[%d]", f("tags"), i), "must be 1-%d bytes", MaxTagBytes)
-		}
-	}
-	return res, req.Tags, nil
-}
-
-// needsWire shows what a job asks of its worker and its place in a gang.
-func needsWire(out *wire.Job, j *store.Job) {
-	if !j.Resources.IsZero() {
-		out.Resources = resourcesWire(j.Resources)
-	}
-	out.Tags = j.Tags
-	if j.GangID != "" {
-		i := j.GangIndex
-		out.GangID, out.GangIndex, out.GangSize = j.GangID, &i, j.GangSize
-	}
-	if j.Status == store.StatusRunning {
-		out.PreemptionEpoch = j.PreemptEpoch
-	}
-}
-
-func resourcesWire(r store.Resources) *wire.Resources {
-	return &wire.Resources{VRAMMB: r.VRAMMB, MemoryMB: r.MemoryMB, CPUMillis: r.CPUMillis, Slots: r.Slots}
 }
 
 // submitGang serves POST /jobs with a gang_size: N tasks from one template.
@@ -146,19 +75,6 @@ func (s *Server) handleGetGang(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// epochParam reads the required ?epoch= of a checkpoint or acknowledgement.
-func epochParam(r *http.Request) (uint64, error) {
-	v := r.URL.Query().Get("epoch")
-	if v == "" {
-		return 0, invalid("epoch", "is required: the preemption_epoch the heartbeat gave")
-	}
-	n, err := strconv.ParseUint(v, 10, 64)
-	if err != nil || n == 0 {
-		return 0, invalid("epoch", "%q is not a preemption epoch", v)
-	}
-	return n, nil
-}
-
 // handleCheckpoint keeps the raw body as a preempted gang task's checkpoint
 // (at most fsm.MaxCheckpointBytes; 413 beyond). Its next attempt gets it as
 // CHECKPOINT_DATA. A stale epoch is 409 and changes nothing.
@@ -185,7 +101,7 @@ func (s *Server) handleCheckpoint(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"job_id": id, "epoch": epoch, "bytes": len(data)})
+	writeJSON(w, http.StatusOK, wire.CheckpointReply{JobID: id, Epoch: epoch, Bytes: len(data)})
 }
 
 // handlePreempted acknowledges that a gang task stopped for the drain of
@@ -206,43 +122,6 @@ func (s *Server) handlePreempted(w http.ResponseWriter, r *http.Request) {
 	j := res.Jobs[0]
 	s.logger.Info("gang task preempted", "job", j.ID, "gang", j.GangID, "epoch", epoch, "request_id", requestID(r.Context()))
 	writeJSON(w, http.StatusOK, toWire(j, s.now()))
-}
-
-// lastSeen is when this node last heard from a worker: its stored last
-// heartbeat, or a later long-poll or heartbeat seen here.
-func (s *Server) lastSeen(w *store.Worker) time.Time {
-	seen := time.Unix(0, w.LastHeartbeat)
-	if t, ok := s.lastPoll.Load(w.ID); ok && t.(time.Time).After(seen) {
-		seen = t.(time.Time)
-	}
-	return seen
-}
-
-// active reports whether this node (the leader, for decisions) counts a
-// worker as alive at now: heard from within WorkerOfflineAfter and not
-// declared offline since.
-func (s *Server) active(w *store.Worker, now time.Time) bool {
-	seen := s.lastSeen(w)
-	if w.OfflineAt != 0 && w.OfflineAt >= seen.UnixNano() {
-		return false
-	}
-	return now.Sub(seen) <= s.cfg.WorkerOfflineAfter
-}
-
-// activeWorkers lists the workers active at now, by id.
-func (s *Server) activeWorkers(now time.Time) []*store.Worker {
-	workers, err := s.state.Workers()
-	if err != nil {
-		s.logger.Warn("read workers", "err", err)
-		return nil
-	}
-	out := workers[:0]
-	for _, w := range workers {
-		if s.active(w, now) {
-			out = append(out, w)
-		}
-	}
-	return out
 }
 
 // unschedulable says why no active worker could ever run a waiting job as

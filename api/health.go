@@ -57,7 +57,7 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query().Get("ready"); q == "1" || q == "true" {
 		h = s.readiness(r.Context(), h)
 	}
-	if h.Status != "ok" {
+	if h.Status != wire.HealthOK {
 		w.Header().Set("Retry-After", "1")
 		writeJSON(w, http.StatusServiceUnavailable, h)
 		return
@@ -69,13 +69,13 @@ func (s *Server) handleHealth(w http.ResponseWriter, r *http.Request) {
 func (s *Server) health() wire.Health {
 	leader, _ := s.node.Leader()
 	st := s.node.Stats()
-	h := wire.Health{Status: "ok", NodeID: s.node.ID(), Role: s.node.Role(), Leader: leader,
+	h := wire.Health{Status: wire.HealthOK, NodeID: s.node.ID(), Role: s.node.Role(), Leader: leader,
 		AppliedIndex: st.AppliedIndex, CommitIndex: st.CommitIndex, Term: st.Term, Protocol: fsm.ProtocolVersion}
 	switch {
 	case s.node.Removed():
-		h.Status = "removed"
+		h.Status = wire.HealthRemoved
 	case leader == "":
-		h.Status = "no_leader"
+		h.Status = wire.HealthNoLeader
 	}
 	return h
 }
@@ -88,12 +88,12 @@ func (s *Server) health() wire.Health {
 // a back-off of up to about 10 s) knows no commit index beyond its own log,
 // so its own figures cannot tell it is behind; the leader's can.
 func (s *Server) readiness(ctx context.Context, h wire.Health) wire.Health {
-	if h.Status != "ok" {
+	if h.Status != wire.HealthOK {
 		return h
 	}
 	target, err := s.leaderCommitIndex(ctx, h.Leader)
 	if err != nil {
-		h.Status, h.Error = "no_leader", err.Error()
+		h.Status, h.Error = wire.HealthNoLeader, err.Error()
 		return h
 	}
 	h.LeaderCommitIndex = target
@@ -112,7 +112,7 @@ func (s *Server) readiness(ctx context.Context, h wire.Health) wire.Health {
 	var lag uint64
 	if applied < target {
 		lag = target - applied
-		h.Status = "catching_up"
+		h.Status = wire.HealthCatchingUp
 	}
 	h.AppliedIndex, h.Lag = applied, &lag
 	return h

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
-	"github.com/workron/workron/raftnode"
+	"github.com/workron/workron/internal/node"
 )
 
 // TestHealthReadiness checks GET /health?ready=1: 200 once a node has
@@ -27,9 +26,9 @@ func TestHealthReadiness(t *testing.T) {
 	var slowNode atomic.Int64 // index+1 of the node whose next start gets a slow log
 	slowNode.Store(-1)
 	const slowWrite = 3 * time.Second
-	c := clustertest.New(t, 3, clustertest.WithConfig(func(i int, rc *raftnode.Config, _ *api.Config) {
+	c := clustertest.New(t, 3, clustertest.WithConfig(func(i int, nc *node.Config) {
 		if int64(i+1) == slowNode.Load() {
-			rc.FsyncDelay = slowWrite
+			nc.Raft.FsyncDelay = slowWrite
 		}
 	}))
 	hc := httpClient(t)

@@ -7,63 +7,24 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/fsmtest"
 	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
 
-// testClock is a clock that moves only when told.
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *testClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = t
-}
-
-func (c *testClock) Add(d time.Duration) { c.Set(c.Now().Add(d)) }
-
 // loneNode is a one-member "cluster" that applies each proposal to its FSM
-// at once, stamped with the test clock: enough for handlers and leader
-// loops, with no Raft underneath.
+// at once, stamped with the test clock (fsmtest.Applier): enough for
+// handlers and leader loops, with no Raft underneath.
 type loneNode struct {
-	mu    sync.Mutex
-	f     *fsm.FSM
-	clock *testClock
-	index uint64
+	*fsmtest.Applier
 }
 
 var _ Raft = (*loneNode)(nil)
-
-func (n *loneNode) Propose(_ context.Context, cmd fsm.Cmd) (fsm.Result, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	data, err := fsm.Encode(&fsm.Entry{Now: n.clock.Now().UnixNano(), Cmds: []fsm.Cmd{cmd}})
-	if err != nil {
-		return fsm.Result{}, err
-	}
-	n.index++
-	out := n.f.ApplyBatch([]*raft.Log{{Index: n.index, Type: raft.LogCommand, Data: data}})
-	res := out[0].([]fsm.Result)[0]
-	return res, res.Err
-}
 
 func (n *loneNode) ProposeAll(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, []error) {
 	results, errs := make([]fsm.Result, len(cmds)), make([]error, len(cmds))
@@ -96,7 +57,7 @@ func (n *loneNode) Restore(context.Context, io.Reader) (raftnode.RestoreInfo, er
 // schedEnv is a Server over a loneNode, driven by a test clock.
 type schedEnv struct {
 	t     *testing.T
-	clock *testClock
+	clock *fsmtest.Clock
 	node  *loneNode
 	srv   *Server
 	h     http.Handler
@@ -105,22 +66,9 @@ type schedEnv struct {
 // newSchedEnv starts a Server at start; mutate may change its Config.
 func newSchedEnv(t *testing.T, start time.Time, mutate func(*Config)) *schedEnv {
 	t.Helper()
-	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fsm.New(st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := f.Check(); err != nil {
-			t.Errorf("store check at cleanup: %v", err)
-		}
-		st.Close()
-	})
-	clock := &testClock{now: start}
-	node := &loneNode{f: f, clock: clock}
+	a := fsmtest.NewApplier(t, start)
+	clock, f := a.Clock, a.FSM
+	node := &loneNode{a}
 	cfg := DefaultConfig()
 	cfg.Node, cfg.State, cfg.AdvertiseHTTP, cfg.Now = node, f, "http://127.0.0.1:1", clock.Now
 	if mutate != nil {
@@ -184,15 +132,6 @@ func (e *schedEnv) scheduledJobs(name string) []*store.Job {
 	return jobs
 }
 
-// ticks lists the scheduled_for of a schedule's jobs, oldest first.
-func (e *schedEnv) ticks(name string) []time.Time {
-	var out []time.Time
-	for _, j := range e.scheduledJobs(name) {
-		out = append(out, time.Unix(0, j.ScheduledFor).UTC())
-	}
-	return out
-}
-
 func (e *schedEnv) digest() string {
 	e.t.Helper()
 	d, err := e.srv.state.Digest()
@@ -200,9 +139,4 @@ func (e *schedEnv) digest() string {
 		e.t.Fatal(err)
 	}
 	return d
-}
-
-// pass runs one scheduler pass, as the leader's loop would.
-func (e *schedEnv) pass(s *scheduler) time.Time {
-	return s.runOnce(context.Background())
 }

@@ -16,11 +16,17 @@ import (
 	"github.com/workron/workron/store"
 )
 
-// Listing limits.
+// Listing limits. A filtered list (by metadata, queue, or the pending and
+// scheduled statuses, which the status index does not separate) examines at
+// most MaxListScan jobs, or MaxListScanBytes of their records, per request;
+// a page that runs out of that budget ends early, perhaps empty, with a
+// next_cursor to go on from.
 const (
 	DefaultListLimit = 50
 	MaxListLimit     = 1000
-	maxListScan      = 100_000
+	MaxListScan      = 10_000
+	MaxListScanBytes = 8 << 20
+	MaxListFilters   = 16 // metadata.K=V parameters
 )
 
 func (s *Server) now() int64 { return s.cfg.Now().UnixNano() }
@@ -126,26 +132,60 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, wire.JobList{Jobs: toWireList(res.Jobs, s.now())})
 }
 
-// checkDependencies refuses unknown dependencies before proposing; the FSM
-// checks again when it applies, against the state of that moment.
+// checkDependencies refuses unknown dependencies, more than
+// MaxBatchDependencies in one batch, and more than MaxDependents on one job,
+// before proposing; the FSM checks again that each exists when it applies,
+// against the state of that moment. It reads each named job's head once.
 func (s *Server) checkDependencies(jobs []fsm.NewJob) error {
+	field := func(i int) string {
+		if len(jobs) > 1 {
+			return fmt.Sprintf("jobs[%d].depends_on", i)
+		}
+		return "depends_on"
+	}
+	total := 0
+	added := make(map[string]int) // new edges per stored job
+	var order []string
 	for i, nj := range jobs {
+		if total += len(nj.DependsOn); total > MaxBatchDependencies {
+			return invalid(field(i), "the batch's jobs have more than %d dependencies in all", MaxBatchDependencies)
+		}
+		seen := make(map[string]bool, len(nj.DependsOn))
 		for _, d := range nj.DependsOn {
 			if strings.HasPrefix(d, "$") {
 				if len(jobs) == 1 {
 					return invalid("depends_on", "%q refers to a batch position; use POST /jobs/batch", d)
 				}
 				if n, err := strconv.Atoi(d[1:]); err != nil || n < 0 || n >= len(jobs) || n == i {
-					return invalid(fmt.Sprintf("jobs[%d].depends_on", i), "%q does not name another job of this batch", d)
+					return invalid(field(i), "%q does not name another job of this batch", d)
 				}
 				continue
 			}
-			if _, err := s.state.Job(d); err != nil {
-				field := "depends_on"
-				if len(jobs) > 1 {
-					field = fmt.Sprintf("jobs[%d].depends_on", i)
-				}
-				return invalid(field, "unknown job %s", d)
+			if seen[d] {
+				continue // one edge, as the FSM counts it
+			}
+			seen[d] = true
+			if _, ok := added[d]; !ok {
+				order = append(order, d)
+			}
+			added[d]++
+		}
+	}
+	counts, err := s.state.DependentCounts(order)
+	if err != nil {
+		return err
+	}
+	for i, nj := range jobs {
+		for _, d := range nj.DependsOn {
+			if strings.HasPrefix(d, "$") {
+				continue
+			}
+			n, ok := counts[d]
+			if !ok {
+				return invalid(field(i), "unknown job %s", d)
+			}
+			if n+added[d] > MaxDependents {
+				return invalid(field(i), "job %s has %d dependents; at most %d jobs may depend on one job", d, n, MaxDependents)
 			}
 		}
 	}
@@ -191,7 +231,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	jobs, next, err := s.state.ListJobs(store.ListQuery{Status: status, Before: before, Limit: limit, Match: match, Scan: maxListScan})
+	jobs, next, err := s.state.ListJobs(store.ListQuery{Status: status, Before: before, Limit: limit, Match: match, Scan: MaxListScan, ScanBytes: MaxListScanBytes})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -222,8 +262,12 @@ func listFilter(status, queue string, q map[string][]string, now int64) (store.S
 	if queue != "" {
 		preds = append(preds, func(j *store.Job) bool { return j.Queue == queue })
 	}
+	filters := 0
 	for k, vs := range q {
 		if name, ok := strings.CutPrefix(k, "metadata."); ok && len(vs) > 0 {
+			if filters++; filters > MaxListFilters {
+				return "", nil, invalid("metadata", "more than %d metadata.K=V filters", MaxListFilters)
+			}
 			want := vs[0]
 			preds = append(preds, func(j *store.Job) bool { v, ok := j.Metadata[name]; return ok && v == want })
 		}

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"net/http"
 
 	"github.com/workron/workron/store"
 )
@@ -32,11 +31,4 @@ func (s *Server) boundedClaim(ctx context.Context, a claimArgs) ([]*store.Job, e
 		return jobs, err
 	}
 	return nil, errTooManyLongPolls
-}
-
-// writeTooManyLongPolls answers a claim shed by boundedClaim.
-func writeTooManyLongPolls(w http.ResponseWriter) {
-	w.Header().Set("Retry-After", "1")
-	writeError(w, http.StatusTooManyRequests, "overloaded",
-		"this node has as many waiting claims as it allows (--max-long-polls); no job is ready, retry later")
 }

@@ -10,10 +10,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
-	"github.com/workron/workron/raftnode"
+	"github.com/workron/workron/internal/node"
 )
 
 // TestMetricsAfterAKnownWorkload runs a workload whose every transition is
@@ -22,7 +21,7 @@ import (
 func TestMetricsAfterAKnownWorkload(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	c := clustertest.New(t, 1, clustertest.WithLeaseTTL(time.Second),
-		clustertest.WithConfig(func(i int, _ *raftnode.Config, ac *api.Config) { ac.Registry = reg }))
+		clustertest.WithConfig(func(i int, nc *node.Config) { nc.API.Registry = reg }))
 	hc := httpClient(t)
 	base := c.URL(0)
 	one, never := 1, false

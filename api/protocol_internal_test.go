@@ -13,8 +13,8 @@ import (
 // several outcomes (a batch of reports) as in a reply of one.
 func TestErrorCodeOfANeedsUpgradeError(t *testing.T) {
 	err := fmt.Errorf("report job-1: %w", &raftnode.NeedsUpgradeError{Op: fsm.OpReport, Need: 3, Cluster: 2})
-	msg, code := (&Server{}).errorCode(err)
+	code, msg := reply(err)
 	if code != "upgrade_in_progress" || !strings.Contains(msg, "every node to run protocol 3, and the cluster runs 2") {
-		t.Fatalf("errorCode = %q, %q", msg, code)
+		t.Fatalf("reply = %q, %q", code, msg)
 	}
 }

@@ -56,7 +56,7 @@ func TestRemoveAtLeader(t *testing.T) {
 				case 200:
 					writeJSON(w, status, wire.Removal{Removed: "n1", Leader: "n2", Message: "n2 removed n1 from the cluster"})
 				default:
-					writeError(w, status, "x", "refused")
+					writeJSON(w, status, wire.Error{Error: "refused", Code: "x"})
 				}
 			}))
 			defer leader.Close()

@@ -2,13 +2,10 @@ package api
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"net/http"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/raftnode"
 )
 
 // handleBatchReport ends many attempts in one request (POST /jobs/reports).
@@ -33,28 +30,6 @@ func (s *Server) handleBatchReport(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, wire.BatchReportResponse{Results: s.startReports(r.Context(), reps)()})
 }
 
-// batchReports validates reports and turns them into commands.
-func batchReports(in []wire.BatchReport) ([]*fsm.Report, error) {
-	if len(in) == 0 || len(in) > wire.MaxBatchReports {
-		return nil, invalid("reports", "must hold 1 to %d reports, got %d", wire.MaxBatchReports, len(in))
-	}
-	reps := make([]*fsm.Report, len(in))
-	for i, br := range in {
-		if br.JobID == "" {
-			return nil, invalid(fmt.Sprintf("reports[%d].job_id", i), "must not be empty")
-		}
-		if br.Status != wire.StatusDone && br.Status != wire.StatusFailed {
-			return nil, invalid(fmt.Sprintf("reports[%d].status", i), "must be %q or %q, got %q", wire.StatusDone, wire.StatusFailed, br.Status)
-		}
-		reps[i] = &fsm.Report{
-			JobID: br.JobID, Lease: br.Lease, Success: br.Status == wire.StatusDone,
-			ExitCode: br.ExitCode, Output: br.Output, Error: br.Error,
-			Final: br.Retry != nil && !*br.Retry, Draw: draw(),
-		}
-	}
-	return reps, nil
-}
-
 // startReports proposes every report at once and returns a function that
 // waits for their results, in order.
 func (s *Server) startReports(ctx context.Context, reps []*fsm.Report) func() []wire.BatchReportResult {
@@ -70,7 +45,7 @@ func (s *Server) startReports(ctx context.Context, reps []*fsm.Report) func() []
 		for i, rep := range reps {
 			out[i].JobID = rep.JobID
 			if errs[i] != nil {
-				out[i].Error, out[i].Code = s.errorCode(errs[i])
+				out[i].Code, out[i].Error = reply(errs[i])
 				continue
 			}
 			j := results[i].Jobs[0]
@@ -84,30 +59,64 @@ func (s *Server) startReports(ctx context.Context, reps []*fsm.Report) func() []
 	}
 }
 
-// errorCode is fail's mapping of an error to a sentence and a code, for
-// replies that carry several outcomes.
-func (s *Server) errorCode(err error) (msg, code string) {
-	var (
-		ve *fsm.ValidationError
-		ue *raftnode.NeedsUpgradeError
-	)
-	switch {
-	case errors.As(err, &ve):
-		return ve.Error(), "invalid"
-	case errors.As(err, &ue):
-		return upgradeMessage(ue), "upgrade_in_progress"
-	case errors.Is(err, fsm.ErrNotFound):
-		return trimPrefix(err), "not_found"
-	case errors.Is(err, fsm.ErrStaleLease):
-		return trimPrefix(err), "stale_lease"
-	case errors.Is(err, fsm.ErrLeaseRequired):
-		return trimPrefix(err), "lease_required"
-	case errors.Is(err, fsm.ErrForbidden):
-		return trimPrefix(err), "forbidden"
-	case errors.Is(err, fsm.ErrNotRunning):
-		return trimPrefix(err), "not_running"
-	case errors.Is(err, fsm.ErrConflict):
-		return trimPrefix(err), "conflict"
+// handleJobHeartbeat renews one attempt's lease (POST
+// /jobs/{id}/heartbeat) and answers whether to cancel or preempt it.
+func (s *Server) handleJobHeartbeat(w http.ResponseWriter, r *http.Request) {
+	var req wire.HeartbeatRequest
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
 	}
-	return err.Error(), "unavailable"
+	hb := &fsm.Heartbeat{JobID: r.PathValue("id"), Lease: req.Lease, LeaseTTL: int64(s.cfg.LeaseTTL)}
+	s.fenceFields(r).heartbeat(hb)
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpHeartbeat, Heartbeat: hb})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := wire.HeartbeatResponse{LeaseExpiresAt: optTime(res.Deadline)}
+	if len(res.Actions) > 0 {
+		out.Action = res.Actions[0].Action
+		out.PreemptionEpoch = res.Actions[0].Epoch
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleDone and handleFail end an attempt (POST /jobs/{id}/done, /fail).
+func (s *Server) handleDone(w http.ResponseWriter, r *http.Request) { s.report(w, r, true) }
+
+func (s *Server) handleFail(w http.ResponseWriter, r *http.Request) { s.report(w, r, false) }
+
+// report ends an attempt. Without a lease (the seed's workers send no
+// body) it applies to the job's current attempt if that was claimed with
+// GET /jobs/next; the FSM refuses it (lease_required) for one claimed with
+// POST /jobs/claim, and (forbidden) for another token's attempt.
+func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
+	var req wire.ReportRequest
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if !s.knownJob(w, r) {
+		return
+	}
+	rep := &fsm.Report{
+		JobID:    r.PathValue("id"),
+		Lease:    req.Lease,
+		Success:  success,
+		ExitCode: req.ExitCode,
+		Output:   req.Output,
+		Error:    req.Error,
+		Final:    req.Retry != nil && !*req.Retry,
+		Draw:     draw(),
+	}
+	s.fenceFields(r).report(rep)
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpReport, Report: rep})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	j := res.Jobs[0]
+	s.attemptEnded(r.Context(), j, false)
+	writeJSON(w, http.StatusOK, toWire(j, s.now()))
 }

@@ -2,11 +2,11 @@ package api
 
 import (
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/cronspec"
 	"github.com/workron/workron/store"
 )
 
@@ -123,80 +123,6 @@ func (s *Server) handleTriggerSchedule(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, toWire(j, s.now()))
 }
 
-// newSchedule validates a schedule request into its command. pathName is
-// the name in the URL (PUT), or "" (POST: the body names it).
-func (s *Server) newSchedule(req *wire.ScheduleRequest, pathName string) (*fsm.PutSchedule, error) {
-	name := req.Name
-	if pathName != "" {
-		if name != "" && name != pathName {
-			return nil, invalid("name", "%q does not match the name in the URL, %q", name, pathName)
-		}
-		name = pathName
-	}
-	if err := validName("name", name); err != nil {
-		return nil, err
-	}
-	tz := req.Timezone
-	if tz == "" {
-		tz = "UTC"
-	}
-	spec, err := parseCron(req.Cron, tz)
-	if err != nil {
-		return nil, err
-	}
-	now := s.cfg.Now()
-	if spec.next(now).IsZero() {
-		return nil, invalid("cron", "%q never fires", req.Cron)
-	}
-	overlap := req.Overlap
-	switch overlap {
-	case "":
-		overlap = fsm.OverlapAllow
-	case fsm.OverlapAllow, fsm.OverlapSkip, fsm.OverlapQueue:
-	default:
-		return nil, invalid("overlap", "%q is not allow, skip or queue", req.Overlap)
-	}
-	catchup := req.Catchup
-	switch catchup {
-	case "":
-		catchup = fsm.CatchupOne
-	case fsm.CatchupNone, fsm.CatchupOne, fsm.CatchupAll:
-	default:
-		return nil, invalid("catchup", "%q is not none, one or all", req.Catchup)
-	}
-	nj, err := scheduleJob(&req.Job, now, s.cfg.Retention)
-	if err != nil {
-		return nil, err
-	}
-	return &fsm.PutSchedule{
-		Name:     name,
-		Cron:     strings.TrimSpace(req.Cron),
-		Timezone: tz,
-		Job:      nj,
-		Overlap:  overlap,
-		Catchup:  catchup,
-		Paused:   req.Paused,
-	}, nil
-}
-
-// scheduleJob validates a schedule's job template with the rules of a
-// submission, less the fields that make no sense for a recurring job.
-func scheduleJob(req *wire.SubmitRequest, now time.Time, retention time.Duration) (fsm.NewJob, error) {
-	switch {
-	case req.RunAt != nil:
-		return fsm.NewJob{}, invalid("job.run_at", "a scheduled job runs at its tick")
-	case req.Delay != "":
-		return fsm.NewJob{}, invalid("job.delay", "a scheduled job runs at its tick")
-	case req.IdempotencyKey != "":
-		return fsm.NewJob{}, invalid("job.idempotency_key", "a schedule's jobs are already unique: one per tick")
-	case req.UniqueFor != "":
-		return fsm.NewJob{}, invalid("job.unique_for", "a schedule's jobs are already unique: one per tick")
-	case len(req.DependsOn) > 0:
-		return fsm.NewJob{}, invalid("job.depends_on", "a schedule's jobs cannot depend on other jobs (overlap \"queue\" chains them)")
-	}
-	return newJob(req, "job.", now, retention)
-}
-
 // toWireSchedule shows a stored schedule, with its next run as of now and
 // the status of its latest job.
 func (s *Server) toWireSchedule(sc *store.Schedule) wire.Schedule {
@@ -221,12 +147,12 @@ func (s *Server) toWireSchedule(sc *store.Schedule) wire.Schedule {
 	if nj, err := fsm.ScheduleJob(sc); err == nil {
 		out.Job = toSubmitRequest(&nj)
 	}
-	if spec, err := parseCron(sc.Cron, sc.Timezone); err == nil && !sc.Paused {
+	if spec, err := cronspec.Parse(sc.Cron, sc.Timezone); err == nil && !sc.Paused {
 		from := now
 		if last := time.Unix(0, sc.LastTick); last.After(from) {
 			from = last
 		}
-		if next := spec.next(from); !next.IsZero() {
+		if next := spec.Next(from); !next.IsZero() {
 			t := next.UTC()
 			out.NextRun = &t
 		}

@@ -1,16 +1,16 @@
 // Package api serves Workron's HTTP/JSON API on every node: it validates
 // requests, forwards writes (and consistent reads) from followers to the
 // leader, turns requests into commands for the leader's proposer, parks
-// long-polling workers until a job is ready, and runs the leader-only loops
-// (the reaper) that turn the passing of time into commands. It never writes
-// the state itself: every change goes through Raft.
+// long-polling workers until a job is ready. It never writes the state
+// itself: every change goes through Raft. The leader-only loops live in
+// internal/leader, which the API feeds through Recorder and Liveness
+// (leader.go); internal/node puts the two together.
 package api
 
 import (
 	"cmp"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -69,9 +69,6 @@ type Config struct {
 	LeaseTTL time.Duration
 	// MaxWait caps a claim's long-poll. Defaults to 60s.
 	MaxWait time.Duration
-	// ReapInterval is how often the leader looks for expired leases.
-	// Defaults to 1s.
-	ReapInterval time.Duration
 	// WorkerOfflineAfter is how long a silent worker is shown active.
 	// Defaults to 3 lease TTLs.
 	WorkerOfflineAfter time.Duration
@@ -87,28 +84,6 @@ type Config struct {
 	// Retention is how long finished jobs are kept when they give no
 	// retention of their own; 0 keeps them forever. Defaults to 168h.
 	Retention time.Duration
-	// SweepInterval is how often the leader deletes expired finished jobs.
-	// Defaults to 1m.
-	SweepInterval time.Duration
-	// ScheduleInterval is the longest the leader's scheduler sleeps before
-	// it re-reads the schedules (it also wakes for each tick). Defaults to 1s.
-	ScheduleInterval time.Duration
-	// ScheduleGrace is how late a schedule's tick may run and still count as
-	// on time; older ticks were missed and follow the schedule's catch-up.
-	// Defaults to 10s (a zero grace would miss every tick by a few ms).
-	ScheduleGrace time.Duration
-	// ScheduleMaxCatchup caps how many missed ticks catch-up "all" runs per
-	// schedule (the latest ones). Defaults to 100.
-	ScheduleMaxCatchup int
-	// AdmissionInterval is how often the leader places waiting gangs and
-	// checks the gang and worker timeouts below. Defaults to 1s.
-	AdmissionInterval time.Duration
-	// ReserveTimeout is how long a gang's reservation may wait for every
-	// worker to claim its task before it rolls back. Defaults to 30s.
-	ReserveTimeout time.Duration
-	// DrainTimeout is how long a draining gang waits for its preempted
-	// tasks to be acknowledged before it force-drains them. Defaults to 60s.
-	DrainTimeout time.Duration
 
 	// LeaderWait is how long a request that needs the leader waits for one
 	// when this node knows none, cannot reach it, or just lost its own
@@ -154,24 +129,13 @@ func DefaultConfig() Config {
 	return Config{
 		LeaseTTL:          30 * time.Second,
 		MaxWait:           60 * time.Second,
-		ReapInterval:      time.Second,
 		MaxBodyBytes:      1 << 20,
 		MaxBatchBodyBytes: 32 << 20,
 		MaxRestoreBytes:   16 << 30,
 		MaxBatchJobs:      1000,
 		MaxLongPolls:      1024,
 		Retention:         168 * time.Hour,
-		SweepInterval:     time.Minute,
-
-		ScheduleInterval:   time.Second,
-		ScheduleGrace:      10 * time.Second,
-		ScheduleMaxCatchup: 100,
-
-		AdmissionInterval: time.Second,
-		ReserveTimeout:    30 * time.Second,
-		DrainTimeout:      time.Minute,
-
-		LeaderWait: 5 * time.Second,
+		LeaderWait:        5 * time.Second,
 	}
 }
 
@@ -188,8 +152,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: LeaseTTL must be at least 10ms, got %s", c.LeaseTTL)
 	case c.MaxWait < 0:
 		return fmt.Errorf("api: MaxWait must not be negative")
-	case c.ReapInterval <= 0:
-		return fmt.Errorf("api: ReapInterval must be positive")
 	case c.MaxBodyBytes < 1024:
 		return fmt.Errorf("api: MaxBodyBytes must be at least 1024, got %d", c.MaxBodyBytes)
 	case c.MaxBatchJobs < 1:
@@ -198,16 +160,6 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: MaxLongPolls must not be negative, got %d", c.MaxLongPolls)
 	case c.Retention < 0:
 		return fmt.Errorf("api: Retention must not be negative")
-	case c.SweepInterval <= 0:
-		return fmt.Errorf("api: SweepInterval must be positive")
-	case c.ScheduleInterval <= 0:
-		return fmt.Errorf("api: ScheduleInterval must be positive")
-	case c.ScheduleGrace < 0:
-		return fmt.Errorf("api: ScheduleGrace must not be negative")
-	case c.ScheduleMaxCatchup < 1:
-		return fmt.Errorf("api: ScheduleMaxCatchup must be at least 1, got %d", c.ScheduleMaxCatchup)
-	case c.AdmissionInterval <= 0 || c.ReserveTimeout <= 0 || c.DrainTimeout <= 0:
-		return fmt.Errorf("api: AdmissionInterval, ReserveTimeout and DrainTimeout must be positive")
 	case c.LeaderWait < 0 || c.LeaderWait > time.Minute:
 		return fmt.Errorf("api: LeaderWait must be between 0 and 1m, got %s", c.LeaderWait)
 	}
@@ -225,9 +177,6 @@ type Server struct {
 	client  *http.Client
 	metrics *metrics
 
-	leaderMu    sync.Mutex
-	leaderSince time.Time
-
 	// polls holds a token per claim long-polling on this node.
 	polls chan struct{}
 
@@ -244,7 +193,7 @@ type Server struct {
 	drainOnce sync.Once
 }
 
-// New builds a Server; call Handler to serve it and OnLeader from the node.
+// New builds a Server; call Handler to serve it.
 func New(cfg Config) (*Server, error) {
 	if cfg.WorkerOfflineAfter == 0 {
 		cfg.WorkerOfflineAfter = 3 * cfg.LeaseTTL
@@ -253,12 +202,6 @@ func New(cfg Config) (*Server, error) {
 		cfg.MaxBatchBodyBytes = 32 << 20
 	}
 	def := DefaultConfig()
-	cfg.ScheduleInterval = cmp.Or(cfg.ScheduleInterval, def.ScheduleInterval)
-	cfg.ScheduleGrace = cmp.Or(cfg.ScheduleGrace, def.ScheduleGrace)
-	cfg.ScheduleMaxCatchup = cmp.Or(cfg.ScheduleMaxCatchup, def.ScheduleMaxCatchup)
-	cfg.AdmissionInterval = cmp.Or(cfg.AdmissionInterval, def.AdmissionInterval)
-	cfg.ReserveTimeout = cmp.Or(cfg.ReserveTimeout, def.ReserveTimeout)
-	cfg.DrainTimeout = cmp.Or(cfg.DrainTimeout, def.DrainTimeout)
 	cfg.MaxLongPolls = cmp.Or(cfg.MaxLongPolls, def.MaxLongPolls)
 	cfg.MaxRestoreBytes = cmp.Or(cfg.MaxRestoreBytes, def.MaxRestoreBytes)
 	if err := cfg.Validate(); err != nil {
@@ -348,173 +291,6 @@ func (s *Server) routes() {
 	s.mux.Handle("GET /ui/", dashboard)
 	s.mux.Handle("GET /{$}", http.RedirectHandler(ui.Prefix, http.StatusFound))
 	s.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, "not_found", "no route for "+r.Method+" "+r.URL.Path)
+		writeError(w, wire.CodeNotFound, "no route for "+r.Method+" "+r.URL.Path)
 	})
-}
-
-// writeJSON writes v with the status.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
-}
-
-// writeError writes the one error shape every failure uses.
-func writeError(w http.ResponseWriter, status int, code, msg string) {
-	if status == http.StatusServiceUnavailable && w.Header().Get("Retry-After") == "" {
-		w.Header().Set("Retry-After", "1")
-	}
-	writeJSON(w, status, wire.Error{Error: msg, Code: code})
-}
-
-// fail maps an error from a proposal or a read to a status and a code.
-func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var (
-		ve *fsm.ValidationError
-		be *badRequest
-		ue *raftnode.NeedsUpgradeError
-	)
-	switch {
-	case errors.Is(err, errTooManyLongPolls):
-		writeTooManyLongPolls(w)
-	case errors.As(err, &be):
-		writeError(w, be.status(), be.code(), be.Error())
-	case errors.As(err, &ve):
-		writeError(w, http.StatusBadRequest, "invalid", ve.Error())
-	case errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrWorkerNotFound), errors.Is(err, fsm.ErrScheduleNotFound), errors.Is(err, fsm.ErrGangNotFound):
-		writeError(w, http.StatusNotFound, "not_found", trimPrefix(err))
-	case errors.Is(err, fsm.ErrStaleEpoch):
-		writeError(w, http.StatusConflict, "stale_epoch", trimPrefix(err))
-	case errors.Is(err, fsm.ErrStaleLease):
-		writeError(w, http.StatusConflict, "stale_lease", trimPrefix(err))
-	case errors.Is(err, fsm.ErrLeaseRequired):
-		writeError(w, http.StatusConflict, "lease_required", trimPrefix(err))
-	case errors.Is(err, fsm.ErrForbidden):
-		writeError(w, http.StatusForbidden, "forbidden", trimPrefix(err))
-	case errors.Is(err, fsm.ErrNotRunning):
-		writeError(w, http.StatusConflict, "not_running", trimPrefix(err))
-	case errors.Is(err, fsm.ErrConflict):
-		writeError(w, http.StatusConflict, "conflict", trimPrefix(err))
-	case nothingDone(err):
-		if retryAfterNotLeader(r, err) {
-			return // serveLeader waits for the new leader and serves it there
-		}
-		writeError(w, http.StatusServiceUnavailable, "no_leader", "this node cannot reach a leader right now; nothing was done, retry")
-	case errors.As(err, &ue):
-		writeError(w, http.StatusServiceUnavailable, "upgrade_in_progress", upgradeMessage(ue))
-	case errors.Is(err, raftnode.ErrUnknownOutcome):
-		writeUnknownOutcome(w, "the command was handed to Raft but is not known to be committed (the leader lost its leadership, stopped, or took too long)")
-	default:
-		s.logger.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err, "request_id", requestID(r.Context()))
-		writeError(w, http.StatusInternalServerError, "internal", err.Error())
-	}
-}
-
-// nothingDone reports whether err from a proposal or a leader check means
-// that nothing was done.
-func nothingDone(err error) bool {
-	return errors.Is(err, raftnode.ErrNotLeader) || errors.Is(err, raftnode.ErrNotCommitted) || errors.Is(err, raftnode.ErrShutdown)
-}
-
-// trimPrefix drops a package prefix like "fsm: " from a sentinel's text.
-func trimPrefix(err error) string {
-	return strings.ReplaceAll(err.Error(), "fsm: ", "")
-}
-
-// badRequest is an input error found before anything was proposed.
-type badRequest struct {
-	field  string
-	reason string
-	tooBig bool
-}
-
-func (e *badRequest) Error() string {
-	if e.field == "" {
-		return e.reason
-	}
-	return e.field + ": " + e.reason
-}
-
-func (e *badRequest) status() int {
-	if e.tooBig {
-		return http.StatusRequestEntityTooLarge
-	}
-	return http.StatusBadRequest
-}
-
-func (e *badRequest) code() string {
-	if e.tooBig {
-		return "too_large"
-	}
-	return "invalid"
-}
-
-func invalid(field, format string, args ...any) error {
-	return &badRequest{field: field, reason: fmt.Sprintf(format, args...)}
-}
-
-// readBody reads a whole request body of at most limit bytes (413 beyond).
-func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, &badRequest{reason: fmt.Sprintf("request body is larger than %d bytes", limit), tooBig: true}
-		}
-		return nil, &badRequest{reason: "reading request body: " + err.Error()}
-	}
-	return body, nil
-}
-
-// decodeBody reads an optional JSON body of at most limit bytes into v. An
-// empty body leaves v as it is. Unknown fields are ignored.
-func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
-	body, err := readBody(w, r, limit)
-	if err != nil {
-		return err
-	}
-	if len(strings.TrimSpace(string(body))) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return jsonError(err)
-	}
-	return nil
-}
-
-// jsonError turns a decoding error into a sentence that names the field.
-func jsonError(err error) error {
-	var (
-		te *json.UnmarshalTypeError
-		se *json.SyntaxError
-	)
-	switch {
-	case errors.As(err, &te):
-		field := te.Field
-		if field == "" {
-			field = "body"
-		}
-		return invalid(field, "must be %s, got JSON %s", jsonKind(te.Type.Kind().String()), te.Value)
-	case errors.As(err, &se):
-		return invalid("", "malformed JSON at byte %d: %v", se.Offset, se)
-	}
-	return invalid("", "malformed JSON: %v", err)
-}
-
-func jsonKind(k string) string {
-	switch k {
-	case "string":
-		return "a string"
-	case "int", "int64", "uint64", "float64":
-		return "a number"
-	case "bool":
-		return "true or false"
-	case "slice":
-		return "an array"
-	case "map", "struct":
-		return "an object"
-	case "ptr":
-		return "a value of the documented type"
-	}
-	return "of type " + k
 }

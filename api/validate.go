@@ -4,13 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/cronspec"
 	"github.com/workron/workron/store"
 )
 
@@ -23,9 +26,21 @@ const (
 	MaxMapEntries      = 64
 	MaxMapKeyBytes     = 128
 	MaxMapValueBytes   = 4096
-	MaxDependencies    = 1000
-	MaxKeyBytes        = 256
-	MaxPriority        = 1_000_000
+	MaxDependencies    = 1000 // depends_on per job
+	// MaxBatchDependencies bounds the depends_on entries of all the jobs of
+	// one batch, so one entry adds at most this many edges.
+	MaxBatchDependencies = 10_000
+	// MaxDependents bounds how many jobs may depend on one job, so that its
+	// end changes at most this many dependents in one entry.
+	MaxDependents = 10_000
+	// MaxQueues bounds the queues of a claim or a worker, MaxTypes the
+	// types of a claim; see wire.MaxQueues.
+	MaxQueues = wire.MaxQueues
+	MaxTypes  = wire.MaxTypes
+	// MaxHeartbeatJobs bounds the leases one worker heartbeat lists.
+	MaxHeartbeatJobs = 10_000
+	MaxKeyBytes      = 256
+	MaxPriority      = 1_000_000
 )
 
 // DefaultBackoff is the retry policy of jobs that give none.
@@ -248,76 +263,242 @@ func checkMap(field string, m map[string]string) error {
 	return nil
 }
 
-// toWire shows a stored job through the API. now decides "scheduled".
-func toWire(j *store.Job, now int64) wire.Job {
-	out := wire.Job{
-		ID:             j.ID,
-		Command:        j.Command,
-		Type:           j.Type,
-		Payload:        j.Payload,
-		Env:            j.Env,
-		Status:         string(j.Status),
-		Queue:          j.Queue,
-		Priority:       j.Priority,
-		Attempts:       j.Attempts,
-		MaxAttempts:    j.MaxAttempts,
-		MaxRetries:     j.MaxAttempts,
-		DependsOn:      j.DependsOn,
-		IdempotencyKey: j.IdempotencyKey,
-		Metadata:       j.Metadata,
-		CreatedAt:      time.Unix(0, j.CreatedAt).UTC(),
-		RunAt:          time.Unix(0, j.RunAt).UTC(),
-		StartedAt:      optTime(j.StartedAt),
-		DoneAt:         optTime(j.DoneAt),
-		WorkerID:       j.WorkerID,
-		ExitCode:       j.ExitCode,
-		Output:         j.Output,
-		LastError:      j.LastError,
+// checkWorker validates a worker's registration (POST /workers/register).
+func checkWorker(w *wire.Worker) error {
+	switch {
+	case w.ID == "":
+		return invalid("id", "must not be empty")
+	case len(w.ID) > MaxKeyBytes:
+		return invalid("id", "longer than %d bytes", MaxKeyBytes)
+	case len(w.Tags) > MaxMapEntries:
+		return invalid("tags", "more than %d tags", MaxMapEntries)
+	case len(w.Queues) > MaxQueues:
+		return invalid("queues", "more than %d queues", MaxQueues)
 	}
-	if j.Status == store.StatusPending && j.RunAt > now {
-		out.Status = wire.StatusScheduled
+	if err := checkResources(&w.Resources, func(s string) string { return s }); err != nil {
+		return err
 	}
-	if j.Timeout > 0 {
-		out.Timeout = time.Duration(j.Timeout).String()
+	for _, q := range w.Queues {
+		if err := validName("queues", q); err != nil {
+			return err
+		}
 	}
-	if j.Backoff != DefaultBackoff {
-		out.Backoff = &wire.Backoff{Base: time.Duration(j.Backoff.Base).String(), Max: time.Duration(j.Backoff.Max).String(), Jitter: j.Backoff.Jitter}
-	}
-	if j.Retention > 0 {
-		out.Retention = time.Duration(j.Retention).String()
-	}
-	if j.UniqueFor > 0 {
-		out.UniqueFor = time.Duration(j.UniqueFor).String()
-	}
-	out.ExpiresAt = optTime(j.ExpireAt)
-	out.Schedule, out.ScheduledFor, out.After = j.Schedule, optTime(j.ScheduledFor), j.After
-	needsWire(&out, j)
-	if j.Status.Leased() {
-		out.Lease = j.Lease
-		out.LeaseExpiresAt = optTime(j.LeaseDeadline)
-	}
-	for _, a := range j.History {
-		out.AttemptHistory = append(out.AttemptHistory, wire.Attempt{
-			Attempt: a.Attempt, WorkerID: a.WorkerID, Lease: a.Lease, Status: string(a.Status),
-			ExitCode: a.ExitCode, Error: a.Error, Started: time.Unix(0, a.Started).UTC(), Ended: time.Unix(0, a.Ended).UTC(),
-			Expired: a.Expired,
-		})
-	}
-	return out
+	return nil
 }
 
-func optTime(ns int64) *time.Time {
-	if ns == 0 {
-		return nil
+// batchReports validates reports and turns them into commands.
+func batchReports(in []wire.BatchReport) ([]*fsm.Report, error) {
+	if len(in) == 0 || len(in) > wire.MaxBatchReports {
+		return nil, invalid("reports", "must hold 1 to %d reports, got %d", wire.MaxBatchReports, len(in))
 	}
-	t := time.Unix(0, ns).UTC()
-	return &t
+	reps := make([]*fsm.Report, len(in))
+	for i, br := range in {
+		if br.JobID == "" {
+			return nil, invalid(fmt.Sprintf("reports[%d].job_id", i), "must not be empty")
+		}
+		if br.Status != wire.StatusDone && br.Status != wire.StatusFailed {
+			return nil, invalid(fmt.Sprintf("reports[%d].status", i), "must be %q or %q, got %q", wire.StatusDone, wire.StatusFailed, br.Status)
+		}
+		reps[i] = &fsm.Report{
+			JobID: br.JobID, Lease: br.Lease, Success: br.Status == wire.StatusDone,
+			ExitCode: br.ExitCode, Output: br.Output, Error: br.Error,
+			Final: br.Retry != nil && !*br.Retry, Draw: draw(),
+		}
+	}
+	return reps, nil
 }
 
-func toWireList(jobs []*store.Job, now int64) []wire.Job {
-	out := make([]wire.Job, len(jobs))
-	for i, j := range jobs {
-		out[i] = toWire(j, now)
+// Limits of resource requests.
+const (
+	// MaxTags is the most tags a job may ask for.
+	MaxTags = 32
+	// MaxTagBytes is the longest tag.
+	MaxTagBytes = 128
+	// MaxResource bounds each figure a job asks for or a worker offers
+	// (2^40: an exbibyte in MB), so that what a worker's jobs hold adds up
+	// without overflowing.
+	MaxResource = 1 << 40
+)
+
+// checkResources refuses a negative or too large resource figure, naming
+// the field through f.
+func checkResources(r *wire.Resources, f func(string) string) error {
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"vram_mb", r.VRAMMB}, {"memory_mb", r.MemoryMB}, {"cpu_millis", r.CPUMillis}, {"slots", r.Slots}} {
+		if v.n < 0 || v.n > MaxResource {
+			return invalid(f("resources."+v.name), "must be from 0 to %d, got %d", MaxResource, v.n)
+		}
 	}
-	return out
+	return nil
+}
+
+// jobNeeds validates what a job asks of its worker. gang_size is refused
+// here: only POST /jobs creates gangs, and it clears the field first.
+func jobNeeds(req *wire.SubmitRequest, f func(string) string) (store.Resources, []string, error) {
+	var res store.Resources
+	if req.GangSize != 0 {
+		return res, nil, invalid(f("gang_size"), "only POST /jobs creates gangs, one per request")
+	}
+	if r := req.Resources; r != nil {
+		res = store.Resources{VRAMMB: r.VRAMMB, MemoryMB: r.MemoryMB, CPUMillis: r.CPUMillis, Slots: r.Slots}
+		if err := checkResources(r, f); err != nil {
+			return res, nil, err
+		}
+	}
+	if len(req.Tags) > MaxTags {
+		return res, nil, invalid(f("tags"), "more than %d tags", MaxTags)
+	}
+	for i, t := range req.Tags {
+		if t == "" || len(t) > MaxTagBytes {
+			return res, nil, invalid(fmt.Sprintf("%s[%d]", f("tags"), i), "must be 1-%d bytes", MaxTagBytes)
+		}
+	}
+	return res, req.Tags, nil
+}
+
+// epochParam reads the required ?epoch= of a checkpoint or acknowledgement.
+func epochParam(r *http.Request) (uint64, error) {
+	v := r.URL.Query().Get("epoch")
+	if v == "" {
+		return 0, invalid("epoch", "is required: the preemption_epoch the heartbeat gave")
+	}
+	n, err := strconv.ParseUint(v, 10, 64)
+	if err != nil || n == 0 {
+		return 0, invalid("epoch", "%q is not a preemption epoch", v)
+	}
+	return n, nil
+}
+
+// newSchedule validates a schedule request into its command. pathName is
+// the name in the URL (PUT), or "" (POST: the body names it).
+func (s *Server) newSchedule(req *wire.ScheduleRequest, pathName string) (*fsm.PutSchedule, error) {
+	name := req.Name
+	if pathName != "" {
+		if name != "" && name != pathName {
+			return nil, invalid("name", "%q does not match the name in the URL, %q", name, pathName)
+		}
+		name = pathName
+	}
+	if err := validName("name", name); err != nil {
+		return nil, err
+	}
+	tz := req.Timezone
+	if tz == "" {
+		tz = "UTC"
+	}
+	spec, err := cronspec.Parse(req.Cron, tz)
+	if err != nil {
+		return nil, err
+	}
+	now := s.cfg.Now()
+	if spec.Next(now).IsZero() {
+		return nil, invalid("cron", "%q never fires", req.Cron)
+	}
+	overlap := req.Overlap
+	switch overlap {
+	case "":
+		overlap = fsm.OverlapAllow
+	case fsm.OverlapAllow, fsm.OverlapSkip, fsm.OverlapQueue:
+	default:
+		return nil, invalid("overlap", "%q is not allow, skip or queue", req.Overlap)
+	}
+	catchup := req.Catchup
+	switch catchup {
+	case "":
+		catchup = fsm.CatchupOne
+	case fsm.CatchupNone, fsm.CatchupOne, fsm.CatchupAll:
+	default:
+		return nil, invalid("catchup", "%q is not none, one or all", req.Catchup)
+	}
+	nj, err := scheduleJob(&req.Job, now, s.cfg.Retention)
+	if err != nil {
+		return nil, err
+	}
+	return &fsm.PutSchedule{
+		Name:     name,
+		Cron:     strings.TrimSpace(req.Cron),
+		Timezone: tz,
+		Job:      nj,
+		Overlap:  overlap,
+		Catchup:  catchup,
+		Paused:   req.Paused,
+	}, nil
+}
+
+// scheduleJob validates a schedule's job template with the rules of a
+// submission, less the fields that make no sense for a recurring job.
+func scheduleJob(req *wire.SubmitRequest, now time.Time, retention time.Duration) (fsm.NewJob, error) {
+	switch {
+	case req.RunAt != nil:
+		return fsm.NewJob{}, invalid("job.run_at", "a scheduled job runs at its tick")
+	case req.Delay != "":
+		return fsm.NewJob{}, invalid("job.delay", "a scheduled job runs at its tick")
+	case req.IdempotencyKey != "":
+		return fsm.NewJob{}, invalid("job.idempotency_key", "a schedule's jobs are already unique: one per tick")
+	case req.UniqueFor != "":
+		return fsm.NewJob{}, invalid("job.unique_for", "a schedule's jobs are already unique: one per tick")
+	case len(req.DependsOn) > 0:
+		return fsm.NewJob{}, invalid("job.depends_on", "a schedule's jobs cannot depend on other jobs (overlap \"queue\" chains them)")
+	}
+	return newJob(req, "job.", now, retention)
+}
+
+// claimArgs is a validated claim.
+type claimArgs struct {
+	cmd  fsm.Claim
+	wait time.Duration
+	// anyQueue (the seed's /jobs/next without a queue) re-lists the queues
+	// on every wake-up, so a queue created during the wait is seen.
+	anyQueue bool
+}
+
+// claimArgs validates a claim (POST /jobs/claim, or GET /jobs/next's
+// query) into its command; the wait is capped by MaxWait.
+func (s *Server) claimArgs(req *wire.ClaimRequest) (claimArgs, error) {
+	if req.WorkerID == "" {
+		return claimArgs{}, invalid("worker_id", "must not be empty")
+	}
+	if len(req.WorkerID) > MaxKeyBytes {
+		return claimArgs{}, invalid("worker_id", "longer than %d bytes", MaxKeyBytes)
+	}
+	if len(req.Queues) > MaxQueues {
+		return claimArgs{}, invalid("queues", "more than %d queues", MaxQueues)
+	}
+	if len(req.Types) > MaxTypes {
+		return claimArgs{}, invalid("types", "more than %d types", MaxTypes)
+	}
+	for _, q := range req.Queues {
+		if err := validName("queues", q); err != nil {
+			return claimArgs{}, err
+		}
+	}
+	for _, t := range req.Types {
+		if err := validName("types", t); err != nil {
+			return claimArgs{}, err
+		}
+	}
+	if req.Max < 0 || req.Max > fsm.MaxClaim {
+		return claimArgs{}, invalid("max", "must be between 1 and %d, got %d", fsm.MaxClaim, req.Max)
+	}
+	var wait time.Duration
+	if req.Wait != "" {
+		d, err := wire.ParseDuration("wait", req.Wait)
+		if err != nil {
+			return claimArgs{}, invalid("", "%s", err.Error())
+		}
+		wait = min(d, s.cfg.MaxWait)
+	}
+	return claimArgs{
+		cmd: fsm.Claim{
+			WorkerID: req.WorkerID,
+			Queues:   req.Queues,
+			Types:    req.Types,
+			Shell:    req.Shell,
+			Max:      max(req.Max, 1),
+			LeaseTTL: int64(s.cfg.LeaseTTL),
+		},
+		wait: wait,
+	}, nil
 }

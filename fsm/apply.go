@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
@@ -95,7 +96,7 @@ func (a *applier) must(err error) {
 // job loads a job, or returns ErrNotFound.
 func (a *applier) job(id string) (*store.Job, error) {
 	j, err := a.tx.Job(id)
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
 	a.must(err)
@@ -138,40 +139,6 @@ func (a *applier) put(j *store.Job, prev store.Status) {
 	a.must(a.tx.UpdateJob(j, prev, a.index))
 	a.reindex(j, prev)
 	a.releaseQueued(j, prev)
-}
-
-// expiry keeps a job's place in the retention index: a finished job with a
-// retention expires that long after it finished; others never do.
-func (a *applier) expiry(j *store.Job) {
-	var at int64
-	if j.Status.Finished() && j.Retention > 0 && !a.inOpenGang(j) {
-		at = after(j.DoneAt, j.Retention)
-	}
-	if at != j.ExpireAt {
-		a.must(a.tx.SetExpiry(j, at))
-	}
-}
-
-// deleteJobs removes finished jobs whose retention ran out, and frees their
-// idempotency keys unless unique_for still holds them.
-func (a *applier) deleteJobs(d *Delete) Result {
-	var r Result
-	for _, id := range d.IDs {
-		j, err := a.tx.Job(id)
-		if err != nil || !j.Status.Finished() || j.ExpireAt == 0 || j.ExpireAt > a.now {
-			continue
-		}
-		a.must(a.tx.DeleteJob(j))
-		a.forgetGangTask(j)
-		a.f.idx.count(j.Queue, j.Status, "")
-		if j.IdempotencyKey != "" {
-			if kid, until, err := a.tx.IdempotencyKey(j.IdempotencyKey); err == nil && kid == j.ID && until <= a.now {
-				a.must(a.tx.DeleteIdempotencyKey(j.IdempotencyKey))
-			}
-		}
-		r.Deleted++
-	}
-	return r
 }
 
 func (a *applier) insert(j *store.Job) {

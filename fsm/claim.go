@@ -1,11 +1,6 @@
 package fsm
 
-import (
-	"fmt"
-	"time"
-
-	"github.com/workron/workron/store"
-)
+import "github.com/workron/workron/store"
 
 // claim leases up to c.Max ready jobs to the worker. The lease (the fencing
 // token that later reports must present) is this entry's Raft index: unique
@@ -66,25 +61,6 @@ func (a *applier) startAttempt(j *store.Job, c *Claim) {
 	a.put(j, prev)
 }
 
-// mayActAs checks that the token (name) may claim, register or heartbeat
-// as the worker id: a worker id is the token's that registered it while
-// the worker is active (not declared offline). Either name empty (auth
-// off, or from before ProtocolFence) skips the check.
-func (a *applier) mayActAs(workerID, token string) error {
-	if token == "" {
-		return nil
-	}
-	w, err := a.tx.Worker(workerID)
-	if err == store.ErrNotFound {
-		return nil
-	}
-	a.must(err)
-	if w.Owner != "" && w.Owner != token && !w.Offline() {
-		return fmt.Errorf("worker %s belongs to another token while it is active: %w", workerID, ErrForbidden)
-	}
-	return nil
-}
-
 // deadline is when a running job's lease runs out if not renewed: ttl from
 // now, but never past its timeout plus TimeoutMargin.
 func (a *applier) deadline(j *store.Job, ttl int64) int64 {
@@ -97,28 +73,17 @@ func (a *applier) deadline(j *store.Job, ttl int64) int64 {
 	return d
 }
 
-// touchEvery is how stale a worker's stored LastHeartbeat may get before a
-// claim rewrites it.
-const touchEvery = int64(time.Second)
-
-// touchWorker records that a worker was heard from, registering it (for
-// the token) if it never did (the seed's workers may claim without
-// registering).
-func (a *applier) touchWorker(id string, queues []string, token string) *store.Worker {
-	w, err := a.tx.Worker(id)
-	if err == store.ErrNotFound {
-		w = &store.Worker{ID: id, RegisteredAt: a.now, Queues: queues, Owner: token}
-	} else {
-		a.must(err)
-		if a.now-w.LastHeartbeat < touchEvery && w.OfflineAt == 0 && (token == "" || w.Owner == token) {
-			return w // heard from just now: spare the write on a hot path
-		}
-		if token != "" {
-			w.Owner = token // mayActAs let it: the id was nobody's, or its worker offline
-		}
+// pauseQueue stops or restarts claims from a queue.
+func (a *applier) pauseQueue(p *PauseQueue) Result {
+	if p.Name == "" {
+		return Result{Err: &ValidationError{Field: "name", Reason: "must not be empty"}}
 	}
-	w.LastHeartbeat = a.now
-	a.must(a.tx.PutWorker(w, a.index))
-	a.f.idx.gx.setWorker(w)
-	return w
+	a.must(a.tx.SetQueuePaused(p.Name, p.Paused))
+	if p.Paused {
+		a.f.idx.paused[p.Name] = true
+	} else {
+		delete(a.f.idx.paused, p.Name)
+		a.readyChanged = true
+	}
+	return Result{}
 }

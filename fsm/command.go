@@ -276,3 +276,59 @@ func (c *Cmd) valid() bool {
 	}
 	return false
 }
+
+// SubmitGang creates a gang of Size tasks from one job template, all blocked
+// until the leader places the gang. An IdempotencyKey names the gang: a
+// submit whose key is held by a task of a gang returns that gang.
+type SubmitGang struct {
+	Size int    `json:"size"`
+	Job  NewJob `json:"job"`
+}
+
+// ReserveGang places a blocked gang: task i is reserved for Workers[i]. It
+// applies only if the gang is still blocked at Epoch (the epoch the leader
+// saw), is due, and every worker is registered and has room for its task
+// beside what its running and reserved jobs hold, and the tags. All N tasks
+// are reserved, or none. Whether a worker is alive is the leader's
+// judgement (idle workers poll without writing to the log); a reservation
+// on a worker that does not claim rolls back after a timeout.
+type ReserveGang struct {
+	GangID  string   `json:"gang"`
+	Epoch   uint64   `json:"epoch"`
+	Workers []string `json:"workers"`
+}
+
+// GangRef names one reservation or drain of a gang: UnreserveGang rolls a
+// reservation back (its tasks were not all claimed in time), ForceDrain ends
+// a drain whose tasks did not all acknowledge in time. Either changes nothing
+// once the gang has moved past Epoch.
+type GangRef struct {
+	GangID string `json:"gang"`
+	Epoch  uint64 `json:"epoch"`
+}
+
+// WorkerOffline declares a silent worker offline: its leases end as expired
+// and its reservations roll back. It applies only if the worker was not heard
+// from after SeenAt (its last heartbeat as the leader saw it). Draw is the
+// leader's jitter draw for the retries it causes.
+type WorkerOffline struct {
+	WorkerID string  `json:"worker"`
+	SeenAt   int64   `json:"seen"`
+	Draw     float64 `json:"draw,omitempty"`
+}
+
+// Preempted acknowledges that a gang task stopped for the drain of Epoch.
+type Preempted struct {
+	JobID string `json:"job"`
+	Epoch uint64 `json:"epoch"`
+	Token string `json:"token,omitempty"` // the caller's token name (ProtocolFence)
+}
+
+// Checkpoint keeps Data as a gang task's checkpoint, replacing any older
+// one, while its drain of Epoch waits for it. The task's next attempt gets it.
+type Checkpoint struct {
+	JobID string `json:"job"`
+	Epoch uint64 `json:"epoch"`
+	Data  []byte `json:"data"`
+	Token string `json:"token,omitempty"` // the caller's token name (ProtocolFence)
+}

@@ -1,6 +1,32 @@
 // Package fsm applies committed commands to the job store; it reads no
 // clock, randomness or network.
 //
+// # Where each rule lives
+//
+// Apply's switch (apply.go) hands each command to one method (a.claim,
+// a.report, ...) in the file of its rule, and each rule is written once.
+// The records the rules write, and their buckets, are store's (job.go,
+// worker.go, gang.go, schedule.go, deps.go there).
+//
+//	rule                                   file
+//	submit (ids, templates, idempotency)   submit.go
+//	claim, the claim order, queue pauses   claim.go; index.go (best: the one picker)
+//	an attempt's start and fencing token   claim.go (startAttempt)
+//	heartbeat, lease renewal, lost replies lease.go
+//	report, expire, retry with backoff     finish.go
+//	cancel                                 cancel.go
+//	dependencies (unblock, cascade, cycle) deps.go
+//	schedules and their ticks              schedule.go
+//	gangs                                  gang.go, gang_reserve.go, gang_drain.go, gang_checkpoint.go
+//	resources and what a worker has free   resources.go
+//	in-memory indexes (ready, leases)      index.go
+//	retention (expiry and delete)          retention.go
+//	workers (register, tokens, offline)    worker.go
+//	key and size limits of a command       limits.go
+//	command types, encoding, decoding      command.go, encoding.go, decode.go
+//	protocol versions of ops               protocol.go
+//	reads for the API and the leader loops read.go, oldest.go
+//
 // # Commands
 //
 // Every state change is a Cmd packed into an Entry, and one Entry is one Raft
@@ -10,9 +36,9 @@
 // leader whose clock is behind cannot move time backwards.
 //
 // Encode writes an Entry in binary, its version byte first (encoding.go);
-// Decode reads that and the JSON entries of earlier releases. Every node
-// decodes every entry, so the hot commands have layouts of their own, and
-// the others are JSON inside the binary entry.
+// Decode (decode.go) reads that and the JSON entries of earlier releases.
+// Every node decodes every entry, so the hot commands have layouts of their
+// own, and the others are JSON inside the binary entry.
 //
 // # Protocol versions
 //

@@ -6,32 +6,34 @@ import (
 )
 
 // Rejections. A command that breaks a rule changes nothing and returns one of
-// these in its Result; callers test them with errors.Is.
+// these in its Result; callers test them with errors.Is. Their text, and
+// that of the errors wrapping them here, is written for users: the API sends
+// it as it is (package api, reply), so it carries no package prefix.
 var (
 	// ErrNotFound means the job does not exist (or was deleted).
-	ErrNotFound = errors.New("fsm: job not found")
+	ErrNotFound = errors.New("job not found")
 	// ErrWorkerNotFound means the worker never registered.
-	ErrWorkerNotFound = errors.New("fsm: worker not found")
+	ErrWorkerNotFound = errors.New("worker not found")
 	// ErrStaleLease means the report or heartbeat names an attempt that is no
 	// longer the job's current one: its lease expired and the job moved on.
-	ErrStaleLease = errors.New("fsm: stale lease")
+	ErrStaleLease = errors.New("stale lease")
 	// ErrNotRunning means the job holds no lease to report on.
-	ErrNotRunning = errors.New("fsm: job is not running")
+	ErrNotRunning = errors.New("job is not running")
 	// ErrConflict means the job's state does not allow the operation.
-	ErrConflict = errors.New("fsm: conflicting state")
+	ErrConflict = errors.New("conflicting state")
 	// ErrScheduleNotFound means the schedule does not exist.
-	ErrScheduleNotFound = errors.New("fsm: schedule not found")
+	ErrScheduleNotFound = errors.New("schedule not found")
 	// ErrGangNotFound means the gang does not exist (or was deleted).
-	ErrGangNotFound = errors.New("fsm: gang not found")
+	ErrGangNotFound = errors.New("gang not found")
 	// ErrStaleEpoch means the command names a reservation or drain of a
 	// gang that is no longer the current one: the gang moved on.
-	ErrStaleEpoch = errors.New("fsm: stale epoch")
+	ErrStaleEpoch = errors.New("stale epoch")
 	// ErrForbidden means the caller's token is not the one that claimed
 	// the attempt, or that registered the worker id while it is active.
-	ErrForbidden = errors.New("fsm: forbidden")
+	ErrForbidden = errors.New("forbidden")
 	// ErrLeaseRequired means the report or heartbeat gave no lease for an
 	// attempt whose claim handed its worker one.
-	ErrLeaseRequired = errors.New("fsm: lease required")
+	ErrLeaseRequired = errors.New("lease required")
 )
 
 // ValidationError says which field of a command is invalid and why.

@@ -3,7 +3,6 @@ package fsm
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/workron/workron/store"
 )
@@ -146,152 +145,6 @@ func (a *applier) endAttempt(j *store.Job, st store.Status, msg string, expired 
 	j.LeaseDeadline = 0
 }
 
-// unblockDependents counts a finished dependency off each dependent and makes
-// those with none left pending.
-func (a *applier) unblockDependents(j *store.Job) {
-	for _, id := range j.Dependents {
-		d, err := a.job(id)
-		if err != nil || d.Status != store.StatusBlocked {
-			continue
-		}
-		d.Waiting--
-		if d.Waiting <= 0 {
-			d.Waiting = 0
-			d.Status = store.StatusPending
-			d.RunAt = max(d.RunAt, a.now)
-		}
-		a.put(d, store.StatusBlocked)
-	}
-}
-
-// cascade ends the blocked dependents of a job that will never be done,
-// transitively: they fail (or are cancelled) naming the dependency.
-func (a *applier) cascade(j *store.Job, st store.Status) {
-	a.walkDependents(j, func(p, d *store.Job) bool {
-		if d.Status != store.StatusBlocked {
-			return false
-		}
-		d.Status = st
-		d.DoneAt = a.now
-		d.LastError = cascadePrefix(p.ID) + string(p.Status)
-		a.put(d, store.StatusBlocked)
-		return true
-	})
-}
-
-// cascadePrefix starts the error of a job that cascade ended because of
-// the job id; reviveDependents recognises its victims by it.
-func cascadePrefix(id string) string { return "dependency " + id + " " }
-
-// reviveDependents undoes the cascades that ended j's dependents, after j
-// was retried: each dependent that never ran and was ended naming its
-// dependency is blocked again (or pending if nothing is left to wait for),
-// and so on down the graph. A dependent that also depends on another job
-// that failed or was cancelled stays as it is, and so do gang tasks, whose
-// gang decides their fate. A retried gang revives the dependents of each of
-// its tasks.
-func (a *applier) reviveDependents(j *store.Job) []*store.Job {
-	var out []*store.Job
-	a.walkDependents(j, func(p, d *store.Job) bool {
-		if !a.revivable(d, p.ID) {
-			return false
-		}
-		prev := d.Status
-		d.DoneAt, d.LastError, d.RunAt = 0, "", max(d.RunAt, a.now)
-		d.Waiting = a.waitingOn(d)
-		d.Status = store.StatusBlocked
-		if d.Waiting == 0 {
-			d.Status = store.StatusPending
-		}
-		a.put(d, prev)
-		out = append(out, d)
-		return true
-	})
-	return out
-}
-
-// walkDependents visits j's dependents breadth first, down the graph:
-// change gets each with the job it was reached from, and the walk goes on
-// below the ones it changed.
-func (a *applier) walkDependents(j *store.Job, change func(parent, d *store.Job) bool) {
-	queue := []*store.Job{j}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, id := range p.Dependents {
-			if d, err := a.job(id); err == nil && change(p, d) {
-				queue = append(queue, d)
-			}
-		}
-	}
-}
-
-// revivable reports whether d was ended by the cascade from its dependency
-// parent and nothing else keeps it ended.
-func (a *applier) revivable(d *store.Job, parent string) bool {
-	if d.Attempts != 0 || d.GangID != "" || (d.Status != store.StatusFailed && d.Status != store.StatusCancelled) ||
-		!strings.HasPrefix(d.LastError, cascadePrefix(parent)) {
-		return false
-	}
-	for _, id := range d.DependsOn {
-		if dep, err := a.job(id); err == nil && (dep.Status == store.StatusFailed || dep.Status == store.StatusCancelled) {
-			return false
-		}
-	}
-	return true
-}
-
-// waitingOn counts j's dependencies that are not done.
-func (a *applier) waitingOn(j *store.Job) int {
-	n := 0
-	for _, id := range j.DependsOn {
-		if d, err := a.job(id); err == nil && d.Status != store.StatusDone {
-			n++
-		}
-	}
-	return n
-}
-
-// cancel stops a job: at once if it is not running; a running job becomes
-// cancelling until its worker acknowledges (its next report).
-func (a *applier) cancel(c *Cancel) Result {
-	j, err := a.job(c.JobID)
-	if err != nil {
-		return Result{Err: err}
-	}
-	if r, ok := a.cancelGang(j, c); ok {
-		return r
-	}
-	prev := j.Status
-	switch {
-	case prev.Finished():
-		return Result{Err: &StateError{JobID: j.ID, Status: string(prev), Op: "cancel"}}
-	case prev == store.StatusCancelling:
-		if c.Cascade {
-			a.cascade(j, store.StatusCancelled)
-		}
-		return Result{Jobs: []*store.Job{j}}
-	case prev == store.StatusRunning:
-		a.unindex(j)
-		j.Status = store.StatusCancelling
-		a.put(j, prev)
-		if c.Cascade {
-			// Cascade now: the flag is not kept for the worker's report.
-			a.cascade(j, store.StatusCancelled)
-		}
-		return Result{Jobs: []*store.Job{j}}
-	}
-	a.unindex(j)
-	j.Status = store.StatusCancelled
-	j.DoneAt = a.now
-	j.LastError = "cancelled"
-	a.put(j, prev)
-	if c.Cascade {
-		a.cascade(j, store.StatusCancelled)
-	}
-	return Result{Jobs: []*store.Job{j}}
-}
-
 // retry re-queues a failed or cancelled job with a fresh attempt budget.
 func (a *applier) retry(r *Retry) Result {
 	j, err := a.job(r.JobID)
@@ -319,19 +172,4 @@ func (a *applier) retry(r *Retry) Result {
 		res.Jobs = append(res.Jobs, a.reviveDependents(j)...)
 	}
 	return res
-}
-
-// pauseQueue stops or restarts claims from a queue.
-func (a *applier) pauseQueue(p *PauseQueue) Result {
-	if p.Name == "" {
-		return Result{Err: &ValidationError{Field: "name", Reason: "must not be empty"}}
-	}
-	a.must(a.tx.SetQueuePaused(p.Name, p.Paused))
-	if p.Paused {
-		a.f.idx.paused[p.Name] = true
-	} else {
-		delete(a.f.idx.paused, p.Name)
-		a.readyChanged = true
-	}
-	return Result{}
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -61,6 +62,13 @@ type FSM struct {
 	stMu sync.RWMutex // guards st against Restore's swap
 	st   *store.Store
 
+	// published are applied and lastNow as of the last committed batch,
+	// read without mu so that /health and metrics never wait for an apply.
+	published struct {
+		applied atomic.Uint64
+		lastNow atomic.Int64
+	}
+
 	mu      sync.Mutex // guards everything below
 	idx     *index
 	applied uint64
@@ -92,6 +100,7 @@ func (f *FSM) load() error {
 			return fmt.Errorf("rebuild index: %w", err)
 		}
 		f.idx = idx
+		f.publish()
 		return nil
 	})
 }
@@ -146,11 +155,19 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		// to stop and let a restart rebuild from the log.
 		panic(fmt.Sprintf("workron: state write failed at index %d: %v", f.applied, err))
 	}
+	f.publish()
 	if readyChanged {
 		close(f.changed)
 		f.changed = make(chan struct{})
 	}
 	return out
+}
+
+// publish makes the committed applied index and time readable without mu.
+// Callers hold mu or own f.
+func (f *FSM) publish() {
+	f.published.applied.Store(f.applied)
+	f.published.lastNow.Store(f.lastNow)
 }
 
 // Snapshot captures the state as of the last applied entry. Persist may run

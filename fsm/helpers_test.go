@@ -34,6 +34,13 @@ const ttl = 10 * time.Second
 // agree with the stored jobs, then closes the store.
 func newTestFSM(t *testing.T) *fsm.FSM {
 	t.Helper()
+	_, f := newTestStoreFSM(t)
+	return f
+}
+
+// newTestStoreFSM is newTestFSM that also returns the FSM's store.
+func newTestStoreFSM(t *testing.T) (*store.Store, *fsm.FSM) {
+	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "state.db"), store.Options{NoSync: true})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
@@ -52,7 +59,7 @@ func newTestFSM(t *testing.T) *fsm.FSM {
 			t.Errorf("close store: %v", err)
 		}
 	})
-	return f
+	return st, f
 }
 
 // applyCmd applies cmds as one log entry at index, stamped now.
@@ -260,6 +267,16 @@ func (h *harness) job(id string) *store.Job {
 		h.t.Fatalf("job %s: %v", id, err)
 	}
 	return j
+}
+
+// dependents lists the ids of the jobs that depend on the job.
+func (h *harness) dependents(id string) []string {
+	h.t.Helper()
+	ids, err := h.f.Dependents(id)
+	if err != nil {
+		h.t.Fatalf("dependents of %s: %v", id, err)
+	}
+	return ids
 }
 
 // submit creates jobs and returns them.

@@ -177,9 +177,14 @@ func claimKinds(queues, types []string, shell bool) [][]kind {
 	return out
 }
 
-// best returns the next job a claim over the given kinds would get: from the
-// first unpaused queue that has one, the best item across its kinds.
-func (x *index) best(kinds [][]kind) (readyItem, bool) {
+// best returns the next job a claim over the given kinds would get: from
+// the first unpaused queue that has one, the best item (readyLess) across
+// its kinds, passing over jobs that fit rejects. A nil fit takes any job
+// (Claimable's hint); bestFit gives the fit of one worker. Jobs that ask
+// for nothing fit at once, so a queue of them is read at its head only.
+// This is the one picker of the claim order: a claim and the long-polls'
+// hints read it alike.
+func (x *index) best(kinds [][]kind, fit func(*need) bool) (readyItem, bool) {
 	for _, ks := range kinds {
 		if len(ks) == 0 || x.paused[ks[0].queue] {
 			continue
@@ -193,9 +198,24 @@ func (x *index) best(kinds [][]kind) (readyItem, bool) {
 			if t == nil {
 				continue
 			}
-			if it, ok := t.Min(); ok && (!found || readyLess(it, top)) {
-				top, found = it, true
+			if it, ok := t.Min(); !ok {
+				continue
+			} else if it.need == nil || fit == nil || fit(it.need) {
+				if !found || readyLess(it, top) {
+					top, found = it, true
+				}
+				continue // the common case: the head fits
 			}
+			t.Ascend(func(it readyItem) bool {
+				if found && !readyLess(it, top) {
+					return false // nothing further in this tree beats top
+				}
+				if fit(it.need) {
+					top, found = it, true
+					return false
+				}
+				return true
+			})
 		}
 		if found {
 			return top, true

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/workron/workron/store"
@@ -98,7 +99,7 @@ func (a *applier) renew(j *store.Job, ttl int64) {
 // its jobs to cancel.
 func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 	w, err := a.tx.Worker(h.WorkerID)
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return Result{Err: fmt.Errorf("worker %s: %w", h.WorkerID, ErrWorkerNotFound)}
 	}
 	a.must(err)
@@ -162,31 +163,4 @@ func (a *applier) giveBack(j *store.Job) {
 	j.Attempts--
 	j.RunAt = min(j.RunAt, a.now)
 	a.put(j, prev)
-}
-
-// register records a worker, keeping its first registration time. The id
-// is the registering token's (name) from then on, unless another token
-// holds it and its worker is active (ErrForbidden).
-func (a *applier) register(r *Register) Result {
-	w := r.Worker
-	if w.ID == "" {
-		return Result{Err: &ValidationError{Field: "id", Reason: "must not be empty"}}
-	}
-	if err := a.mayActAs(w.ID, r.Token); err != nil {
-		return Result{Err: err}
-	}
-	w.Owner = r.Token
-	if old, err := a.tx.Worker(w.ID); err == nil {
-		w.RegisteredAt = old.RegisteredAt
-		if r.Token == "" {
-			w.Owner = old.Owner
-		}
-	} else {
-		w.RegisteredAt = a.now
-	}
-	w.LastHeartbeat = a.now
-	a.must(a.tx.PutWorker(&w, a.index))
-	a.f.idx.gx.setWorker(&w)
-	a.readyChanged = true // its capacity or tags may fit waiting jobs now
-	return Result{Worker: &w}
 }

@@ -1,6 +1,11 @@
 package fsm
 
-import "math"
+import (
+	"cmp"
+	"math"
+	"slices"
+	"strings"
+)
 
 // maxDueScan bounds how many delayed-but-due jobs OldestReady looks at: jobs
 // whose run time passed since the last applied entry (they move to their
@@ -16,6 +21,31 @@ const maxDueScan = 1024
 func (f *FSM) OldestReady(now int64) map[string]int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	return f.oldestReadyLocked(now)
+}
+
+// AnyQueues is the queue list of a claim from any queue (the seed's GET
+// /jobs/next without a queue): DefaultQueue, then the unpaused queues with a
+// job due at now, the longest-waiting first (by OldestReady; ties by name),
+// limit queues in all. However many queues there are, the claim stays
+// bounded, and a queue that waits long comes first.
+func (f *FSM) AnyQueues(now int64, limit int) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	oldest := f.oldestReadyLocked(now)
+	names := make([]string, 0, len(oldest))
+	for q := range oldest {
+		if q != DefaultQueue && !f.idx.paused[q] {
+			names = append(names, q)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int {
+		return cmp.Or(cmp.Compare(oldest[a], oldest[b]), strings.Compare(a, b))
+	})
+	return append([]string{DefaultQueue}, names[:min(len(names), max(limit-1, 0))]...)
+}
+
+func (f *FSM) oldestReadyLocked(now int64) map[string]int64 {
 	out := make(map[string]int64)
 	keep := func(queue string, runAt int64) {
 		if old, ok := out[queue]; !ok || runAt < old {

@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -42,5 +43,33 @@ func TestOldestReady(t *testing.T) {
 		// The claim takes the high-priority job first, then the low one.
 		h.claim(fsm.Claim{WorkerID: "w", Max: 2})
 		want(4*time.Second, map[string]int64{"default": ns(t0.Add(time.Second))}) // the typed job
+	})
+}
+
+func TestAnyQueues(t *testing.T) {
+	h := setup(t)
+	// Queues c, b, a get a job in that order; d is paused; e's job is not
+	// due yet.
+	h.at(0).submit(fsm.NewJob{Command: "x", Queue: "c"})
+	h.at(time.Second).submit(fsm.NewJob{Command: "x", Queue: "b"})
+	h.at(2*time.Second).submit(fsm.NewJob{Command: "x", Queue: "a"}, fsm.NewJob{Command: "x", Queue: "d"},
+		fsm.NewJob{Command: "x", Queue: "e", RunAt: ns(t0.Add(time.Hour))})
+	h.ok(pause("d", true))
+	now := ns(t0.Add(time.Minute))
+
+	t.Run("DefaultThenTheLongestWaitingUnpausedQueues", func(t *testing.T) {
+		if got, want := h.f.AnyQueues(now, 10), []string{"default", "c", "b", "a"}; !slices.Equal(got, want) {
+			t.Fatalf("AnyQueues = %v, want %v", got, want)
+		}
+	})
+	t.Run("AtMostTheLimit", func(t *testing.T) {
+		if got, want := h.f.AnyQueues(now, 3), []string{"default", "c", "b"}; !slices.Equal(got, want) {
+			t.Fatalf("AnyQueues = %v, want %v", got, want)
+		}
+	})
+	t.Run("ADelayedJobsQueueOnceDue", func(t *testing.T) {
+		if got := h.f.AnyQueues(ns(t0.Add(2*time.Hour)), 10); !slices.Contains(got, "e") {
+			t.Fatalf("AnyQueues = %v, want e in it", got)
+		}
 	})
 }

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 
@@ -22,7 +23,7 @@ func (f *FSM) Job(id string) (*store.Job, error) {
 		j, err = tx.Job(id)
 		return err
 	})
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
 	}
 	return j, err
@@ -34,13 +35,54 @@ func (f *FSM) Jobs(ids []string) ([]*store.Job, error) {
 	err := f.view(func(tx *store.Tx) error {
 		for _, id := range ids {
 			j, err := tx.Job(id)
-			if err == store.ErrNotFound {
+			if errors.Is(err, store.ErrNotFound) {
 				continue
 			}
 			if err != nil {
 				return err
 			}
 			out = append(out, j)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Dependents lists the ids of the jobs that depend on (or run after) the
+// job, in the order they were added; an error matching ErrNotFound if the
+// job does not exist.
+func (f *FSM) Dependents(id string) ([]string, error) {
+	var out []string
+	err := f.view(func(tx *store.Tx) error {
+		h, err := tx.JobHead(id)
+		if err != nil {
+			return err
+		}
+		out = tx.Dependents(h.Seq)
+		return nil
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return nil, fmt.Errorf("job %s: %w", id, ErrNotFound)
+	}
+	return out, err
+}
+
+// DependentCounts maps each of the ids that names a job to how many jobs
+// depend on (or run after) it; unknown ids are left out. It reads only the
+// jobs' heads and one key each: what the API checks a submit's
+// dependencies against.
+func (f *FSM) DependentCounts(ids []string) (map[string]int, error) {
+	out := make(map[string]int, len(ids))
+	err := f.view(func(tx *store.Tx) error {
+		for _, id := range ids {
+			h, err := tx.JobHead(id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			out[id] = tx.DependentCount(h.Seq)
 		}
 		return nil
 	})
@@ -69,7 +111,7 @@ func (f *FSM) Worker(id string) (*store.Worker, error) {
 		w, err = tx.Worker(id)
 		return err
 	})
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("worker %s: %w", id, ErrWorkerNotFound)
 	}
 	return w, err
@@ -98,18 +140,16 @@ func (f *FSM) Nodes() ([]*store.Node, error) {
 	return out, err
 }
 
-// Applied is the Raft index of the last applied entry.
+// Applied is the Raft index of the last applied entry whose batch has
+// committed; it never waits for an apply in progress.
 func (f *FSM) Applied() uint64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.applied
+	return f.published.applied.Load()
 }
 
-// LastNow is the time (Unix ns) of the last applied entry: the state's "now".
+// LastNow is the time (Unix ns) of the last applied entry: the state's
+// "now". Like Applied, it never waits for an apply in progress.
 func (f *FSM) LastNow() int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.lastNow
+	return f.published.lastNow.Load()
 }
 
 // Changed returns a channel closed the next time a job may have become
@@ -127,7 +167,7 @@ func (f *FSM) Claimable(queues, types []string, shell bool, now int64) bool {
 	kinds := claimKinds(queues, types, shell)
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if _, ok := f.idx.best(kinds); ok {
+	if _, ok := f.idx.best(kinds, nil); ok {
 		return true
 	}
 	return f.idx.dueDelayed(kinds, now)

@@ -117,47 +117,10 @@ func (x *index) fits(worker string, n *need) bool {
 	return n.res.IsZero() || x.gx.used[worker].Add(n.res, 1).Within(o.res)
 }
 
-// bestFit is best for one worker: the next job a claim over kinds would get,
-// passing over jobs that do not fit what the worker has free. Jobs that ask
-// for nothing fit at once, so a queue of them is read at its head only.
+// bestFit is best for one worker: it passes over jobs that do not fit what
+// the worker has free.
 func (x *index) bestFit(kinds [][]kind, worker string) (readyItem, bool) {
-	for _, ks := range kinds {
-		if len(ks) == 0 || x.paused[ks[0].queue] {
-			continue
-		}
-		var (
-			top   readyItem
-			found bool
-		)
-		for _, k := range ks {
-			t := x.ready[k]
-			if t == nil {
-				continue
-			}
-			if it, ok := t.Min(); !ok {
-				continue
-			} else if it.need == nil || x.fits(worker, it.need) {
-				if !found || readyLess(it, top) {
-					top, found = it, true
-				}
-				continue // the common case: the head fits
-			}
-			t.Ascend(func(it readyItem) bool {
-				if found && !readyLess(it, top) {
-					return false // nothing further in this tree beats top
-				}
-				if x.fits(worker, it.need) {
-					top, found = it, true
-					return false
-				}
-				return true
-			})
-		}
-		if found {
-			return top, true
-		}
-	}
-	return readyItem{}, false
+	return x.best(kinds, func(n *need) bool { return x.fits(worker, n) })
 }
 
 func (x *index) addReserved(j *store.JobHead) {

@@ -2,6 +2,7 @@ package fsm_test
 
 import (
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -85,6 +86,23 @@ func TestRetention(t *testing.T) {
 		if ve := (*fsm.ValidationError)(nil); !errors.As(r.Err, &ve) || ve.Field != "depends_on" {
 			t.Fatalf("submit depending on a deleted job: err %v, want a depends_on ValidationError", r.Err)
 		}
+	})
+
+	t.Run("DeletingAJobDropsItsEdgesBothWays", func(t *testing.T) {
+		h := setup(t)
+		// job-1 <- job-2 <- job-3, and job-1 <- job-4; job-2 has a retention.
+		h.submit(
+			fsm.NewJob{Command: "a"},
+			fsm.NewJob{Command: "b", MaxAttempts: 1, Retention: int64(time.Second), DependsOn: []string{"$0"}},
+			fsm.NewJob{Command: "c", DependsOn: []string{"$1"}},
+			fsm.NewJob{Command: "d", DependsOn: []string{"$0"}},
+		)
+		h.ok(cancel("job-2", false))
+		h.at(time.Hour).ok(deleteCmd("job-2"))
+		if got := h.dependents("job-1"); !slices.Equal(got, []string{"job-4"}) || h.dependentCount("job-1") != 1 {
+			t.Fatalf("job-1 dependents %v (count %d) after job-2's deletion, want [job-4]", got, h.dependentCount("job-1"))
+		}
+		// The store's check at cleanup finds no edge to or from job-2.
 	})
 
 	t.Run("ZeroRetentionKeepsForever", func(t *testing.T) {

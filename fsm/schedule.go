@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -91,7 +92,7 @@ func ScheduleJob(sc *store.Schedule) (NewJob, error) {
 // schedule loads a schedule, or returns ErrScheduleNotFound.
 func (a *applier) schedule(name string) (*store.Schedule, error) {
 	sc, err := a.tx.Schedule(name)
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("schedule %s: %w", name, ErrScheduleNotFound)
 	}
 	a.must(err)
@@ -106,9 +107,9 @@ func (a *applier) putSchedule(p *PutSchedule) Result {
 	a.must(err)
 	sc, err := a.tx.Schedule(p.Name)
 	switch {
-	case err == store.ErrNotFound && p.Create:
+	case errors.Is(err, store.ErrNotFound) && p.Create:
 		sc = &store.Schedule{Name: p.Name, CreatedAt: a.now, LastTick: a.now}
-	case err == store.ErrNotFound:
+	case errors.Is(err, store.ErrNotFound):
 		return Result{Err: fmt.Errorf("schedule %s: %w", p.Name, ErrScheduleNotFound)}
 	case err != nil:
 		a.must(err)
@@ -249,7 +250,7 @@ func (a *applier) unfinishedRun(sc *store.Schedule) *store.Job {
 		return nil
 	}
 	j, err := a.tx.Job(sc.LastJobID)
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil
 	}
 	a.must(err)
@@ -268,8 +269,7 @@ func (a *applier) queueAfter(j, prev *store.Job) {
 	j.Waiting = 1
 	j.After = prev.ID
 	a.put(j, store.StatusPending)
-	prev.Dependents = append(prev.Dependents, j.ID)
-	a.must(a.tx.UpdateJob(prev, prev.Status, a.index))
+	a.must(a.tx.AddDependent(prev.Seq, j))
 }
 
 // releaseQueued unblocks the run queued after j once j has just finished.
@@ -278,19 +278,7 @@ func (a *applier) releaseQueued(j *store.Job, prev store.Status) {
 	if j.Schedule == "" || !j.Status.Finished() || prev.Finished() {
 		return
 	}
-	for _, id := range j.Dependents {
-		d, err := a.tx.Job(id)
-		if err != nil || d.Status != store.StatusBlocked || d.After != j.ID {
-			continue
-		}
-		d.Waiting--
-		if d.Waiting <= 0 {
-			d.Waiting = 0
-			d.Status = store.StatusPending
-			d.RunAt = max(d.RunAt, a.now)
-		}
-		a.put(d, store.StatusBlocked)
-	}
+	a.unblockDependents(j, true)
 }
 
 // Schedule returns the named schedule, or an error matching
@@ -302,7 +290,7 @@ func (f *FSM) Schedule(name string) (*store.Schedule, error) {
 		sc, err = tx.Schedule(name)
 		return err
 	})
-	if err == store.ErrNotFound {
+	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("schedule %s: %w", name, ErrScheduleNotFound)
 	}
 	return sc, err

@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -65,8 +66,11 @@ func (a *applier) submit(s *Submit) Result {
 			ids[i] = nj.ID
 		}
 	}
-	// Check every dependency before writing anything.
+	// Check every dependency before writing anything. Existing ones are
+	// read once each, and only their heads, so an edge costs the same
+	// whatever its parent's record holds.
 	deps := make([][]string, len(s.Jobs))
+	parents := make(map[string]*store.JobHead)
 	for i, nj := range s.Jobs {
 		if existing[i] != nil {
 			continue
@@ -82,9 +86,14 @@ func (a *applier) submit(s *Submit) Result {
 				deps[i] = append(deps[i], "$"+strconv.Itoa(n))
 				continue
 			}
-			dj, err := a.job(d)
-			if err != nil {
-				return Result{Err: &ValidationError{Field: "depends_on", Reason: "unknown job " + d}}
+			dj := parents[d]
+			if dj == nil {
+				var err error
+				if dj, err = a.tx.JobHead(d); errors.Is(err, store.ErrNotFound) {
+					return Result{Err: &ValidationError{Field: "depends_on", Reason: "unknown job " + d}}
+				}
+				a.must(err)
+				parents[d] = dj
 			}
 			if dj.Status == store.StatusFailed || dj.Status == store.StatusCancelled {
 				return Result{Err: &ValidationError{Field: "depends_on", Reason: "job " + d + " has already " + string(dj.Status)}}
@@ -105,28 +114,26 @@ func (a *applier) submit(s *Submit) Result {
 		}
 		jobs[i] = a.newJob(&nj, ids[i], seq)
 	}
-	// Wire dependencies, then store: parents first so counts are right.
+	// Wire dependencies, then store.
 	for i := range s.Jobs {
 		if existing[i] != nil {
 			continue
 		}
 		j := jobs[i]
 		for _, d := range dedupe(deps[i]) {
-			var parent *store.Job
-			newParent := false
+			var parent store.JobHead
 			if n, ok := batchRef(d); ok {
-				parent, newParent = jobs[n], existing[n] == nil
+				parent = store.JobHead{ID: jobs[n].ID, Seq: jobs[n].Seq, Status: jobs[n].Status}
 			} else {
-				parent, _ = a.job(d)
+				parent = *parents[d]
 			}
 			j.DependsOn = append(j.DependsOn, parent.ID)
 			if parent.Status != store.StatusDone {
 				j.Waiting++
 			}
-			parent.Dependents = append(parent.Dependents, j.ID)
-			if !newParent {
-				a.must(a.tx.UpdateJob(parent, parent.Status, a.index))
-			}
+			// One edge, not a rewrite of the parent: the cost is the same
+			// whatever the parent's number of dependents.
+			a.must(a.tx.AddDependent(parent.Seq, j))
 		}
 		if j.Waiting > 0 {
 			j.Status = store.StatusBlocked
@@ -147,7 +154,7 @@ func (a *applier) submit(s *Submit) Result {
 // conflict if the job was deleted while the key's unique_for still runs.
 func (a *applier) keyHolder(key string) (*store.Job, error) {
 	id, until, err := a.tx.IdempotencyKey(key)
-	if err == store.ErrNotFound || (until != 0 && until <= a.now) {
+	if errors.Is(err, store.ErrNotFound) || (until != 0 && until <= a.now) {
 		return nil, nil
 	}
 	a.must(err)
@@ -226,67 +233,15 @@ func batchRef(s string) (int, bool) {
 	return n, true
 }
 
+// dedupe drops the repeats of ss, keeping the first of each in order.
 func dedupe(ss []string) []string {
 	out := ss[:0:0]
+	seen := make(map[string]bool, len(ss))
 	for _, s := range ss {
-		if !slices.Contains(out, s) {
+		if !seen[s] {
+			seen[s] = true
 			out = append(out, s)
 		}
 	}
 	return out
-}
-
-// CheckBatchCycles refuses a batch whose "$N" references form a cycle. The
-// API runs it before proposing; submit runs it again when it applies.
-// Existing jobs cannot depend on new ones, so cycles can only lie inside.
-func CheckBatchCycles(jobs []NewJob) error {
-	const (
-		unseen = iota
-		onPath
-		finished
-	)
-	state := make([]int, len(jobs))
-	var visit func(i int, path []int) error
-	visit = func(i int, path []int) error {
-		state[i] = onPath
-		path = append(path, i)
-		for _, d := range jobs[i].DependsOn {
-			n, ok := batchRef(d)
-			if !ok || n < 0 || n >= len(jobs) {
-				continue
-			}
-			switch state[n] {
-			case onPath:
-				return &ValidationError{Field: "depends_on", Reason: "dependency cycle " + cycleString(append(path, n), n)}
-			case unseen:
-				if err := visit(n, path); err != nil {
-					return err
-				}
-			}
-		}
-		state[i] = finished
-		return nil
-	}
-	for i := range jobs {
-		if state[i] == unseen {
-			if err := visit(i, nil); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-func cycleString(path []int, start int) string {
-	var parts []string
-	in := false
-	for _, p := range path {
-		if p == start {
-			in = true
-		}
-		if in {
-			parts = append(parts, "$"+strconv.Itoa(p))
-		}
-	}
-	return strings.Join(parts, " -> ")
 }

@@ -106,11 +106,11 @@ func TestSubmit(t *testing.T) {
 			t.Fatalf("ids = %v", got)
 		}
 		a, b, c := h.job("job-1"), h.job("job-2"), h.job("job-3")
-		if a.Status != store.StatusPending || !slices.Equal(a.Dependents, []string{"job-2", "job-3"}) {
-			t.Errorf("job-1 = %s dependents %v, want pending [job-2 job-3]", a.Status, a.Dependents)
+		if got := h.dependents("job-1"); a.Status != store.StatusPending || !slices.Equal(got, []string{"job-2", "job-3"}) {
+			t.Errorf("job-1 = %s dependents %v, want pending [job-2 job-3]", a.Status, got)
 		}
-		if b.Status != store.StatusBlocked || b.Waiting != 1 || !slices.Equal(b.DependsOn, []string{"job-1"}) || !slices.Equal(b.Dependents, []string{"job-3"}) {
-			t.Errorf("job-2 = %s waiting %d deps %v dependents %v, want blocked 1 [job-1] [job-3]", b.Status, b.Waiting, b.DependsOn, b.Dependents)
+		if got := h.dependents("job-2"); b.Status != store.StatusBlocked || b.Waiting != 1 || !slices.Equal(b.DependsOn, []string{"job-1"}) || !slices.Equal(got, []string{"job-3"}) {
+			t.Errorf("job-2 = %s waiting %d deps %v dependents %v, want blocked 1 [job-1] [job-3]", b.Status, b.Waiting, b.DependsOn, got)
 		}
 		if c.Status != store.StatusBlocked || c.Waiting != 2 || !slices.Equal(c.DependsOn, []string{"job-1", "job-2"}) {
 			t.Errorf("job-3 = %s waiting %d deps %v, want blocked 2 [job-1 job-2] (a repeated ref counts once)", c.Status, c.Waiting, c.DependsOn)
@@ -125,7 +125,7 @@ func TestSubmit(t *testing.T) {
 		h.submit(fsm.NewJob{Command: "after", DependsOn: []string{"$1"}}, fsm.NewJob{Command: "first"})
 		h.status(store.StatusBlocked, "job-1")
 		h.status(store.StatusPending, "job-2")
-		if got := h.job("job-2").Dependents; !slices.Equal(got, []string{"job-1"}) {
+		if got := h.dependents("job-2"); !slices.Equal(got, []string{"job-1"}) {
 			t.Fatalf("job-2 dependents = %v, want [job-1]", got)
 		}
 	})
@@ -143,11 +143,12 @@ func TestSubmit(t *testing.T) {
 		if d.Status != store.StatusBlocked || d.Waiting != 1 {
 			t.Errorf("dependent of a pending job = %s waiting %d, want blocked 1", d.Status, d.Waiting)
 		}
-		if got := h.job("job-1").Dependents; !slices.Equal(got, []string{"job-3"}) {
+		if got := h.dependents("job-1"); !slices.Equal(got, []string{"job-3"}) {
 			t.Errorf("job-1 dependents = %v, want [job-3]", got)
 		}
-		if got := h.job("job-2"); !slices.Equal(got.Dependents, []string{"job-4"}) || got.ModifyIndex != h.index {
-			t.Errorf("job-2 dependents %v mod %d, want [job-4] mod %d", got.Dependents, got.ModifyIndex, h.index)
+		// The parent's record is not rewritten: the edge is stored apart.
+		if got, deps := h.job("job-2"), h.dependents("job-2"); !slices.Equal(deps, []string{"job-4"}) || got.ModifyIndex == h.index || len(got.Dependents) != 0 {
+			t.Errorf("job-2 dependents %v mod %d record list %v, want [job-4], not stamped %d, empty", deps, got.ModifyIndex, got.Dependents, h.index)
 		}
 	})
 
@@ -184,7 +185,7 @@ func TestSubmit(t *testing.T) {
 		if b := h.job("job-2"); b.Status != store.StatusBlocked || !slices.Equal(b.DependsOn, []string{"job-1"}) {
 			t.Errorf("job-2 = %s deps %v, want blocked on job-1", b.Status, b.DependsOn)
 		}
-		if got := h.job("job-1").Dependents; !slices.Equal(got, []string{"job-2"}) {
+		if got := h.dependents("job-1"); !slices.Equal(got, []string{"job-2"}) {
 			t.Errorf("job-1 dependents = %v, want [job-2]", got)
 		}
 		// The whole batch again: nothing new.

@@ -179,9 +179,7 @@ func (n *Node) runStagedRestore() {
 	}
 	defer os.Remove(work)
 	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*n.cfg.ApplyTimeout)
-		_, err = n.restoreFile(ctx, work)
-		cancel()
+		err = n.restoreStaged(work)
 	}
 	if err != nil {
 		n.logger.Error("restoring the staged backup failed; it is tried again when this node next leads", "file", path, "err", err)
@@ -191,6 +189,30 @@ func (n *Node) runStagedRestore() {
 		n.logger.Error("remove the staged backup after restoring it", "file", path, "err", err)
 	}
 	syncDir(n.cfg.DataDir)
+}
+
+// restoreStaged restores the file at path, trying again while this node
+// leads: Raft refuses a restore until the newest configuration entry is
+// applied, and nodes joining a node that just bootstrapped add such entries
+// in its first moments as leader. A backup that fails verification is not
+// tried again.
+func (n *Node) restoreStaged(path string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*n.cfg.ApplyTimeout)
+	defer cancel()
+	for {
+		_, err := n.restoreFile(ctx, path)
+		if err == nil || errors.Is(err, store.ErrDamaged) || n.raft.State() != raft.Leader {
+			return err
+		}
+		n.logger.Info("restoring the staged backup: trying again", "err", err)
+		t := time.NewTimer(50 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
 }
 
 // hasStagedRestore reports whether the data directory holds a backup

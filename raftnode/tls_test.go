@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/poll"
 	"github.com/workron/workron/internal/testcert"
 	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
@@ -54,17 +55,7 @@ func openNode(t *testing.T, id string, tc *tls.Config, mutate func(*raftnode.Con
 
 func waitFor(t *testing.T, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after %s: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Wait(t, timeout, 10*time.Millisecond, cond)
 }
 
 // tlsCluster is a two-node cluster whose Raft speaks mutual TLS with ca.

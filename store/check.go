@@ -8,8 +8,9 @@ import (
 )
 
 // Check verifies that the indexes agree with the job records: every job has
-// one seq entry and one status entry naming it, and no index entry points
-// nowhere. Tests call it at cleanup.
+// one seq entry and one status entry naming it, no index entry points
+// nowhere, and every dependency edge joins two existing jobs. Tests call it
+// at cleanup.
 func (s *Store) Check() error {
 	return s.View(func(t *Tx) error {
 		var jobs int
@@ -17,8 +18,8 @@ func (s *Store) Check() error {
 	})
 }
 
-// checkIndexes decodes every job record, checks the indexes against them
-// and counts them in jobs.
+// checkIndexes decodes every job record, checks the indexes and the
+// dependency edges against them and counts them in jobs.
 func checkIndexes(t *Tx, jobs *int) error {
 	expiring := 0
 	err := t.tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
@@ -53,7 +54,7 @@ func checkIndexes(t *Tx, jobs *int) error {
 	if n := t.tx.Bucket(bucketStatus).Stats().KeyN; n != *jobs {
 		return fmt.Errorf("status index has %d entries for %d jobs", n, *jobs)
 	}
-	return nil
+	return t.checkEdges()
 }
 
 // Digest is a hash of every bucket's keys and values, in key order. Two

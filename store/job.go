@@ -82,7 +82,7 @@ type Job struct {
 	Status         Status            `json:"st"`
 	DependsOn      []string          `json:"deps,omitempty"`
 	Waiting        int               `json:"waiting,omitempty"`
-	Dependents     []string          `json:"dependents,omitempty"`
+	Dependents     []string          `json:"dependents,omitempty"` // formats 1 and 2 only; now Tx.Dependents
 	MaxAttempts    int               `json:"max_att"`
 	Attempts       int               `json:"att,omitempty"`
 	IdempotencyKey string            `json:"idem,omitempty"`
@@ -152,28 +152,4 @@ func (j *Job) setHead(h *JobHead) {
 	j.ID, j.Seq, j.Status, j.Queue, j.Type, j.Priority = h.ID, h.Seq, h.Status, h.Queue, h.Type, h.Priority
 	j.RunAt, j.WorkerID, j.Lease, j.LeaseDeadline = h.RunAt, h.WorkerID, h.Lease, h.LeaseDeadline
 	j.Resources, j.Tags = h.Resources, h.Tags
-}
-
-// Worker is the stored record of a registered worker.
-type Worker struct {
-	ID            string   `json:"id"`
-	ExecAddr      string   `json:"exec,omitempty"`
-	VRAMMB        int      `json:"vram,omitempty"`
-	MemoryMB      int      `json:"mem,omitempty"`
-	CPUMillis     int      `json:"cpu,omitempty"`
-	Slots         int      `json:"slots,omitempty"`
-	Tags          []string `json:"tags,omitempty"`
-	Queues        []string `json:"queues,omitempty"`
-	RegisteredAt  int64    `json:"reg"`
-	LastHeartbeat int64    `json:"hb"`
-	OfflineAt     int64    `json:"offline,omitempty"` // declared offline then; offline while LastHeartbeat is not later
-	Owner         string   `json:"owner,omitempty"`   // the token name that registered it; only it may heartbeat or claim as it while it is active
-	ModifyIndex   uint64   `json:"mod"`
-}
-
-// Node is the stored record of a cluster member's addresses.
-type Node struct {
-	ID   string `json:"id"`
-	HTTP string `json:"http"`
-	Raft string `json:"raft"`
 }

@@ -51,6 +51,7 @@ func insertTestJobs(t *testing.T, st *Store) []*Job {
 	t.Helper()
 	jobs := []*Job{typicalJob(), fullJob(), {ID: "job-7", Seq: 7, Queue: "default", Status: StatusPending}}
 	jobs[1].Status = StatusRunning
+	jobs[1].Dependents = nil // format 3 keeps them apart; TestStateFormat2 moves them
 	err := st.Update(func(tx *Tx) error {
 		for _, j := range jobs {
 			if err := tx.InsertJob(j, 3); err != nil {
@@ -310,4 +311,76 @@ func putJSONJob(tx *Tx, j *Job) error {
 		return err
 	}
 	return tx.tx.Bucket(bucketJobs).Put([]byte(j.ID), v)
+}
+
+// TestStateFormat2: a state file of format 2 kept each job's dependents in
+// its record; Open moves them into the dependency bucket.
+func TestStateFormat2(t *testing.T) {
+	// parent <- a, b (by depends_on), c (runs after it); "gone" was deleted;
+	// "reused" is a later job under a deleted dependent's id that does not
+	// depend on parent.
+	jobs := []*Job{
+		{ID: "parent", Seq: 1, Status: StatusPending, Dependents: []string{"a", "gone", "b", "reused", "c"}},
+		{ID: "a", Seq: 2, Status: StatusBlocked, DependsOn: []string{"parent"}, Waiting: 1, Dependents: []string{"b"}},
+		{ID: "b", Seq: 3, Status: StatusBlocked, DependsOn: []string{"parent", "a"}, Waiting: 2},
+		{ID: "c", Seq: 5, Status: StatusBlocked, After: "parent", Waiting: 1},
+		{ID: "reused", Seq: 6, Status: StatusPending},
+	}
+	write := func(t *testing.T, st *Store, format uint64, jobs []*Job) {
+		t.Helper()
+		err := st.Update(func(tx *Tx) error {
+			for _, j := range jobs {
+				j := *j
+				if format == currentFormat {
+					j.Dependents = nil
+				}
+				if err := tx.InsertJob(&j, 4); err != nil {
+					return err
+				}
+			}
+			if format == currentFormat {
+				for _, e := range [][2]int{{0, 1}, {0, 2}, {0, 3}, {1, 2}} {
+					if err := tx.AddDependent(jobs[e[0]].Seq, jobs[e[1]]); err != nil {
+						return err
+					}
+				}
+			}
+			return tx.putMetaUint(keyFormat, format)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	fresh := openInternal(t)
+	write(t, fresh, currentFormat, jobs)
+	old := openInternal(t)
+	write(t, old, 2, jobs)
+	st := reopen(t, old)
+	err := st.View(func(tx *Tx) error {
+		if f := tx.metaUint(keyFormat); f != currentFormat {
+			t.Errorf("format %d, want %d", f, currentFormat)
+		}
+		for id, want := range map[string][]string{"parent": {"a", "b", "c"}, "a": {"b"}, "b": nil} {
+			j, err := tx.Job(id)
+			if err != nil {
+				return err
+			}
+			if got := tx.Dependents(j.Seq); !slices.Equal(got, want) || len(j.Dependents) != 0 {
+				t.Errorf("%s: dependents %v, record's list %v; want %v, empty", id, got, j.Dependents, want)
+			}
+			if n := tx.DependentCount(j.Seq); n != len(want) {
+				t.Errorf("%s: count %d, want %d", id, n, len(want))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Check(); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	if storeDigest(t, st) != storeDigest(t, fresh) {
+		t.Error("digest after the upgrade differs from a store written in format 3")
+	}
 }

@@ -35,14 +35,15 @@ var (
 	bucketMeta     = []byte("meta")    // name -> value
 	bucketQueues   = []byte("queues")  // paused queue name -> 1
 	bucketExpiry   = []byte("expiry")  // expire_at(8) seq(8) -> id of a finished job
-	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry, bucketSchedules, bucketGangs, bucketCheckpoints}
+	bucketDeps     = []byte("deps")    // dependency edges; see deps.go
+	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry, bucketSchedules, bucketGangs, bucketCheckpoints, bucketDeps}
 	keyApplied     = []byte("applied_index")
 	keyNextSeq     = []byte("next_seq")
 	keyLastNow     = []byte("last_now")
 	keyLastLease   = []byte("last_lease")
 	keyFormat      = []byte("format")
-	keyUpgrading   = []byte("upgrading") // present while Open rewrites format 1's job records
-	currentFormat  = uint64(2)           // 2: job records binary (record.go)
+	keyUpgrading   = []byte("upgrading") // present while Open rewrites older formats' job records
+	currentFormat  = uint64(3)           // 2: job records binary (record.go); 3: dependency edges in bucketDeps, V2 job records
 	oldestFormat   = uint64(1)           // 1: every record JSON; Open rewrites its job records
 	defaultMmapLen = 1 << 30
 )
@@ -64,9 +65,10 @@ type Store struct {
 	db   *bolt.DB
 }
 
-// Open opens (creating if needed) the state file at path. A file of state
-// format 1 has its job records rewritten in binary first (upgrade.go), once:
-// about as long as every start used to take.
+// Open opens (creating if needed) the state file at path. A file of an older
+// state format has its job records rewritten first (upgrade.go), once: those
+// of format 1 in binary, and the dependents lists of formats 1 and 2 moved
+// into the dependency bucket; about as long as every start used to take.
 func Open(path string, opts Options) (*Store, error) {
 	if opts.InitialMmapSize == 0 {
 		opts.InitialMmapSize = defaultMmapLen
@@ -131,6 +133,14 @@ func (s *Store) Sync() error {
 		return fmt.Errorf("sync state %s: %w", s.path, err)
 	}
 	return nil
+}
+
+// BytesWritten is how many bytes of pages the write transactions committed
+// since the file was opened (or restored) allocated: what they cost in
+// writes, measured without a clock.
+func (s *Store) BytesWritten() int64 {
+	st := s.db.Stats()
+	return st.TxStats.GetPageAlloc()
 }
 
 // Path is the state file's path.

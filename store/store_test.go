@@ -430,6 +430,20 @@ func TestStoreListJobs(t *testing.T) {
 		}
 	})
 
+	t.Run("ByteBudgetEndsAPageEarlyWithAResumableCursor", func(t *testing.T) {
+		st, jobs := setup(t)
+		none := func(*store.Job) bool { return false }
+		got, next := list(t, st, store.ListQuery{Match: none, ScanBytes: 1})
+		if len(got) != 0 || next != jobs[len(jobs)-1].Seq {
+			t.Fatalf("byte-capped list = %v next %d, want nothing and the cursor past the newest job only", got, next)
+		}
+		onlyFirst := func(j *store.Job) bool { return j.Seq == 1 }
+		all := listAll(t, st, store.ListQuery{Match: onlyFirst, ScanBytes: 1, Limit: 10})
+		if w := want(jobs, onlyFirst); !slices.Equal(all, w) {
+			t.Fatalf("byte-capped pages = %v, want %v", all, w)
+		}
+	})
+
 	t.Run("EmptyStoreListsNothing", func(t *testing.T) {
 		st := newTestStore(t)
 		for _, s := range append([]store.Status{""}, store.Statuses...) {

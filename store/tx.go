@@ -113,9 +113,12 @@ func (t *Tx) UpdateJob(j *Job, prev Status, index uint64) error {
 	return b.Put(statusKey(j.Status, j.Seq), []byte(j.ID))
 }
 
-// DeleteJob removes a job and its index entries (its idempotency key is
-// the caller's to keep or drop).
+// DeleteJob removes a job, its index entries and its dependency edges both
+// ways (its idempotency key is the caller's to keep or drop).
 func (t *Tx) DeleteJob(j *Job) error {
+	if err := t.deleteEdges(j); err != nil {
+		return err
+	}
 	if err := t.tx.Bucket(bucketJobs).Delete([]byte(j.ID)); err != nil {
 		return fmt.Errorf("delete job %s: %w", j.ID, err)
 	}
@@ -271,10 +274,15 @@ type ListQuery struct {
 	Limit  int             // at most this many
 	Match  func(*Job) bool // nil matches all
 	Scan   int             // give up after examining this many (0 = no cap)
+	// ScanBytes gives up after examining this many bytes of job records
+	// (0 = no cap), so that the budget holds however large the records.
+	ScanBytes int
 }
 
 // ListJobs returns up to q.Limit matching jobs, newest first, and the Seq to
-// pass as Before for the next page (0 when there are no more).
+// pass as Before for the next page (0 when there are no more). A page that
+// runs out of its scan budget (q.Scan, q.ScanBytes) ends early, even empty,
+// with the cursor of where it stopped.
 func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 	var (
 		c      *bolt.Cursor
@@ -300,7 +308,7 @@ func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 		k, id = c.Prev()
 	}
 	var out []*Job
-	scanned := 0
+	scanned, scannedBytes := 0, 0
 	for ; k != nil && bytes.HasPrefix(k, prefix); k, id = c.Prev() {
 		seq := getUint(k[len(prefix):])
 		if q.Before != 0 && seq >= q.Before {
@@ -310,83 +318,26 @@ func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 			return out, out[len(out)-1].Seq, nil
 		}
 		scanned++
-		if q.Scan > 0 && scanned > q.Scan {
+		if (q.Scan > 0 && scanned > q.Scan) || (q.ScanBytes > 0 && scannedBytes >= q.ScanBytes) {
 			if len(out) > 0 {
 				return out, out[len(out)-1].Seq, nil
 			}
 			return out, seq + 1, nil
 		}
-		j, err := t.Job(string(id))
-		if err != nil {
-			return nil, 0, err
+		v := t.tx.Bucket(bucketJobs).Get(id)
+		if v == nil {
+			return nil, 0, fmt.Errorf("job %s: %w", id, ErrNotFound)
+		}
+		scannedBytes += len(v)
+		j := new(Job)
+		if err := decodeJob(v, j); err != nil {
+			return nil, 0, fmt.Errorf("job %s: %w", id, err)
 		}
 		if q.Match == nil || q.Match(j) {
 			out = append(out, j)
 		}
 	}
 	return out, 0, nil
-}
-
-// Worker returns the worker with the given id, or ErrNotFound.
-func (t *Tx) Worker(id string) (*Worker, error) {
-	v := t.tx.Bucket(bucketWorkers).Get([]byte(id))
-	if v == nil {
-		return nil, ErrNotFound
-	}
-	w := new(Worker)
-	if err := decodeJSON(v, w); err != nil {
-		return nil, fmt.Errorf("worker %s: %w", id, err)
-	}
-	return w, nil
-}
-
-// PutWorker stores a worker.
-func (t *Tx) PutWorker(w *Worker, index uint64) error {
-	w.ModifyIndex = index
-	v, err := encodeJSON(w)
-	if err != nil {
-		return err
-	}
-	return t.tx.Bucket(bucketWorkers).Put([]byte(w.ID), v)
-}
-
-// ForEachWorker calls fn for each worker in id order.
-func (t *Tx) ForEachWorker(fn func(*Worker) error) error {
-	return t.tx.Bucket(bucketWorkers).ForEach(func(k, v []byte) error {
-		w := new(Worker)
-		if err := decodeJSON(v, w); err != nil {
-			return fmt.Errorf("worker %s: %w", k, err)
-		}
-		return fn(w)
-	})
-}
-
-// PutNode stores a cluster member's addresses.
-func (t *Tx) PutNode(n *Node) error {
-	v, err := encodeJSON(n)
-	if err != nil {
-		return err
-	}
-	return t.tx.Bucket(bucketNodes).Put([]byte(n.ID), v)
-}
-
-// DeleteNode forgets a cluster member.
-func (t *Tx) DeleteNode(id string) error {
-	return t.tx.Bucket(bucketNodes).Delete([]byte(id))
-}
-
-// Nodes returns every known member, in id order.
-func (t *Tx) Nodes() ([]*Node, error) {
-	var out []*Node
-	err := t.tx.Bucket(bucketNodes).ForEach(func(k, v []byte) error {
-		n := new(Node)
-		if err := decodeJSON(v, n); err != nil {
-			return fmt.Errorf("node %s: %w", k, err)
-		}
-		out = append(out, n)
-		return nil
-	})
-	return out, err
 }
 
 // QueuePaused reports whether the named queue is paused.

@@ -2,7 +2,9 @@ package store
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -39,14 +41,18 @@ func stampFormat(meta *bolt.Bucket) (upgrade bool, err error) {
 	return meta.Get(keyUpgrading) != nil, nil
 }
 
-// rewriteJobs rewrites every JSON job record (state format 1) in binary,
-// batch records a transaction, then drops keyUpgrading. Decoding them stays
+// rewriteJobs rewrites the job records of an older state format, batch
+// records a transaction, then drops keyUpgrading: JSON records (format 1) in
+// binary, and records with a dependents list (formats 1 and 2) with the list
+// moved into the dependency bucket (deps.go). Decoding JSON records stays
 // possible (decodeJob), but a start would pay for it every time (finished
 // jobs are never written again), and Digest would differ from a node that
 // holds them in binary. The rewrite changes bytes, not state, so the Raft
 // log is not involved: JSON kept every field the binary layout keeps (and
 // strings that came through JSON commands are valid UTF-8), so a rewritten
-// record is the one this version would have written for the job.
+// record is the one this version would have written for the job, but for
+// its ModifyIndex: format 2 stamped a parent's record when a dependent was
+// added, format 3 does not write the parent.
 func (s *Store) rewriteJobs(batch int) error {
 	var after []byte // the last key rewritten
 	for {
@@ -68,11 +74,14 @@ func (s *Store) rewriteJobs(batch int) error {
 	}
 }
 
-// rewriteJobBatch rewrites up to batch JSON job records whose keys come
-// after the key after (nil: from the first), and returns the last key it
-// looked at and whether it reached the end.
+// rewriteJobBatch rewrites up to batch job records of an older format
+// whose keys come after the key after (nil: from the first), and returns
+// the last key it looked at and whether it reached the end.
 func (t *Tx) rewriteJobBatch(after []byte, batch int) (last []byte, done bool, err error) {
-	type record struct{ key, value []byte }
+	type record struct {
+		key []byte
+		job *Job
+	}
 	var todo []record
 	c := t.tx.Bucket(bucketJobs).Cursor()
 	k, v := c.First()
@@ -83,23 +92,50 @@ func (t *Tx) rewriteJobBatch(after []byte, batch int) (last []byte, done bool, e
 	}
 	for ; k != nil && len(todo) < batch; k, v = c.Next() {
 		last = append(last[:0], k...)
-		if len(v) == 0 || v[0] != '{' {
-			continue
-		}
-		var j Job
-		if err := decodeJob(v, &j); err != nil {
+		j := new(Job)
+		if err := decodeJob(v, j); err != nil {
 			return nil, false, fmt.Errorf("job %s: %w", k, err)
 		}
-		nv, err := t.encodeJob(&j)
+		if len(v) > 0 && v[0] != '{' && len(j.Dependents) == 0 {
+			continue
+		}
+		todo = append(todo, record{append([]byte(nil), k...), j})
+	}
+	for _, r := range todo { // not while the cursor walks the bucket
+		if err := t.moveDependents(r.job); err != nil {
+			return nil, false, err
+		}
+		nv, err := t.encodeJob(r.job)
 		if err != nil {
 			return nil, false, err
 		}
-		todo = append(todo, record{append([]byte(nil), k...), nv})
-	}
-	for _, r := range todo { // not while the cursor walks the bucket
-		if err := t.tx.Bucket(bucketJobs).Put(r.key, r.value); err != nil {
+		if err := t.tx.Bucket(bucketJobs).Put(r.key, nv); err != nil {
 			return nil, false, fmt.Errorf("rewrite job %s: %w", r.key, err)
 		}
 	}
 	return last, k == nil, nil
+}
+
+// moveDependents moves a record's dependents list (formats 1 and 2) into the
+// dependency bucket and empties it. An id whose job is gone, or is another
+// job under a reused id that does not depend on j, is dropped, as readers of
+// the list skipped it.
+func (t *Tx) moveDependents(j *Job) error {
+	for _, id := range j.Dependents {
+		d, err := t.Job(id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("dependent %s of job %s: %w", id, j.ID, err)
+		}
+		if d.After != j.ID && !slices.Contains(d.DependsOn, j.ID) {
+			continue
+		}
+		if err := t.AddDependent(j.Seq, d); err != nil {
+			return err
+		}
+	}
+	j.Dependents = nil
+	return nil
 }

@@ -124,6 +124,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("worker: Config.Concurrency must be between 1 and %d, got %d", maxConcurrency, c.Concurrency)
 	case len(c.Queues) == 0:
 		return errors.New("worker: Config.Queues must list at least one queue")
+	case len(c.Queues) > wire.MaxQueues:
+		return fmt.Errorf("worker: Config.Queues must list at most %d queues (the server's limit), got %d", wire.MaxQueues, len(c.Queues))
 	case c.Grace < 0:
 		return fmt.Errorf("worker: Config.Grace must not be negative, got %s", c.Grace)
 	case c.KillGrace < 0:

@@ -167,7 +167,7 @@ func (f *fakeServer) waitStatus(t *testing.T, id, status string) {
 func (f *fakeServer) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	var req wire.SubmitRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_json", err.Error())
+		writeError(w, http.StatusBadRequest, wire.CodeInvalid, err.Error())
 		return
 	}
 	id := f.add(wire.Job{Command: req.Command, Type: req.Type, Payload: req.Payload,
@@ -184,7 +184,7 @@ func (f *fakeServer) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	f.mu.Unlock()
 	if !ok {
-		writeError(w, http.StatusNotFound, "not_found", "no such job")
+		writeError(w, http.StatusNotFound, wire.CodeNotFound, "no such job")
 		return
 	}
 	writeJSON(w, http.StatusOK, out)
@@ -208,7 +208,7 @@ func (f *fakeServer) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Reques
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if _, ok := f.workers[id]; !ok {
-		writeError(w, http.StatusNotFound, "not_found", "unknown worker")
+		writeError(w, http.StatusNotFound, wire.CodeNotFound, "unknown worker")
 		return
 	}
 	f.beats++
@@ -233,7 +233,7 @@ func (f *fakeServer) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Reques
 func (f *fakeServer) handleClaim(w http.ResponseWriter, r *http.Request) {
 	var req wire.ClaimRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_json", err.Error())
+		writeError(w, http.StatusBadRequest, wire.CodeInvalid, err.Error())
 		return
 	}
 	wait, err := wire.ParseDuration("wait", req.Wait)
@@ -254,7 +254,7 @@ func (f *fakeServer) handleClaim(w http.ResponseWriter, r *http.Request) {
 		}
 		f.mu.Unlock()
 		if refused {
-			writeError(w, http.StatusServiceUnavailable, "unavailable", "no leader")
+			writeError(w, http.StatusServiceUnavailable, wire.CodeNoLeader, "no leader")
 			return
 		}
 	}
@@ -271,7 +271,7 @@ func (f *fakeServer) handleClaim(w http.ResponseWriter, r *http.Request) {
 	for {
 		jobs, changed := f.lease(req)
 		if len(jobs) > 0 && f.loseReply(req.ClaimSeq) {
-			writeError(w, http.StatusBadGateway, "outcome_unknown", "the leader went away")
+			writeError(w, http.StatusBadGateway, wire.CodeOutcomeUnknown, "the leader went away")
 			return
 		}
 		if len(jobs) > 0 {
@@ -345,7 +345,7 @@ func (f *fakeServer) handleReport(kind string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		var req wire.ReportRequest
 		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-			writeError(w, http.StatusBadRequest, "invalid_json", err.Error())
+			writeError(w, http.StatusBadRequest, wire.CodeInvalid, err.Error())
 			return
 		}
 		f.mu.Lock()
@@ -363,7 +363,7 @@ func (f *fakeServer) handleReport(kind string) http.HandlerFunc {
 func (f *fakeServer) handleBatchReport(w http.ResponseWriter, r *http.Request) {
 	var req wire.BatchReportRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
-		writeError(w, http.StatusBadRequest, "invalid_json", err.Error())
+		writeError(w, http.StatusBadRequest, wire.CodeInvalid, err.Error())
 		return
 	}
 	f.mu.Lock()
@@ -371,7 +371,7 @@ func (f *fakeServer) handleBatchReport(w http.ResponseWriter, r *http.Request) {
 	f.batches++
 	if f.refuse > 0 {
 		f.refuse--
-		writeError(w, http.StatusServiceUnavailable, "unavailable", "no leader")
+		writeError(w, http.StatusServiceUnavailable, wire.CodeNoLeader, "no leader")
 		return
 	}
 	writeJSON(w, http.StatusOK, wire.BatchReportResponse{Results: f.applyReports(req.Reports)})
@@ -400,11 +400,11 @@ func (f *fakeServer) applyReports(reps []wire.BatchReport) []wire.BatchReportRes
 func (f *fakeServer) applyReport(id, kind string, req wire.ReportRequest) (wire.Job, int, string) {
 	job, ok := f.jobs[id]
 	if !ok {
-		return wire.Job{}, http.StatusNotFound, "not_found"
+		return wire.Job{}, http.StatusNotFound, wire.CodeNotFound
 	}
 	if req.Lease != job.Lease || (job.Status != wire.StatusRunning && job.Status != wire.StatusCancelling) {
 		f.reports[id] = append(f.reports[id], report{Kind: kind, Req: req, Status: http.StatusConflict})
-		return wire.Job{}, http.StatusConflict, "stale_lease"
+		return wire.Job{}, http.StatusConflict, wire.CodeStaleLease
 	}
 	f.reports[id] = append(f.reports[id], report{Kind: kind, Req: req, Status: http.StatusOK})
 	job.ExitCode, job.Output, job.LastError = req.ExitCode, req.Output, req.Error

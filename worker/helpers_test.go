@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workron/workron/internal/poll"
 	"github.com/workron/workron/worker"
 )
 
@@ -16,12 +17,8 @@ import (
 // timeout.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond) // polling interval, not synchronisation
+	if err := poll.True(context.Background(), timeout, 10*time.Millisecond, cond); err != nil {
+		t.Fatalf("timed out after %s waiting for %s", timeout, what)
 	}
 }
 

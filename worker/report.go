@@ -193,19 +193,19 @@ func (w *Worker) reportsFailed(ps []*pendingReport, err error) {
 
 // settleReports acts on the server's answers to ps, one result each in
 // order: an answer without an error or one saying the lease is no longer
-// current settles a report; "unavailable" (no leader, unknown outcome)
-// queues it again.
+// current settles a report; one that was not recorded for a passing reason
+// (no leader, an unknown outcome, a server error) queues it again.
 func (w *Worker) settleReports(ps []*pendingReport, results []wire.BatchReportResult) {
 	var again []*pendingReport
 	var why string
 	for i, p := range ps {
 		r := results[i]
-		switch r.Code {
-		case "":
+		switch {
+		case r.Code == "":
 			p.log.Debug("reported", "report", p.verb(), "status", r.Status)
-		case "stale_lease", "not_found", "not_running", "conflict":
+		case r.Code == wire.CodeStaleLease, r.Code == wire.CodeNotFound, r.Code == wire.CodeNotRunning, r.Code == wire.CodeConflict:
 			p.log.Warn("report dropped: the lease is no longer current", "report", p.verb(), "err", r.Error)
-		case "unavailable":
+		case wire.RetryReport(r.Code), r.Code == codeUnavailable:
 			again, why = append(again, p), r.Error
 			continue
 		default:
@@ -218,6 +218,11 @@ func (w *Worker) settleReports(ps []*pendingReport, results []wire.BatchReportRe
 		w.reports.putBack(again, w.currentLeaseTTL())
 	}
 }
+
+// codeUnavailable is what servers before the error codes of package wire
+// answered for a report not recorded for a passing reason; a worker newer
+// than its server (during a rolling upgrade) still retries it.
+const codeUnavailable = "unavailable"
 
 // transient reports whether err may go away by itself: a transport error or
 // a 5xx or 429 reply.

@@ -55,3 +55,37 @@ func sortedLeases(ls []wire.JobLease) []wire.JobLease {
 	slices.SortFunc(ls, func(a, b wire.JobLease) int { return cmp.Compare(a.Lease, b.Lease) })
 	return ls
 }
+
+// A report the server did not record for a passing reason (its result's code
+// is no_leader, outcome_unknown or internal, or an older server's
+// "unavailable") is queued again; one whose lease moved on, or that was
+// refused, is settled.
+func TestSettleReportsRetriesPassingRefusals(t *testing.T) {
+	log := slog.New(slog.DiscardHandler)
+	codes := []string{
+		wire.CodeNoLeader, wire.CodeOutcomeUnknown, wire.CodeInternal, "unavailable",
+		wire.CodeStaleLease, wire.CodeNotFound, wire.CodeNotRunning, wire.CodeConflict, wire.CodeForbidden, "",
+	}
+	retried := map[string]bool{wire.CodeNoLeader: true, wire.CodeOutcomeUnknown: true, wire.CodeInternal: true, "unavailable": true}
+	w := &Worker{log: log, running: map[string]*task{}, reports: newReportQueue()}
+	results := make([]wire.BatchReportResult, len(codes))
+	for i, c := range codes {
+		id := "job-" + c
+		w.queueReport(log, wire.Job{ID: id, Lease: uint64(i + 1)}, outcome{})
+		results[i] = wire.BatchReportResult{JobID: id, Code: c, Error: c}
+	}
+	w.settleReports(w.reports.take(len(codes)), results)
+	var again []string
+	for _, p := range w.reports.take(len(codes)) {
+		again = append(again, p.job.ID)
+	}
+	var want []string
+	for _, c := range codes {
+		if retried[c] {
+			want = append(want, "job-"+c)
+		}
+	}
+	if !slices.Equal(again, want) {
+		t.Fatalf("queued again = %v, want %v", again, want)
+	}
+}

@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -155,7 +156,7 @@ func TestRun(t *testing.T) {
 		f := newFakeServer(t)
 		r := startWorker(t, testConfig(t, f.URL), nil)
 		waitFor(t, 5*time.Second, "registration", func() bool { regs, _ := f.counts(); return regs == 1 })
-		if err := r.w.Run(t.Context()); err != worker.ErrAlreadyRunning {
+		if err := r.w.Run(t.Context()); !errors.Is(err, worker.ErrAlreadyRunning) {
 			t.Fatalf("second Run = %v, want ErrAlreadyRunning", err)
 		}
 	})
@@ -173,6 +174,7 @@ func TestConfigValidate(t *testing.T) {
 		{"ZeroConcurrency", func(c *worker.Config) { c.Concurrency = 0 }, "Config.Concurrency must be between 1 and 4096"},
 		{"NoQueues", func(c *worker.Config) { c.Queues = nil }, "Config.Queues"},
 		{"EmptyQueue", func(c *worker.Config) { c.Queues = []string{"a", ""} }, "Config.Queues[1]"},
+		{"MoreQueuesThanAClaimMayName", func(c *worker.Config) { c.Queues = make([]string, wire.MaxQueues+1) }, "Config.Queues must list at most 32"},
 		{"NegativeGrace", func(c *worker.Config) { c.Grace = -time.Second }, "Config.Grace"},
 		{"NegativeKillGrace", func(c *worker.Config) { c.KillGrace = -time.Second }, "Config.KillGrace"},
 		{"HugeOutputTail", func(c *worker.Config) { c.OutputTail = 1 << 30 }, "Config.OutputTail"},

@@ -1,6 +1,9 @@
 package worker_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -120,8 +123,25 @@ func TestShellJobs(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Run(t.Context()); err != worker.ErrNothingToRun {
+		if err := w.Run(t.Context()); !errors.Is(err, worker.ErrNothingToRun) {
 			t.Fatalf("Run = %v, want ErrNothingToRun", err)
+		}
+	})
+
+	t.Run("MoreHandlersThanAClaimMayNameAreRefused", func(t *testing.T) {
+		f := newFakeServer(t)
+		w, err := worker.New(testConfig(t, f.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range wire.MaxTypes + 1 {
+			w.Handle(fmt.Sprintf("type-%d", i), func(context.Context, *worker.Job) error { return nil })
+		}
+		if err := w.Run(t.Context()); !errors.Is(err, worker.ErrTooManyTypes) {
+			t.Fatalf("Run = %v, want ErrTooManyTypes", err)
+		}
+		if regs, _ := f.counts(); regs != 0 {
+			t.Fatalf("the worker registered %d times before refusing to run", regs)
 		}
 	})
 }

@@ -25,6 +25,9 @@ var (
 	// ErrNothingToRun is returned by Run when Shell is false and no handler
 	// is registered: the worker could serve no job.
 	ErrNothingToRun = errors.New("worker: shell jobs are disabled and no handler is registered")
+	// ErrTooManyTypes is returned by Run when more handlers are registered
+	// than a claim may name (wire.MaxTypes).
+	ErrTooManyTypes = fmt.Errorf("worker: more than %d handler types registered, the most a claim may name", wire.MaxTypes)
 )
 
 // defaultLeaseTTL stands in for the lease TTL until a claim tells it.
@@ -145,7 +148,7 @@ func (w *Worker) Handle(jobType string, h HandlerFunc) {
 // when it returns. It returns ErrAlreadyRunning or ErrNothingToRun without
 // doing anything, an error when it cannot start the job watcher (a small
 // sh that kills the jobs' process groups when the worker exits, see the
-// package doc), and an error wrapping the *client.APIError when the server
+// package doc), and an error wrapping the *client.Error when the server
 // refuses the registration for good (400, 401, 403 and the like).
 func (w *Worker) Run(ctx context.Context) error {
 	if !w.active.CompareAndSwap(false, true) {
@@ -154,6 +157,9 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer w.active.Store(false)
 	if !w.cfg.Shell && len(w.handlerTypes()) == 0 {
 		return ErrNothingToRun
+	}
+	if len(w.handlerTypes()) > wire.MaxTypes {
+		return ErrTooManyTypes
 	}
 	if w.cfg.Shell {
 		wt, err := startWatcher(w.log)

@@ -170,6 +170,123 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.waitFor("a not_found banner", `!document.getElementById("banner").hidden && document.getElementById("banner").dataset.code === "not_found"`)
 	})
 
+	t.Run("SubmitAJob", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/jobs"))
+		b.do(chromedp.Click(chromedp.CSS(`button[data-action="new-job"]`)))
+		form := `form[data-test="submit-form"] `
+		b.do(
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="command"]`), "printf '[%s]' \"a b\""),
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="queue"]`), "forms"),
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="priority"]`), "3"),
+			chromedp.SendKeys(chromedp.CSS(form+`textarea[name="env"]`), "LIST=a,b,c\nA=1"),
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="depends_on"]`), jobs.fetch),
+			chromedp.Click(chromedp.CSS(form+`button[data-action="save"]`)),
+		)
+		b.waitFor("the new job's page", `/^#\/jobs\/job-/.test(location.hash) && !!document.querySelector('[data-test="job-id"]')`)
+		id := b.eval(`document.querySelector('[data-test="job-id"]').textContent`)
+		j := cl.job(id)
+		if j.Command != `printf '[%s]' "a b"` || j.Queue != "forms" || j.Priority != 3 || j.Env["LIST"] != "a,b,c" || j.Env["A"] != "1" ||
+			len(j.DependsOn) != 1 || j.DependsOn[0] != jobs.fetch {
+			t.Fatalf("the job the form made: %+v", j)
+		}
+	})
+
+	t.Run("BadInputInAFormIsRefused", func(t *testing.T) {
+		b.t = t
+		before := cl.count()
+		b.do(chromedp.Navigate(dash + "#/jobs"))
+		b.do(chromedp.Click(chromedp.CSS(`button[data-action="new-job"]`)))
+		form := `form[data-test="submit-form"] `
+		b.do(
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="type"]`), "email.send"),
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="payload"]`), "{not json"),
+			chromedp.Click(chromedp.CSS(form+`button[data-action="save"]`)),
+		)
+		b.waitFor("the field named in the banner", `!document.getElementById("banner").hidden && document.getElementById("banner-text").textContent.startsWith("payload: not JSON")`)
+		b.do(chromedp.SetValue(chromedp.CSS(form+`input[name="payload"]`), `{"to":"a@b.c"}`),
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="max_attempts"]`), "-1"),
+			chromedp.Click(chromedp.CSS(form+`button[data-action="save"]`)))
+		b.waitFor("the server's 400 in the banner", `document.getElementById("banner").dataset.code === "invalid" && document.getElementById("banner-text").textContent.includes("max_attempts")`)
+		if after := cl.count(); after != before {
+			t.Fatalf("%d jobs after refused forms, %d before", after, before)
+		}
+		b.do(chromedp.Click(chromedp.ID("banner-close")))
+	})
+
+	t.Run("JobFailedByItsDependencySaysSo", func(t *testing.T) {
+		b.t = t
+		one := 1
+		parent := cl.submit(wire.SubmitRequest{Command: "./extract.sh", Queue: "deps-demo", MaxAttempts: &one})
+		child := cl.submit(wire.SubmitRequest{Command: "./load.sh", Queue: "deps-demo", DependsOn: []string{parent}})
+		j := cl.claim("cpu-worker-1", "deps-demo")
+		cl.call(http.MethodPost, "/jobs/"+j.ID+"/fail", wire.ReportRequest{Lease: j.Lease, Error: "exit status 2"}, nil, http.StatusOK)
+		b.do(chromedp.Navigate(dash + "#/jobs/" + child))
+		b.waitFor("why it never ran", fmt.Sprintf(`[...document.querySelectorAll('#job-body [data-test="empty"]')].some((e) => e.textContent.includes("never ran") && e.textContent.includes("dependency %s failed"))`, parent))
+		if strings.Contains(b.eval(`document.querySelector('#job-body').textContent`), "waits for a worker") {
+			t.Fatal("a job failed by its dependency still says it waits for a worker")
+		}
+	})
+
+	t.Run("SchedulesAreCreatedEditedAndDeleted", func(t *testing.T) {
+		b.t = t
+		if !jobs.schedules {
+			t.Skip("the node serves no schedules")
+		}
+		b.do(chromedp.Navigate(dash + "#/schedules"))
+		b.do(chromedp.Click(chromedp.CSS(`button[data-action="new-schedule"]`)))
+		form := `form[data-test="schedule-form"] `
+		b.do(
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="name"]`), "from-the-page"),
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="cron"]`), "@every 1h"),
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="command"]`), "./rotate-logs.sh"),
+			chromedp.SendKeys(chromedp.CSS(form+`textarea[name="env"]`), "KEEP=7"),
+			chromedp.Click(chromedp.CSS(form+`button[data-action="save"]`)),
+		)
+		b.waitFor("the new schedule listed", `!!document.querySelector('tr[data-schedule="from-the-page"]')`)
+		cl.call(http.MethodPost, "/schedules/from-the-page/pause", nil, nil, http.StatusOK)
+		b.waitFor("shown paused", `document.querySelector('tr[data-schedule="from-the-page"]').dataset.paused === "1"`)
+
+		b.click(`tr[data-schedule="from-the-page"] button[data-action="edit"]`)
+		b.waitFor("the form filled in", `document.querySelector('form[data-test="schedule-form"] input[name="cron"]').value === "@every 1h"`)
+		b.do(chromedp.SetValue(chromedp.CSS(form+`input[name="cron"]`), "@every 2h"),
+			chromedp.Click(chromedp.CSS(form+`button[data-action="save"]`)))
+		var sc wire.Schedule
+		clustertest.WaitFor(t, 10*time.Second, func() error {
+			cl.call(http.MethodGet, "/schedules/from-the-page", nil, &sc, http.StatusOK)
+			if sc.Cron != "@every 2h" {
+				return fmt.Errorf("cron %q after the edit", sc.Cron)
+			}
+			return nil
+		})
+		if !sc.Paused || sc.Job.Command != "./rotate-logs.sh" || sc.Job.Env["KEEP"] != "7" {
+			t.Fatalf("the edit changed more than the cron: %+v", sc)
+		}
+
+		del := `tr[data-schedule="from-the-page"] button[data-action="delete"]`
+		b.click(del)
+		b.click(del + `[data-armed="1"]`)
+		b.waitFor("the schedule gone from the list", `!document.querySelector('tr[data-schedule="from-the-page"]')`)
+		cl.call(http.MethodGet, "/schedules/from-the-page", nil, nil, http.StatusNotFound)
+	})
+
+	// Last: it stops a node.
+	t.Run("ClusterShowsANodeThatDoesNotAnswer", func(t *testing.T) {
+		b.t = t
+		var down int
+		for _, i := range c.Followers(t) {
+			if i != follower {
+				down = i
+			}
+		}
+		id := c.Node(down).ID()
+		c.Kill(t, down)
+		b.do(chromedp.Navigate(dash + "#/cluster"))
+		b.waitFor("the stopped node shown unreachable", fmt.Sprintf(
+			`document.querySelector('tr[data-node-id=%q]').dataset.reachable === "0" && document.querySelector('tr[data-node-id=%q] [data-test="role"]').textContent === "unreachable"`, id, id))
+		b.waitFor("the others reachable", fmt.Sprintf(`document.querySelectorAll('tr[data-reachable="1"]').length === 2 && !document.querySelector('tr[data-node-id=%q] .st-follower')`, id))
+	})
+
 	b.t = t
 	b.noExceptions()
 }
@@ -300,6 +417,26 @@ func (p *page) waitFor(what, expr string) {
 	p.t.Fatalf("waited 10s for %s (%s); last error %v\n%s", what, expr, last, p.dump())
 }
 
+// click clicks the element selector finds, in the same evaluation that
+// finds it: the page re-renders a table when a refresh brings new data, so a
+// node found in one step may be gone by the next.
+func (p *page) click(selector string) {
+	p.t.Helper()
+	p.waitFor("a click on "+selector, fmt.Sprintf(`(() => { const el = document.querySelector(%q); if (!el) return false; el.click(); return true; })()`, selector))
+}
+
+// eval returns a JavaScript expression's string value.
+func (p *page) eval(expr string) string {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(p.ctx, 5*time.Second)
+	defer cancel()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](expr))
+	if err != nil {
+		p.t.Fatalf("evaluate %s: %v", expr, err)
+	}
+	return v
+}
+
 // dump is the page's main view as text, for failure messages.
 func (p *page) dump() string {
 	ctx, cancel := context.WithTimeout(p.ctx, 3*time.Second)
@@ -382,6 +519,14 @@ func (c *client) job(id string) wire.Job {
 	var j wire.Job
 	c.call(http.MethodGet, "/jobs/"+id, nil, &j, http.StatusOK)
 	return j
+}
+
+// count is how many jobs the cluster holds.
+func (c *client) count() int {
+	c.t.Helper()
+	var list wire.JobList
+	c.call(http.MethodGet, "/jobs?limit=1000", nil, &list, http.StatusOK)
+	return len(list.Jobs)
 }
 
 func (c *client) paused(queue string) bool {

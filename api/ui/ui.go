@@ -88,5 +88,5 @@ func Handler() http.Handler {
 func notFound(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusNotFound)
-	_ = json.NewEncoder(w).Encode(wire.Error{Error: "no dashboard file " + r.URL.Path, Code: "not_found"})
+	_ = json.NewEncoder(w).Encode(wire.Error{Error: "no dashboard file " + r.URL.Path, Code: wire.CodeNotFound})
 }

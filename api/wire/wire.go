@@ -1,7 +1,8 @@
 // Package wire holds the JSON shapes of Workron's HTTP API: requests, replies
 // and error bodies. The server (package api) and the clients (package worker,
-// the CLI) share them; it imports nothing of the server side and holds no logic
-// beyond parsing durations and the rule for a job's environment variables.
+// the CLI) share them, and the error codes (codes.go); it imports nothing of
+// the server side and holds no logic beyond parsing durations, the rule for a
+// job's environment variables, and which report results may be sent again.
 package wire
 
 import (
@@ -174,6 +175,14 @@ type JobList struct {
 	NextCursor string `json:"next_cursor,omitempty"`
 }
 
+// MaxQueues is the most queues a claim or a registered worker may name, and
+// MaxTypes the most types a claim may name: a claim looks at each queue and
+// type pair under the lock that applies entries.
+const (
+	MaxQueues = 32
+	MaxTypes  = 64
+)
+
 // ClaimRequest is the body of POST /jobs/claim. Queues lists the queues the
 // worker serves in order of preference (none means "default"). Types lists the
 // typed-handler job types it serves; it gets shell-command jobs when Shell is
@@ -284,6 +293,31 @@ type WorkerList struct {
 	Workers []Worker `json:"workers"`
 }
 
+// Queue is one queue in GET /queues, and the reply of POST
+// /queues/{name}/pause and /resume (Name and Paused alone).
+type Queue struct {
+	Name   string         `json:"name"`
+	Paused bool           `json:"paused"`
+	Counts map[string]int `json:"counts"`
+	// OldestPendingSeconds is how long the longest-waiting runnable job of
+	// the queue has been runnable; absent when none is.
+	OldestPendingSeconds float64 `json:"oldest_pending_seconds,omitempty"`
+}
+
+// QueueList is the reply of GET /queues: the queues that hold jobs or were
+// paused.
+type QueueList struct {
+	Queues []Queue `json:"queues"`
+}
+
+// CheckpointReply is the reply of POST /jobs/{id}/checkpoint: the
+// checkpoint stored for the job's drain of Epoch.
+type CheckpointReply struct {
+	JobID string `json:"job_id"`
+	Epoch uint64 `json:"epoch"`
+	Bytes int    `json:"bytes"`
+}
+
 // WorkerHeartbeatRequest is the optional body of POST /workers/{id}/heartbeat.
 // When Jobs is present (even empty), only those leases are renewed: a job
 // whose claim reply the worker never received is then left to expire. With
@@ -321,6 +355,14 @@ type JobAction struct {
 	Action          string `json:"action"`
 	PreemptionEpoch uint64 `json:"preemption_epoch,omitempty"`
 }
+
+// Health statuses, as shown in Health.Status and NodeHealth.Status.
+const (
+	HealthOK         = "ok"
+	HealthNoLeader   = "no_leader"   // the node knows no leader
+	HealthRemoved    = "removed"     // the node was removed from the cluster
+	HealthCatchingUp = "catching_up" // ?ready=1: not every committed entry applied yet
+)
 
 // Health is the reply of GET /health (and of GET /health?ready=1).
 type Health struct {

@@ -7,11 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
-	"strings"
 
-	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
@@ -29,38 +26,17 @@ func runBackup(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	if len(pos) != 1 {
 		return errors.New("backup: give the file to write, e.g. workron backup state.bak")
 	}
-	hc, err := c.sec.httpClient(0)
+	cl, err := c.sec.newClient(splitList(c.server), nil)
 	if err != nil {
 		return err
 	}
-	var last error
-	for _, s := range splitList(c.server) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(s, "/")+"/backup", nil)
-		if err != nil {
-			return err
-		}
-		if err := c.sec.authorize(req); err != nil {
-			return err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			last = err
-			continue
-		}
-		if resp.StatusCode != http.StatusOK {
-			resp.Body.Close()
-			last = fmt.Errorf("GET %s/backup: HTTP %d", s, resp.StatusCode)
-			continue
-		}
-		n, err := writeFileAtomic(pos[0], resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "wrote %d bytes to %s\n", n, pos[0])
-		return nil
+	defer cl.Close()
+	n, err := writeFileAtomic(pos[0], func(w io.Writer) (int64, error) { return cl.Backup(ctx, w) })
+	if err != nil {
+		return err
 	}
-	return fmt.Errorf("backup: no server answered: %w", last)
+	fmt.Fprintf(stdout, "wrote %d bytes to %s\n", n, pos[0])
+	return nil
 }
 
 // runRestore restores a backup: into a running cluster through its leader
@@ -106,90 +82,44 @@ func restoreOffline(dataDir, file string, stdout io.Writer) error {
 	return nil
 }
 
-// restoreOnline sends the backup to the cluster (POST /restore), trying
-// each --server in turn until one answers.
+// restoreOnline sends the backup to the cluster (POST /restore), failing
+// over between the --server URLs as every client verb does.
 func restoreOnline(ctx context.Context, c *cliFlags, file string, stdout io.Writer) error {
 	info, err := store.Verify(file)
 	if err != nil {
 		return fmt.Errorf("restore: %s not restored, nothing was sent: %w", file, err)
 	}
-	hc, err := c.sec.httpClient(0)
+	cl, err := c.sec.newClient(splitList(c.server), nil)
 	if err != nil {
 		return err
 	}
-	var last error
-	for _, s := range splitList(c.server) {
-		res, err := postRestore(ctx, hc, c, s, file, info.Size)
-		if errors.Is(err, errTryNext) {
-			last = err
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if c.output == "json" {
-			return json.NewEncoder(stdout).Encode(res)
-		}
-		fmt.Fprintf(stdout, "restored %s into the cluster: %d jobs; its state now stands at Raft index %d (the backup's was %d)\n",
-			file, res.Jobs, res.Index, res.BackupIndex)
-		return nil
-	}
-	return fmt.Errorf("restore: no server answered: %w", last)
-}
-
-// errTryNext marks a failure another server may not have.
-var errTryNext = errors.New("try the next server")
-
-func postRestore(ctx context.Context, hc *http.Client, c *cliFlags, server, file string, size int64) (wire.Restore, error) {
-	var res wire.Restore
+	defer cl.Close()
 	f, err := os.Open(file)
 	if err != nil {
-		return res, fmt.Errorf("restore: %w", err)
+		return fmt.Errorf("restore: %w", err)
 	}
 	defer f.Close()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(server, "/")+"/restore", f)
+	res, err := cl.Restore(ctx, f, info.Size)
 	if err != nil {
-		return res, err
+		return fmt.Errorf("%s not restored: %w", file, err)
 	}
-	req.ContentLength = size
-	req.Header.Set("Content-Type", "application/octet-stream")
-	if err := c.sec.authorize(req); err != nil {
-		return res, err
+	if c.output == "json" {
+		return json.NewEncoder(stdout).Encode(res)
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return res, fmt.Errorf("%w: POST %s/restore: %w", errTryNext, server, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return res, fmt.Errorf("restore: POST %s/restore: reading the reply: %w", server, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e wire.Error
-		msg := strings.TrimSpace(string(body))
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		err := fmt.Errorf("restore: POST %s/restore: HTTP %d: %s", server, resp.StatusCode, msg)
-		if resp.StatusCode == http.StatusServiceUnavailable {
-			return res, fmt.Errorf("%w: %w", errTryNext, err)
-		}
-		return res, err
-	}
-	if err := json.Unmarshal(body, &res); err != nil {
-		return res, fmt.Errorf("restore: POST %s/restore: the reply is not JSON: %w", server, err)
-	}
-	return res, nil
+	fmt.Fprintf(stdout, "restored %s into the cluster: %d jobs; its state now stands at Raft index %d (the backup's was %d)\n",
+		file, res.Jobs, res.Index, res.BackupIndex)
+	return nil
 }
 
-func writeFileAtomic(path string, r io.Reader) (int64, error) {
+// writeFileAtomic writes path through a temporary file that write fills,
+// synced and renamed into place only when write succeeded.
+func writeFileAtomic(path string, write func(io.Writer) (int64, error)) (int64, error) {
 	tmp := path + ".tmp"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return 0, err
 	}
-	n, err := io.Copy(f, r)
+	n, err := write(f)
 	if err == nil {
 		err = f.Sync()
 	}

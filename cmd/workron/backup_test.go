@@ -7,13 +7,13 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
 )
@@ -183,9 +183,7 @@ func readState(t *testing.T, hc *http.Client, base string) map[string]string {
 	}
 	var (
 		schedules json.RawMessage
-		queues    struct {
-			Queues []api.QueueInfo `json:"queues"`
-		}
+		queues    wire.QueueList
 	)
 	if err := getJSON(hc, base+"/schedules", &schedules); err != nil {
 		t.Fatal(err)
@@ -207,4 +205,28 @@ func readState(t *testing.T, hc *http.Client, base string) map[string]string {
 		t.Fatalf("state of %s is not what the test made: %v", base, out)
 	}
 	return out
+}
+
+// TestBackupErrorCarriesServerMessage checks that a refused backup says what
+// the server said, in the one error format of the CLI (#18 item 6), and
+// leaves no file behind.
+func TestBackupErrorCarriesServerMessage(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_ = json.NewEncoder(w).Encode(wire.Error{Error: "GET /backup needs the admin role", Code: "forbidden"})
+	}))
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "state.bak")
+	var stdout, stderr bytes.Buffer
+	err := run(context.Background(), []string{"backup", file, "--server", srv.URL}, &stdout, &stderr)
+	if err == nil || !strings.Contains(err.Error(), "client: 403 forbidden: GET /backup needs the admin role") {
+		t.Fatalf("backup refused with 403: err %v, want the server's message", err)
+	}
+	if _, err := os.Stat(file); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused backup left %s: %v", file, err)
+	}
+	if _, err := os.Stat(file + ".tmp"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused backup left %s.tmp: %v", file, err)
+	}
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -9,8 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -50,7 +47,7 @@ func runClient(ctx context.Context, verb string, args []string, stdout, stderr i
 	case "jobs":
 		return c.jobs(ctx, fs, args)
 	case "workers":
-		return c.simple(ctx, fs, args, "/workers", c.printWorkers)
+		return c.workers(ctx, fs, args)
 	case "queues":
 		return c.queues(ctx, fs, args)
 	case "cluster":
@@ -321,86 +318,28 @@ func truncate(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
-// simple fetches a GET endpoint and prints it.
-func (c *cli) simple(ctx context.Context, fs *flag.FlagSet, args []string, path string, table func([]byte) error) error {
+// workers lists the workers (`workron workers`).
+func (c *cli) workers(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	if _, err := parse(fs, args); err != nil {
 		return err
 	}
 	if err := c.connect(); err != nil {
 		return err
 	}
-	body, err := c.raw(ctx, http.MethodGet, path, nil)
+	ws, err := c.client.Workers(ctx)
 	if err != nil {
 		return err
 	}
-	if c.flags.output == "json" {
-		_, err := c.out.Write(body)
-		return err
-	}
-	return table(body)
+	return c.print(wire.WorkerList{Workers: ws}, func() { c.printWorkers(ws) })
 }
 
-// raw sends a request to the first server and returns the body of a 2xx
-// reply, or the API's error.
-func (c *cli) raw(ctx context.Context, method, path string, body any) ([]byte, error) {
-	var payload []byte
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, err
-		}
-		payload = b
-	}
-	hc, err := c.flags.sec.httpClient(0)
-	if err != nil {
-		return nil, err
-	}
-	var last error
-	for _, s := range splitList(c.flags.server) {
-		var rd io.Reader
-		if payload != nil {
-			rd = bytes.NewReader(payload) // a fresh reader for each server tried
-		}
-		req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(s, "/")+path, rd)
-		if err != nil {
-			return nil, err
-		}
-		if err := c.flags.sec.authorize(req); err != nil {
-			return nil, err
-		}
-		resp, err := hc.Do(req)
-		if err != nil {
-			last = err
-			continue
-		}
-		data, err := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			return nil, err
-		}
-		if resp.StatusCode/100 != 2 {
-			var e wire.Error
-			if json.Unmarshal(data, &e) == nil && e.Error != "" {
-				return nil, fmt.Errorf("%s %s: %s (%d %s)", method, path, e.Error, resp.StatusCode, e.Code)
-			}
-			return nil, fmt.Errorf("%s %s: HTTP %d", method, path, resp.StatusCode)
-		}
-		return data, nil
-	}
-	return nil, fmt.Errorf("no server reachable: %w", last)
-}
-
-func (c *cli) printWorkers(body []byte) error {
-	var list wire.WorkerList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return err
-	}
+func (c *cli) printWorkers(ws []wire.Worker) {
 	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "ID\tSTATUS\tRUNNING\tSLOTS\tQUEUES\tLAST HEARTBEAT")
-	for _, w := range list.Workers {
+	for _, w := range ws {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", w.ID, w.Status, w.RunningJobs, w.Resources.Slots, strings.Join(w.Queues, ","), w.LastHeartbeat.Local().Format(time.DateTime))
 	}
-	return tw.Flush()
+	tw.Flush()
 }
 
 // queues lists the queues (`workron queues`) or pauses or resumes one
@@ -410,45 +349,38 @@ func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error
 	if err != nil {
 		return err
 	}
-	if len(pos) == 0 || pos[0] == "ls" || pos[0] == "list" {
-		return c.simple(ctx, fs, nil, "/queues", c.printQueues)
-	}
-	if (pos[0] != "pause" && pos[0] != "resume") || len(pos) != 2 {
+	if len(pos) > 0 && pos[0] != "ls" && pos[0] != "list" && ((pos[0] != "pause" && pos[0] != "resume") || len(pos) != 2) {
 		return errors.New("queues: give ls, pause NAME or resume NAME")
 	}
 	if err := c.connect(); err != nil {
 		return err
 	}
-	body, err := c.raw(ctx, http.MethodPost, "/queues/"+url.PathEscape(pos[1])+"/"+pos[0], nil)
+	if len(pos) == 0 || pos[0] == "ls" || pos[0] == "list" {
+		qs, err := c.client.Queues(ctx)
+		if err != nil {
+			return err
+		}
+		return c.print(wire.QueueList{Queues: qs}, func() { c.printQueues(qs) })
+	}
+	act := c.client.PauseQueue
+	if pos[0] == "resume" {
+		act = c.client.ResumeQueue
+	}
+	q, err := act(ctx, pos[1])
 	if err != nil {
 		return err
 	}
-	if c.flags.output == "json" {
-		_, err := c.out.Write(body)
-		return err
-	}
-	fmt.Fprintf(c.out, "%sd %s\n", pos[0], pos[1])
-	return nil
+	return c.print(q, func() { fmt.Fprintf(c.out, "%sd %s\n", pos[0], pos[1]) })
 }
 
-func (c *cli) printQueues(body []byte) error {
-	var list struct {
-		Queues []struct {
-			Name   string         `json:"name"`
-			Paused bool           `json:"paused"`
-			Counts map[string]int `json:"counts"`
-		} `json:"queues"`
-	}
-	if err := json.Unmarshal(body, &list); err != nil {
-		return err
-	}
+func (c *cli) printQueues(qs []wire.Queue) {
 	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "QUEUE\tPAUSED\tBLOCKED\tPENDING\tRUNNING\tDONE\tFAILED\tCANCELLED")
-	for _, q := range list.Queues {
+	for _, q := range qs {
 		n := q.Counts
 		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\n", q.Name, q.Paused, n["blocked"], n["pending"], n["running"]+n["cancelling"], n["done"], n["failed"], n["cancelled"])
 	}
-	return tw.Flush()
+	tw.Flush()
 }
 
 func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) error {
@@ -468,22 +400,13 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	}
 	switch pos[0] {
 	case "status":
-		body, err := c.raw(ctx, http.MethodGet, "/cluster", nil)
+		cl, err := c.client.Cluster(ctx)
 		if err != nil {
 			return err
 		}
-		if c.flags.output == "json" {
-			_, err := c.out.Write(body)
-			return err
-		}
-		var cl wire.Cluster
-		if err := json.Unmarshal(body, &cl); err != nil {
-			return err
-		}
-		printCluster(c.out, &cl)
-		return nil
+		return c.print(cl, func() { printCluster(c.out, cl) })
 	case "join":
-		if _, err := c.raw(ctx, http.MethodPost, "/cluster/join", join); err != nil {
+		if _, err := c.client.Join(ctx, join); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.out, "joined %s\n", join.ID)
@@ -492,20 +415,14 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		if len(pos) != 2 {
 			return errors.New("cluster remove: give the node id")
 		}
-		body, err := c.raw(ctx, http.MethodDelete, "/cluster/nodes/"+url.PathEscape(pos[1]), nil)
+		rm, err := c.client.RemoveNode(ctx, pos[1])
 		if err != nil {
 			return err
 		}
-		if c.flags.output == "json" {
-			_, err := c.out.Write(body)
-			return err
+		if rm == nil || rm.Message == "" {
+			rm = &wire.Removal{Removed: pos[1], Message: "removed " + pos[1]} // an older server's 204
 		}
-		var rm wire.Removal
-		if json.Unmarshal(body, &rm) != nil || rm.Message == "" {
-			rm.Message = "removed " + pos[1] // an older server's 204
-		}
-		fmt.Fprintln(c.out, rm.Message)
-		return nil
+		return c.print(rm, func() { fmt.Fprintln(c.out, rm.Message) })
 	}
 	return fmt.Errorf("cluster: unknown subcommand %q", pos[0])
 }

@@ -118,6 +118,9 @@ func TestCLIGolden(t *testing.T) {
 	s.run(1, "submit", "--type", "resize", "--payload", "{nope")
 	s.run(1, "queues", "-o", "yaml")
 	s.run(1, "cluster", "remove", "n9")
+	s.run(1, "queues", "pause", "nope")
+	s.run(1, "schedules", "get", "nope")
+	s.run(1, "schedules", "create", "bad", "--cron", "every day", "--", "true")
 	s.run(1, "workers", "--server", "http://127.0.0.1:1")
 
 	golden(t, filepath.Join("testdata", "cli.golden"), s.out.String())

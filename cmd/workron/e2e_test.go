@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -26,7 +25,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/ports"
+	"github.com/workron/workron/internal/jobcheck"
+	"github.com/workron/workron/internal/poll"
+	"github.com/workron/workron/internal/proccluster"
 )
 
 // The end-to-end test runs the real binary: three server processes, two
@@ -120,16 +121,16 @@ func TestEndToEndLeaderKilledTwiceUnderLoad(t *testing.T) {
 
 	for i, frac := range e2eKillAt {
 		at := int64(frac * e2eJobs)
-		if !poll(ctx, 5*time.Millisecond, func() bool { return accepted.Load() >= at }) {
+		if poll.True(ctx, 0, 5*time.Millisecond, func() bool { return accepted.Load() >= at }) != nil {
 			t.Fatalf("kill %d: only %d of %d submits accepted before the load's deadline", i+1, accepted.Load(), at)
 		}
 		leader := c.leader(t)
-		t.Logf("kill %d: SIGKILL leader %s after %d accepted submits", i+1, leader.name, accepted.Load())
-		leader.kill()
+		t.Logf("kill %d: SIGKILL leader %s after %d accepted submits", i+1, leader.Name, accepted.Load())
+		leader.Kill()
 		time.Sleep(e2eKillPause) // the outage, not a synchronisation
 		c.restart(t, leader)
 		newLeader := c.leader(t)
-		t.Logf("kill %d: %s restarted; leader is %s; %d accepted", i+1, leader.name, newLeader.name, accepted.Load())
+		t.Logf("kill %d: %s restarted; leader is %s; %d accepted", i+1, leader.Name, newLeader.Name, accepted.Load())
 	}
 
 	load = <-loadDone
@@ -151,127 +152,27 @@ func TestEndToEndLeaderKilledTwiceUnderLoad(t *testing.T) {
 	t.Logf("end-to-end run took %s", time.Since(begin).Round(time.Millisecond))
 }
 
-// proc is one workron process, restartable with the same arguments. Its
-// stdout and stderr are appended to log.
-type proc struct {
-	name string
-	bin  string
-	args []string
-	env  []string // added to the test's environment
-	log  string
+// proc and node are the shared harness's process and server process.
+type (
+	proc = proccluster.Proc
+	node = proccluster.Node
+)
 
-	mu   sync.Mutex
-	cmd  *exec.Cmd
-	done chan struct{} // closed when the current process has exited
-}
-
-// start starts the process and returns the log size before it, so the
-// caller can read what this run wrote.
-func (p *proc) start() (int64, error) {
-	f, err := os.OpenFile(p.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close() // the child holds its own copy
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	fmt.Fprintf(f, "=== %s: starting %s\n", time.Now().Format(time.StampMilli), p.name)
-	cmd := exec.Command(p.bin, p.args...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if p.env != nil {
-		cmd.Env = append(os.Environ(), p.env...)
-	}
-	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start %s: %w", p.name, err)
-	}
-	done := make(chan struct{})
-	p.mu.Lock()
-	p.cmd, p.done = cmd, done
-	p.mu.Unlock()
-	go func() {
-		_ = cmd.Wait()
-		close(done)
-	}()
-	return fi.Size(), nil
-}
-
-// kill sends SIGKILL and waits for the process to exit.
-func (p *proc) kill() {
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
-		return
-	}
-	_ = cmd.Process.Kill()
-	<-done
-}
-
-// running reports whether the current process is alive.
-func (p *proc) running() bool {
-	p.mu.Lock()
-	done := p.done
-	p.mu.Unlock()
-	if done == nil {
-		return false
-	}
-	select {
-	case <-done:
-		return false
-	default:
-		return true
-	}
-}
-
-func (p *proc) exited() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.done
-}
-
-// tail returns the last n lines of the log.
-func (p *proc) tail(n int) string {
-	b, err := os.ReadFile(p.log)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// logSince returns what the log got from offset on.
-func (p *proc) logSince(off int64) string {
-	b, err := os.ReadFile(p.log)
-	if err != nil || int64(len(b)) < off {
-		return ""
-	}
-	return string(b[off:])
-}
-
-type node struct {
-	proc
-	url string
-}
-
+// cluster is the server processes of a test (internal/proccluster) and the
+// worker processes it starts.
 type cluster struct {
+	*proccluster.Cluster
 	dir     string
 	hc      *http.Client
-	nodes   []*node
 	workers []*proc
-	extra   []string // more `workron server` flags
 }
 
-var errPortTaken = errors.New("port taken")
-
-// startCluster starts three nodes on free ports and waits until all agree on
-// a leader. A port that another process took between the pick and the bind
-// makes it start over on other ports. extra flags go to every server.
-func startCluster(t *testing.T, bin, dir string, extra ...string) *cluster {
-	t.Helper()
+// newCluster is a cluster without servers yet, whose processes are killed
+// (and whose logs are printed, if the test failed) when the test ends.
+func newCluster(t *testing.T, dir string) *cluster {
 	tr := &http.Transport{MaxIdleConnsPerHost: 2 * e2eClients, IdleConnTimeout: 10 * time.Second}
-	c := &cluster{dir: dir, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}, extra: extra}
+	hc := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	c := &cluster{Cluster: &proccluster.Cluster{HTTP: hc}, dir: dir, hc: hc}
 	t.Cleanup(func() {
 		if t.Failed() {
 			c.printLogs(t)
@@ -279,117 +180,39 @@ func startCluster(t *testing.T, bin, dir string, extra ...string) *cluster {
 		c.killAll()
 		tr.CloseIdleConnections()
 	})
-	for try := 1; ; try++ {
-		err := c.tryStart(bin, filepath.Join(dir, "try"+strconv.Itoa(try)))
-		if err == nil {
-			break
-		}
-		c.killAll()
-		if !errors.Is(err, errPortTaken) || try == 3 {
-			t.Fatalf("start cluster: %v", err)
-		}
-		t.Logf("start cluster: %v; again on other ports", err)
+	return c
+}
+
+// startCluster starts three nodes on free ports and waits until all agree on
+// a leader. extra flags go to every server.
+func startCluster(t *testing.T, bin, dir string, extra ...string) *cluster {
+	t.Helper()
+	c := newCluster(t, dir)
+	pc, err := proccluster.Start(context.Background(), proccluster.Config{Bin: bin, Dir: dir, HTTP: c.hc,
+		Args: append([]string{"--raft-heartbeat-timeout", "150ms", "--raft-election-timeout", "150ms",
+			"--lease-ttl", "2s", "--reap-interval", "100ms", "--log-level", "info"}, extra...)})
+	if err != nil {
+		t.Fatalf("start cluster: %v", err)
 	}
+	c.Cluster = pc
 	c.leader(t)
 	return c
 }
 
-func (c *cluster) tryStart(bin, dir string) error {
-	ports, err := ports.Free(6)
-	if err != nil {
-		return err
-	}
-	ids := []string{"n1", "n2", "n3"}
-	var peers []string
-	for i, id := range ids {
-		peers = append(peers, fmt.Sprintf("%s=127.0.0.1:%d", id, ports[3+i]))
-	}
-	c.nodes = nil
-	for i, id := range ids {
-		httpAddr := fmt.Sprintf("127.0.0.1:%d", ports[i])
-		n := &node{url: "http://" + httpAddr, proc: proc{
-			name: id, bin: bin, log: filepath.Join(c.dir, id+".log"),
-			args: []string{"server", "--id", id, "--http", httpAddr,
-				"--raft", fmt.Sprintf("127.0.0.1:%d", ports[3+i]),
-				"--data", filepath.Join(dir, id), "--peers", strings.Join(peers, ","),
-				"--raft-heartbeat-timeout", "150ms", "--raft-election-timeout", "150ms",
-				"--lease-ttl", "2s", "--reap-interval", "100ms", "--log-level", "info"},
-		}}
-		n.args = append(n.args, c.extra...)
-		c.nodes = append(c.nodes, n)
-	}
-	offsets := make([]int64, len(c.nodes))
-	for i, n := range c.nodes {
-		if offsets[i], err = n.start(); err != nil {
-			return err
-		}
-	}
-	for i, n := range c.nodes {
-		if err := c.waitServing(n, offsets[i], 15*time.Second); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// waitServing waits until the node answers HTTP (so both its listeners are
-// bound). It returns errPortTaken if the process exited because a port was in
-// use.
-func (c *cluster) waitServing(n *node, logOffset int64, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	exited := n.exited()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, n.url+"/health", nil)
-		if resp, err := c.hc.Do(req); err == nil {
-			drain(resp)
-			return nil
-		}
-		select {
-		case <-exited:
-			out := n.logSince(logOffset)
-			if strings.Contains(out, "address already in use") {
-				return fmt.Errorf("%s: %w", n.name, errPortTaken)
-			}
-			return fmt.Errorf("%s exited at start:\n%s", n.name, out)
-		case <-ctx.Done():
-			return fmt.Errorf("%s does not answer HTTP on %s after %s", n.name, n.url, timeout)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-}
-
-// restart starts a killed node again with its flags and data, retrying while
-// another process holds one of its ports.
+// restart starts a killed node again with its flags and data.
 func (c *cluster) restart(t *testing.T, n *node) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		off, err := n.start()
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = c.waitServing(n, off, time.Until(deadline))
-		if err == nil {
-			return
-		}
-		if !errors.Is(err, errPortTaken) || time.Now().After(deadline) {
-			t.Fatalf("restart %s: %v", n.name, err)
-		}
-		time.Sleep(200 * time.Millisecond)
+	if err := c.Restart(context.Background(), n); err != nil {
+		t.Fatal(err)
 	}
 }
 
 func (c *cluster) startWorker(t *testing.T, id string) {
 	t.Helper()
-	urls := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
-		urls[i] = n.url
-	}
-	w := &proc{name: id, bin: c.nodes[0].bin, log: filepath.Join(c.dir, id+".log"),
-		args: []string{"worker", "--server", strings.Join(urls, ","), "--id", id,
+	w := &proc{Name: id, Bin: c.Nodes[0].Bin, Log: filepath.Join(c.dir, id+".log"),
+		Args: []string{"worker", "--server", strings.Join(c.URLs(), ","), "--id", id,
 			"--concurrency", "8", "--queues", "default", "--log-level", "info"}}
-	if _, err := w.start(); err != nil {
+	if _, err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	c.workers = append(c.workers, w)
@@ -397,99 +220,41 @@ func (c *cluster) startWorker(t *testing.T, id string) {
 
 func (c *cluster) killAll() {
 	for _, w := range c.workers {
-		w.kill()
+		w.Kill()
 	}
-	for _, n := range c.nodes {
-		n.kill()
-	}
+	c.Stop(0)
 }
 
 func (c *cluster) printLogs(t *testing.T) {
-	for _, n := range c.nodes {
-		t.Logf("--- last lines of %s (%s) ---\n%s", n.name, n.log, n.tail(40))
-	}
+	t.Log(c.Logs(40))
 	for _, w := range c.workers {
-		t.Logf("--- last lines of %s (%s) ---\n%s", w.name, w.log, w.tail(40))
+		t.Logf("--- last lines of %s (%s) ---\n%s", w.Name, w.Log, w.Tail(40))
 	}
 }
 
 // checkAlive fails the test for every process that died on its own.
 func (c *cluster) checkAlive(t *testing.T) {
 	t.Helper()
-	for _, n := range c.nodes {
-		if !n.running() {
-			t.Errorf("node %s exited; see its log", n.name)
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			t.Errorf("node %s exited; see its log", n.Name)
 		}
 	}
 	for _, w := range c.workers {
-		if !w.running() {
-			t.Errorf("worker %s exited; see its log", w.name)
+		if !w.Running() {
+			t.Errorf("worker %s exited; see its log", w.Name)
 		}
 	}
-}
-
-// get fetches url into out (when not nil) and returns the status and body.
-func (c *cluster) get(ctx context.Context, url string, out any) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, nil, err
-	}
-	if out != nil && resp.StatusCode/100 == 2 {
-		if err := json.Unmarshal(body, out); err != nil {
-			return resp.StatusCode, body, fmt.Errorf("decode %s: %w", url, err)
-		}
-	}
-	return resp.StatusCode, body, nil
-}
-
-func drain(resp *http.Response) {
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
 }
 
 // leader waits until one running node leads and every running node says so.
 func (c *cluster) leader(t *testing.T) *node {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	var (
-		found *node
-		last  string
-	)
-	ok := poll(ctx, 20*time.Millisecond, func() bool {
-		found = nil
-		var seen []string
-		for _, n := range c.nodes {
-			if !n.running() {
-				continue
-			}
-			var h wire.Health
-			status, _, err := c.get(ctx, n.url+"/health", &h)
-			if err != nil || status != http.StatusOK {
-				last = fmt.Sprintf("%s: status %d, err %v", n.name, status, err)
-				return false
-			}
-			seen = append(seen, h.Leader)
-			if h.Role == "leader" && h.NodeID == h.Leader {
-				found = n
-			}
-		}
-		last = fmt.Sprintf("leaders seen: %v", seen)
-		return found != nil && !slices.ContainsFunc(seen, func(l string) bool { return l != found.name })
-	})
-	if !ok {
-		t.Fatalf("no leader agreed on by every running node after 15s (%s)", last)
+	n, err := c.WaitLeader(context.Background(), 15*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return found
+	return n
 }
 
 // loadResult is what the load saw: the id each submit got (by job number),
@@ -575,8 +340,8 @@ func (c *cluster) submit(ctx context.Context, i int, res *loadResult) (string, e
 			case <-time.After(pause/2 + rand.N(pause/2)):
 			}
 		}
-		n := c.nodes[rand.IntN(len(c.nodes))]
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.url+"/jobs", bytes.NewReader(body))
+		n := c.Nodes[rand.IntN(len(c.Nodes))]
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.URL+"/jobs", bytes.NewReader(body))
 		if err != nil {
 			return "", err
 		}
@@ -603,9 +368,9 @@ func (c *cluster) submit(ctx context.Context, i int, res *loadResult) (string, e
 			}
 			return j.ID, nil
 		case http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout, http.StatusTooManyRequests:
-			last = fmt.Sprintf("%s: %d %s", n.name, resp.StatusCode, bytes.TrimSpace(data))
+			last = fmt.Sprintf("%s: %d %s", n.Name, resp.StatusCode, bytes.TrimSpace(data))
 		default:
-			return "", fmt.Errorf("job %d: %s answered %d: %s", i, n.name, resp.StatusCode, data)
+			return "", fmt.Errorf("job %d: %s answered %d: %s", i, n.Name, resp.StatusCode, data)
 		}
 	}
 }
@@ -627,7 +392,7 @@ func (c *cluster) listAll(ctx context.Context, base string, stale bool) ([]wire.
 			q.Set("stale", "1")
 		}
 		var page wire.JobList
-		status, body, err := c.get(ctx, base+"/jobs?"+q.Encode(), &page)
+		status, body, err := c.Get(ctx, base+"/jobs?"+q.Encode(), &page)
 		if err != nil {
 			return nil, err
 		}
@@ -660,9 +425,9 @@ func (c *cluster) waitAllDone(t *testing.T, ids []string) []wire.Job {
 		bad     error
 	)
 	lastLog := time.Now()
-	ok := poll(ctx, 500*time.Millisecond, func() bool {
-		n := c.nodes[rand.IntN(len(c.nodes))]
-		list, err := c.listAll(ctx, n.url, false)
+	ok := poll.True(ctx, 0, 500*time.Millisecond, func() bool {
+		n := c.Nodes[rand.IntN(len(c.Nodes))]
+		list, err := c.listAll(ctx, n.URL, false)
 		if err != nil {
 			summary = err.Error()
 			return false
@@ -690,7 +455,7 @@ func (c *cluster) waitAllDone(t *testing.T, ids []string) []wire.Job {
 		}
 		jobs = list
 		return bad != nil || counts[wire.StatusDone] == len(ids)
-	})
+	}) == nil
 	if bad != nil {
 		t.Fatal(bad)
 	}
@@ -701,77 +466,41 @@ func (c *cluster) waitAllDone(t *testing.T, ids []string) []wire.Job {
 }
 
 // checkJobs checks the final listing against what the load was told: one
-// job per submit, each done exactly once, by its own command.
+// job per submit, each done exactly once (internal/jobcheck), by its own
+// command.
 func checkJobs(t *testing.T, ids []string, jobs []wire.Job) {
 	t.Helper()
-	byKey := make(map[string]string, len(ids))
+	accepted := make(map[string]string, len(ids))
 	for i, id := range ids {
-		byKey[jobKey(i)] = id
+		accepted[jobKey(i)] = id
 	}
-	distinct := make(map[string]bool, len(ids))
-	for _, id := range ids {
-		if distinct[id] {
-			t.Errorf("two submits were answered with the same job %s", id)
-		}
-		distinct[id] = true
+	_, problems := jobcheck.Accepted(accepted, jobs)
+	for _, p := range problems {
+		t.Error(p)
 	}
-	if len(jobs) != len(distinct) {
-		t.Errorf("the cluster lists %d jobs; %d submits were accepted", len(jobs), len(distinct))
+	if len(jobs) != len(ids) {
+		t.Errorf("the cluster lists %d jobs; %d submits were accepted", len(jobs), len(ids))
 	}
 	retried := 0
 	for _, j := range jobs {
-		if want, ok := byKey[j.IdempotencyKey]; !ok || want != j.ID {
-			t.Errorf("job %s (key %q) is not the job its submit was answered with (%q)", j.ID, j.IdempotencyKey, want)
+		if _, ok := accepted[j.IdempotencyKey]; !ok {
+			t.Errorf("job %s has key %q, which no accepted submit sent", j.ID, j.IdempotencyKey)
 		}
 		if j.Output != j.ID+"\n" {
 			t.Errorf("job %s output %q, want its own id", j.ID, j.Output)
 		}
-		if !checkDoneOnce(t, j) {
+		if p := jobcheck.FinishedOnce(j); len(p) > 0 {
+			t.Error(strings.Join(p, "; "))
 			continue
 		}
 		if j.Attempts > 1 {
 			retried++
 			if retried <= 10 {
-				t.Logf("job %s ran %d times: %s", j.ID, j.Attempts, history(j))
+				t.Logf("job %s ran %d times: %s", j.ID, j.Attempts, jobcheck.History(j))
 			}
 		}
 	}
 	t.Logf("%d jobs listed, %d ran more than once (attempts lost to a failover or an expired lease)", len(jobs), retried)
-}
-
-// checkDoneOnce fails the test unless j is done with exactly one attempt
-// done, and says whether it is.
-func checkDoneOnce(t *testing.T, j wire.Job) bool {
-	t.Helper()
-	if j.Status != wire.StatusDone {
-		t.Errorf("job %s is %s, want done", j.ID, j.Status)
-		return false
-	}
-	done := 0
-	for _, a := range j.AttemptHistory {
-		if a.Status == wire.StatusDone {
-			done++
-		}
-	}
-	if done != 1 {
-		t.Errorf("job %s has %d attempts done, want exactly 1: %+v", j.ID, done, j.AttemptHistory)
-		return false
-	}
-	return true
-}
-
-// history is a one-line account of a job's attempts.
-func history(j wire.Job) string {
-	var parts []string
-	for _, a := range j.AttemptHistory {
-		p := fmt.Sprintf("#%d lease %d on %s %s-%s: %s", a.Attempt, a.Lease, a.WorkerID,
-			a.Started.Local().Format("15:04:05.000"), a.Ended.Local().Format("15:04:05.000"), a.Status)
-		if a.Error != "" {
-			p += " (" + a.Error + ")"
-		}
-		parts = append(parts, p)
-	}
-	return strings.Join(parts, "; ")
 }
 
 // checkNodesAgree waits until all nodes applied the same index, then
@@ -786,13 +515,13 @@ func (c *cluster) checkNodesAgree(t *testing.T, ids []string, jobs []wire.Job) {
 		stable  int
 		summary string
 	)
-	ok := poll(ctx, 200*time.Millisecond, func() bool {
+	ok := poll.True(ctx, 0, 200*time.Millisecond, func() bool {
 		var idx []uint64
-		for _, n := range c.nodes {
+		for _, n := range c.Nodes {
 			var cl wire.Cluster
-			status, _, err := c.get(ctx, n.url+"/cluster", &cl)
+			status, _, err := c.Get(ctx, n.URL+"/cluster", &cl)
 			if err != nil || status != http.StatusOK {
-				summary = fmt.Sprintf("%s: status %d, err %v", n.name, status, err)
+				summary = fmt.Sprintf("%s: status %d, err %v", n.Name, status, err)
 				return false
 			}
 			idx = append(idx, cl.AppliedIndex)
@@ -806,24 +535,24 @@ func (c *cluster) checkNodesAgree(t *testing.T, ids []string, jobs []wire.Job) {
 			stable = 0
 		}
 		return stable >= 2
-	})
+	}) == nil
 	if !ok {
 		t.Fatalf("nodes did not settle on one applied index: %s", summary)
 	}
 	t.Logf("all nodes at the same %s", summary)
 
 	var lists [][]byte
-	for _, n := range c.nodes {
-		list, err := c.listAll(ctx, n.url, true)
+	for _, n := range c.Nodes {
+		list, err := c.listAll(ctx, n.URL, true)
 		if err != nil {
-			t.Fatalf("list on %s: %v", n.name, err)
+			t.Fatalf("list on %s: %v", n.Name, err)
 		}
 		b, _ := json.Marshal(list)
 		lists = append(lists, b)
 	}
 	for i := 1; i < len(lists); i++ {
 		if !bytes.Equal(lists[0], lists[i]) {
-			t.Errorf("%s and %s list different jobs (stale reads after quiescence)", c.nodes[0].name, c.nodes[i].name)
+			t.Errorf("%s and %s list different jobs (stale reads after quiescence)", c.Nodes[0].Name, c.Nodes[i].Name)
 		}
 	}
 
@@ -838,38 +567,22 @@ func (c *cluster) checkNodesAgree(t *testing.T, ids []string, jobs []wire.Job) {
 	}
 	for id := range sample {
 		var first []byte
-		for _, n := range c.nodes {
+		for _, n := range c.Nodes {
 			var j wire.Job
-			status, body, err := c.get(ctx, n.url+"/jobs/"+url.PathEscape(id)+"?stale=1", &j)
+			status, body, err := c.Get(ctx, n.URL+"/jobs/"+url.PathEscape(id)+"?stale=1", &j)
 			if err != nil || status != http.StatusOK {
-				t.Errorf("GET /jobs/%s?stale=1 on %s: status %d, err %v, body %s", id, n.name, status, err, body)
+				t.Errorf("GET /jobs/%s?stale=1 on %s: status %d, err %v, body %s", id, n.Name, status, err, body)
 				continue
 			}
 			if j.Status != wire.StatusDone {
-				t.Errorf("job %s is %s on %s", id, j.Status, n.name)
+				t.Errorf("job %s is %s on %s", id, j.Status, n.Name)
 			}
 			if first == nil {
 				first = body
 			} else if !bytes.Equal(first, body) {
-				t.Errorf("job %s differs between nodes:\n%s: %s\n%s: %s", id, c.nodes[0].name, first, n.name, body)
+				t.Errorf("job %s differs between nodes:\n%s: %s\n%s: %s", id, c.Nodes[0].Name, first, n.Name, body)
 			}
 		}
 	}
 	t.Logf("nodes agree on the whole job list and on %d sampled jobs", len(sample))
-}
-
-// poll calls cond every interval until it holds (true) or ctx ends (false).
-func poll(ctx context.Context, interval time.Duration, cond func() bool) bool {
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		if cond() {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return cond()
-		case <-t.C:
-		}
-	}
 }

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/jobcheck"
+	"github.com/workron/workron/internal/poll"
 )
 
 // gangCommand is what each task of the test gang runs. It records its
@@ -51,18 +53,18 @@ func TestEndToEndGangSurvivesWorkerAndLeaderLoss(t *testing.T) {
 	dir := t.TempDir()
 	c := startCluster(t, bin, dir, "--worker-offline-after", "2s", "--reserve-timeout", "5s",
 		"--drain-timeout", "8s", "--admission-interval", "100ms")
-	urls := make([]string, len(c.nodes))
-	for i, n := range c.nodes {
-		urls[i] = n.url
+	urls := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		urls[i] = n.URL
 	}
 	workers := make(map[string]*proc)
 	for i := 1; i <= 4; i++ {
 		id := fmt.Sprintf("g%d", i)
-		w := &proc{name: id, bin: bin, log: filepath.Join(dir, id+".log"), args: []string{"worker",
+		w := &proc{Name: id, Bin: bin, Log: filepath.Join(dir, id+".log"), Args: []string{"worker",
 			"--server", strings.Join(urls, ","), "--id", id, "--concurrency", "1", "--queues", "default",
 			"--vram-mb", "8000", "--memory-mb", "16000", "--tags", "gpu", "--exec-addr", fmt.Sprintf("127.0.0.1:%d", 9000+i),
 			"--poll-wait", "1s", "--kill-grace", "3s", "--log-level", "info"}}
-		if _, err := w.start(); err != nil {
+		if _, err := w.Start(); err != nil {
 			t.Fatal(err)
 		}
 		c.workers = append(c.workers, w)
@@ -87,7 +89,7 @@ func TestEndToEndGangSurvivesWorkerAndLeaderLoss(t *testing.T) {
 	})
 	victim := first.Workers[1]
 	t.Logf("gang %s runs on %v; SIGKILL worker %s (task %s) and its task", first.GangID, first.Workers, victim, first.Tasks[1])
-	workers[victim].kill()
+	workers[victim].Kill()
 	killTaskGroup(dir, first.Tasks[1])
 
 	draining := c.waitGang(ctx, t, sub.GangID, func(g wire.Gang) bool { return g.Status == "draining" })
@@ -104,11 +106,11 @@ func TestEndToEndGangSurvivesWorkerAndLeaderLoss(t *testing.T) {
 		t.Fatalf("the gang drains but no sibling is left to preempt: %+v", draining.Jobs)
 	}
 	leader := c.leader(t)
-	t.Logf("gang draining at epoch %d (%s), %d siblings being preempted; SIGKILL leader %s", draining.Epoch, draining.LastError, stopping, leader.name)
-	leader.kill()
+	t.Logf("gang draining at epoch %d (%s), %d siblings being preempted; SIGKILL leader %s", draining.Epoch, draining.LastError, stopping, leader.Name)
+	leader.Kill()
 	time.Sleep(e2eKillPause) // the outage, not a synchronisation
 	c.restart(t, leader)
-	t.Logf("%s restarted; leader is %s", leader.name, c.leader(t).name)
+	t.Logf("%s restarted; leader is %s", leader.Name, c.leader(t).Name)
 
 	done := c.waitGang(ctx, t, sub.GangID, func(g wire.Gang) bool { return g.Status == "done" || g.Status == "failed" })
 	if done.Status != "done" {
@@ -124,26 +126,26 @@ func TestEndToEndGangSurvivesWorkerAndLeaderLoss(t *testing.T) {
 			wantAttempts = 2 // the failed task's attempt counts; its siblings' are given back
 		}
 		if j.Status != wire.StatusDone || j.Attempts != wantAttempts {
-			t.Errorf("task %d: %s after %d attempts, want done after %d: %s", i, j.Status, j.Attempts, wantAttempts, history(j))
+			t.Errorf("task %d: %s after %d attempts, want done after %d: %s", i, j.Status, j.Attempts, wantAttempts, jobcheck.History(j))
 		}
 		if !strings.Contains(j.Output, fmt.Sprintf("index=%d size=3", i)) {
 			t.Errorf("task %d output %q lacks its gang env", i, j.Output)
 		}
 		if i != 1 && !strings.Contains(j.Output, fmt.Sprintf("ckpt=ckpt-%d data=", i)) {
-			t.Errorf("task %d output %q: its checkpoint did not reach the next attempt (%s)", i, j.Output, history(j))
+			t.Errorf("task %d output %q: its checkpoint did not reach the next attempt (%s)", i, j.Output, jobcheck.History(j))
 		}
 		if i == 1 && (len(j.AttemptHistory) == 0 || j.AttemptHistory[0].WorkerID != victim) {
-			t.Errorf("task 1's first attempt was not on %s: %s", victim, history(j))
+			t.Errorf("task 1's first attempt was not on %s: %s", victim, jobcheck.History(j))
 		}
 	}
 	c.checkNodesAgree(t, done.Tasks, done.Jobs)
-	for _, n := range c.nodes {
-		if !n.running() {
-			t.Errorf("node %s exited; see its log", n.name)
+	for _, n := range c.Nodes {
+		if !n.Running() {
+			t.Errorf("node %s exited; see its log", n.Name)
 		}
 	}
 	for id, w := range workers {
-		if id != victim && !w.running() {
+		if id != victim && !w.Running() {
 			t.Errorf("worker %s exited; see its log", id)
 		}
 	}
@@ -156,13 +158,13 @@ func (c *cluster) post(ctx context.Context, t *testing.T, path string, body, out
 	t.Helper()
 	var last string
 	for ctx.Err() == nil {
-		for _, n := range c.nodes {
-			if !n.running() {
+		for _, n := range c.Nodes {
+			if !n.Running() {
 				continue
 			}
-			status, raw, err := c.send(ctx, http.MethodPost, n.url+path, body, out)
+			status, raw, err := c.send(ctx, http.MethodPost, n.URL+path, body, out)
 			if err != nil || status == http.StatusServiceUnavailable || status == http.StatusBadGateway || status == http.StatusGatewayTimeout {
-				last = fmt.Sprintf("%s: %d %v %s", n.name, status, err, raw)
+				last = fmt.Sprintf("%s: %d %v %s", n.Name, status, err, raw)
 				continue
 			}
 			return status, raw
@@ -180,22 +182,22 @@ func (c *cluster) waitGang(ctx context.Context, t *testing.T, id string, cond fu
 		g    wire.Gang
 		last string
 	)
-	ok := poll(ctx, 50*time.Millisecond, func() bool {
-		for _, n := range c.nodes {
-			if !n.running() {
+	ok := poll.True(ctx, 0, 50*time.Millisecond, func() bool {
+		for _, n := range c.Nodes {
+			if !n.Running() {
 				continue
 			}
 			var got wire.Gang
-			status, raw, err := c.get(ctx, n.url+"/gangs/"+id, &got)
+			status, raw, err := c.Get(ctx, n.URL+"/gangs/"+id, &got)
 			if err != nil || status != http.StatusOK {
-				last = fmt.Sprintf("%s: %d %v %s", n.name, status, err, raw)
+				last = fmt.Sprintf("%s: %d %v %s", n.Name, status, err, raw)
 				continue
 			}
 			g, last = got, fmt.Sprintf("%s at epoch %d on %v (%s)", got.Status, got.Epoch, got.Workers, got.LastError)
 			return cond(g)
 		}
 		return false
-	})
+	}) == nil
 	if !ok {
 		t.Fatalf("gang %s: condition not met in time; last: %s", id, last)
 	}
@@ -206,9 +208,9 @@ func (c *cluster) waitGang(ctx context.Context, t *testing.T, id string, cond fu
 func (c *cluster) waitActiveWorkers(ctx context.Context, t *testing.T, n int) {
 	t.Helper()
 	var last string
-	ok := poll(ctx, 100*time.Millisecond, func() bool {
+	ok := poll.True(ctx, 0, 100*time.Millisecond, func() bool {
 		var list wire.WorkerList
-		status, raw, err := c.get(ctx, c.nodes[0].url+"/workers", &list)
+		status, raw, err := c.Get(ctx, c.Nodes[0].URL+"/workers", &list)
 		if err != nil || status != http.StatusOK {
 			last = fmt.Sprintf("%d %v %s", status, err, raw)
 			return false
@@ -221,7 +223,7 @@ func (c *cluster) waitActiveWorkers(ctx context.Context, t *testing.T, n int) {
 		}
 		last = fmt.Sprintf("%d of %d workers active with their resources", active, len(list.Workers))
 		return active == n
-	})
+	}) == nil
 	if !ok {
 		t.Fatalf("workers: %s", last)
 	}

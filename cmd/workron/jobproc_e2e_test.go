@@ -54,15 +54,15 @@ func TestEndToEndJobsDieWithTheirWorker(t *testing.T) {
 		args = append(args, "--run-as", "nobody")
 		wantUID, runAs = nobody.Uid, true
 	}
-	w := &proc{name: "jp-worker", bin: bin, args: args, log: filepath.Join(t.TempDir(), "worker.log"),
-		env: []string{"WORKRON_TOKEN=" + tokWorker, "CUDA_VISIBLE_DEVICES=3", "OTHER_SECRET=hush"}}
-	if _, err := w.start(); err != nil {
+	w := &proc{Name: "jp-worker", Bin: bin, Args: args, Log: filepath.Join(t.TempDir(), "worker.log"),
+		Env: []string{"WORKRON_TOKEN=" + tokWorker, "CUDA_VISIBLE_DEVICES=3", "OTHER_SECRET=hush"}}
+	if _, err := w.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		w.kill()
+		w.Kill()
 		if t.Failed() {
-			t.Logf("worker log:\n%s", w.tail(60))
+			t.Logf("worker log:\n%s", w.Tail(60))
 		}
 	})
 
@@ -121,7 +121,7 @@ func TestEndToEndJobsDieWithTheirWorker(t *testing.T) {
 		}
 	}
 
-	w.kill() // SIGKILL: the worker can clean nothing up itself
+	w.Kill() // SIGKILL: the worker can clean nothing up itself
 	pollUntil(t, 15*time.Second, func() error {
 		for _, pid := range pids {
 			if !proctest.Gone(pid) {

@@ -36,7 +36,7 @@ func TestRemovingTheLeader(t *testing.T) {
 	c := startCluster(t, bin, t.TempDir())
 	old := c.leader(t)
 	var rest []*node
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes {
 		if n != old {
 			rest = append(rest, n)
 		}
@@ -44,67 +44,67 @@ func TestRemovingTheLeader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	waitMembersKnown(t, c, old, 3)
-	before := submitVia(t, c, rest[0].url, http.StatusCreated)
+	before := submitVia(t, c, rest[0].URL, http.StatusCreated)
 
 	// Submits run through the other follower meanwhile, to measure (not
 	// assert) how long the cluster could not take writes.
 	stopLoad := make(chan struct{})
 	loadDone := make(chan string, 1)
-	go func() { loadDone <- submitsDuring(c, rest[1].url, stopLoad) }()
+	go func() { loadDone <- submitsDuring(c, rest[1].URL, stopLoad) }()
 	start := time.Now()
-	out, err := exec.CommandContext(ctx, bin, "cluster", "remove", old.name, "--server", rest[0].url).CombinedOutput()
+	out, err := exec.CommandContext(ctx, bin, "cluster", "remove", old.Name, "--server", rest[0].URL).CombinedOutput()
 	took := time.Since(start)
 	time.Sleep(200 * time.Millisecond) // a little load after the removal too
 	close(stopLoad)
-	t.Logf("submits via %s during the removal: %s", rest[1].name, <-loadDone)
+	t.Logf("submits via %s during the removal: %s", rest[1].Name, <-loadDone)
 	if err != nil {
-		t.Fatalf("workron cluster remove %s: %v\n%s", old.name, err, out)
+		t.Fatalf("workron cluster remove %s: %v\n%s", old.Name, err, out)
 	}
-	t.Logf("workron cluster remove %s took %s: %s", old.name, took.Round(time.Millisecond), bytes.TrimSpace(out))
-	want := fmt.Sprintf("%s led: it handed leadership to ", old.name)
-	if !strings.Contains(string(out), want) || !strings.Contains(string(out), "which removed "+old.name+" from the cluster") {
-		t.Fatalf("the reply does not say leadership moved and %s was removed: %s", old.name, out)
+	t.Logf("workron cluster remove %s took %s: %s", old.Name, took.Round(time.Millisecond), bytes.TrimSpace(out))
+	want := fmt.Sprintf("%s led: it handed leadership to ", old.Name)
+	if !strings.Contains(string(out), want) || !strings.Contains(string(out), "which removed "+old.Name+" from the cluster") {
+		t.Fatalf("the reply does not say leadership moved and %s was removed: %s", old.Name, out)
 	}
 
-	c.nodes = rest // c.leader and the cleanup see only the members now
+	c.Nodes = rest // c.leader and the cleanup see only the members now
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("--- last lines of %s (%s) ---\n%s", old.name, old.log, old.tail(40))
+			t.Logf("--- last lines of %s (%s) ---\n%s", old.Name, old.Log, old.Tail(40))
 		}
-		old.kill()
+		old.Kill()
 	})
 
 	t.Run("TheOthersServeUnderANewLeader", func(t *testing.T) {
 		nl := c.leader(t)
 		if nl == old {
-			t.Fatalf("%s still leads", old.name)
+			t.Fatalf("%s still leads", old.Name)
 		}
 		for _, n := range rest {
-			submitVia(t, c, n.url, http.StatusCreated)
+			submitVia(t, c, n.URL, http.StatusCreated)
 		}
 		var j wire.Job
-		if status, body, err := c.get(ctx, nl.url+"/jobs/"+before, &j); err != nil || status != http.StatusOK {
+		if status, body, err := c.Get(ctx, nl.URL+"/jobs/"+before, &j); err != nil || status != http.StatusOK {
 			t.Fatalf("GET the job submitted before the removal: %d %s %v", status, body, err)
 		}
 		var cl wire.Cluster
-		if status, body, err := c.get(ctx, nl.url+"/cluster", &cl); err != nil || status != http.StatusOK {
+		if status, body, err := c.Get(ctx, nl.URL+"/cluster", &cl); err != nil || status != http.StatusOK {
 			t.Fatalf("GET /cluster: %d %s %v", status, body, err)
 		}
-		if len(cl.Nodes) != 2 || slices.ContainsFunc(cl.Nodes, func(n wire.Node) bool { return n.ID == old.name }) {
+		if len(cl.Nodes) != 2 || slices.ContainsFunc(cl.Nodes, func(n wire.Node) bool { return n.ID == old.Name }) {
 			t.Fatalf("members after the removal: %+v", cl.Nodes)
 		}
 	})
 
 	t.Run("TheStateHasNoRecordOfTheRemovedNode", func(t *testing.T) {
-		nodes := backupNodes(t, c, c.leader(t).url)
-		if slices.ContainsFunc(nodes, func(n *store.Node) bool { return n.ID == old.name }) || len(nodes) != 2 {
+		nodes := backupNodes(t, c, c.leader(t).URL)
+		if slices.ContainsFunc(nodes, func(n *store.Node) bool { return n.ID == old.Name }) || len(nodes) != 2 {
 			t.Fatalf("node records in the state: %+v", nodes)
 		}
 	})
 
 	t.Run("TheRemovedNodeSaysItWasRemoved", func(t *testing.T) {
 		waitRemoved(t, c, old)
-		status, body := send(t, c, http.MethodPost, old.url+"/jobs", wire.SubmitRequest{Command: "true"})
+		status, body := send(t, c, http.MethodPost, old.URL+"/jobs", wire.SubmitRequest{Command: "true"})
 		var e wire.Error
 		_ = json.Unmarshal(body, &e)
 		if status != http.StatusServiceUnavailable || e.Code != "removed" || !strings.Contains(e.Error, "was removed from the cluster") {
@@ -112,29 +112,29 @@ func TestRemovingTheLeader(t *testing.T) {
 		}
 		// The others are named, so a client knows where to go.
 		for _, n := range rest {
-			if !strings.Contains(e.Error, n.url) {
-				t.Errorf("the removed node's answer does not name %s (%s): %s", n.name, n.url, e.Error)
+			if !strings.Contains(e.Error, n.URL) {
+				t.Errorf("the removed node's answer does not name %s (%s): %s", n.Name, n.URL, e.Error)
 			}
 		}
 	})
 
 	t.Run("ItStaysRemovedAfterARestart", func(t *testing.T) {
-		old.kill()
+		old.Kill()
 		c.restart(t, old)
 		// It knows from the start, from its data directory, so it never
 		// asks to join again.
-		if n := strings.Count(old.tail(1000), "removed from its cluster (the data directory says so)"); n != 1 {
-			t.Fatalf("the restarted node logged its removal at start %d times, want 1:\n%s", n, old.tail(20))
+		if n := strings.Count(old.Tail(1000), "removed from its cluster (the data directory says so)"); n != 1 {
+			t.Fatalf("the restarted node logged its removal at start %d times, want 1:\n%s", n, old.Tail(20))
 		}
 		waitRemoved(t, c, old)
 		var cl wire.Cluster
-		if status, _, err := c.get(ctx, c.leader(t).url+"/cluster", &cl); err != nil || status != http.StatusOK || len(cl.Nodes) != 2 {
+		if status, _, err := c.Get(ctx, c.leader(t).URL+"/cluster", &cl); err != nil || status != http.StatusOK || len(cl.Nodes) != 2 {
 			t.Fatalf("members after the removed node restarted: %+v (%d, %v)", cl.Nodes, status, err)
 		}
 	})
 
 	t.Run("RemovingItAgainIsNotFound", func(t *testing.T) {
-		status, body := send(t, c, http.MethodDelete, rest[0].url+"/cluster/nodes/"+old.name, nil)
+		status, body := send(t, c, http.MethodDelete, rest[0].URL+"/cluster/nodes/"+old.Name, nil)
 		if status != http.StatusNotFound {
 			t.Fatalf("second removal: HTTP %d %s", status, body)
 		}
@@ -159,7 +159,8 @@ func submitsDuring(c *cluster, url string, stop <-chan struct{}) string {
 		n++
 		resp, err := c.hc.Post(url+"/jobs", "application/json", bytes.NewReader(body))
 		if err == nil {
-			drain(resp)
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
 		}
 		if err != nil || resp.StatusCode != http.StatusCreated {
 			failed++
@@ -176,7 +177,7 @@ func waitMembersKnown(t *testing.T, c *cluster, leader *node, n int) {
 	t.Helper()
 	clustertest.WaitFor(t, 15*time.Second, func() error {
 		var cl wire.Cluster
-		if status, body, err := c.get(context.Background(), leader.url+"/cluster", &cl); err != nil || status != http.StatusOK {
+		if status, body, err := c.Get(context.Background(), leader.URL+"/cluster", &cl); err != nil || status != http.StatusOK {
 			return fmt.Errorf("GET /cluster: %d %s %v", status, body, err)
 		}
 		if len(cl.Nodes) != n || slices.ContainsFunc(cl.Nodes, func(m wire.Node) bool { return m.HTTP == "" }) {
@@ -190,11 +191,11 @@ func waitMembersKnown(t *testing.T, c *cluster, leader *node, n int) {
 func waitRemoved(t *testing.T, c *cluster, n *node) {
 	t.Helper()
 	clustertest.WaitFor(t, 10*time.Second, func() error {
-		status, body := send(t, c, http.MethodGet, n.url+"/health", nil)
+		status, body := send(t, c, http.MethodGet, n.URL+"/health", nil)
 		var h wire.Health
 		_ = json.Unmarshal(body, &h)
 		if status != http.StatusServiceUnavailable || h.Status != "removed" {
-			return fmt.Errorf("%s's /health: HTTP %d %s", n.name, status, body)
+			return fmt.Errorf("%s's /health: HTTP %d %s", n.Name, status, body)
 		}
 		return nil
 	})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/poll"
 	"github.com/workron/workron/internal/ports"
 	"github.com/workron/workron/store"
 )
@@ -32,73 +33,73 @@ func TestRestoreIntoARunningCluster(t *testing.T) {
 	lead := c.leader(t)
 	// State of the cluster's own, which the restore replaces.
 	for range 3 {
-		post(t, hc, lead.url+"/jobs", wire.SubmitRequest{Command: "echo mine"})
+		post(t, hc, lead.URL+"/jobs", wire.SubmitRequest{Command: "echo mine"})
 	}
-	follower := c.nodes[0]
+	follower := c.Nodes[0]
 	if follower == lead {
-		follower = c.nodes[1]
+		follower = c.Nodes[1]
 	}
 
 	t.Run("DamagedBackupsAreRefusedAndChangeNothing", func(t *testing.T) {
-		before := listing(t, hc, lead.url)
+		before := listing(t, hc, lead.URL)
 		for _, b := range damagedBackups(t, fx.file) {
 			// The CLI checks the file before sending it.
 			var stdout, stderr bytes.Buffer
-			err := run(ctx, []string{"restore", "--server", follower.url, b.path}, &stdout, &stderr)
+			err := run(ctx, []string{"restore", "--server", follower.URL, b.path}, &stdout, &stderr)
 			if err == nil || !strings.Contains(err.Error(), "not restored") {
 				t.Errorf("%s: workron restore: %v", b.name, err)
 			}
 			// The server checks what it receives, whoever sent it.
-			status, e := postBackup(t, hc, follower.url, b.path)
+			status, e := postBackup(t, hc, follower.URL, b.path)
 			if status != http.StatusBadRequest || e.Code != "bad_backup" {
 				t.Errorf("%s: POST /restore: HTTP %d %+v, want 400 bad_backup", b.name, status, e)
 			}
 			t.Logf("%s: %s", b.name, e.Error)
 		}
-		if after := listing(t, hc, lead.url); after != before {
+		if after := listing(t, hc, lead.URL); after != before {
 			t.Errorf("refused restores changed the state:\nnow %s\nwas %s", after, before)
 		}
 		c.sameDigest(t)
-		for _, n := range c.nodes {
-			left, _ := filepath.Glob(filepath.Join(dataDirOf(n), "restore-*"))
+		for _, n := range c.Nodes {
+			left, _ := filepath.Glob(filepath.Join(n.Data, "restore-*"))
 			if len(left) > 0 {
-				t.Errorf("%s: refused restores left %v", n.name, left)
+				t.Errorf("%s: refused restores left %v", n.Name, left)
 			}
 		}
 	})
 
 	var stdout, stderr bytes.Buffer
-	if err := run(ctx, []string{"restore", "--server", follower.url, fx.file}, &stdout, &stderr); err != nil {
+	if err := run(ctx, []string{"restore", "--server", follower.URL, fx.file}, &stdout, &stderr); err != nil {
 		t.Fatalf("workron restore: %v\n%s", err, stderr.String())
 	}
 	t.Logf("workron restore: %s", strings.TrimSpace(stdout.String()))
 	c.sameDigest(t) // every node holds the restored state
-	if got := readState(t, hc, lead.url); !equalState(t, fx.before, got) {
+	if got := readState(t, hc, lead.URL); !equalState(t, fx.before, got) {
 		t.Fatal("the restored state differs from the backup's")
 	}
 
 	// Kill the node that restored: the others lead on with the state.
-	lead.kill()
+	lead.Kill()
 	next := c.leader(t)
-	if got := readState(t, hc, next.url); !equalState(t, fx.before, got) {
+	if got := readState(t, hc, next.URL); !equalState(t, fx.before, got) {
 		t.Fatal("after the node that restored died, the state differs from the backup's")
 	}
-	checkGoesOn(t, hc, next.url, info.LastLease)
+	checkGoesOn(t, hc, next.URL, info.LastLease)
 
 	// The killed node comes back on a damaged state file: it rebuilds it
 	// from the restored snapshot and its log, and agrees with the others.
-	state := filepath.Join(dataDirOf(lead), "state.db")
+	state := filepath.Join(lead.Data, "state.db")
 	flipPages(t, state)
-	off, err := lead.start()
+	off, err := lead.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := c.waitServing(lead, off, 20*time.Second); err != nil {
+	if err := c.WaitServing(context.Background(), lead, off, 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	c.sameDigest(t)
-	if !strings.Contains(lead.logSince(off), "state file is damaged") {
-		t.Errorf("%s did not say it rebuilt its damaged state file", lead.name)
+	if !strings.Contains(lead.LogSince(off), "state file is damaged") {
+		t.Errorf("%s did not say it rebuilt its damaged state file", lead.Name)
 	}
 	c.checkAlive(t)
 }
@@ -134,38 +135,30 @@ func TestOfflineRestoreOnThreeNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &http.Transport{}
-	c := &cluster{dir: dir, hc: &http.Client{Transport: tr, Timeout: 10 * time.Second}}
-	t.Cleanup(func() {
-		if t.Failed() {
-			c.printLogs(t)
-		}
-		c.killAll()
-		tr.CloseIdleConnections()
-	})
+	c := newCluster(t, dir)
 	for i, id := range []string{"n1", "n2", "n3"} {
 		httpAddr := fmt.Sprintf("127.0.0.1:%d", pp[i])
-		n := &node{url: "http://" + httpAddr, proc: proc{name: id, bin: bin, log: filepath.Join(dir, id+".log"),
-			args: []string{"server", "--id", id, "--http", httpAddr, "--raft", fmt.Sprintf("127.0.0.1:%d", pp[3+i]),
+		n := &node{URL: "http://" + httpAddr, Data: filepath.Join(dir, id), Proc: proc{Name: id, Bin: bin, Log: filepath.Join(dir, id+".log"),
+			Args: []string{"server", "--id", id, "--http", httpAddr, "--raft", fmt.Sprintf("127.0.0.1:%d", pp[3+i]),
 				"--data", filepath.Join(dir, id), "--raft-heartbeat-timeout", "150ms", "--raft-election-timeout", "150ms",
 				"--lease-ttl", "2s", "--reap-interval", "100ms", "--log-level", "info"}}}
 		if i == 0 {
-			n.args = append(n.args, "--bootstrap")
+			n.Args = append(n.Args, "--bootstrap")
 		} else {
-			n.args = append(n.args, "--join", c.nodes[0].url)
+			n.Args = append(n.Args, "--join", c.Nodes[0].URL)
 		}
-		c.nodes = append(c.nodes, n)
-		off, err := n.start()
+		c.Nodes = append(c.Nodes, n)
+		off, err := n.Start()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.waitServing(n, off, 15*time.Second); err != nil {
+		if err := c.WaitServing(context.Background(), n, off, 15*time.Second); err != nil {
 			t.Fatal(err)
 		}
 	}
 	clusterOfThree := func() error {
 		var cl wire.Cluster
-		if err := getJSON(hc, c.nodes[0].url+"/cluster", &cl); err != nil {
+		if err := getJSON(hc, c.Nodes[0].URL+"/cluster", &cl); err != nil {
 			return err
 		}
 		if len(cl.Nodes) != 3 {
@@ -173,20 +166,20 @@ func TestOfflineRestoreOnThreeNodes(t *testing.T) {
 		}
 		return nil
 	}
-	if !poll(ctx, 50*time.Millisecond, func() bool { return clusterOfThree() == nil }) {
+	if poll.True(ctx, 0, 50*time.Millisecond, func() bool { return clusterOfThree() == nil }) != nil {
 		t.Fatalf("the nodes did not join: %v", clusterOfThree())
 	}
 	c.sameDigest(t)
 
-	c.nodes[0].kill()
+	c.Nodes[0].Kill()
 	next := c.leader(t)
-	if got := readState(t, hc, next.url); !equalState(t, fx.before, got) {
+	if got := readState(t, hc, next.URL); !equalState(t, fx.before, got) {
 		t.Fatal("after the node that restored died, the state differs from the backup's")
 	}
-	checkGoesOn(t, hc, next.url, info.LastLease)
-	for _, n := range c.nodes[1:] {
-		if !n.running() {
-			t.Errorf("node %s exited; see its log", n.name)
+	checkGoesOn(t, hc, next.URL, info.LastLease)
+	for _, n := range c.Nodes[1:] {
+		if !n.Running() {
+			t.Errorf("node %s exited; see its log", n.Name)
 		}
 	}
 }
@@ -251,19 +244,19 @@ func (c *cluster) sameDigest(t *testing.T) string {
 	defer cancel()
 	var last, prev string
 	stable := 0
-	ok := poll(ctx, 100*time.Millisecond, func() bool {
+	ok := poll.True(ctx, 0, 100*time.Millisecond, func() bool {
 		var seen []string
-		for _, n := range c.nodes {
-			if !n.running() {
+		for _, n := range c.Nodes {
+			if !n.Running() {
 				continue
 			}
 			var d wire.Digest
-			if status, body, err := c.get(ctx, n.url+"/debug/digest", &d); err != nil || status != http.StatusOK {
-				last = fmt.Sprintf("%s: HTTP %d %s %v", n.name, status, body, err)
+			if status, body, err := c.Get(ctx, n.URL+"/debug/digest", &d); err != nil || status != http.StatusOK {
+				last = fmt.Sprintf("%s: HTTP %d %s %v", n.Name, status, body, err)
 				return false
 			}
 			if d.Check != "ok" {
-				t.Errorf("%s: store check: %s", n.name, d.Check)
+				t.Errorf("%s: store check: %s", n.Name, d.Check)
 			}
 			seen = append(seen, fmt.Sprintf("%d:%s", d.AppliedIndex, d.Digest))
 		}
@@ -281,7 +274,7 @@ func (c *cluster) sameDigest(t *testing.T) string {
 		}
 		prev = seen[0]
 		return stable >= 2
-	})
+	}) == nil
 	if !ok {
 		t.Fatalf("the nodes do not agree on the state: %s", last)
 	}
@@ -300,16 +293,6 @@ func listing(t *testing.T, hc *http.Client, base string) string {
 		out.Write(v)
 	}
 	return out.String()
-}
-
-// dataDirOf is the --data directory a node runs on.
-func dataDirOf(n *node) string {
-	for i, a := range n.args {
-		if a == "--data" {
-			return n.args[i+1]
-		}
-	}
-	panic("node without --data")
 }
 
 type damagedBackup struct{ name, path string }

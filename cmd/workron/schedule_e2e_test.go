@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/jobcheck"
+	"github.com/workron/workron/internal/poll"
 )
 
 // TestEndToEndScheduleOncePerTickAcrossLeaderKills runs an @every 1s
@@ -55,7 +57,7 @@ func TestEndToEndScheduleOncePerTickAcrossLeaderKills(t *testing.T) {
 		down := []*node{l}
 		pause := e2eKillPause
 		if kills%2 == 1 {
-			for _, n := range c.nodes {
+			for _, n := range c.Nodes {
 				if n != l {
 					down = append(down, n)
 					break
@@ -65,7 +67,7 @@ func TestEndToEndScheduleOncePerTickAcrossLeaderKills(t *testing.T) {
 			quorumLost++
 		}
 		for _, n := range down {
-			n.kill()
+			n.Kill()
 		}
 		kills++
 		time.Sleep(pause) // the outage, not a synchronisation
@@ -77,17 +79,17 @@ func TestEndToEndScheduleOncePerTickAcrossLeaderKills(t *testing.T) {
 	// nodes can settle.
 	until := time.Now()
 	var sc wire.Schedule
-	if !poll(ctx, 100*time.Millisecond, func() bool {
-		status, _, err := c.get(ctx, c.leader(t).url+"/schedules/beat", &sc)
+	if poll.True(ctx, 0, 100*time.Millisecond, func() bool {
+		status, _, err := c.Get(ctx, c.leader(t).URL+"/schedules/beat", &sc)
 		return err == nil && status == http.StatusOK && sc.LastTick != nil && !sc.LastTick.Before(until)
-	}) {
+	}) != nil {
 		t.Fatalf("schedule did not catch up to %s: %+v", until, sc)
 	}
 	if status, raw := c.post(ctx, t, "/schedules/beat/pause", nil, &sc); status != http.StatusOK {
 		t.Fatalf("pause schedule: %d %s", status, raw)
 	}
 
-	all, err := c.listAll(ctx, c.leader(t).url, false)
+	all, err := c.listAll(ctx, c.leader(t).URL, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,7 +142,9 @@ func TestEndToEndScheduleOncePerTickAcrossLeaderKills(t *testing.T) {
 
 	jobs := c.waitAllDone(t, ids)
 	for _, j := range jobs {
-		checkDoneOnce(t, j)
+		for _, p := range jobcheck.FinishedOnce(j) {
+			t.Error(p)
+		}
 	}
 	c.checkNodesAgree(t, ids, jobs)
 	c.checkAlive(t)

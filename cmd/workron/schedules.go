@@ -7,8 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -62,19 +60,23 @@ func (c *cli) schedules(ctx context.Context, fs *flag.FlagSet, args []string) er
 	}
 	sub := pos[0]
 	if sub == "ls" || sub == "list" {
-		return c.get(ctx, "/schedules", func(body []byte) error { return c.printSchedules(body) })
+		list, err := c.client.Schedules(ctx)
+		if err != nil {
+			return err
+		}
+		return c.print(wire.ScheduleList{Schedules: list}, func() { c.printSchedules(list) })
 	}
 	if len(pos) < 2 {
 		return fmt.Errorf("schedules %s: give the schedule's name\n%s", sub, schedulesUsage)
 	}
 	name := pos[1]
-	path := "/schedules/" + url.PathEscape(name)
 	if sub != "create" && sub != "update" && len(pos) > 2 {
 		return fmt.Errorf("schedules %s: unexpected %q", sub, pos[2])
 	}
+	var sc *wire.Schedule
 	switch sub {
 	case "get":
-		return c.get(ctx, path, func(body []byte) error { return c.printSchedule(body) })
+		sc, err = c.client.Schedule(ctx, name)
 	case "create", "update":
 		if file != "" {
 			if req, err = readSchedule(file); err != nil {
@@ -96,44 +98,34 @@ func (c *cli) schedules(ctx context.Context, fs *flag.FlagSet, args []string) er
 			}
 		}
 		req.Name = name
-		method := http.MethodPost
 		if sub == "create" {
-			path = "/schedules"
+			sc, err = c.client.CreateSchedule(ctx, req)
 		} else {
-			method = http.MethodPut
+			sc, err = c.client.UpdateSchedule(ctx, req)
 		}
-		body, err := c.raw(ctx, method, path, req)
-		if err != nil {
-			return err
-		}
-		return c.show(body, func() error { return c.printSchedule(body) })
 	case "delete", "rm":
-		if _, err := c.raw(ctx, http.MethodDelete, path, nil); err != nil {
+		if err := c.client.DeleteSchedule(ctx, name); err != nil {
 			return err
 		}
 		fmt.Fprintf(c.out, "deleted %s\n", name)
 		return nil
-	case "pause", "resume":
-		body, err := c.raw(ctx, http.MethodPost, path+"/"+sub, nil)
-		if err != nil {
-			return err
-		}
-		return c.show(body, func() error { return c.printSchedule(body) })
+	case "pause":
+		sc, err = c.client.PauseSchedule(ctx, name)
+	case "resume":
+		sc, err = c.client.ResumeSchedule(ctx, name)
 	case "trigger":
-		body, err := c.raw(ctx, http.MethodPost, path+"/trigger", nil)
+		j, err := c.client.TriggerSchedule(ctx, name)
 		if err != nil {
 			return err
 		}
-		return c.show(body, func() error {
-			var j wire.Job
-			if err := json.Unmarshal(body, &j); err != nil {
-				return err
-			}
-			fmt.Fprintln(c.out, j.ID)
-			return nil
-		})
+		return c.print(j, func() { fmt.Fprintln(c.out, j.ID) })
+	default:
+		return fmt.Errorf("schedules: unknown subcommand %q\n%s", sub, schedulesUsage)
 	}
-	return fmt.Errorf("schedules: unknown subcommand %q\n%s", sub, schedulesUsage)
+	if err != nil {
+		return err
+	}
+	return c.print(sc, func() { c.printSchedule(sc) })
 }
 
 func readSchedule(file string) (wire.ScheduleRequest, error) {
@@ -156,43 +148,17 @@ func readSchedule(file string) (wire.ScheduleRequest, error) {
 	return req, nil
 }
 
-// get fetches path and prints it: as it came with -o json, else by table.
-func (c *cli) get(ctx context.Context, path string, table func([]byte) error) error {
-	body, err := c.raw(ctx, http.MethodGet, path, nil)
-	if err != nil {
-		return err
-	}
-	return c.show(body, func() error { return table(body) })
-}
-
-// show writes a JSON reply as it came with -o json, else calls table.
-func (c *cli) show(body []byte, table func() error) error {
-	if c.flags.output == "json" {
-		_, err := c.out.Write(body)
-		return err
-	}
-	return table()
-}
-
-func (c *cli) printSchedules(body []byte) error {
-	var list wire.ScheduleList
-	if err := json.Unmarshal(body, &list); err != nil {
-		return err
-	}
+func (c *cli) printSchedules(list []wire.Schedule) {
 	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAME\tCRON\tTIMEZONE\tNEXT RUN\tLAST RUN\tLAST STATUS\tRUNS\tOVERLAP\tPAUSED")
-	for _, s := range list.Schedules {
+	for _, s := range list {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%v\n", s.Name, s.Cron, s.Timezone, showTime(s.NextRun), showTime(s.LastRun),
 			orDash(s.LastJobStatus), s.Runs, s.Overlap, s.Paused)
 	}
-	return tw.Flush()
+	tw.Flush()
 }
 
-func (c *cli) printSchedule(body []byte) error {
-	var s wire.Schedule
-	if err := json.Unmarshal(body, &s); err != nil {
-		return err
-	}
+func (c *cli) printSchedule(s *wire.Schedule) {
 	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
 	row := func(k, v string) {
 		if v != "" {
@@ -217,7 +183,7 @@ func (c *cli) printSchedule(body []byte) error {
 	row("last_status", s.LastJobStatus)
 	row("last_error", s.LastError)
 	row("runs", fmt.Sprintf("%d (skipped %d, missed %d)", s.Runs, s.Skipped, s.Missed))
-	return tw.Flush()
+	tw.Flush()
 }
 
 func showTime(t *time.Time) string {

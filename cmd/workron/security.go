@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api"
+	wnode "github.com/workron/workron/internal/node" // "node" is a type of the e2e tests
 	"github.com/workron/workron/worker/client"
 )
 
@@ -124,47 +125,15 @@ func (f *securityFlags) reload(sec *security) ([]string, error) {
 	return what, nil
 }
 
-// scheme is the URL scheme of this node's API.
-func (s *security) scheme() string {
-	if s.tls != nil {
-		return "https"
-	}
-	return "http"
-}
-
-// listener wraps the API's listener in TLS when a certificate is given.
-func (s *security) listener(ln net.Listener) net.Listener {
-	if s.tls == nil {
-		return ln
-	}
-	return tls.NewListener(ln, s.tls.Server())
-}
-
-// configure fills the security and limit fields of the API's config (the
-// Raft transport's is security.raft).
-func (s *security) configure(f *securityFlags, ac *api.Config) {
-	ac.Auth, ac.MetricsOpen = s.tokens, f.metricsOpen
-	if s.tls != nil {
-		ac.ClientTLS = s.tls.Client()
-		ac.JoinNeedsMemberCert = s.tls.Mutual()
-	}
-	ac.MaxBodyBytes, ac.MaxLongPolls = f.maxBodyBytes, f.maxLongPolls
-}
-
-// httpServer is the API's http.Server with the flags' limits.
-func (f *securityFlags) httpServer(h http.Handler, maxWait time.Duration) *http.Server {
-	write := f.writeTimeout
-	if write <= 0 {
-		write = maxWait + 30*time.Second
-	}
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: f.readHeaderTimeout,
-		ReadTimeout:       f.readTimeout,
-		WriteTimeout:      write,
-		IdleTimeout:       f.idleTimeout,
-		MaxHeaderBytes:    f.maxHeaderBytes,
-	}
+// configure fills the security and limit fields of the node's config:
+// tokens and TLS (which node.Start hands to the API and the Raft
+// transport), body and long-poll caps, and the HTTP server's limits.
+func (s *security) configure(f *securityFlags, nc *wnode.Config) {
+	nc.API.Auth, nc.API.MetricsOpen = s.tokens, f.metricsOpen
+	nc.TLS = s.tls
+	nc.API.MaxBodyBytes, nc.API.MaxLongPolls = f.maxBodyBytes, f.maxLongPolls
+	nc.ReadHeaderTimeout, nc.ReadTimeout, nc.WriteTimeout = f.readHeaderTimeout, f.readTimeout, max(f.writeTimeout, 0)
+	nc.IdleTimeout, nc.MaxHeaderBytes = f.idleTimeout, f.maxHeaderBytes
 }
 
 // warnExposure says, loudly, when a node is reachable from other hosts
@@ -271,18 +240,6 @@ func (c *clientSecurity) newClient(servers []string, logger *slog.Logger) (*clie
 		cfg.Logger = logger
 	}
 	return client.New(cfg)
-}
-
-// authorize adds the bearer token, if any, to a request.
-func (c *clientSecurity) authorize(req *http.Request) error {
-	tok, err := c.bearer()
-	if err != nil {
-		return err
-	}
-	if tok != "" {
-		req.Header.Set("Authorization", "Bearer "+tok)
-	}
-	return nil
 }
 
 // selfClient is a client for a node's own API, for dev's in-process

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/poll"
 	"github.com/workron/workron/internal/syncbuf"
 	"github.com/workron/workron/internal/testcert"
 	"github.com/workron/workron/worker/client"
@@ -50,17 +51,7 @@ func inProcessNode(t *testing.T, args ...string) (*runningServer, *syncbuf.Buffe
 // pollUntil polls cond every 20ms until it returns nil or timeout passes.
 func pollUntil(t *testing.T, timeout time.Duration, cond func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("still waiting after %s: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Wait(t, timeout, 20*time.Millisecond, cond)
 }
 
 // Tokens of the secure cluster.

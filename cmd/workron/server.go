@@ -8,13 +8,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"github.com/workron/workron/api"
+	"github.com/workron/workron/internal/leader"
+	wnode "github.com/workron/workron/internal/node" // "node" is a type of the e2e tests
 	"github.com/workron/workron/raftnode"
 )
 
@@ -55,8 +56,8 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.reapInterval, "reap-interval", time.Second, "how often the leader looks for expired leases")
 	fs.DurationVar(&f.retention, "retention", 168*time.Hour, "how long finished jobs are kept unless they say otherwise (0 = forever)")
 	fs.DurationVar(&f.sweepInterval, "sweep-interval", time.Minute, "how often the leader deletes finished jobs past their retention")
-	fs.DurationVar(&f.scheduleGrace, "schedule-grace", api.DefaultConfig().ScheduleGrace, "how late a schedule's tick may run and still count as on time; later ticks follow the schedule's catchup")
-	fs.IntVar(&f.scheduleMaxCatchup, "schedule-max-catchup", api.DefaultConfig().ScheduleMaxCatchup, "most missed ticks catchup \"all\" runs per schedule (the latest ones)")
+	fs.DurationVar(&f.scheduleGrace, "schedule-grace", leader.DefaultSchedulerConfig().Grace, "how late a schedule's tick may run and still count as on time; later ticks follow the schedule's catchup")
+	fs.IntVar(&f.scheduleMaxCatchup, "schedule-max-catchup", leader.DefaultSchedulerConfig().MaxCatchup, "most missed ticks catchup \"all\" runs per schedule (the latest ones)")
 	fs.DurationVar(&f.leaderWait, "leader-wait", api.DefaultConfig().LeaderWait, "how long a request that needs the leader waits for one (during an election, or while the leader is unreachable) before it gets 503")
 	fs.DurationVar(&f.heartbeat, "raft-heartbeat-timeout", time.Second, "Raft heartbeat timeout")
 	fs.DurationVar(&f.election, "raft-election-timeout", time.Second, "Raft election timeout")
@@ -167,14 +168,12 @@ func (s *runningServer) reloadSecurity(f *securityFlags) {
 	}
 }
 
-// runningServer is a started node: Raft, API and HTTP listener.
+// runningServer is a started node (internal/node) with what the verbs
+// that start one read of it.
 type runningServer struct {
+	n         *wnode.Node
 	node      *raftnode.Node
-	api       *api.Server
-	http      *http.Server
 	advertise string
-	cancel    context.CancelFunc
-	served    chan error
 	logger    *slog.Logger
 	sec       *security
 }
@@ -184,29 +183,39 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
-	peers, err := raftnode.ParsePeers(f.peers)
+	nc, err := f.nodeConfig(logger)
 	if err != nil {
 		return nil, err
-	}
-	if f.bootstrap && len(peers) > 0 {
-		return nil, errors.New("server: give --bootstrap or --peers, not both")
 	}
 	sec, err := f.sec.load()
 	if err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", f.httpAddr)
-	if err != nil {
+	sec.configure(&f.sec, &nc)
+	if nc.Listener, err = net.Listen("tcp", f.httpAddr); err != nil {
 		return nil, fmt.Errorf("listen on --http %s: %w", f.httpAddr, err)
 	}
-	advertise := f.advertiseHTTP
-	if advertise == "" {
-		advertise = sec.scheme() + "://" + ln.Addr().String()
+	n, err := wnode.Start(nc)
+	if err != nil {
+		return nil, err
 	}
-	httpAddr := ln.Addr().String()
-	ln = sec.listener(ln)
-	s := &runningServer{advertise: advertise, served: make(chan error, 1), logger: logger, sec: sec}
-	rc := raftnode.DefaultConfig()
+	sec.warnExposure(logger, n.Addr(), f.raftAddr)
+	return &runningServer{n: n, node: n.Raft(), advertise: n.URL(), logger: logger, sec: sec}, nil
+}
+
+// nodeConfig turns the flags into the node's configuration, less its
+// security (security.configure) and listener.
+func (f *serverFlags) nodeConfig(logger *slog.Logger) (wnode.Config, error) {
+	peers, err := raftnode.ParsePeers(f.peers)
+	if err != nil {
+		return wnode.Config{}, err
+	}
+	if f.bootstrap && len(peers) > 0 {
+		return wnode.Config{}, errors.New("server: give --bootstrap or --peers, not both")
+	}
+	nc := wnode.DefaultConfig()
+	nc.Logger = logger
+	rc := &nc.Raft
 	rc.ID, rc.RaftAddr, rc.DataDir = f.id, f.raftAddr, f.dataDir
 	rc.Bootstrap, rc.Peers = f.bootstrap, peers
 	rc.HeartbeatTimeout, rc.ElectionTimeout = f.heartbeat, f.election
@@ -214,72 +223,27 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	rc.SnapshotThreshold, rc.SnapshotInterval, rc.TrailingLogs = f.snapshotThreshold, f.snapshotInterval, f.trailingLogs
 	rc.MaxBatch, rc.MaxInflight = f.maxBatch, f.maxInflight
 	rc.FsyncDelay = f.fsyncDelay
-	clock := time.Now
 	if off := f.clockOffset; off != 0 {
-		clock = func() time.Time { return time.Now().Add(off) }
+		rc.Now = func() time.Time { return time.Now().Add(off) }
 	}
-	rc.Now = clock
-	rc.Logger = logger
-	rc.TLS = sec.raft
-	// The API is built after the node but leads through it: hand the node a
-	// trampoline that waits for the API to exist.
-	apiReady := make(chan *api.Server, 1)
-	rc.OnLeader = func(ctx context.Context) {
-		select {
-		case a := <-apiReady:
-			apiReady <- a
-			a.OnLeader(ctx)
-		case <-ctx.Done():
-		}
-	}
-	s.node, err = raftnode.Open(rc)
-	if err != nil {
-		ln.Close()
-		return nil, err
-	}
-	ac := api.DefaultConfig()
-	ac.Node, ac.State, ac.AdvertiseHTTP = s.node, s.node.FSM(), advertise
+	ac := &nc.API
+	ac.AdvertiseHTTP = f.advertiseHTTP
 	ac.JoinURLs = splitList(f.join)
-	ac.LeaseTTL, ac.MaxWait, ac.ReapInterval = f.leaseTTL, f.maxWait, f.reapInterval
-	ac.Retention, ac.SweepInterval = f.retention, f.sweepInterval
-	ac.ScheduleGrace, ac.ScheduleMaxCatchup = f.scheduleGrace, f.scheduleMaxCatchup
+	ac.LeaseTTL, ac.MaxWait = f.leaseTTL, f.maxWait
+	ac.Retention = f.retention
 	ac.Pprof = f.pprof
 	ac.LeaderWait = f.leaderWait
-	ac.Now = s.node.Now // the cluster time: never behind the log's
-	f.gang.configure(&ac)
-	ac.Logger = logger
-	sec.configure(&f.sec, &ac)
-	s.api, err = api.New(ac)
-	if err != nil {
-		ln.Close()
-		s.node.Shutdown()
-		return nil, err
-	}
-	apiReady <- s.api
-	base, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	s.http = f.sec.httpServer(s.api.Handler(), f.maxWait)
-	s.http.BaseContext = func(net.Listener) context.Context { return base }
-	s.http.ErrorLog = slog.NewLogLogger(logger.Handler(), slog.LevelWarn)
-	sec.warnExposure(logger, httpAddr, f.raftAddr)
-	go func() { s.served <- s.http.Serve(ln) }()
-	go s.api.Announce(base)
-	go s.api.WatchProtocols(base)
-	return s, nil
+	lc := &nc.Leader
+	lc.Reaper.Interval, lc.Sweeper.Interval = f.reapInterval, f.sweepInterval
+	lc.Scheduler.Grace, lc.Scheduler.MaxCatchup = f.scheduleGrace, f.scheduleMaxCatchup
+	f.gang.configure(&nc)
+	return nc, nil
 }
 
-// shutdown stops HTTP first (long-polls end at once, other requests in
-// flight finish or, after 10s, answer 503 or 504), then Raft (a leader
-// hands leadership to a peer first).
+// shutdown stops the node (node.Node.Shutdown: HTTP first, then Raft) and
+// says on stderr what went wrong.
 func (s *runningServer) shutdown() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	httpErr := s.api.Shutdown(ctx, s.http, s.cancel)
-	if err := <-s.served; err != nil && !errors.Is(err, http.ErrServerClosed) {
-		httpErr = errors.Join(httpErr, err)
-	}
-	nodeErr := s.node.Shutdown()
-	if err := errors.Join(httpErr, nodeErr); err != nil {
+	if err := s.n.Shutdown(); err != nil {
 		fmt.Fprintln(os.Stderr, "workron: shutdown:", err)
 		return err
 	}

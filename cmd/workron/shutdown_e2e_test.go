@@ -14,19 +14,14 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/poll"
 )
 
-// signal sends sig to the process, if it runs.
-func (p *proc) signal(t *testing.T, sig syscall.Signal) {
+// signalProc sends sig to the process, which must run.
+func signalProc(t *testing.T, p *proc, sig syscall.Signal) {
 	t.Helper()
-	p.mu.Lock()
-	cmd := p.cmd
-	p.mu.Unlock()
-	if cmd == nil {
-		t.Fatalf("%s: not started", p.name)
-	}
-	if err := cmd.Process.Signal(sig); err != nil {
-		t.Fatalf("%s: signal %v: %v", p.name, sig, err)
+	if !p.Signal(sig) {
+		t.Fatalf("%s: signal %v: not running", p.Name, sig)
 	}
 }
 
@@ -64,8 +59,8 @@ func TestStoppingNodeAnswersForwardedRequests(t *testing.T) {
 	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
 	t.Cleanup(hc.CloseIdleConnections)
 	follower := func(l *node) *node {
-		for _, n := range c.nodes {
-			if n != l && n.running() {
+		for _, n := range c.Nodes {
+			if n != l && n.Running() {
 				return n
 			}
 		}
@@ -80,31 +75,31 @@ func TestStoppingNodeAnswersForwardedRequests(t *testing.T) {
 		// through it succeeds.
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
-		if !poll(ctx, 50*time.Millisecond, func() bool {
-			s, _, err := tryPost(hc, f.url+"/jobs", `{"command":"echo warm-up","idempotency_key":"warm-up"}`)
+		if poll.True(ctx, 0, 50*time.Millisecond, func() bool {
+			s, _, err := tryPost(hc, f.URL+"/jobs", `{"command":"echo warm-up","idempotency_key":"warm-up"}`)
 			return err == nil && s/100 == 2
-		}) {
-			t.Fatalf("no submit through %s succeeded", f.name)
+		}) != nil {
+			t.Fatalf("no submit through %s succeeded", f.Name)
 		}
 		// The leader, stopped, accepts the forwarded connection but does not
 		// answer: the submit is in flight on the follower when it gets
 		// SIGTERM. The stop is kept well under the leader's 500ms lease.
-		l.signal(t, syscall.SIGSTOP)
+		signalProc(t, &l.Proc, syscall.SIGSTOP)
 		resumed := false
 		defer func() {
 			if !resumed {
-				l.signal(t, syscall.SIGCONT)
+				signalProc(t, &l.Proc, syscall.SIGCONT)
 			}
 		}()
 		done := make(chan postResult, 1)
 		go func() {
-			s, b, err := tryPost(hc, f.url+"/jobs", `{"command":"echo stopping","idempotency_key":"stop-submit"}`)
+			s, b, err := tryPost(hc, f.URL+"/jobs", `{"command":"echo stopping","idempotency_key":"stop-submit"}`)
 			done <- postResult{s, b, err}
 		}()
 		time.Sleep(100 * time.Millisecond) // the follower forwards meanwhile: nothing to poll for
-		f.signal(t, syscall.SIGTERM)
+		signalProc(t, &f.Proc, syscall.SIGTERM)
 		time.Sleep(100 * time.Millisecond) // the follower is stopping
-		l.signal(t, syscall.SIGCONT)
+		signalProc(t, &l.Proc, syscall.SIGCONT)
 		resumed = true
 
 		res := <-done
@@ -116,12 +111,12 @@ func TestStoppingNodeAnswersForwardedRequests(t *testing.T) {
 			t.Fatalf("submit through the stopping follower: HTTP %d %q, want 201 with the job", res.status, res.body)
 		}
 		select {
-		case <-f.exited():
+		case <-f.Exited():
 		case <-time.After(20 * time.Second):
-			t.Fatalf("%s did not stop within 20s of SIGTERM", f.name)
+			t.Fatalf("%s did not stop within 20s of SIGTERM", f.Name)
 		}
 		var got wire.Job
-		if s, b, err := c.get(context.Background(), l.url+"/jobs/"+job.ID, &got); err != nil || s != http.StatusOK || got.ID != job.ID {
+		if s, b, err := c.Get(context.Background(), l.URL+"/jobs/"+job.ID, &got); err != nil || s != http.StatusOK || got.ID != job.ID {
 			t.Fatalf("GET /jobs/%s on the leader: HTTP %d %s %v", job.ID, s, bytes.TrimSpace(b), err)
 		}
 		c.restart(t, f)
@@ -132,11 +127,11 @@ func TestStoppingNodeAnswersForwardedRequests(t *testing.T) {
 		f := follower(l)
 		done := make(chan postResult, 1)
 		go func() {
-			s, b, err := tryPost(hc, f.url+"/jobs/claim", `{"worker_id":"w-stop","queues":["nothing-here"],"wait":"20s"}`)
+			s, b, err := tryPost(hc, f.URL+"/jobs/claim", `{"worker_id":"w-stop","queues":["nothing-here"],"wait":"20s"}`)
 			done <- postResult{s, b, err}
 		}()
 		time.Sleep(500 * time.Millisecond) // the claim is parked on the leader meanwhile
-		f.signal(t, syscall.SIGTERM)
+		signalProc(t, &f.Proc, syscall.SIGTERM)
 		res := <-done
 		if res.err != nil {
 			t.Fatalf("claim through the stopping follower: %v", res.err)
@@ -145,7 +140,7 @@ func TestStoppingNodeAnswersForwardedRequests(t *testing.T) {
 		if res.status != http.StatusGatewayTimeout || json.Unmarshal(res.body, &e) != nil || e.Code != "outcome_unknown" {
 			t.Fatalf("claim through the stopping follower: HTTP %d %q, want 504 outcome_unknown", res.status, res.body)
 		}
-		<-f.exited()
+		<-f.Exited()
 		c.restart(t, f)
 	})
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/poll"
 )
 
 // TestRollingUpgradeWithTwoVersions runs a rolling upgrade with two builds of
@@ -51,10 +52,10 @@ func TestRollingUpgradeWithTwoVersions(t *testing.T) {
 	up := c.followerOf(t)
 	c.replace(t, up, newBin)
 	c.makeLeader(t, up)
-	c.waitProtocols(ctx, t, 1, map[string]int{up.name: 2})
-	t.Logf("%s upgraded and leading; the others run protocol 1", up.name)
+	c.waitProtocols(ctx, t, 1, map[string]int{up.Name: 2})
+	t.Logf("%s upgraded and leading; the others run protocol 1", up.Name)
 
-	status, raw, err := c.send(ctx, http.MethodPost, up.url+"/jobs/"+parent.ID+"/retry", nil, nil)
+	status, raw, err := c.send(ctx, http.MethodPost, up.URL+"/jobs/"+parent.ID+"/retry", nil, nil)
 	var e wire.Error
 	_ = json.Unmarshal([]byte(raw), &e)
 	if err != nil || status != http.StatusServiceUnavailable || e.Code != "upgrade_in_progress" {
@@ -67,13 +68,13 @@ func TestRollingUpgradeWithTwoVersions(t *testing.T) {
 	// Roll the upgraded node back while the cluster runs protocol 1.
 	c.replace(t, up, oldBin)
 	c.leader(t)
-	c.waitProtocols(ctx, t, 1, map[string]int{up.name: 1})
+	c.waitProtocols(ctx, t, 1, map[string]int{up.Name: 1})
 	c.checkServes(ctx, t)
-	t.Logf("%s rolled back", up.name)
+	t.Logf("%s rolled back", up.Name)
 
 	// The whole rolling upgrade: followers first, the leader last.
 	leader := c.leader(t)
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes {
 		if n != leader {
 			c.replace(t, n, newBin)
 		}
@@ -102,29 +103,26 @@ func protocol1Binary(t *testing.T) string {
 	return bin
 }
 
-// stop sends SIGTERM (a graceful stop: a leader hands leadership over
+// stopProc sends SIGTERM (a graceful stop: a leader hands leadership over
 // first) and waits for the process to exit.
-func (p *proc) stop(t *testing.T) {
+func stopProc(t *testing.T, p *proc) {
 	t.Helper()
-	p.mu.Lock()
-	cmd, done := p.cmd, p.done
-	p.mu.Unlock()
-	if cmd == nil {
+	done := p.Exited()
+	if !p.Signal(syscall.SIGTERM) {
 		return
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-done:
 	case <-time.After(30 * time.Second):
-		t.Fatalf("%s did not stop within 30s of SIGTERM", p.name)
+		t.Fatalf("%s did not stop within 30s of SIGTERM", p.Name)
 	}
 }
 
 // replace stops n, and starts it again with bin on the same data.
 func (c *cluster) replace(t *testing.T, n *node, bin string) {
 	t.Helper()
-	n.stop(t)
-	n.bin = bin
+	stopProc(t, &n.Proc)
+	n.Bin = bin
 	c.restart(t, n)
 }
 
@@ -132,7 +130,7 @@ func (c *cluster) replace(t *testing.T, n *node, bin string) {
 func (c *cluster) followerOf(t *testing.T) *node {
 	t.Helper()
 	leader := c.leader(t)
-	for _, n := range c.nodes {
+	for _, n := range c.Nodes {
 		if n != leader {
 			return n
 		}
@@ -150,10 +148,10 @@ func (c *cluster) makeLeader(t *testing.T, n *node) {
 		if leader == n {
 			return
 		}
-		leader.kill()
+		leader.Kill()
 		c.restart(t, leader)
 	}
-	t.Fatalf("%s did not win any of 30 elections", n.name)
+	t.Fatalf("%s did not win any of 30 elections", n.Name)
 }
 
 // waitProtocols waits until the leader's GET /cluster shows the cluster at
@@ -161,9 +159,9 @@ func (c *cluster) makeLeader(t *testing.T, n *node) {
 func (c *cluster) waitProtocols(ctx context.Context, t *testing.T, want int, nodes map[string]int) {
 	t.Helper()
 	var last string
-	ok := poll(ctx, 100*time.Millisecond, func() bool {
+	ok := poll.True(ctx, 0, 100*time.Millisecond, func() bool {
 		var cl wire.Cluster
-		status, raw, err := c.get(ctx, c.leader(t).url+"/cluster", &cl)
+		status, raw, err := c.Get(ctx, c.leader(t).URL+"/cluster", &cl)
 		if err != nil || status != http.StatusOK {
 			last = fmt.Sprintf("%d %v %s", status, err, raw)
 			return false
@@ -178,7 +176,7 @@ func (c *cluster) waitProtocols(ctx context.Context, t *testing.T, want int, nod
 			}
 		}
 		return true
-	})
+	}) == nil
 	if !ok {
 		t.Fatalf("protocols not as wanted (cluster %d, nodes %v): %s", want, nodes, last)
 	}
@@ -189,19 +187,19 @@ func (c *cluster) waitProtocols(ctx context.Context, t *testing.T, want int, nod
 func (c *cluster) waitJobEverywhere(ctx context.Context, t *testing.T, id, status string) {
 	t.Helper()
 	var seen []string
-	ok := poll(ctx, 50*time.Millisecond, func() bool {
+	ok := poll.True(ctx, 0, 50*time.Millisecond, func() bool {
 		seen = seen[:0]
-		for _, n := range c.nodes {
+		for _, n := range c.Nodes {
 			var j wire.Job
-			code, _, err := c.get(ctx, n.url+"/jobs/"+id+"?stale=1", &j)
+			code, _, err := c.Get(ctx, n.URL+"/jobs/"+id+"?stale=1", &j)
 			if err != nil || code != http.StatusOK {
-				seen = append(seen, fmt.Sprintf("%s: %d %v", n.name, code, err))
+				seen = append(seen, fmt.Sprintf("%s: %d %v", n.Name, code, err))
 				continue
 			}
-			seen = append(seen, n.name+": "+j.Status)
+			seen = append(seen, n.Name+": "+j.Status)
 		}
 		return !slices.ContainsFunc(seen, func(s string) bool { return s[len(s)-len(status):] != status })
-	})
+	}) == nil
 	if !ok {
 		t.Fatalf("job %s not %s on every node: %v", id, status, seen)
 	}
@@ -229,17 +227,17 @@ func (c *cluster) checkServes(ctx context.Context, t *testing.T) {
 func (c *cluster) checkDigests(ctx context.Context, t *testing.T) {
 	t.Helper()
 	var ds []wire.Digest
-	ok := poll(ctx, 50*time.Millisecond, func() bool {
+	ok := poll.True(ctx, 0, 50*time.Millisecond, func() bool {
 		ds = ds[:0]
-		for _, n := range c.nodes {
+		for _, n := range c.Nodes {
 			var d wire.Digest
-			if code, _, err := c.get(ctx, n.url+"/debug/digest", &d); err != nil || code != http.StatusOK {
+			if code, _, err := c.Get(ctx, n.URL+"/debug/digest", &d); err != nil || code != http.StatusOK {
 				return false
 			}
 			ds = append(ds, d)
 		}
 		return !slices.ContainsFunc(ds, func(d wire.Digest) bool { return d.AppliedIndex != ds[0].AppliedIndex })
-	})
+	}) == nil
 	if !ok {
 		t.Fatalf("nodes did not reach one applied index: %+v", ds)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/jobcheck"
 )
 
 // checkInput is everything the checks look at: the recorded history, the
@@ -49,20 +50,16 @@ func (r *checkResult) anomaly(format string, args ...any) {
 // checkJobs runs every check on the final state and the history.
 func checkJobs(in checkInput) *checkResult {
 	res := &checkResult{Ops: len(in.ops)}
-	byKey := make(map[string]wire.Job)
-	byID := make(map[string]wire.Job)
+	var jobs []wire.Job
 	for _, j := range in.jobs {
-		if j.Queue != chaosQueue {
-			continue
+		if j.Queue == chaosQueue {
+			jobs = append(jobs, j)
 		}
-		if _, dup := byKey[j.IdempotencyKey]; dup {
-			res.anomaly("two jobs with idempotency key %s: %s and %s", j.IdempotencyKey, byKey[j.IdempotencyKey].ID, j.ID)
-		}
-		byKey[j.IdempotencyKey] = j
-		byID[j.ID] = j
 	}
+	byKey, problems := jobcheck.Accepted(in.accepted, jobs)
+	res.Anomalies = append(res.Anomalies, problems...)
 	res.Jobs = len(byKey)
-	checkAccepted(in, byKey, res)
+	checkFinished(in, byKey, res)
 	checkAttempts(in, byKey, res)
 	checkClaims(in, res)
 	checkLinearizable(in, byKey, res)
@@ -70,20 +67,10 @@ func checkJobs(in checkInput) *checkResult {
 	return res
 }
 
-// checkAccepted: every job whose submit got a 2xx exists, is the job the
-// reply named, and is finished (or waits for a retry that is due later);
-// no job exists that no submit asked for.
-func checkAccepted(in checkInput, byKey map[string]wire.Job, res *checkResult) {
-	for key, id := range in.accepted {
-		j, ok := byKey[key]
-		switch {
-		case !ok:
-			res.anomaly("lost job: the submit of %s was answered with %s, which does not exist", key, id)
-			continue
-		case j.ID != id:
-			res.anomaly("submit of %s was answered with %s, but the job with that key is %s", key, id, j.ID)
-		}
-	}
+// checkFinished: no job exists that no submit asked for, and every job is
+// finished (or waits for a retry that is due later). jobcheck.Accepted has
+// checked that every accepted job exists and is the job its reply named.
+func checkFinished(in checkInput, byKey map[string]wire.Job, res *checkResult) {
 	for key, j := range byKey {
 		if _, ok := in.specs[key]; !ok {
 			res.anomaly("job %s has key %q, which no submitter sent", j.ID, key)
@@ -96,55 +83,39 @@ func checkAccepted(in checkInput, byKey map[string]wire.Job, res *checkResult) {
 		case wire.StatusScheduled:
 			res.Pending++ // legitimately pending: its retry is due later
 		default:
-			res.anomaly("job %s (%s) is still %s after quiescence: %s", j.ID, key, j.Status, history(j))
+			res.anomaly("job %s (%s) is still %s after quiescence: %s", j.ID, key, j.Status, jobcheck.History(j))
 		}
 	}
 }
 
-// checkAttempts: per job, leases grow, at most one attempt is done and it
-// is the last, a job's outcome fits its command; across jobs, no lease is
-// used twice (it is the Raft index of the claim).
+// checkAttempts: per job, the attempts of jobcheck.Attempts (leases grow,
+// at most one attempt done and it is the last) and an outcome that fits
+// its command; across jobs, no lease is used twice (it is the Raft index
+// of the claim).
 func checkAttempts(in checkInput, byKey map[string]wire.Job, res *checkResult) {
 	owner := make(map[uint64]string)
 	for key, j := range byKey {
 		spec := in.specs[key]
-		var prev uint64
-		done := 0
-		for i, a := range j.AttemptHistory {
-			if a.Lease <= prev {
-				res.anomaly("job %s: attempt %d has lease %d after lease %d: %s", j.ID, i+1, a.Lease, prev, history(j))
-			}
-			prev = a.Lease
+		res.Anomalies = append(res.Anomalies, jobcheck.Attempts(j)...)
+		for _, a := range j.AttemptHistory {
 			if other, ok := owner[a.Lease]; ok {
 				res.anomaly("lease %d is used by two attempts: %s and %s", a.Lease, other, j.ID)
 			}
 			owner[a.Lease] = j.ID
-			if a.Status == wire.StatusDone && !a.Expired {
-				done++
-				if i != len(j.AttemptHistory)-1 {
-					res.anomaly("job %s: attempt %d is done but more attempts follow: %s", j.ID, i+1, history(j))
-				}
-			}
 			// Virtual workers never fail a job that should succeed, nor
 			// succeed one that should fail: such an end is a result
 			// given to the wrong attempt.
 			if in.virtual(a.WorkerID) && !a.Expired {
 				if a.Status == wire.StatusFailed && (spec.outcome == outcomeOK || spec.outcome == outcomeSlow || spec.outcome == outcomeFlaky && a.Attempt >= 2) {
-					res.anomaly("job %s (%s): attempt %d failed by virtual worker %s, which never fails it: %s", j.ID, spec.outcome, a.Attempt, a.WorkerID, history(j))
+					res.anomaly("job %s (%s): attempt %d failed by virtual worker %s, which never fails it: %s", j.ID, spec.outcome, a.Attempt, a.WorkerID, jobcheck.History(j))
 				}
 				if a.Status == wire.StatusDone && (spec.outcome == outcomeFail || spec.outcome == outcomeTimeout || spec.outcome == outcomeFlaky && a.Attempt < 2) {
-					res.anomaly("job %s (%s): attempt %d done by virtual worker %s, which never succeeds it: %s", j.ID, spec.outcome, a.Attempt, a.WorkerID, history(j))
+					res.anomaly("job %s (%s): attempt %d done by virtual worker %s, which never succeeds it: %s", j.ID, spec.outcome, a.Attempt, a.WorkerID, jobcheck.History(j))
 				}
 			}
 		}
-		if done > 1 {
-			res.anomaly("job %s: %d attempts done: %s", j.ID, done, history(j))
-		}
-		if (j.Status == wire.StatusDone) != (done == 1) {
-			res.anomaly("job %s is %s with %d attempts done: %s", j.ID, j.Status, done, history(j))
-		}
 		if j.Status == wire.StatusDone && (spec.outcome == outcomeFail || spec.outcome == outcomeTimeout) {
-			res.anomaly("job %s (%s) ended done: %s", j.ID, spec.outcome, history(j))
+			res.anomaly("job %s (%s) ended done: %s", j.ID, spec.outcome, jobcheck.History(j))
 		}
 	}
 }
@@ -367,25 +338,6 @@ func sanitize(s string) string {
 		}
 		return '_'
 	}, s)
-}
-
-// history is a one-line account of a job's attempts.
-func history(j wire.Job) string {
-	var parts []string
-	for _, a := range j.AttemptHistory {
-		p := fmt.Sprintf("#%d lease %d on %s: %s", a.Attempt, a.Lease, a.WorkerID, a.Status)
-		if a.Expired {
-			p += " (expired)"
-		}
-		if a.Error != "" {
-			p += " (" + a.Error + ")"
-		}
-		parts = append(parts, p)
-	}
-	if j.Status == wire.StatusRunning {
-		parts = append(parts, fmt.Sprintf("#%d lease %d on %s: running", j.Attempts, j.Lease, j.WorkerID))
-	}
-	return strings.Join(parts, "; ")
 }
 
 // savedRun is what a run keeps beside history.jsonl so that its checks can

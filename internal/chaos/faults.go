@@ -181,7 +181,7 @@ func (in *injector) follower(ctx context.Context, rng *rand.Rand) *node {
 	l := in.c.leader(ctx)
 	var out []*node
 	for _, n := range in.c.nodes {
-		if n != l && n.running() && !n.isPaused() {
+		if n != l && n.Running() && !n.Paused() {
 			out = append(out, n)
 		}
 	}
@@ -194,11 +194,11 @@ func (in *injector) follower(ctx context.Context, rng *rand.Rand) *node {
 func (in *injector) killNode(ctx context.Context, n *node, down time.Duration, kind string) {
 	in.nodeMu[n.i].Lock()
 	defer in.nodeMu[n.i].Unlock()
-	in.event(kind, "SIGKILL %s, restart after %s", n.id, down.Round(time.Millisecond))
-	n.kill()
+	in.event(kind, "SIGKILL %s, restart after %s", n.Name, down.Round(time.Millisecond))
+	n.Kill()
 	sleep(ctx, down)
 	if err := in.c.startNode(context.Background(), n); err != nil {
-		in.fail("restart %s: %v", n.id, err)
+		in.fail("restart %s: %v", n.Name, err)
 	}
 }
 
@@ -209,30 +209,23 @@ func (in *injector) killAll(ctx context.Context, down time.Duration) {
 	}
 	in.event(FaultKillAll, "SIGKILL every node, restart after %s", down.Round(time.Millisecond))
 	for _, n := range in.c.nodes {
-		n.kill()
+		n.Kill()
 	}
 	sleep(ctx, down)
-	for _, n := range in.c.nodes {
-		if err := n.start(in.c.nodeArgs(n)); err != nil {
-			in.fail("restart %s: %v", n.id, err)
-		}
-	}
-	for _, n := range in.c.nodes {
-		if err := in.c.waitServing(context.Background(), n, 20*time.Second); err != nil {
-			in.fail("restart %s: %v", n.id, err)
-		}
+	if err := in.c.startNodes(context.Background(), in.c.nodes...); err != nil {
+		in.fail("restart: %v", err)
 	}
 }
 
 func (in *injector) pauseNode(ctx context.Context, n *node, d time.Duration, kind string) {
 	in.nodeMu[n.i].Lock()
 	defer in.nodeMu[n.i].Unlock()
-	if !n.pause() {
+	if !n.Pause() {
 		return
 	}
-	in.event(kind, "SIGSTOP %s for %s", n.id, d.Round(time.Millisecond))
+	in.event(kind, "SIGSTOP %s for %s", n.Name, d.Round(time.Millisecond))
 	sleep(ctx, d)
-	n.resume()
+	n.Resume()
 }
 
 // partition cuts every node of a from every node of b for d.
@@ -240,7 +233,7 @@ func (in *injector) partition(ctx context.Context, kind string, a, b []int, d ti
 	names := func(ix []int) string {
 		var s []string
 		for _, i := range ix {
-			s = append(s, in.c.nodes[i].id)
+			s = append(s, in.c.nodes[i].Name)
 		}
 		return strings.Join(s, ",")
 	}
@@ -274,9 +267,9 @@ func (in *injector) stickyHook(ctx context.Context, n *node, kind string, set, u
 		in.nodeMu[n.i].Unlock()
 		return
 	}
-	in.event(kind, "restart %s with %s for %s", n.id, what, hold.Round(time.Millisecond))
+	in.event(kind, "restart %s with %s for %s", n.Name, what, hold.Round(time.Millisecond))
 	if err := in.c.restartNode(context.Background(), n); err != nil {
-		in.fail("restart %s: %v", n.id, err)
+		in.fail("restart %s: %v", n.Name, err)
 	}
 	in.nodeMu[n.i].Unlock()
 	in.sticky.Go(func() {
@@ -286,9 +279,9 @@ func (in *injector) stickyHook(ctx context.Context, n *node, kind string, set, u
 		n.mu.Lock()
 		unset()
 		n.mu.Unlock()
-		in.logf("fault %s: restart %s without %s", kind, n.id, what)
+		in.logf("fault %s: restart %s without %s", kind, n.Name, what)
 		if err := in.c.restartNode(context.Background(), n); err != nil {
-			in.fail("restart %s: %v", n.id, err)
+			in.fail("restart %s: %v", n.Name, err)
 		}
 	})
 }
@@ -300,11 +293,11 @@ func (in *injector) killWorker(ctx context.Context, rng *rand.Rand) {
 	i := rng.IntN(len(in.c.workers))
 	w := in.c.workers[i]
 	down := between(rng, 300*time.Millisecond, 3*time.Second)
-	in.event(FaultKillWorker, "SIGKILL real worker %s, restart after %s", w.name, down.Round(time.Millisecond))
-	w.kill()
+	in.event(FaultKillWorker, "SIGKILL real worker %s, restart after %s", w.Name, down.Round(time.Millisecond))
+	w.Kill()
 	sleep(ctx, down)
 	if err := in.c.startWorker(i); err != nil {
-		in.fail("restart worker %s: %v", w.name, err)
+		in.fail("restart worker %s: %v", w.Name, err)
 	}
 }
 
@@ -312,7 +305,7 @@ func (in *injector) workerNet(ctx context.Context, rng *rand.Rand) {
 	d := between(rng, time.Second, 5*time.Second)
 	if in.netOK && len(in.c.workers) > 0 && rng.IntN(2) == 0 {
 		i := rng.IntN(len(in.c.workers))
-		in.event(FaultWorkerNet, "cut real worker %s off every node for %s", in.c.workers[i].name, d.Round(time.Millisecond))
+		in.event(FaultWorkerNet, "cut real worker %s off every node for %s", in.c.workers[i].Name, d.Round(time.Millisecond))
 		for k := range in.c.nodes {
 			if err := in.c.net.block(workerEP(i), nodeEP(k)); err != nil {
 				in.fail("worker net: %v", err)
@@ -345,18 +338,18 @@ func (in *injector) healAll(ctx context.Context) {
 	}
 	for _, n := range in.c.nodes {
 		in.nodeMu[n.i].Lock()
-		n.resume()
-		if !n.running() {
+		n.Resume()
+		if !n.Running() {
 			if err := in.c.startNode(ctx, n); err != nil {
-				in.fail("heal: start %s: %v", n.id, err)
+				in.fail("heal: start %s: %v", n.Name, err)
 			}
 		}
 		in.nodeMu[n.i].Unlock()
 	}
 	for i, w := range in.c.workers {
-		if !w.running() {
+		if !w.Running() {
 			if err := in.c.startWorker(i); err != nil {
-				in.fail("heal: start worker %s: %v", w.name, err)
+				in.fail("heal: start worker %s: %v", w.Name, err)
 			}
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/worker/client"
 )
 
 // requestTimeout bounds every client request; a node that is paused or cut
@@ -29,7 +30,7 @@ type load struct {
 	c    *cluster
 	rec  *recorder
 	seed uint64
-	hc   *http.Client
+	api  *nodeClients // submitters' and readers'
 
 	mu       sync.Mutex
 	specs    map[string]jobSpec // by key
@@ -46,14 +47,46 @@ type loadStats struct {
 }
 
 func newLoad(c *cluster, rec *recorder, seed uint64, virtual int) *load {
+	tr := newTransport()
 	l := &load{c: c, rec: rec, seed: seed, specs: make(map[string]jobSpec), accepted: make(map[string]string),
-		hc: &http.Client{Timeout: requestTimeout, Transport: newTransport()}}
+		api: newNodeClients(&http.Client{Timeout: requestTimeout, Transport: tr}, tr)}
 	for i := range virtual {
-		tr := &faultyTransport{base: newTransport()}
-		l.vworkers = append(l.vworkers, &vworker{id: "v" + strconv.Itoa(i+1), l: l, tr: tr,
-			hc: &http.Client{Timeout: requestTimeout, Transport: tr}})
+		ft := &faultyTransport{base: newTransport()}
+		l.vworkers = append(l.vworkers, &vworker{id: "v" + strconv.Itoa(i+1), l: l, tr: ft,
+			api: newNodeClients(&http.Client{Timeout: requestTimeout, Transport: ft}, ft.base)})
 	}
 	return l
+}
+
+// nodeClients holds one worker/client Client per node URL, sharing one
+// HTTP client. Each has that one server and sends every request once, with
+// no failover and no resend, so that each exchange is recorded as it went.
+type nodeClients struct {
+	hc    *http.Client
+	idle  *http.Transport // whose idle connections closeIdle closes
+	mu    sync.Mutex
+	byURL map[string]*client.Client
+}
+
+func newNodeClients(hc *http.Client, idle *http.Transport) *nodeClients {
+	return &nodeClients{hc: hc, idle: idle, byURL: make(map[string]*client.Client)}
+}
+
+// get returns the client of the node at url, made on first use.
+func (n *nodeClients) get(url string) (*client.Client, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if cl, ok := n.byURL[url]; ok {
+		return cl, nil
+	}
+	cfg := client.DefaultConfig()
+	cfg.Servers, cfg.HTTPClient, cfg.Rounds = []string{url}, n.hc, 1
+	cl, err := client.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	n.byURL[url] = cl
+	return cl, nil
 }
 
 func newTransport() *http.Transport {
@@ -62,9 +95,9 @@ func newTransport() *http.Transport {
 
 // closeIdle closes the clients' idle connections.
 func (l *load) closeIdle() {
-	l.hc.CloseIdleConnections()
+	l.api.idle.CloseIdleConnections()
 	for _, w := range l.vworkers {
-		w.tr.base.CloseIdleConnections()
+		w.api.idle.CloseIdleConnections()
 	}
 }
 
@@ -113,28 +146,19 @@ func (r reply) errText() string {
 	return ""
 }
 
-// do sends one request to a random node.
-func (l *load) do(ctx context.Context, hc *http.Client, rng *rand.Rand, method, path string, body any) reply {
-	var rd io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
-	}
-	url := l.c.nodes[rng.IntN(len(l.c.nodes))].url + path
-	req, err := http.NewRequestWithContext(ctx, method, url, rd)
+// do sends one request to a random node, once. A reply that did not come
+// whole (a transport error, a 2xx body cut short) has err set: its outcome
+// is unknown.
+func (l *load) do(ctx context.Context, api *nodeClients, rng *rand.Rand, method, path string, body any) reply {
+	cl, err := api.get(l.c.nodes[rng.IntN(len(l.c.nodes))].URL)
 	if err != nil {
 		return reply{err: err}
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	resp, err := cl.Do(ctx, client.Request{Method: method, Path: path, Body: body, Single: true})
+	if err != nil && (client.StatusOf(err) == 0 || errors.Is(err, client.ErrIncompleteReply)) {
+		return reply{code: resp.Status, body: resp.Body, err: err}
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return reply{err: err}
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	return reply{code: resp.StatusCode, body: data, err: err}
+	return reply{code: resp.Status, body: resp.Body}
 }
 
 func (l *load) noteInvalid(op Op) {
@@ -191,7 +215,7 @@ func (l *load) submit(ctx context.Context, spec jobSpec, rng *rand.Rand) {
 			}
 		}
 		op := Op{Client: client, Kind: OpSubmit, Key: spec.key, Call: l.rec.now()}
-		r := l.do(ctx, l.hc, rng, http.MethodPost, "/jobs", req)
+		r := l.do(ctx, l.api, rng, http.MethodPost, "/jobs", req)
 		op.Return, op.Code, op.Outcome, op.Err = l.rec.now(), r.code, r.outcome(), r.errText()
 		l.stats.submits.Add(1)
 		if op.Outcome == OutOK {
@@ -240,7 +264,7 @@ func (l *load) readers(ctx context.Context, n int) {
 					continue
 				}
 				op := Op{Client: client, Kind: OpGet, Job: id, Call: l.rec.now()}
-				r := l.do(ctx, l.hc, rng, http.MethodGet, "/jobs/"+id, nil)
+				r := l.do(ctx, l.api, rng, http.MethodGet, "/jobs/"+id, nil)
 				op.Return, op.Code, op.Outcome, op.Err = l.rec.now(), r.code, r.outcome(), r.errText()
 				l.stats.gets.Add(1)
 				switch op.Outcome {

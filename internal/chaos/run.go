@@ -160,7 +160,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if err := startAll(ctx, r.c); err != nil {
 		return r.rep, err
 	}
-	defer r.c.hc.CloseIdleConnections()
+	defer r.c.pc.HTTP.CloseIdleConnections()
 	if err := createSchedule(ctx, r.c); err != nil {
 		return r.rep, fmt.Errorf("chaos: create the schedule: %w", err)
 	}
@@ -273,7 +273,7 @@ func (r *runner) loadAndFaults(ctx context.Context, faults []string) {
 	stopRun()
 	workersWG.Wait()
 	for _, w := range r.c.workers {
-		w.kill()
+		w.Kill()
 	}
 }
 
@@ -312,11 +312,11 @@ func (r *runner) check(ctx context.Context) {
 		rep.Anomalies = append(rep.Anomalies, "read the schedule: "+err.Error())
 	}
 	for _, n := range r.c.nodes {
-		for _, msg := range n.crashList() {
-			rep.Anomalies = append(rep.Anomalies, msg+"; see "+n.log)
+		for _, msg := range n.Crashes() {
+			rep.Anomalies = append(rep.Anomalies, msg+"; see "+n.Log)
 		}
-		if s := panics(n.log); s != "" {
-			rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s logged a panic: %s", n.id, s))
+		if s := panics(n.Log); s != "" {
+			rep.Anomalies = append(rep.Anomalies, fmt.Sprintf("%s logged a panic: %s", n.Name, s))
 		}
 	}
 	rep.Faults, rep.FaultsTotal, rep.FaultErrors = r.in.summary()
@@ -375,15 +375,8 @@ func openNetwork(cfg Config, logf func(string, ...any)) (network, bool, error) {
 }
 
 func startAll(ctx context.Context, c *cluster) error {
-	for _, n := range c.nodes {
-		if err := n.start(c.nodeArgs(n)); err != nil {
-			return err
-		}
-	}
-	for _, n := range c.nodes {
-		if err := c.waitServing(ctx, n, 20*time.Second); err != nil {
-			return err
-		}
+	if err := c.startNodes(ctx, c.nodes...); err != nil {
+		return err
 	}
 	if _, err := c.waitLeader(ctx, 20*time.Second); err != nil {
 		return err
@@ -442,7 +435,7 @@ func queueCounts(ctx context.Context, c *cluster) (map[string]int, error) {
 	}
 	var lastErr error
 	for _, n := range c.nodes {
-		status, err := c.getJSON(ctx, n.url+"/queues", &out)
+		status, _, err := c.pc.Get(ctx, n.URL+"/queues", &out)
 		if err == nil && status == http.StatusOK {
 			counts := make(map[string]int)
 			for _, q := range out.Queues {
@@ -454,7 +447,7 @@ func queueCounts(ctx context.Context, c *cluster) (map[string]int, error) {
 			}
 			return counts, nil
 		}
-		lastErr = fmt.Errorf("GET %s/queues: HTTP %d, %v", n.url, status, err)
+		lastErr = fmt.Errorf("GET %s/queues: HTTP %d, %v", n.URL, status, err)
 	}
 	return nil, lastErr
 }
@@ -465,7 +458,7 @@ func listAll(ctx context.Context, c *cluster, queue string) ([]wire.Job, error) 
 	var lastErr error
 	for attempt := 0; attempt < 20; attempt++ {
 		for _, n := range c.nodes {
-			jobs, err := listFrom(ctx, c, n.url, queue)
+			jobs, err := listFrom(ctx, c, n.URL, queue)
 			if err == nil {
 				return jobs, nil
 			}
@@ -485,7 +478,7 @@ func listFrom(ctx context.Context, c *cluster, base, queue string) ([]wire.Job, 
 			q.Set("cursor", cursor)
 		}
 		var page wire.JobList
-		status, err := c.getJSON(ctx, base+"/jobs?"+q.Encode(), &page)
+		status, _, err := c.pc.Get(ctx, base+"/jobs?"+q.Encode(), &page)
 		if err != nil {
 			return nil, err
 		}
@@ -510,7 +503,7 @@ func checkReplicas(ctx context.Context, c *cluster, rep *Report, logf func(strin
 		var ds []wire.Digest
 		for _, n := range c.nodes {
 			var d wire.Digest
-			status, err := c.getJSON(ctx, n.url+"/debug/digest", &d)
+			status, _, err := c.pc.Get(ctx, n.URL+"/debug/digest", &d)
 			if err != nil || status != http.StatusOK {
 				ds = nil
 				break

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/jobcheck"
 )
 
 // The run's schedule fires every second through every fault. Its jobs go
@@ -39,15 +40,15 @@ func (c *cluster) postAny(ctx context.Context, path string, body any, ok func(in
 	var last string
 	for ctx.Err() == nil {
 		for _, n := range c.nodes {
-			if !n.running() || n.isPaused() {
+			if !n.Running() || n.Paused() {
 				continue
 			}
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.url+path, bytes.NewReader(data))
+			req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.URL+path, bytes.NewReader(data))
 			if err != nil {
 				return err
 			}
 			req.Header.Set("Content-Type", "application/json")
-			resp, err := c.hc.Do(req)
+			resp, err := c.pc.HTTP.Do(req)
 			if err != nil {
 				last = err.Error()
 				continue
@@ -57,7 +58,7 @@ func (c *cluster) postAny(ctx context.Context, path string, body any, ok func(in
 			if ok(resp.StatusCode) {
 				return nil
 			}
-			last = fmt.Sprintf("%s: HTTP %d %s", n.id, resp.StatusCode, bytes.TrimSpace(reply))
+			last = fmt.Sprintf("%s: HTTP %d %s", n.Name, resp.StatusCode, bytes.TrimSpace(reply))
 		}
 		sleep(ctx, 250*time.Millisecond)
 	}
@@ -84,11 +85,11 @@ func readSchedule(ctx context.Context, c *cluster) (*wire.Schedule, error) {
 	var lastErr error
 	for _, n := range c.nodes {
 		var sc wire.Schedule
-		status, err := c.getJSON(ctx, n.url+"/schedules/"+cronName, &sc)
+		status, _, err := c.pc.Get(ctx, n.URL+"/schedules/"+cronName, &sc)
 		if err == nil && status == http.StatusOK {
 			return &sc, nil
 		}
-		lastErr = fmt.Errorf("GET %s/schedules/%s: HTTP %d, %v", n.url, cronName, status, err)
+		lastErr = fmt.Errorf("GET %s/schedules/%s: HTTP %d, %v", n.URL, cronName, status, err)
 	}
 	return nil, lastErr
 }
@@ -147,7 +148,7 @@ func checkSchedule(sc *wire.Schedule, jobs []wire.Job, res *checkResult) cronRes
 		switch j.Status {
 		case wire.StatusDone, wire.StatusFailed, wire.StatusScheduled:
 		default:
-			res.anomaly("scheduled job %s is still %s after quiescence: %s", j.ID, j.Status, history(j))
+			res.anomaly("scheduled job %s is still %s after quiescence: %s", j.ID, j.Status, jobcheck.History(j))
 		}
 	}
 	return cr

@@ -25,7 +25,7 @@ type vworker struct {
 	id     string
 	l      *load
 	tr     *faultyTransport
-	hc     *http.Client
+	api    *nodeClients
 	client int
 	rng    *rand.Rand
 	// abandoned counts jobs it walked away from (a simulated crash).
@@ -48,7 +48,7 @@ func (w *vworker) run(ctx context.Context, seed uint64) {
 func (w *vworker) claim(ctx context.Context) (*wire.Job, bool) {
 	req := wire.ClaimRequest{WorkerID: w.id, Queues: []string{chaosQueue}, Shell: true, Max: 1, Wait: "1s"}
 	op := Op{Client: w.client, Kind: OpClaim, Worker: w.id, Call: w.l.rec.now()}
-	r := w.l.do(ctx, w.hc, w.rng, http.MethodPost, "/jobs/claim", req)
+	r := w.l.do(ctx, w.api, w.rng, http.MethodPost, "/jobs/claim", req)
 	op.Return, op.Code, op.Outcome, op.Err = w.l.rec.now(), r.code, r.outcome(), r.errText()
 	w.l.stats.claims.Add(1)
 	switch op.Outcome {
@@ -135,7 +135,7 @@ func (w *vworker) work(ctx context.Context, j *wire.Job) {
 
 func (w *vworker) heartbeat(ctx context.Context, j *wire.Job) bool {
 	op := Op{Client: w.client, Kind: OpHeartbeat, Job: j.ID, Worker: w.id, Lease: j.Lease, Call: w.l.rec.now()}
-	r := w.l.do(ctx, w.hc, w.rng, http.MethodPost, "/jobs/"+j.ID+"/heartbeat", wire.HeartbeatRequest{Lease: j.Lease})
+	r := w.l.do(ctx, w.api, w.rng, http.MethodPost, "/jobs/"+j.ID+"/heartbeat", wire.HeartbeatRequest{Lease: j.Lease})
 	w.l.stats.heartbeats.Add(1)
 	op.Return, op.Code, op.Outcome, op.Err = w.l.rec.now(), r.code, r.outcome(), r.errText()
 	switch op.Outcome {
@@ -161,7 +161,7 @@ func (w *vworker) report(ctx context.Context, j *wire.Job, success bool, exit in
 			w.pause(ctx, time.Duration(100<<min(try, 4))*time.Millisecond)
 		}
 		op := Op{Client: w.client, Kind: kind, Job: j.ID, Worker: w.id, Lease: j.Lease, Call: w.l.rec.now()}
-		r := w.l.do(ctx, w.hc, w.rng, http.MethodPost, path, body)
+		r := w.l.do(ctx, w.api, w.rng, http.MethodPost, path, body)
 		op.Return, op.Code, op.Outcome, op.Err = w.l.rec.now(), r.code, r.outcome(), r.errText()
 		w.l.stats.reports.Add(1)
 		if op.Outcome == OutOK {

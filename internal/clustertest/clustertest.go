@@ -1,6 +1,6 @@
 // Package clustertest builds real Workron clusters inside one test process:
-// every node is a raftnode.Node with its api.Server behind a net/http server,
-// on 127.0.0.1 with ports picked by the kernel and data in t.TempDir(). It
+// every node is a node.Node (internal/node: Raft, API, HTTP and leader
+// loops, as `workron server` assembles them), on 127.0.0.1 with ports picked by the kernel and data in t.TempDir(). It
 // owns starting, killing and restarting nodes and the checks that compare
 // them; it never reaches into a node's state except through the node's own
 // read methods (Applied, Digest, Check).
@@ -22,22 +22,21 @@
 package clustertest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/workron/workron/api"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/node"
+	"github.com/workron/workron/internal/poll"
 	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
@@ -71,13 +70,13 @@ type options struct {
 	maxWait      time.Duration
 	logger       *slog.Logger
 	raftLogLevel string
-	mutate       func(i int, rc *raftnode.Config, ac *api.Config)
+	mutate       func(i int, nc *node.Config)
 }
 
 // WithLeaseTTL sets api.Config.LeaseTTL. Defaults to DefaultLeaseTTL.
 func WithLeaseTTL(d time.Duration) Option { return func(o *options) { o.leaseTTL = d } }
 
-// WithReapInterval sets api.Config.ReapInterval. Defaults to DefaultReapInterval.
+// WithReapInterval sets the reaper's interval (leader.ReaperConfig.Interval). Defaults to DefaultReapInterval.
 func WithReapInterval(d time.Duration) Option { return func(o *options) { o.reapInterval = d } }
 
 // WithRaftTimeout sets Raft's heartbeat and election timeouts. Defaults to
@@ -88,9 +87,9 @@ func WithRaftTimeout(d time.Duration) Option { return func(o *options) { o.raftT
 // unless WORKRON_TEST_LOG is set, which logs at debug level to stderr.
 func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
 
-// WithConfig lets a test change node i's configs (i counts from 0) after the
-// helper filled them and before the node starts; it also runs on Restart.
-func WithConfig(fn func(i int, rc *raftnode.Config, ac *api.Config)) Option {
+// WithConfig lets a test change node i's config (i counts from 0) after the
+// helper filled it and before the node starts; it also runs on Restart.
+func WithConfig(fn func(i int, nc *node.Config)) Option {
 	return func(o *options) { o.mutate = fn }
 }
 
@@ -102,12 +101,9 @@ type Node struct {
 	raftAddr string // host:port, fixed after the first start
 
 	// Set while the node runs; nil after Kill.
-	raft   *raftnode.Node
-	api    *api.Server
-	srv    *http.Server
-	cancel context.CancelFunc
-	served chan error
-	bg     sync.WaitGroup // Announce, WatchProtocols
+	n    *node.Node
+	raft *raftnode.Node
+	api  *api.Server
 }
 
 // ID is the node's Raft id ("n1", "n2", …).
@@ -199,98 +195,54 @@ func New(tb testing.TB, n int, opts ...Option) *Cluster {
 	return c
 }
 
-// start opens node i's Raft node and API and starts serving HTTP. The first
-// start binds port 0; later starts bind the same addresses again.
+// start starts node i. The first start binds port 0; later starts bind
+// the same addresses again.
 func (c *Cluster) start(i int) error {
 	nd := c.nodes[i]
 	ln, err := net.Listen("tcp", nd.httpAddr)
 	if err != nil {
 		return fmt.Errorf("listen http on %s: %w", nd.httpAddr, err)
 	}
-	httpAddr := ln.Addr().String()
-
-	rc := raftnode.DefaultConfig()
+	nc := node.DefaultConfig()
+	nc.Listener = ln
+	nc.API.AdvertiseHTTP = "http://" + ln.Addr().String()
+	nc.ReadHeaderTimeout, nc.ReadTimeout, nc.IdleTimeout, nc.MaxHeaderBytes = 5*time.Second, 30*time.Second, 30*time.Second, 0
+	nc.Logger = c.opts.logger.With("node", nd.id)
+	rc := &nc.Raft
 	rc.ID, rc.RaftAddr, rc.DataDir = nd.id, nd.raftAddr, nd.dir
 	rc.Bootstrap = i == 0
 	rc.HeartbeatTimeout, rc.ElectionTimeout = c.opts.raftTimeout, c.opts.raftTimeout
 	rc.ApplyTimeout = 5 * time.Second
-	rc.Logger = c.opts.logger.With("node", nd.id)
 	rc.RaftLogLevel = c.opts.raftLogLevel
-	// The API is built after the node but leads through it; the same
-	// trampoline as cmd/workron's.
-	apiReady := make(chan *api.Server, 1)
-	rc.OnLeader = func(ctx context.Context) {
-		select {
-		case a := <-apiReady:
-			apiReady <- a
-			a.OnLeader(ctx)
-		case <-ctx.Done():
-		}
-	}
-
-	ac := api.DefaultConfig()
-	ac.AdvertiseHTTP = "http://" + httpAddr
-	ac.LeaseTTL, ac.ReapInterval, ac.MaxWait = c.opts.leaseTTL, c.opts.reapInterval, c.opts.maxWait
-	ac.Logger = rc.Logger
+	nc.API.LeaseTTL, nc.API.MaxWait = c.opts.leaseTTL, c.opts.maxWait
+	nc.Leader.Reaper.Interval = c.opts.reapInterval
 	for k, other := range c.nodes {
 		if k != i && other.httpAddr != "127.0.0.1:0" {
-			ac.JoinURLs = append(ac.JoinURLs, other.URL())
+			nc.API.JoinURLs = append(nc.API.JoinURLs, other.URL())
 		}
 	}
 	if c.opts.mutate != nil {
-		c.opts.mutate(i, &rc, &ac)
+		c.opts.mutate(i, &nc)
 	}
-
-	node, err := raftnode.Open(rc)
+	n, err := node.Start(nc) // closes ln on error
 	if err != nil {
-		ln.Close()
 		return err
 	}
-	ac.Node, ac.State = node, node.FSM()
-	srv, err := api.New(ac)
-	if err != nil {
-		ln.Close()
-		node.Shutdown()
-		return err
-	}
-	apiReady <- srv
-
-	base, cancel := context.WithCancel(context.Background())
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      ac.MaxWait + 30*time.Second,
-		IdleTimeout:       30 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return base },
-		ErrorLog:          slog.NewLogLogger(rc.Logger.Handler(), slog.LevelWarn),
-	}
-	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
-
-	nd.httpAddr, nd.raftAddr = httpAddr, node.RaftAddr()
-	nd.raft, nd.api, nd.srv, nd.cancel, nd.served = node, srv, hs, cancel, served
-	nd.bg.Go(func() { srv.Announce(base) })
-	nd.bg.Go(func() { srv.WatchProtocols(base) })
+	nd.httpAddr, nd.raftAddr = n.Addr(), n.Raft().RaftAddr()
+	nd.n, nd.raft, nd.api = n, n.Raft(), n.API()
 	return nil
 }
 
-// stop shuts node i down the way `workron server` does: HTTP first (which
-// ends long-polls), then Raft (a leader hands leadership to a peer first).
+// stop shuts node i down the way `workron server` does (node.Node.Shutdown):
+// HTTP first (which ends long-polls), then Raft (a leader hands leadership
+// to a peer first).
 func (c *Cluster) stop(i int) error {
 	nd := c.nodes[i]
-	if nd.raft == nil {
+	if nd.n == nil {
 		return nil
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	err := nd.api.Shutdown(ctx, nd.srv, nd.cancel)
-	if serr := <-nd.served; serr != nil && !errors.Is(serr, http.ErrServerClosed) {
-		err = errors.Join(err, serr)
-	}
-	nd.bg.Wait()
-	err = errors.Join(err, nd.raft.Shutdown())
-	nd.raft, nd.api, nd.srv, nd.cancel, nd.served = nil, nil, nil, nil, nil
+	err := nd.n.Shutdown()
+	nd.n, nd.raft, nd.api = nil, nil, nil
 	return err
 }
 
@@ -542,15 +494,5 @@ func (c *Cluster) equalApplied(nodes []*Node) (uint64, error) {
 // with cond's last error if that takes longer than timeout.
 func WaitFor(tb testing.TB, timeout time.Duration, cond func() error) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("still waiting after %s: %v", timeout, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Wait(tb, timeout, 10*time.Millisecond, cond)
 }

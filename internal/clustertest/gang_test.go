@@ -8,10 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
-	"github.com/workron/workron/raftnode"
+	"github.com/workron/workron/internal/node"
 )
 
 // getGang reads a gang through node url.
@@ -87,10 +86,10 @@ func containsInt(ns []int, n int) bool {
 // that never acknowledges (force drain), a reservation that lapses, and the
 // checkpoint reaching the next attempt; bad inputs change nothing.
 func TestGangOverHTTP(t *testing.T) {
-	c := newCluster(t, 3, clustertest.WithLeaseTTL(30*time.Second), clustertest.WithConfig(func(_ int, _ *raftnode.Config, ac *api.Config) {
-		ac.AdmissionInterval = 50 * time.Millisecond
-		ac.ReserveTimeout = 2 * time.Second
-		ac.DrainTimeout = 1500 * time.Millisecond
+	c := newCluster(t, 3, clustertest.WithLeaseTTL(30*time.Second), clustertest.WithConfig(func(_ int, nc *node.Config) {
+		nc.Leader.Admission.Interval = 50 * time.Millisecond
+		nc.Leader.Admission.ReserveTimeout = 2 * time.Second
+		nc.Leader.Admission.DrainTimeout = 1500 * time.Millisecond
 	}))
 	url := c.URL(c.Followers(t)[0])
 	for i := 1; i <= 4; i++ {

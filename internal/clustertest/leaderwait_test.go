@@ -14,17 +14,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
-	"github.com/workron/workron/raftnode"
+	"github.com/workron/workron/internal/node"
 )
 
 // TestLeaderWait: a request that needs the leader, sent while its node
 // knows none, waits for the election instead of getting 503.
 func TestLeaderWait(t *testing.T) {
-	c := newCluster(t, 3, clustertest.WithConfig(func(_ int, _ *raftnode.Config, ac *api.Config) {
-		ac.LeaderWait = 20 * time.Second // far beyond an election: the test asserts no latency
+	c := newCluster(t, 3, clustertest.WithConfig(func(_ int, nc *node.Config) {
+		nc.API.LeaderWait = 20 * time.Second // far beyond an election: the test asserts no latency
 	}))
 
 	t.Run("WriteThroughALeaderlessFollowerSucceedsAfterTheElection", func(t *testing.T) {
@@ -105,10 +104,10 @@ func (p *leaderTap) wrap(t *testing.T, advertise string) string {
 // connection to the leader, and a body over the limit never reaches it.
 func TestFollowerReadsTheBodyBeforeForwarding(t *testing.T) {
 	tap := &leaderTap{}
-	c := newCluster(t, 3, clustertest.WithConfig(func(i int, _ *raftnode.Config, ac *api.Config) {
-		ac.MaxBodyBytes = 4096
+	c := newCluster(t, 3, clustertest.WithConfig(func(i int, nc *node.Config) {
+		nc.API.MaxBodyBytes = 4096
 		if i == 0 {
-			ac.AdvertiseHTTP = tap.wrap(t, ac.AdvertiseHTTP)
+			nc.API.AdvertiseHTTP = tap.wrap(t, nc.API.AdvertiseHTTP)
 		}
 	}))
 	clustertest.WaitFor(t, 10*time.Second, func() error {

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/node"
 	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
@@ -114,7 +114,7 @@ func TestRestoreThroughRaft(t *testing.T) {
 // above the limit (413) and one that is not a backup (400), through a
 // follower as on the leader.
 func TestRestoreOverHTTP(t *testing.T) {
-	c := newCluster(t, 3, clustertest.WithConfig(func(_ int, _ *raftnode.Config, ac *api.Config) { ac.MaxRestoreBytes = 64 << 10 }))
+	c := newCluster(t, 3, clustertest.WithConfig(func(_ int, nc *node.Config) { nc.API.MaxRestoreBytes = 64 << 10 }))
 	lead := c.Leader(t)
 	submit(t, c.URL(lead), wire.SubmitRequest{Command: "echo kept"})
 	before := c.Converged(t, 10*time.Second)

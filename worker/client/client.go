@@ -48,7 +48,7 @@ func New(cfg Config) (*Client, error) {
 	}
 	hc := cfg.HTTPClient
 	if hc == nil {
-		hc = newHTTPClient()
+		hc = newHTTPClient(cfg.TLS)
 	}
 	long := *hc
 	long.Timeout = 0
@@ -85,12 +85,20 @@ func (c *Client) Server() string {
 // call is one logical API request; do may send it several times.
 type call struct {
 	method     string
-	path       string     // escaped path, starting with "/"
-	query      url.Values // may be nil
-	body       any        // JSON-encoded when not nil
-	raw        []byte     // sent as is (application/octet-stream) instead of body when not nil
-	out        any        // decoded from a 2xx reply when not nil
-	idempotent bool       // safe to resend after any transport error or 502/504
+	path       string        // escaped path, starting with "/"
+	query      url.Values    // may be nil
+	body       any           // JSON-encoded when not nil
+	jsonBody   []byte        // an encoded JSON body, sent as is, when not nil
+	raw        []byte        // sent as is (application/octet-stream) instead of body when not nil
+	file       io.ReadSeeker // sent from its start (application/octet-stream) on each try, when not nil
+	size       int64         // file's length, sent as Content-Length when positive
+	out        any           // decoded from a 2xx reply when not nil
+	rawOut     *[]byte       // the reply's body as it came (an error's up to 4 KiB), when not nil
+	stream     io.Writer     // a 2xx reply's body is copied here, when not nil
+	streamed   *int64        // how many bytes went to stream, when not nil
+	idempotent bool          // safe to resend after any transport error or 502/504
+	single     bool          // this node only: no failover, no resend
+	noTimeout  bool          // bounded by ctx only, not by the HTTP client's Timeout
 	longPoll   time.Duration
 }
 
@@ -105,16 +113,26 @@ func (c *Client) do(ctx context.Context, cl call) (int, error) {
 		}
 		body = b
 	}
+	if cl.jsonBody != nil {
+		body = cl.jsonBody
+	}
 	if cl.raw != nil {
 		body = cl.raw
 	}
 	reqID := newRequestID()
+	if cl.single {
+		status, _, err := c.send(ctx, c.Server(), cl, body, reqID)
+		return status, err
+	}
 	n := len(c.servers)
-	var lastErr error
+	var (
+		lastErr    error
+		lastStatus int
+	)
 	for try := 0; try < c.rounds*n; try++ {
 		if try > 0 && try%n == 0 {
 			if err := c.pause(ctx, try/n, lastErr); err != nil {
-				return 0, fmt.Errorf("client: %s %s: %w (last error: %w)", cl.method, cl.path, err, lastErr)
+				return lastStatus, fmt.Errorf("client: %s %s: %w (last error: %w)", cl.method, cl.path, err, lastErr)
 			}
 		}
 		idx := c.cur.Load()
@@ -132,9 +150,12 @@ func (c *Client) do(ctx context.Context, cl call) (int, error) {
 		}
 		c.log.DebugContext(ctx, "request failed, trying next server",
 			"method", cl.method, "path", cl.path, "server", server, "err", err)
-		lastErr = err
+		lastErr, lastStatus = err, status
 	}
-	return 0, fmt.Errorf("client: %s %s: gave up after %d attempts: %w", cl.method, cl.path, c.rounds*n, lastErr)
+	if c.rounds*n == 1 {
+		return lastStatus, lastErr // one server tried once: its error as it is
+	}
+	return lastStatus, fmt.Errorf("%w (gave up after %d attempts)", lastErr, c.rounds*n)
 }
 
 // retryKind says what do makes of a failed send.
@@ -149,6 +170,9 @@ const (
 // send makes one HTTP exchange with server and classifies its failure.
 func (c *Client) send(ctx context.Context, server string, cl call, body []byte, reqID string) (int, retryKind, error) {
 	hc := c.hc
+	if cl.noTimeout {
+		hc = c.longHC
+	}
 	if cl.longPoll > 0 {
 		hc = c.longHC
 		var cancel context.CancelFunc
@@ -161,7 +185,7 @@ func (c *Client) send(ctx context.Context, server string, cl call, body []byte, 
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		err = fmt.Errorf("client: %s %s%s: %w", cl.method, server, cl.path, err)
+		err = fmt.Errorf("client: %w", err) // a *url.Error: it names the method and URL
 		switch {
 		case ctx.Err() != nil:
 			return 0, noRetry, err
@@ -173,25 +197,55 @@ func (c *Client) send(ctx context.Context, server string, cl call, body []byte, 
 	}
 	defer drain(resp.Body)
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		apiErr := decodeError(resp)
+		apiErr, raw, readErr := decodeError(resp)
+		if cl.rawOut != nil {
+			*cl.rawOut = raw
+		}
+		var err error = apiErr
+		if readErr != nil {
+			err = fmt.Errorf("%w (%w: %w)", apiErr, ErrIncompleteReply, readErr)
+		}
 		switch {
 		case resp.StatusCode == http.StatusServiceUnavailable:
-			return resp.StatusCode, retryNext, apiErr
+			return resp.StatusCode, retryNext, err
 		case unavailable(resp.StatusCode) && cl.idempotent:
-			return resp.StatusCode, retryNext, apiErr
+			return resp.StatusCode, retryNext, err
 		case unavailable(resp.StatusCode):
-			return resp.StatusCode, rotateOnly, apiErr
+			return resp.StatusCode, rotateOnly, err
 		}
-		return resp.StatusCode, noRetry, apiErr
+		return resp.StatusCode, noRetry, err
 	}
-	if cl.out != nil && resp.StatusCode != http.StatusNoContent {
-		dec := json.NewDecoder(io.LimitReader(resp.Body, maxReplySize))
-		if err := dec.Decode(cl.out); err != nil {
-			retry, err := c.badReply(cl, server, err)
-			return resp.StatusCode, retry, err
-		}
+	if retry, err := c.readReply(cl, server, resp); err != nil {
+		return resp.StatusCode, retry, err
 	}
 	return resp.StatusCode, noRetry, nil
+}
+
+// readReply reads a 2xx reply into cl.rawOut, cl.stream or cl.out.
+func (c *Client) readReply(cl call, server string, resp *http.Response) (retryKind, error) {
+	switch {
+	case cl.rawOut != nil:
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxReplySize))
+		if err != nil {
+			return c.badReply(cl, server, err)
+		}
+		*cl.rawOut = b
+	case cl.stream != nil:
+		n, err := io.Copy(cl.stream, resp.Body)
+		if cl.streamed != nil {
+			*cl.streamed = n
+		}
+		if err != nil {
+			// Bytes may have reached the stream: never resent.
+			return noRetry, fmt.Errorf("client: %s %s%s: %w: %w", cl.method, server, cl.path, ErrIncompleteReply, err)
+		}
+	case cl.out != nil && resp.StatusCode != http.StatusNoContent:
+		dec := json.NewDecoder(io.LimitReader(resp.Body, maxReplySize))
+		if err := dec.Decode(cl.out); err != nil {
+			return c.badReply(cl, server, err)
+		}
+	}
+	return noRetry, nil
 }
 
 // badReply classifies a 2xx reply whose body did not decode. One that is
@@ -222,12 +276,21 @@ func (c *Client) newRequest(ctx context.Context, server string, cl call, body []
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	if cl.file != nil {
+		if _, err := cl.file.Seek(0, io.SeekStart); err != nil {
+			return nil, fmt.Errorf("client: rewind the body of %s %s: %w", cl.method, target, err)
+		}
+		rd = io.NopCloser(cl.file) // the caller closes the file, not the transport
+	}
 	req, err := http.NewRequestWithContext(ctx, cl.method, target, rd)
 	if err != nil {
 		return nil, fmt.Errorf("client: build %s %s: %w", cl.method, target, err)
 	}
+	if cl.file != nil && cl.size > 0 {
+		req.ContentLength = cl.size
+	}
 	switch {
-	case cl.raw != nil:
+	case cl.raw != nil, cl.file != nil:
 		req.Header.Set("Content-Type", "application/octet-stream")
 	case body != nil:
 		req.Header.Set("Content-Type", "application/json")
@@ -254,7 +317,7 @@ func (c *Client) rotate(idx uint32) {
 // up to maxBackoff. It returns ctx's error when ctx ends first.
 func (c *Client) pause(ctx context.Context, r int, lastErr error) error {
 	d := c.backoff << (r - 1)
-	var ae *APIError
+	var ae *Error
 	if errors.As(lastErr, &ae) && ae.RetryAfter > d {
 		d = ae.RetryAfter
 	}
@@ -276,24 +339,26 @@ func isDialError(err error) bool {
 	return errors.As(err, &op) && op.Op == "dial"
 }
 
-func decodeError(resp *http.Response) *APIError {
-	ae := &APIError{Status: resp.StatusCode}
+// decodeError makes the *Error of a reply outside 2xx. It also returns the
+// start of the body as it came, and the error that cut reading it short.
+func decodeError(resp *http.Response) (*Error, []byte, error) {
+	ae := &Error{Status: resp.StatusCode}
 	if s := resp.Header.Get("Retry-After"); s != "" {
 		if secs, err := strconv.Atoi(s); err == nil && secs > 0 {
 			ae.RetryAfter = time.Duration(secs) * time.Second
 		}
 	}
-	raw, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+	raw, readErr := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 	var we wire.Error
 	if json.Unmarshal(raw, &we) == nil && (we.Error != "" || we.Code != "") {
 		ae.Code, ae.Message = we.Code, we.Error
-		return ae
+		return ae, raw, readErr
 	}
 	ae.Message = strings.TrimSpace(string(raw))
 	if ae.Message == "" {
 		ae.Message = http.StatusText(resp.StatusCode)
 	}
-	return ae
+	return ae, raw, readErr
 }
 
 // drain reads a little of what is left of body so the connection can be

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -17,9 +18,15 @@ type Config struct {
 	Servers []string
 
 	// HTTPClient sends the requests. Its Timeout bounds every request except
-	// Claim, which is bounded by its long-poll wait plus 10s instead. When nil,
-	// New builds one with its own transport and a 30s timeout.
+	// Claim and Next, which are bounded by their long-poll wait plus 10s
+	// instead, and Backup and Restore, bounded by ctx only. When nil, New
+	// builds one with its own transport, TLS and a 30s timeout.
 	HTTPClient *http.Client
+
+	// TLS configures https:// servers (the CAs to trust, a client
+	// certificate) of the HTTP client New builds; ignored when HTTPClient is
+	// set. When nil, the system's CAs are trusted.
+	TLS *tls.Config
 
 	// Token, when set, is sent as "Authorization: Bearer <Token>".
 	Token string
@@ -37,13 +44,13 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// DefaultConfig returns a Config with every default filled in and no Servers.
+// DefaultConfig returns a Config with every default filled in and no
+// Servers. HTTPClient stays nil: New builds one, with TLS.
 func DefaultConfig() Config {
 	return Config{
-		HTTPClient: newHTTPClient(),
-		Rounds:     5,
-		Backoff:    100 * time.Millisecond,
-		Logger:     slog.New(slog.DiscardHandler),
+		Rounds:  5,
+		Backoff: 100 * time.Millisecond,
+		Logger:  slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -75,8 +82,11 @@ func (c Config) Validate() error {
 
 // newHTTPClient returns an HTTP client with a transport of its own, so that
 // Close can drop its idle connections without touching anybody else's.
-func newHTTPClient() *http.Client {
+func newHTTPClient(tc *tls.Config) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 16
+	if tc != nil {
+		tr.TLSClientConfig = tc.Clone()
+	}
 	return &http.Client{Transport: tr, Timeout: 30 * time.Second}
 }

@@ -88,10 +88,13 @@ func (c *Client) Get(ctx context.Context, id string) (*wire.Job, error) {
 
 // ListOptions filter and page GET /jobs. Zero fields are left out.
 type ListOptions struct {
-	Status string // one of the wire.Status* values
+	Status string // one of the wire.Status* values, or "scheduled"
 	Queue  string
 	Limit  int    // page size; the server applies its default and cap
 	Cursor string // NextCursor of the previous page
+	// Metadata keeps only jobs whose metadata holds every pair
+	// (metadata.K=V in the query).
+	Metadata map[string]string
 }
 
 // List returns one page of jobs, newest first (GET /jobs).
@@ -109,6 +112,9 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (*wire.JobList, err
 	if opts.Cursor != "" {
 		q.Set("cursor", opts.Cursor)
 	}
+	for k, v := range opts.Metadata {
+		q.Set("metadata."+k, v)
+	}
 	var out wire.JobList
 	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs", query: q, out: &out, idempotent: true}); err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
@@ -121,7 +127,21 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (*wire.JobList, err
 // becomes "cancelling" until its worker stops it. Cancelling a job that
 // already finished is a conflict (IsConflict).
 func (c *Client) Cancel(ctx context.Context, id string) (*wire.Job, error) {
-	job, err := c.jobAction(ctx, id, "cancel")
+	return c.CancelWith(ctx, id, ActionOptions{})
+}
+
+// ActionOptions change what Cancel and Retry do to a job's dependents.
+type ActionOptions struct {
+	// NoCascade (?cascade=false) leaves the dependents alone: a cancel does
+	// not cancel the pending and blocked jobs that wait for the job, and a
+	// retry does not send the dependents that ended with it back to
+	// blocked.
+	NoCascade bool
+}
+
+// CancelWith is Cancel with options.
+func (c *Client) CancelWith(ctx context.Context, id string, opts ActionOptions) (*wire.Job, error) {
+	job, err := c.jobAction(ctx, id, "cancel", opts)
 	if err != nil {
 		return nil, fmt.Errorf("cancel job %s: %w", id, err)
 	}
@@ -131,20 +151,44 @@ func (c *Client) Cancel(ctx context.Context, id string) (*wire.Job, error) {
 // Retry puts a failed or cancelled job back in its queue (POST
 // /jobs/{id}/retry) and returns the job, or nil when the server sent no body.
 func (c *Client) Retry(ctx context.Context, id string) (*wire.Job, error) {
-	job, err := c.jobAction(ctx, id, "retry")
+	return c.RetryWith(ctx, id, ActionOptions{})
+}
+
+// RetryWith is Retry with options. The default cascade needs every node at
+// protocol 2: during an upgrade it gives a 503 upgrade_in_progress
+// (IsUnavailable), and NoCascade works.
+func (c *Client) RetryWith(ctx context.Context, id string, opts ActionOptions) (*wire.Job, error) {
+	job, err := c.jobAction(ctx, id, "retry", opts)
 	if err != nil {
 		return nil, fmt.Errorf("retry job %s: %w", id, err)
 	}
 	return job, nil
 }
 
-func (c *Client) jobAction(ctx context.Context, id, action string) (*wire.Job, error) {
+func (c *Client) jobAction(ctx context.Context, id, action string, opts ActionOptions) (*wire.Job, error) {
 	if id == "" {
 		return nil, ErrEmptyID
 	}
+	var q url.Values
+	if opts.NoCascade {
+		q = url.Values{"cascade": {"false"}}
+	}
 	var out *wire.Job
-	_, err := c.do(ctx, call{method: http.MethodPost, path: jobPath(id, action), body: struct{}{}, out: &out})
+	_, err := c.do(ctx, call{method: http.MethodPost, path: jobPath(id, action), query: q, body: struct{}{}, out: &out})
 	return out, err
+}
+
+// Gang returns a gang with its tasks (GET /gangs/{id}). An unknown id gives
+// IsNotFound.
+func (c *Client) Gang(ctx context.Context, id string) (*wire.Gang, error) {
+	if id == "" {
+		return nil, fmt.Errorf("get gang: %w", ErrEmptyID)
+	}
+	var out wire.Gang
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/gangs/" + url.PathEscape(id), out: &out, idempotent: true}); err != nil {
+		return nil, fmt.Errorf("get gang %s: %w", id, err)
+	}
+	return &out, nil
 }
 
 // Wait polls Get every poll (500ms when poll <= 0) until the job is done,
@@ -183,7 +227,7 @@ func Terminal(status string) bool {
 // transient reports whether err may go away by itself: a transport error or
 // a 5xx or 429 reply.
 func transient(err error) bool {
-	var ae *APIError
+	var ae *Error
 	if !errors.As(err, &ae) {
 		return !errors.Is(err, ErrEmptyID)
 	}

@@ -26,6 +26,39 @@ func (c *Client) Register(ctx context.Context, w wire.Worker) error {
 	return nil
 }
 
+// Workers lists the registered workers with their status and running jobs
+// (GET /workers).
+func (c *Client) Workers(ctx context.Context) ([]wire.Worker, error) {
+	var out wire.WorkerList
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/workers", out: &out, idempotent: true}); err != nil {
+		return nil, fmt.Errorf("list workers: %w", err)
+	}
+	return out.Workers, nil
+}
+
+// Next is the seed system's claim (GET /jobs/next?worker_id=W): one job
+// of queue (any when "") leased to workerID, waiting up to wait (0: the
+// server's default), or nil when none came (204). Its heartbeats and
+// reports may leave out the lease. Prefer Claim.
+func (c *Client) Next(ctx context.Context, workerID, queue string, wait time.Duration) (*wire.Job, error) {
+	if workerID == "" {
+		return nil, fmt.Errorf("next job: %w", ErrEmptyID)
+	}
+	q := url.Values{"worker_id": {workerID}}
+	if queue != "" {
+		q.Set("queue", queue)
+	}
+	if wait > 0 {
+		q.Set("wait", wait.String())
+	}
+	var out *wire.Job
+	_, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/next", query: q, out: &out, longPoll: wait + claimSlack})
+	if err != nil {
+		return nil, fmt.Errorf("next job for worker %s: %w", workerID, err)
+	}
+	return out, nil
+}
+
 // Claim asks for up to req.Max jobs (POST /jobs/claim). The server may hold
 // the request for up to req.Wait before answering with no jobs; the request
 // is bounded by that wait plus 10s rather than by the HTTP client's Timeout.

@@ -146,13 +146,19 @@
   // Set when the node knows no leader and reads fall back to ?stale=1.
   let staleReads = false;
 
-  async function call(method, path) {
+  // call sends one request; payload, when given, goes as JSON.
+  async function call(method, path, payload) {
     const headers = { Accept: 'application/json' };
     const token = localStorage.getItem(TOKEN_KEY);
     if (token) headers.Authorization = `Bearer ${token}`;
+    const init = { method, headers, cache: 'no-store' };
+    if (payload !== undefined) {
+      headers['Content-Type'] = 'application/json';
+      init.body = JSON.stringify(payload);
+    }
     let res;
     try {
-      res = await fetch(new URL(path, API_BASE), { method, headers, cache: 'no-store' });
+      res = await fetch(new URL(path, API_BASE), init);
     } catch (err) {
       throw new APIError(0, 'unreachable', `cannot reach the node (${err.message})`);
     }
@@ -185,7 +191,128 @@
     }
   }
 
-  const post = (path) => call('POST', path);
+  const post = (path, body) => call('POST', path, body);
+
+  // ---- forms ----------------------------------------------------------------
+
+  // An InputError is a form field the page could not read; the server
+  // checks everything else and its 400 names the field the same way.
+  class InputError extends APIError {
+    constructor(field, msg) {
+      super(0, 'invalid', `${field}: ${msg}`);
+    }
+  }
+
+  // field builds a labelled input. kind: text, textarea or select.
+  function field(label, name, { kind = 'text', value = '', placeholder = '', options = [], hint, readonly } = {}) {
+    let input;
+    if (kind === 'textarea') input = h('textarea', { name, rows: 3, placeholder, spellcheck: 'false' }, value);
+    else if (kind === 'select') input = h('select', { name }, options.map(([v, text]) => h('option', { value: v, selected: v === value }, text)));
+    else input = h('input', { name, type: 'text', value, placeholder, spellcheck: 'false', readonly, autocomplete: 'off' });
+    return h('label', { class: 'field' }, h('span', { class: 'field-label' }, label), input, hint && h('span', { class: 'muted small-note' }, hint));
+  }
+
+  const text = (f, name) => (f.elements[name] ? f.elements[name].value.trim() : '');
+
+  function pairsFrom(value, name) {
+    const out = {};
+    for (const line of value.split('\n')) {
+      const l = line.trim();
+      if (!l) continue;
+      const i = l.indexOf('=');
+      if (i <= 0) throw new InputError(name, `"${l}" is not NAME=value`);
+      out[l.slice(0, i)] = l.slice(i + 1);
+    }
+    return Object.keys(out).length ? out : undefined;
+  }
+
+  function intFrom(value, name) {
+    if (!value) return undefined;
+    const n = Number(value);
+    if (!Number.isInteger(n)) throw new InputError(name, `"${value}" is not a whole number`);
+    return n;
+  }
+
+  function jsonFrom(value, name) {
+    if (!value) return undefined;
+    try {
+      return JSON.parse(value);
+    } catch (err) {
+      throw new InputError(name, `not JSON (${err.message})`);
+    }
+  }
+
+  // JOB_FIELDS are the job fields the forms edit (POST /jobs's names).
+  const JOB_FIELDS = ['command', 'type', 'payload', 'queue', 'priority', 'max_attempts', 'timeout', 'depends_on', 'env', 'metadata', 'idempotency_key'];
+
+  // jobFields builds the inputs of a job, filled from job (a schedule's
+  // template when editing it).
+  function jobFields(job = {}, { deps = true } = {}) {
+    const lines = (o) => Object.entries(o || {}).map(([k, v]) => `${k}=${v}`).join('\n');
+    return [
+      field('Command', 'command', { value: job.command || '', placeholder: './backup.sh --full', hint: 'run by sh -c on a worker; or give a type' }),
+      h('div', { class: 'field-row' },
+        field('Type', 'type', { value: job.type || '', placeholder: 'email.send' }),
+        field('Payload (JSON)', 'payload', { value: job.payload ? JSON.stringify(job.payload) : '', placeholder: '{"to":"a@b.c"}' })),
+      h('div', { class: 'field-row' },
+        field('Queue', 'queue', { value: job.queue || '', placeholder: 'default' }),
+        field('Priority', 'priority', { value: job.priority ? String(job.priority) : '', placeholder: '0' }),
+        field('Max attempts', 'max_attempts', { value: job.max_attempts ? String(job.max_attempts) : '', placeholder: '3' }),
+        field('Timeout', 'timeout', { value: job.timeout || '', placeholder: '10m' })),
+      deps && field('Depends on', 'depends_on', { placeholder: 'job-1 job-2' }),
+      h('div', { class: 'field-row' },
+        field('Environment', 'env', { kind: 'textarea', value: lines(job.env), placeholder: 'NAME=value, one per line' }),
+        field('Metadata', 'metadata', { kind: 'textarea', value: lines(job.metadata), placeholder: 'key=value, one per line' })),
+      deps && field('Idempotency key', 'idempotency_key', { placeholder: 'optional: a retry with the same key makes no second job' }),
+    ];
+  }
+
+  // jobFromForm reads what jobFields built; empty inputs are left out.
+  function jobFromForm(f) {
+    const deps = text(f, 'depends_on').split(/[\s,]+/).filter(Boolean);
+    const job = {
+      command: text(f, 'command') || undefined,
+      type: text(f, 'type') || undefined,
+      payload: jsonFrom(text(f, 'payload'), 'payload'),
+      queue: text(f, 'queue') || undefined,
+      priority: intFrom(text(f, 'priority'), 'priority'),
+      max_attempts: intFrom(text(f, 'max_attempts'), 'max_attempts'),
+      timeout: text(f, 'timeout') || undefined,
+      depends_on: deps.length ? deps : undefined,
+      env: pairsFrom(f.elements.env ? f.elements.env.value : '', 'env'),
+      metadata: pairsFrom(f.elements.metadata ? f.elements.metadata.value : '', 'metadata'),
+      idempotency_key: text(f, 'idempotency_key') || undefined,
+    };
+    for (const k of Object.keys(job)) if (job[k] === undefined) delete job[k];
+    return job;
+  }
+
+  // formCard is a hidden card holding a form; toggle shows and hides it.
+  function formCard(title, testName, build, onSubmit) {
+    const form = h('form', { class: 'form', dataset: { test: testName } });
+    const card = h('section', { class: 'card form-card', hidden: true }, h('h2', null, title), form);
+    const fill = (...args) => {
+      form.replaceChildren(...[build(...args)].flat(Infinity).filter(Boolean),
+        h('div', { class: 'row' }, h('button', { type: 'submit', dataset: { action: 'save' } }, 'Save'),
+          h('button', { type: 'button', class: 'ghost', onclick: () => { card.hidden = true; } }, 'Close')));
+    };
+    form.addEventListener('submit', (e) => {
+      e.preventDefault();
+      act(async () => {
+        await onSubmit(form);
+        card.hidden = true;
+      });
+    });
+    return {
+      card,
+      open(...args) {
+        fill(...args);
+        card.hidden = false;
+        const first = form.querySelector('input:not([readonly]), textarea');
+        if (first) first.focus();
+      },
+    };
+  }
 
   // ---- banner -------------------------------------------------------------
 
@@ -306,8 +433,15 @@
     const table = h('div', { id: 'jobs-table' });
     const pager = h('div', { class: 'pager', id: 'jobs-pager' });
 
+    const submitForm = formCard('New job', 'submit-form', () => jobFields(), async (f) => {
+      const job = await post('jobs', jobFromForm(f));
+      location.hash = `#/jobs/${encodeURIComponent(job.id)}`;
+    });
+    const newJob = h('button', { type: 'button', dataset: { action: 'new-job' }, onclick: () => submitForm.open() }, 'New job');
+
     view.append(
-      h('div', { class: 'page-head' }, h('h1', null, 'Jobs'), searchForm),
+      h('div', { class: 'page-head' }, h('h1', null, 'Jobs'), h('div', { class: 'row' }, searchForm, newJob)),
+      submitForm.card,
       h('div', { class: 'toolbar' }, tabs, h('div', { class: 'filters' }, queueSelect, sizeSelect)),
       h('div', { class: 'card flush' }, table),
       pager,
@@ -512,9 +646,10 @@
       rows.push({ attempt: j.attempts, worker_id: j.worker_id, lease: j.lease, status: j.status, started_at: j.started_at, current: true });
     }
     if (!rows.length) {
-      const why = j.status !== 'blocked' ? 'The job waits for a worker.'
-        : j.gang_id ? 'The job waits for its gang to be placed on workers.' : 'The job waits for its dependencies.';
-      return empty('No attempts yet.', why);
+      if (j.status === 'failed' || j.status === 'cancelled') {
+        return empty(`The job never ran: it was ${j.status} before any attempt.`, j.last_error ? `Why: ${j.last_error}.` : null);
+      }
+      return empty('No attempts yet.', waitingFor(j));
     }
     rows.sort((a, b) => b.attempt - a.attempt);
     return h('table', { class: 'table', dataset: { test: 'attempts' } },
@@ -528,6 +663,14 @@
         h('td', null, when(a.started_at)),
         h('td', { class: 'num' }, a.current ? h('span', { class: 'muted' }, 'running') : (isZeroTime(a.started_at) || isZeroTime(a.ended_at) ? '—' : duration(new Date(a.ended_at) - new Date(a.started_at)))),
         h('td', { class: 'error-text' }, a.error || '')))));
+  }
+
+  // waitingFor says why a job that has not run yet waits.
+  function waitingFor(j) {
+    if (j.unschedulable) return `No worker can run it yet: ${j.unschedulable}.`;
+    if (j.status === 'blocked') return j.gang_id ? 'The job waits for its gang to be placed on workers.' : 'The job waits for its dependencies.';
+    if (j.status === 'scheduled') return `The job waits for its run time (${new Date(j.run_at).toLocaleString()}).`;
+    return 'The job waits for a worker.';
   }
 
   // graph draws parents → job → dependents as boxes linked to their pages.
@@ -650,9 +793,35 @@
 
   pages.schedules = (view) => {
     const table = h('div', { id: 'schedules-table' });
-    view.append(h('div', { class: 'page-head' }, h('h1', null, 'Schedules')), h('div', { class: 'card flush' }, table));
+    // One form creates and edits: editing starts from the schedule as it is,
+    // so what the form does not show (paused, catch-up, other job fields) is
+    // sent back unchanged.
+    let editing = null;
+    const scheduleForm = formCard('Schedule', 'schedule-form', (sc) => {
+      editing = sc || null;
+      const s0 = sc || {};
+      return [
+        h('div', { class: 'field-row' },
+          field('Name', 'name', { value: s0.name || '', placeholder: 'nightly-backup', readonly: !!sc }),
+          field('Cron', 'cron', { value: s0.cron || '', placeholder: '0 3 * * * or @every 15m' }),
+          field('Time zone', 'timezone', { value: s0.timezone || '', placeholder: 'UTC' }),
+          field('Overlap', 'overlap', { kind: 'select', value: s0.overlap || 'allow', options: [['allow', 'allow: runs may overlap'], ['skip', 'skip a tick while one runs']] })),
+        jobFields(s0.job, { deps: false }),
+      ];
+    }, async (f) => {
+      const job = { ...(editing ? editing.job : {}) };
+      for (const k of JOB_FIELDS) delete job[k];
+      Object.assign(job, jobFromForm(f));
+      const body = { ...(editing || {}), name: text(f, 'name'), cron: text(f, 'cron'), timezone: text(f, 'timezone') || undefined, overlap: text(f, 'overlap'), job };
+      for (const k of ['created_at', 'updated_at', 'next_run', 'last_run', 'last_job_id', 'last_job_status', 'runs', 'skipped', 'missed', 'last_error']) delete body[k];
+      if (editing) await call('PUT', `schedules/${encodeURIComponent(editing.name)}`, body);
+      else await post('schedules', body);
+    });
+    view.append(h('div', { class: 'page-head' }, h('h1', null, 'Schedules'),
+      h('button', { type: 'button', dataset: { action: 'new-schedule' }, onclick: () => scheduleForm.open() }, 'New schedule')),
+    scheduleForm.card, h('div', { class: 'card flush' }, table));
     let list = null;
-    const render = () => replace(table, list, () => {
+    const render = () => replace(table, { list, armed: [...armed.keys()] }, () => {
       if (!list) return empty('No schedules.', 'This node does not serve schedules.');
       if (!list.length) return empty('No schedules.', `Create one: curl -X POST ${API_ROOT}/schedules -d '{"name":"nightly","cron":"0 3 * * *","job":{"command":"./backup.sh"}}'`);
       return h('table', { class: 'table', dataset: { test: 'schedules' } },
@@ -678,12 +847,18 @@
         h('td', null, h('span', { class: `badge ${sc.paused ? 'st-paused' : 'st-active'}`, dataset: { test: 'schedule-state' } }, sc.paused ? 'paused' : 'active')),
         h('td', { class: 'actions' },
           h('button', { type: 'button', class: 'small', dataset: { action: 'trigger', schedule: sc.name }, title: 'Create one run now', onclick: () => act(() => post(`schedules/${name}/trigger`)) }, 'Run now'),
+          h('button', { type: 'button', class: 'small ghost', dataset: { action: 'edit', schedule: sc.name }, onclick: () => scheduleForm.open(sc) }, 'Edit'),
+          confirmButton({
+            key: `delete-schedule:${sc.name}`, label: 'Delete', confirm: 'Confirm delete', action: 'delete', cls: 'danger small',
+            data: { schedule: sc.name }, run: () => call('DELETE', `schedules/${name}`),
+          }),
           sc.paused
             ? h('button', { type: 'button', class: 'small', dataset: { action: 'resume', schedule: sc.name }, onclick: () => act(() => post(`schedules/${name}/resume`)) }, 'Resume')
             : h('button', { type: 'button', class: 'small', dataset: { action: 'pause', schedule: sc.name }, onclick: () => act(() => post(`schedules/${name}/pause`)) }, 'Pause')));
     }
 
     return {
+      rerender: render,
       async refresh() {
         try {
           list = ((await get('schedules')).schedules || []);
@@ -716,10 +891,12 @@
         stat('Last contact with leader', contact, 'last-contact', health.role === 'leader' ? null : 'as this node last heard from it'),
       ]);
       replace(table, { nodes: c.nodes, leader: c.leader, self }, () => h('table', { class: 'table', dataset: { test: 'nodes' } },
-        head(['Node', 'Role', 'HTTP', 'Raft', '']),
-        h('tbody', null, (c.nodes || []).map((n) => h('tr', { dataset: { nodeId: n.id, role: n.role }, class: n.id === self ? 'self' : '' },
+        head(['Node', 'Role', 'Health', 'Applied', 'HTTP', 'Raft', ''], ['Applied']),
+        h('tbody', null, (c.nodes || []).map((n) => h('tr', { dataset: { nodeId: n.id, role: n.role, reachable: !n.health || n.health.reachable ? '1' : '0' }, class: n.id === self ? 'self' : '' },
           h('td', null, h('span', { class: 'node-id' }, h('span', { class: 'mono strong' }, n.id), n.id === self && h('span', { class: 'chip' }, 'this node'))),
-          h('td', null, badge(n.role, 'role')),
+          h('td', null, nodeRole(n)),
+          h('td', null, nodeHealth(n)),
+          h('td', { class: 'num' }, n.health && n.health.reachable ? (n.health.applied_index || 0).toLocaleString() : h('span', { class: 'muted' }, '—')),
           h('td', { class: 'mono' }, n.http || h('span', { class: 'muted' }, 'unknown')),
           h('td', { class: 'mono' }, n.raft),
           h('td', { class: 'actions' }, n.http && n.id !== self && h('a', { href: `${n.http}/ui/#/cluster`, class: 'button-link' }, 'Open its dashboard')))))));
@@ -732,6 +909,22 @@
       },
     };
   };
+
+  // nodeRole is what the node says it is when it answered just now; a node
+  // that did not answer is shown as unreachable, never with the role the
+  // Raft configuration gives it.
+  function nodeRole(n) {
+    const hl = n.health;
+    if (hl && !hl.reachable) return [badge('unreachable', 'role'), h('div', { class: 'muted small-note' }, `configured as ${n.role}`)];
+    return badge((hl && hl.role) || n.role, 'role');
+  }
+
+  function nodeHealth(n) {
+    const hl = n.health;
+    if (!hl) return h('span', { class: 'muted' }, 'not asked');
+    if (!hl.reachable) return h('span', { class: 'error-text', dataset: { test: 'node-health' }, title: hl.error || '' }, hl.error || 'no answer');
+    return h('span', { dataset: { test: 'node-health' } }, hl.status === 'ok' ? 'ok' : badge(hl.status, 'node-status'));
+  }
 
   // ---- header health ---------------------------------------------------------
 

@@ -1,0 +1,69 @@
+package wire
+
+// Error codes: the Code of an Error body, and of a BatchReportResult that
+// was not recorded. These are all the codes the server answers; the
+// README's HTTP API section lists each with its HTTP status and whether the
+// request is safe to resend. Clients compare codes with these constants,
+// never with string literals.
+const (
+	// CodeInvalid (400): bad input, naming the field; nothing was done.
+	CodeInvalid = "invalid"
+	// CodeBadBackup (400): POST /restore got a body that is not a whole
+	// backup; nothing was changed.
+	CodeBadBackup = "bad_backup"
+	// CodeUnauthorized (401): no bearer token, or one the node does not accept.
+	CodeUnauthorized = "unauthorized"
+	// CodeForbidden (403): the token's role may not do this, or the attempt
+	// or worker id belongs to another token.
+	CodeForbidden = "forbidden"
+	// CodeNotFound (404): no such job, worker, schedule, gang, member or route.
+	CodeNotFound = "not_found"
+	// CodeStaleLease (409): the job's attempt moved on; nothing was done.
+	CodeStaleLease = "stale_lease"
+	// CodeStaleEpoch (409): the gang's preemption epoch moved on; nothing
+	// was done.
+	CodeStaleEpoch = "stale_epoch"
+	// CodeNotRunning (409): the job is not running; nothing was done.
+	CodeNotRunning = "not_running"
+	// CodeConflict (409): the job, gang, schedule or member is in a state
+	// that refuses the request; nothing was done.
+	CodeConflict = "conflict"
+	// CodeLeaseRequired (409): a heartbeat or report without the lease of
+	// a job claimed with POST /jobs/claim; nothing was done.
+	CodeLeaseRequired = "lease_required"
+	// CodeTooLarge (413): the body is over its limit.
+	CodeTooLarge = "too_large"
+	// CodeOverloaded (429): a claim beyond the node's long-poll limit;
+	// nothing was done, retry after Retry-After.
+	CodeOverloaded = "overloaded"
+	// CodeInternal (500): a bug or a disk error; the message says which.
+	CodeInternal = "internal"
+	// CodeNoLeader (503): no leader could be reached, or the node is
+	// stopping; nothing was done, retry.
+	CodeNoLeader = "no_leader"
+	// CodeRemoved (503): this node was removed from the cluster; nothing
+	// was done, retry on another node.
+	CodeRemoved = "removed"
+	// CodeUpgradeInProgress (503): the request needs a newer protocol than
+	// a node of the cluster runs; nothing was done.
+	CodeUpgradeInProgress = "upgrade_in_progress"
+	// CodeOutcomeUnknown (504): the request reached the leader but its
+	// answer was lost; it may or may not have taken effect.
+	CodeOutcomeUnknown = "outcome_unknown"
+)
+
+// Codes lists every error code above, in the README's order.
+var Codes = []string{
+	CodeInvalid, CodeBadBackup, CodeUnauthorized, CodeForbidden, CodeNotFound,
+	CodeStaleLease, CodeStaleEpoch, CodeNotRunning, CodeConflict, CodeLeaseRequired,
+	CodeTooLarge, CodeOverloaded, CodeInternal, CodeNoLeader, CodeRemoved,
+	CodeUpgradeInProgress, CodeOutcomeUnknown,
+}
+
+// RetryReport reports whether a BatchReportResult with this code was not
+// recorded for a passing reason (no leader, an unknown outcome, a server
+// error), so the same report may be sent again: a report is accepted once
+// per lease, and a repeat of an accepted one answers as it did.
+func RetryReport(code string) bool {
+	return code == CodeNoLeader || code == CodeOutcomeUnknown || code == CodeInternal
+}

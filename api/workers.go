@@ -1,0 +1,147 @@
+package api
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// handleRegister records a worker and what it offers (POST
+// /workers/register); registering again updates it.
+func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
+	var req wire.Worker
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if err := checkWorker(&req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	reg := &fsm.Register{Worker: store.Worker{
+		ID: req.ID, ExecAddr: req.ExecAddr, VRAMMB: req.Resources.VRAMMB, MemoryMB: req.Resources.MemoryMB,
+		CPUMillis: req.Resources.CPUMillis, Slots: req.Resources.Slots, Tags: req.Tags, Queues: req.Queues,
+	}}
+	s.fenceFields(r).register(reg)
+	s.releaseSilentID(r.Context(), reg.Worker.ID, reg.Token)
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpRegister, Register: reg})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, s.workerWire(res.Worker, 0))
+}
+
+// handleWorkerHeartbeat renews the leases of a worker's jobs (POST
+// /workers/{id}/heartbeat) and answers what each must do.
+func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
+	var req wire.WorkerHeartbeatRequest
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if len(req.Jobs) > MaxHeartbeatJobs {
+		s.fail(w, r, invalid("jobs", "more than %d leases", MaxHeartbeatJobs))
+		return
+	}
+	if req.ClaimsFrom > req.ClaimsTo {
+		s.fail(w, r, invalid("claims_from", "must not be above claims_to"))
+		return
+	}
+	hb := &fsm.WorkerHeartbeat{WorkerID: r.PathValue("id"), LeaseTTL: int64(s.cfg.LeaseTTL)}
+	s.fenceFields(r).workerHeartbeat(hb, req.ClaimsFrom, req.ClaimsTo)
+	if req.Jobs != nil { // listed, even if empty: only these are renewed
+		hb.Listed = true
+		for _, l := range req.Jobs {
+			hb.Leases = append(hb.Leases, fsm.LeaseRef{JobID: l.JobID, Lease: l.Lease})
+		}
+	}
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: hb})
+	if !errors.Is(err, fsm.ErrForbidden) {
+		s.lastPoll.Store(hb.WorkerID, time.Now()) // heard from, unless from another token
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for _, j := range res.Jobs {
+		s.logJob(r.Context(), slog.LevelWarn, "claim reply lost: job given back, attempt not counted", j, "heartbeat_of", hb.WorkerID)
+	}
+	out := wire.WorkerHeartbeatResponse{Renewed: res.Renewed, LeaseExpiresAt: optTime(res.Deadline)}
+	for _, a := range res.Actions {
+		out.Actions = append(out.Actions, wire.JobAction{JobID: a.JobID, Lease: a.Lease, Action: a.Action, PreemptionEpoch: a.Epoch})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleWorkers lists the registered workers (GET /workers).
+func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request) {
+	workers, err := s.state.Workers()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	running := s.state.RunningByWorker()
+	out := wire.WorkerList{Workers: make([]wire.Worker, 0, len(workers))}
+	for _, wk := range workers {
+		out.Workers = append(out.Workers, s.workerWire(wk, running[wk.ID]))
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// workerWire shows a worker, active unless silent for WorkerOfflineAfter.
+func (s *Server) workerWire(w *store.Worker, running int) wire.Worker {
+	seen := s.lastSeen(w)
+	status := "active"
+	if s.cfg.Now().Sub(seen) > s.cfg.WorkerOfflineAfter {
+		status = "offline"
+	}
+	return wire.Worker{
+		ID: w.ID, ExecAddr: w.ExecAddr, Tags: w.Tags, Queues: w.Queues, Status: status,
+		Resources:     wire.Resources{VRAMMB: w.VRAMMB, MemoryMB: w.MemoryMB, CPUMillis: w.CPUMillis, Slots: w.Slots},
+		LastHeartbeat: seen.UTC(), RegisteredAt: time.Unix(0, w.RegisteredAt).UTC(),
+		RunningJobs: running,
+	}
+}
+
+// lastSeen is when this node last heard from a worker: its stored last
+// heartbeat, or a later long-poll or heartbeat seen here.
+func (s *Server) lastSeen(w *store.Worker) time.Time {
+	seen := time.Unix(0, w.LastHeartbeat)
+	if t, ok := s.lastPoll.Load(w.ID); ok && t.(time.Time).After(seen) {
+		seen = t.(time.Time)
+	}
+	return seen
+}
+
+// active reports whether this node (the leader, for decisions) counts a
+// worker as alive at now: heard from within WorkerOfflineAfter and not
+// declared offline since.
+func (s *Server) active(w *store.Worker, now time.Time) bool {
+	seen := s.lastSeen(w)
+	if w.OfflineAt != 0 && w.OfflineAt >= seen.UnixNano() {
+		return false
+	}
+	return now.Sub(seen) <= s.cfg.WorkerOfflineAfter
+}
+
+// activeWorkers lists the workers active at now, by id.
+func (s *Server) activeWorkers(now time.Time) []*store.Worker {
+	workers, err := s.state.Workers()
+	if err != nil {
+		s.logger.Warn("read workers", "err", err)
+		return nil
+	}
+	out := workers[:0]
+	for _, w := range workers {
+		if s.active(w, now) {
+			out = append(out, w)
+		}
+	}
+	return out
+}

@@ -1,0 +1,223 @@
+package fsm
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/workron/workron/internal/binenc"
+)
+
+// Decode parses log bytes of either version. It returns *VersionError for
+// an entry of a newer version, and a plain error for bytes that are not an
+// entry, including one with an op code or command this version does not
+// know. It allocates no more than a small multiple of len(data).
+func Decode(data []byte) (*Entry, error) {
+	var (
+		e   *Entry
+		err error
+	)
+	switch {
+	case len(data) == 0:
+		return nil, fmt.Errorf("decode entry: empty")
+	case data[0] == EncodingVersion:
+		e, err = decodeBinary(data)
+	case data[0] == encodingJSON:
+		e = new(Entry)
+		err = json.Unmarshal(data[1:], e)
+	case data[0] > EncodingVersion:
+		return nil, &VersionError{Got: data[0]}
+	default:
+		err = fmt.Errorf("unknown encoding version %d", data[0])
+	}
+	if err != nil {
+		return nil, fmt.Errorf("decode entry: %w", err)
+	}
+	for i, c := range e.Cmds {
+		if !c.valid() {
+			return nil, fmt.Errorf("decode entry: command %d (%q) lacks its arguments or is unknown", i, c.Op)
+		}
+	}
+	return e, nil
+}
+
+// entryReader reads a version 2 entry.
+type entryReader struct{ binenc.Reader }
+
+func decodeBinary(data []byte) (*Entry, error) {
+	r := entryReader{binenc.NewUTF8Reader(data)}
+	r.Byte() // the version
+	e := &Entry{Now: r.Varint()}
+	n := r.Count(minCmdLen)
+	if n > 0 {
+		// A Cmd takes some 90 times the bytes of the shortest command:
+		// room for more than 64 is made only as they are read.
+		e.Cmds = make([]Cmd, 0, min(n, 64))
+	}
+	for range n {
+		e.Cmds = append(e.Cmds, Cmd{})
+		if r.cmd(&e.Cmds[len(e.Cmds)-1]); r.Err() != nil {
+			break
+		}
+	}
+	if err := r.End(); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+func (r *entryReader) cmd(c *Cmd) {
+	switch code := r.Byte(); code {
+	case opJSON:
+		r.jsonCmd(c)
+	case opSubmit:
+		c.Op, c.Submit = OpSubmit, r.submit()
+	case opClaim:
+		c.Op, c.Claim = OpClaim, r.claim()
+	case opHeartbeat:
+		c.Op, c.Heartbeat = OpHeartbeat, r.heartbeat()
+	case opWorkerHeartbeat:
+		c.Op, c.WorkerHeartbeat = OpWorkerHeartbeat, r.workerHeartbeat()
+	case opReport:
+		c.Op, c.Report = OpReport, r.report()
+	case opExpire:
+		c.Op, c.Expire = OpExpire, r.expire()
+	case opClaimFence:
+		c.Op, c.Claim = OpClaim, r.claim()
+		c.Claim.Token, c.Claim.Fenced, c.Claim.Seq = r.Str(), r.Bool(), r.Uvarint()
+	case opHeartbeatFence:
+		c.Op, c.Heartbeat = OpHeartbeat, r.heartbeat()
+		c.Heartbeat.Token = r.Str()
+	case opWorkerHeartbeatFence:
+		c.Op, c.WorkerHeartbeat = OpWorkerHeartbeat, r.workerHeartbeat()
+		h := c.WorkerHeartbeat
+		h.Token, h.ClaimsFrom, h.ClaimsTo = r.Str(), r.Uvarint(), r.Uvarint()
+	case opReportFence:
+		c.Op, c.Report = OpReport, r.report()
+		c.Report.Token = r.Str()
+	default:
+		r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
+	}
+}
+
+// jsonCmd reads a command of op code 0. One of an op with a code of its own
+// is refused: Encode never writes it, and JSON would not read it back the
+// same (an empty list is not nil).
+func (r *entryReader) jsonCmd(c *Cmd) {
+	v := r.Raw()
+	if r.Err() != nil {
+		return
+	}
+	if err := json.Unmarshal(v, c); err != nil {
+		r.Fail(fmt.Sprintf("command JSON: %v", err))
+		return
+	}
+	if hasCode(c.Op) {
+		r.Fail(fmt.Sprintf("op %q written as JSON, not in its own layout", c.Op))
+	}
+	for op, name := range fencedJSONOps {
+		if c.Op == name {
+			c.Op = op
+			if c.fenceToken() == "" {
+				r.Fail(fmt.Sprintf("op %q without its token", name))
+			}
+		}
+	}
+}
+
+func (r *entryReader) submit() *Submit {
+	s := new(Submit)
+	if n := r.Count(minNewJobLen); n > 0 {
+		s.Jobs = make([]NewJob, n)
+	}
+	for i := range s.Jobs {
+		r.newJob(&s.Jobs[i])
+		if r.Err() != nil {
+			break
+		}
+	}
+	return s
+}
+
+func (r *entryReader) newJob(j *NewJob) {
+	j.ID = r.Str()
+	j.Command = r.Str()
+	j.Type = r.Str()
+	j.Payload = r.payload()
+	j.Env = r.StringMap()
+	j.Metadata = r.StringMap()
+	j.Queue = r.Str()
+	j.Priority = r.Int()
+	j.DependsOn = r.Strings()
+	j.MaxAttempts = r.Int()
+	j.IdempotencyKey = r.Str()
+	j.Timeout = r.Varint()
+	j.Backoff.Base = r.Varint()
+	j.Backoff.Max = r.Varint()
+	j.Backoff.Jitter = r.Float()
+	j.RunAt = r.Varint()
+	j.Retention = r.Varint()
+	j.UniqueFor = r.Varint()
+	j.Schedule = r.Str()
+	j.ScheduledFor = r.Varint()
+	j.Resources.VRAMMB = r.Int()
+	j.Resources.MemoryMB = r.Int()
+	j.Resources.CPUMillis = r.Int()
+	j.Resources.Slots = r.Int()
+	j.Tags = r.Strings()
+}
+
+// payload reads a Payload, which must be JSON.
+func (r *entryReader) payload() json.RawMessage {
+	v := r.Raw()
+	if len(v) == 0 {
+		return nil
+	}
+	if !json.Valid(v) {
+		r.Fail("payload is not JSON")
+		return nil
+	}
+	return append(json.RawMessage(nil), v...)
+}
+
+func (r *entryReader) claim() *Claim {
+	return &Claim{
+		WorkerID: r.Str(),
+		Queues:   r.Strings(),
+		Types:    r.Strings(),
+		Shell:    r.Bool(),
+		Max:      r.Int(),
+		LeaseTTL: r.Varint(),
+	}
+}
+
+func (r *entryReader) heartbeat() *Heartbeat {
+	return &Heartbeat{JobID: r.Str(), Lease: r.Uvarint(), LeaseTTL: r.Varint()}
+}
+
+func (r *entryReader) workerHeartbeat() *WorkerHeartbeat {
+	h := &WorkerHeartbeat{WorkerID: r.Str(), LeaseTTL: r.Varint(), Listed: r.Bool()}
+	if n := r.Count(minLeaseRefLen); n > 0 {
+		h.Leases = make([]LeaseRef, n)
+	}
+	for i := range h.Leases {
+		h.Leases[i] = LeaseRef{JobID: r.Str(), Lease: r.Uvarint()}
+	}
+	return h
+}
+
+func (r *entryReader) report() *Report {
+	return &Report{
+		JobID:    r.Str(),
+		Lease:    r.Uvarint(),
+		Success:  r.Bool(),
+		ExitCode: r.IntPtr(),
+		Output:   r.Str(),
+		Error:    r.Str(),
+		Final:    r.Bool(),
+		Draw:     r.Float(),
+	}
+}
+
+func (r *entryReader) expire() *Expire {
+	return &Expire{JobID: r.Str(), Lease: r.Uvarint(), Draw: r.Float()}
+}

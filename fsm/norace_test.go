@@ -1,0 +1,5 @@
+//go:build !race
+
+package fsm_test
+
+const raceScale = 1

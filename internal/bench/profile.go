@@ -1,0 +1,101 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// phase measures one timed phase: wall time, CPU time, the leader's Raft
+// entries, commands and term, and (with --cpuprofile) a CPU profile.
+type phase struct {
+	b      *bencher
+	leader string
+	start  time.Time
+	cpu    time.Duration
+	raft   [3]float64
+}
+
+func (b *bencher) startPhase(ctx context.Context, name, leader string) *phase {
+	p := &phase{b: b, leader: leader, raft: b.raftCounters(ctx, leader)}
+	if err := b.startProfile(name); err != nil {
+		b.progress("bench: cpu profile: %v", err)
+	}
+	p.start, p.cpu = time.Now(), cpuTime()
+	return p
+}
+
+// end stops the phase at t (zero: now), fills the figure's timing and
+// counters, and returns the phase's length.
+func (p *phase) end(ctx context.Context, t time.Time, fg *Figure) time.Duration {
+	if t.IsZero() {
+		t = time.Now()
+	}
+	p.b.stopProfile()
+	fg.CPUCores = (cpuTime() - p.cpu).Seconds() / time.Since(p.start).Seconds()
+	fg.Load1 = loadAverage()
+	r := p.b.raftCounters(ctx, p.leader)
+	fg.Entries, fg.Elections = r[0]-p.raft[0], r[2]-p.raft[2]
+	if fg.Entries > 0 {
+		fg.CmdsPerEntry = (r[1] - p.raft[1]) / fg.Entries
+	}
+	d := t.Sub(p.start)
+	fg.Seconds = d.Seconds()
+	return d
+}
+
+// cpuTime is the CPU time this process has used: with an in-process
+// cluster, the servers' and the bench's together.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// loadAverage is the host's one-minute load average (0 where unknown): a
+// busy host makes every figure here worse.
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	first, _, _ := strings.Cut(string(data), " ")
+	v, _ := strconv.ParseFloat(first, 64)
+	return v
+}
+
+// startProfile starts --cpuprofile for a phase: FILE when one scenario
+// runs, FILE.PHASE when several do.
+func (b *bencher) startProfile(name string) error {
+	path := b.profile
+	switch {
+	case path == "" || b.profileOnly != "" && name != b.profileOnly:
+		return nil
+	case b.profileOnly == "":
+		path += "." + name
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return err
+	}
+	b.profiling = f
+	return nil
+}
+
+func (b *bencher) stopProfile() {
+	if b.profiling != nil {
+		pprof.StopCPUProfile()
+		b.profiling.Close()
+		b.profiling = nil
+	}
+}

@@ -1,0 +1,8 @@
+//go:build !race
+
+package clustertest_test
+
+const (
+	raceEnabled = false
+	raceScale   = 1
+)

@@ -1,0 +1,112 @@
+// Package leader runs the leader-only loops that turn the passing of time
+// into commands: the reaper (expired leases), the sweeper (finished jobs
+// past their retention), the scheduler (cron ticks) and admission (gangs
+// and silent workers). Leadership starts them all when this node gains
+// Raft leadership and stops them, waiting for each, when it loses it.
+//
+// The loops only read the state and propose commands; the FSM re-checks
+// every command when it applies, so a late or duplicate proposal changes
+// nothing. This package never writes the store, serves HTTP or imports api:
+// what it needs of the rest of the node arrives as the small interfaces
+// below, through Config.
+package leader
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// Proposer proposes one command through Raft and returns its result
+// (raftnode.Node). An fsm rejection comes back as the error.
+type Proposer interface {
+	Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error)
+}
+
+// Recorder is told what the loops changed, for the node's metrics and job
+// logs (api.Server implements it).
+type Recorder interface {
+	// AttemptEnded records an attempt the reaper ended (expired is true).
+	AttemptEnded(ctx context.Context, j *store.Job, expired bool)
+	// JobFired records a job the scheduler created.
+	JobFired(j *store.Job)
+}
+
+// Liveness says which workers this node counts as alive. It knows the
+// long-polls seen on this node, which leave no trace in the log
+// (api.Server implements it).
+type Liveness interface {
+	// Active reports whether w counts as alive at now.
+	Active(w *store.Worker, now time.Time) bool
+	// LastSeen is when this node last heard from w.
+	LastSeen(w *store.Worker) time.Time
+}
+
+// ReaperState is what the reaper reads of the state.
+type ReaperState interface {
+	Expired(now int64, limit int) []fsm.Lease
+}
+
+// SweeperState is what the sweeper reads of the state.
+type SweeperState interface {
+	ExpiredJobs(now int64, limit int) []string
+}
+
+// SchedulerState is what the scheduler reads of the state.
+type SchedulerState interface {
+	Schedules() ([]*store.Schedule, error)
+}
+
+// AdmissionState is what admission reads of the state.
+type AdmissionState interface {
+	OpenGangs() []store.Gang
+	Workers() ([]*store.Worker, error)
+	RunningByWorker() map[string]int
+	Queues() []fsm.QueueStats
+	WorkerUsage() map[string]store.Resources
+}
+
+// State is every read of the loops together (*fsm.FSM implements it).
+type State interface {
+	ReaperState
+	SweeperState
+	SchedulerState
+	AdmissionState
+}
+
+// proposeTimeout bounds how long a loop waits for one command to apply.
+const proposeTimeout = 10 * time.Second
+
+// propose runs one command. Like a request's proposal it is not cancelled
+// with ctx: once Raft has the command it will commit, and cutting the wait
+// short (leadership lost) would only turn a known answer into an unknown
+// one.
+func propose(ctx context.Context, p Proposer, cmd fsm.Cmd) (fsm.Result, error) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proposeTimeout)
+	defer cancel()
+	return p.Propose(pctx, cmd)
+}
+
+// draw is a random number in [0,1) for backoff jitter, drawn by the leader
+// and written into the command so every node computes the same delay.
+func draw() float64 { return rand.Float64() }
+
+// orDiscard is l, or a logger that discards everything.
+func orDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
+// orNow is now, or time.Now.
+func orNow(now func() time.Time) func() time.Time {
+	if now == nil {
+		return time.Now
+	}
+	return now
+}

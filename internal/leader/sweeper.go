@@ -1,0 +1,90 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/workron/workron/fsm"
+)
+
+// sweepBatch is the most jobs one delete command removes.
+const sweepBatch = 1000
+
+// SweeperConfig configures a Sweeper.
+type SweeperConfig struct {
+	// Interval is how often the sweeper deletes expired finished jobs.
+	// Defaults to 1m.
+	Interval time.Duration
+
+	// Proposer and State are required.
+	Proposer Proposer
+	State    SweeperState
+	// Logger defaults to discarding; Now to time.Now.
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// DefaultSweeperConfig returns the defaults of a SweeperConfig's timings.
+func DefaultSweeperConfig() SweeperConfig { return SweeperConfig{Interval: time.Minute} }
+
+// Validate names the first missing or out-of-bounds field.
+func (c *SweeperConfig) Validate() error {
+	switch {
+	case c.Proposer == nil || c.State == nil:
+		return errors.New("leader: SweeperConfig needs Proposer and State")
+	case c.Interval <= 0:
+		return fmt.Errorf("leader: SweeperConfig.Interval must be positive, got %s", c.Interval)
+	}
+	return nil
+}
+
+// Sweeper is the leader's loop that deletes finished jobs whose retention
+// ran out, in batched commands, so history never grows the replicated state
+// without bound. The FSM re-checks each job's expiry when it applies.
+type Sweeper struct {
+	cfg SweeperConfig
+	run runner
+}
+
+// NewSweeper checks cfg and returns a Sweeper, not yet started.
+func NewSweeper(cfg SweeperConfig) (*Sweeper, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Logger, cfg.Now = orDiscard(cfg.Logger), orNow(cfg.Now)
+	return &Sweeper{cfg: cfg}, nil
+}
+
+// Start runs the sweeper until ctx ends or Stop: every Interval it deletes
+// batches until one comes back short.
+func (w *Sweeper) Start(ctx context.Context) {
+	w.run.start(ctx, func(ctx context.Context) {
+		every(ctx, w.cfg.Interval, func() {
+			for n := sweepBatch; n == sweepBatch && ctx.Err() == nil; {
+				n = w.runOnce(ctx)
+			}
+		})
+	})
+}
+
+// Stop ends the sweeper and waits for its pass in progress. Safe twice.
+func (w *Sweeper) Stop() { w.run.stop() }
+
+// runOnce proposes one delete of up to sweepBatch expired jobs and returns
+// how many the FSM removed.
+func (w *Sweeper) runOnce(ctx context.Context) int {
+	ids := w.cfg.State.ExpiredJobs(w.cfg.Now().UnixNano(), sweepBatch)
+	if len(ids) == 0 {
+		return 0
+	}
+	res, err := propose(ctx, w.cfg.Proposer, fsm.Cmd{Op: fsm.OpDelete, Delete: &fsm.Delete{IDs: ids}})
+	if err != nil {
+		w.cfg.Logger.Warn("retention sweep", "err", err)
+		return 0
+	}
+	w.cfg.Logger.Debug("retention sweep", "deleted", res.Deleted)
+	return res.Deleted
+}
