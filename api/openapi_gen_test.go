@@ -63,18 +63,6 @@ var (
 	oaEpoch   = apiParam{name: "epoch", typ: "integer", doc: "the preemption epoch the task was told", required: true}
 )
 
-// queueList is the reply of GET /queues.
-type queueList struct {
-	Queues []QueueInfo `json:"queues"`
-}
-
-// checkpointReply is the reply of POST /jobs/{id}/checkpoint.
-type checkpointReply struct {
-	JobID string `json:"job_id"`
-	Epoch uint64 `json:"epoch"`
-	Bytes int    `json:"bytes"`
-}
-
 var apiOps = []apiOp{
 	{pattern: "POST /jobs", summary: "Submit a job (a gang with gang_size)", body: jsonOf(wire.SubmitRequest{}),
 		replies: map[int]apiContent{200: replyJSON(wire.Job{}), 201: replyJSON("SubmitReply")}},
@@ -113,7 +101,7 @@ var apiOps = []apiOp{
 	{pattern: "POST /jobs/{id}/retry", summary: "Retry a failed or cancelled job", query: []apiParam{oaCascade},
 		replies: map[int]apiContent{200: replyJSON(wire.Job{})}},
 	{pattern: "POST /jobs/{id}/checkpoint", summary: "Store a preempted gang task's checkpoint", query: []apiParam{oaEpoch},
-		body: mediaOf("application/octet-stream"), replies: map[int]apiContent{200: replyJSON(checkpointReply{})}},
+		body: mediaOf("application/octet-stream"), replies: map[int]apiContent{200: replyJSON(wire.CheckpointReply{})}},
 	{pattern: "POST /jobs/{id}/preempted", summary: "A preempted gang task stopped", query: []apiParam{oaEpoch},
 		replies: map[int]apiContent{200: replyJSON(wire.Job{})}},
 	{pattern: "GET /gangs/{id}", summary: "A gang and its tasks", query: []apiParam{oaStale},
@@ -125,11 +113,11 @@ var apiOps = []apiOp{
 	{pattern: "GET /workers", summary: "Workers", query: []apiParam{oaStale},
 		replies: map[int]apiContent{200: replyJSON(wire.WorkerList{})}},
 	{pattern: "GET /queues", summary: "Queues with their counts", query: []apiParam{oaStale},
-		replies: map[int]apiContent{200: replyJSON(queueList{})}},
+		replies: map[int]apiContent{200: replyJSON(wire.QueueList{})}},
 	{pattern: "POST /queues/{name}/pause", summary: "Stop claims from a queue",
-		replies: map[int]apiContent{200: replyJSON(QueueInfo{})}},
+		replies: map[int]apiContent{200: replyJSON(wire.Queue{})}},
 	{pattern: "POST /queues/{name}/resume", summary: "Restart claims from a queue",
-		replies: map[int]apiContent{200: replyJSON(QueueInfo{})}},
+		replies: map[int]apiContent{200: replyJSON(wire.Queue{})}},
 	{pattern: "POST /schedules", summary: "Create a schedule", body: jsonOf(wire.ScheduleRequest{}),
 		replies: map[int]apiContent{201: replyJSON(wire.Schedule{})}},
 	{pattern: "GET /schedules", summary: "Schedules", query: []apiParam{oaStale},
