@@ -62,6 +62,7 @@ func TestPythonClient(t *testing.T) {
 		"WORKRON_TEST_WORKER_TOKEN="+workerToken,
 		"WORKRON_TEST_LEASE_TTL="+leaseTTL,
 		"PYTHONDONTWRITEBYTECODE=1",
+		"WORKRON_TOKEN=", "WORKRON_TLS_CA=", // not the caller's: the tests pass their own
 	)
 	cmd.WaitDelay = 5 * time.Second
 	out, err := cmd.CombinedOutput()

@@ -4,10 +4,12 @@ retry, schedules, queues and errors."""
 from __future__ import annotations
 
 import datetime as dt
+import os
+import tempfile
 import unittest
 
 from tests.helpers import ADMIN, CA, URL, RunningWorker, client, eventually, needs_node, new_worker, unique
-from workron import Backoff, Client, JobSpec, Resources, WorkronError
+from workron import Backoff, Client, JobList, JobSpec, Resources, WorkronError
 from workron.client import go_duration, parse_go_duration
 
 
@@ -149,6 +151,22 @@ class ClientTest(unittest.TestCase):
         with self.assertRaises(WorkronError) as e:
             self.c.claim("w", types=["x"])
         self.assertEqual(e.exception.status, 403, "a client token may not claim")
+
+    def test_token_file_and_environment(self) -> None:
+        with tempfile.NamedTemporaryFile("w", suffix=".token") as f:
+            f.write(self.c._token + "\n")
+            f.flush()
+            self.assertIsInstance(Client(URL, token_file=f.name, tls_ca=CA).list(limit=1), JobList)
+        old = {k: os.environ.get(k) for k in ("WORKRON_TOKEN", "WORKRON_TLS_CA")}
+        os.environ["WORKRON_TOKEN"], os.environ["WORKRON_TLS_CA"] = self.c._token, CA or ""
+        try:
+            self.assertIsInstance(Client(URL).list(limit=1), JobList)
+        finally:
+            for k, v in old.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
 
     def test_next_node_when_one_refuses(self) -> None:
         c = Client(["http://127.0.0.1:1", URL], token=self.c._token, tls_ca=CA)

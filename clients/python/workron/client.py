@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import http.client
 import json
+import os
 import socket
 import ssl
 import threading
@@ -355,13 +356,22 @@ class Client:
     """A client of a Workron cluster.
 
     ``servers`` is one URL or several ("http://127.0.0.1:7001"); ``token``
-    the bearer token (with --auth-token-file); ``tls_ca`` a PEM file trusted
-    for https:// besides the system's CAs; ``timeout`` the seconds one request
-    may take.
+    the bearer token (with --auth-token-file), or ``token_file`` a file
+    holding it, by default the environment's WORKRON_TOKEN; ``tls_ca`` a PEM
+    file trusted for https:// besides the system's CAs, by default
+    WORKRON_TLS_CA; ``timeout`` the seconds one request may take.
     """
 
     def __init__(self, servers: Union[str, Sequence[str]], *, token: Optional[str] = None,
-                 tls_ca: Optional[str] = None, timeout: float = 30.0) -> None:
+                 token_file: Optional[str] = None, tls_ca: Optional[str] = None,
+                 timeout: float = 30.0) -> None:
+        if token is None and token_file:
+            with open(token_file) as f:
+                token = f.read().strip()
+        if token is None:
+            token = os.environ.get("WORKRON_TOKEN") or None
+        if tls_ca is None:
+            tls_ca = os.environ.get("WORKRON_TLS_CA") or None
         if isinstance(servers, str):
             servers = [s for s in servers.split(",") if s]
         if not servers:

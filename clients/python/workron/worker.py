@@ -82,8 +82,8 @@ class _Task:
 class Worker:
     """Runs handlers registered by job type for jobs claimed from the cluster.
 
-    ``servers``, ``token`` and ``tls_ca`` are as for Client (the token needs
-    the worker role). ``id`` defaults to HOSTNAME-PID; ``queues`` are served
+    ``servers``, ``token``, ``token_file`` and ``tls_ca`` are as for Client
+    (the token needs the worker role). ``id`` defaults to HOSTNAME-PID; ``queues`` are served
     in order of preference; ``concurrency`` is how many jobs run at once (the
     slots it registers); ``poll_wait`` the seconds one claim long-polls;
     ``grace`` how long running jobs may finish after stop() or SIGTERM
@@ -92,7 +92,8 @@ class Worker:
 
     def __init__(self, servers: Union[str, Sequence[str]], *, id: Optional[str] = None,
                  queues: Sequence[str] = ("default",), concurrency: int = 4, token: Optional[str] = None,
-                 tls_ca: Optional[str] = None, poll_wait: float = 30.0, grace: float = 30.0,
+                 token_file: Optional[str] = None, tls_ca: Optional[str] = None, poll_wait: float = 30.0,
+                 grace: float = 30.0,
                  tags: Sequence[str] = (), resources: Optional[Resources] = None,
                  logger: Optional[logging.Logger] = None) -> None:
         if concurrency < 1:
@@ -100,7 +101,7 @@ class Worker:
         if poll_wait < 0 or grace < 0:
             raise ValueError("poll_wait and grace must not be negative")
         self.id = id or f"{socket.gethostname()}-{os.getpid()}"
-        self.client = Client(servers, token=token, tls_ca=tls_ca)
+        self.client = Client(servers, token=token, token_file=token_file, tls_ca=tls_ca)
         self.queues = list(queues)
         self.concurrency = concurrency
         self.poll_wait = poll_wait
