@@ -195,7 +195,7 @@ class WorkerTest(unittest.TestCase):
 
     def test_sigterm_stops_claiming_and_fails_after_grace(self) -> None:
         with tempfile.TemporaryDirectory() as markers:
-            proc = self.start_proc(unique("pyw-term"), markers, grace=1.0)
+            proc = self.start_proc(unique("pyw-term"), markers, grace=3.0)
             try:
                 quick = self.c.submit(type="py.quick", queue=self.queue)
                 block = self.c.submit(type="py.block", queue=self.queue, max_attempts=1)
