@@ -58,9 +58,9 @@ type Schedule struct {
 	// Warnings, in the reply of POST and PUT only, name what the server
 	// ignored in the request, e.g. `unknown field "job.priorty"`.
 	Warnings []string `json:"warnings,omitempty"`
-	Runs          uint64        `json:"runs"`
-	Skipped       uint64        `json:"skipped"`
-	Missed        uint64        `json:"missed"`
+	Runs     uint64   `json:"runs"`
+	Skipped  uint64   `json:"skipped"`
+	Missed   uint64   `json:"missed"`
 }
 
 // ScheduleList is the reply of GET /schedules, in name order.
