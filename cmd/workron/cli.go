@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -8,6 +9,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,7 +28,7 @@ type cliFlags struct {
 }
 
 func (c *cliFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.server, "server", envOr("WORKRON_SERVER", "http://127.0.0.1:7070"), "node URLs, comma-separated (env WORKRON_SERVER)")
+	fs.StringVar(&c.server, "server", envOr("WORKRON_SERVER", defaultServers), "node URLs, comma-separated, tried in order (env WORKRON_SERVER)")
 	fs.StringVar(&c.output, "o", "table", "output: table or json")
 	c.sec.register(fs, "token")
 }
@@ -34,12 +38,14 @@ type cli struct {
 	flags  cliFlags
 	client *client.Client
 	out    io.Writer
+	errOut io.Writer     // progress and warnings
+	poll   time.Duration // how often wait asks for the job
 }
 
 func runClient(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c := &cli{out: stdout}
+	c := &cli{out: stdout, errOut: stderr, poll: 200 * time.Millisecond}
 	c.flags.register(fs)
 	switch verb {
 	case "submit":
@@ -54,6 +60,10 @@ func runClient(ctx context.Context, verb string, args []string, stdout, stderr i
 		return c.cluster(ctx, fs, args)
 	case "schedules":
 		return c.schedules(ctx, fs, args)
+	case "gangs":
+		return c.gangs(ctx, fs, args)
+	case "digest":
+		return c.digest(ctx, fs, args)
 	}
 	return fmt.Errorf("unknown command %q", verb)
 }
@@ -91,62 +101,43 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 
 func (c *cli) submit(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var (
-		req                             wire.SubmitRequest
-		maxAttempts                     int
-		depends, env, meta, tags, pload string
-		res                             wire.Resources
-		wait                            bool
+		req                   wire.SubmitRequest
+		jf                    jobFlags
+		depends, batch, runAt string
+		wait                  bool
+		timeout               time.Duration
 	)
-	fs.StringVar(&req.Queue, "queue", "", "queue (default \"default\")")
-	fs.IntVar(&req.Priority, "priority", 0, "priority; higher runs first")
-	fs.IntVar(&maxAttempts, "max-attempts", 0, "total attempts (default 3)")
+	jf.register(fs, &req, "")
 	fs.StringVar(&depends, "depends-on", "", "job ids this job waits for, comma-separated")
-	fs.StringVar(&req.Timeout, "timeout", "", "per-attempt timeout, e.g. 90s")
 	fs.StringVar(&req.Delay, "delay", "", "run after this delay, e.g. 5m")
+	fs.StringVar(&runAt, "run-at", "", "run at this time (RFC 3339, e.g. 2026-01-02T15:04:05Z)")
 	fs.StringVar(&req.IdempotencyKey, "idempotency-key", "", "submit at most once per key")
-	fs.StringVar(&env, "env", "", "environment K=V pairs, comma-separated")
-	fs.StringVar(&meta, "metadata", "", "metadata K=V pairs, comma-separated")
-	fs.BoolVar(&wait, "wait", false, "wait until the job finishes and exit with its exit code")
-	fs.StringVar(&req.Type, "type", "", "a typed job for the Go handler registered under this name, instead of a command")
-	fs.StringVar(&pload, "payload", "", "the typed job's payload, a JSON document")
-	fs.StringVar(&tags, "tags", "", "tags its worker must offer, comma-separated")
-	fs.IntVar(&res.VRAMMB, "vram-mb", 0, "VRAM an attempt needs of its worker, in MB")
-	fs.IntVar(&res.MemoryMB, "memory-mb", 0, "memory an attempt needs of its worker, in MB")
-	fs.IntVar(&res.CPUMillis, "cpu-millis", 0, "CPU an attempt needs of its worker, in thousandths of a core")
-	fs.IntVar(&res.Slots, "slots", 0, "worker slots an attempt takes (default 1)")
+	fs.StringVar(&req.UniqueFor, "unique-for", "", "with --idempotency-key: how long the key stays taken, e.g. 1h (default: as long as the job is kept)")
+	fs.BoolVar(&wait, "wait", false, "wait until the job finishes, showing its progress, and exit with its exit code")
+	fs.DurationVar(&timeout, "wait-timeout", 0, "with --wait: give up waiting after this long, e.g. 10m (default: no limit)")
 	fs.IntVar(&req.GangSize, "gang-size", 0, "run as a gang of this many tasks, placed and started all at once")
+	fs.StringVar(&batch, "batch", "", "submit the jobs of this `FILE` (- for stdin) in one request: the body of POST /jobs/batch or a JSON array of jobs")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	switch {
-	case req.Type == "" && len(pos) == 0:
-		return errors.New("submit: give the command after --, e.g. workron submit -- echo hello, or a --type")
-	case req.Type != "" && len(pos) > 0:
-		return errors.New("submit: give a command or a --type, not both")
-	case pload != "" && req.Type == "":
-		return errors.New("submit: --payload goes with --type")
-	case pload != "" && !json.Valid([]byte(pload)):
-		return fmt.Errorf("submit: --payload is not a JSON document: %q", pload)
+	if batch != "" {
+		if len(pos) > 0 || wait {
+			return errors.New("submit: --batch takes its jobs from the file; give no command and no --wait")
+		}
+		return c.submitBatch(ctx, batch)
 	}
-	req.Command = strings.Join(pos, " ")
-	if pload != "" {
-		req.Payload = json.RawMessage(pload)
+	if err := jf.fill(&req, pos, "submit", false); err != nil {
+		return err
 	}
-	req.Tags = splitList(tags)
-	if res != (wire.Resources{}) {
-		req.Resources = &res
-	}
-	if maxAttempts != 0 {
-		req.MaxAttempts = &maxAttempts
+	if runAt != "" {
+		t, err := time.Parse(time.RFC3339, runAt)
+		if err != nil {
+			return fmt.Errorf("--run-at: %q is not an RFC 3339 time like 2026-01-02T15:04:05Z", runAt)
+		}
+		req.RunAt = &t
 	}
 	req.DependsOn = splitList(depends)
-	if req.Env, err = pairs("env", env); err != nil {
-		return err
-	}
-	if req.Metadata, err = pairs("metadata", meta); err != nil {
-		return err
-	}
 	if err := c.connect(); err != nil {
 		return err
 	}
@@ -158,73 +149,280 @@ func (c *cli) submit(ctx context.Context, fs *flag.FlagSet, args []string) error
 		if err != nil {
 			return err
 		}
+		c.warn(g.Warnings)
 		return c.print(g, func() { fmt.Fprintf(c.out, "%s: %s\n", g.GangID, strings.Join(g.Tasks, " ")) })
 	}
 	job, err := c.client.Submit(ctx, req)
 	if err != nil {
 		return err
 	}
+	c.warn(job.Warnings)
 	if wait {
-		return c.wait(ctx, job.ID)
+		fmt.Fprintln(c.errOut, job.ID)
+		return c.wait(ctx, job.ID, timeout)
 	}
 	return c.print(job, func() { fmt.Fprintln(c.out, job.ID) })
 }
 
-func pairs(field, s string) (map[string]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	out := make(map[string]string)
-	for _, kv := range splitList(s) {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--%s: %q is not K=V", field, kv)
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
-func (c *cli) jobs(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	var opts client.ListOptions
-	fs.StringVar(&opts.Status, "status", "", "only jobs in this status")
-	fs.StringVar(&opts.Queue, "queue", "", "only jobs in this queue")
-	fs.IntVar(&opts.Limit, "limit", 20, "at most this many")
-	fs.StringVar(&opts.Cursor, "cursor", "", "next_cursor of a previous page")
-	pos, err := parse(fs, args)
+// submitBatch submits the jobs of a file (POST /jobs/batch) and prints
+// their ids, one a line. The file's JSON goes as it is, so that the server
+// can warn about fields it does not know.
+func (c *cli) submitBatch(ctx context.Context, file string) error {
+	data, err := readInput(file)
 	if err != nil {
-		return err
+		return fmt.Errorf("--batch: %w", err)
 	}
-	if len(pos) == 0 {
-		return errors.New("jobs: give ls, get ID, cancel ID, retry ID or wait ID")
+	if trimmed := bytes.TrimSpace(data); bytes.HasPrefix(trimmed, []byte("[")) {
+		data = slices.Concat([]byte(`{"jobs":`), trimmed, []byte("}"))
+	}
+	if !json.Valid(data) {
+		return fmt.Errorf("--batch %s: not a JSON document", file)
 	}
 	if err := c.connect(); err != nil {
 		return err
 	}
-	sub := pos[0]
+	resp, err := c.client.Do(ctx, client.Request{Method: "POST", Path: "/jobs/batch", JSON: data})
+	if err != nil {
+		return fmt.Errorf("submit batch: %w", err)
+	}
+	var list wire.JobList
+	if err := json.Unmarshal(resp.Body, &list); err != nil {
+		return fmt.Errorf("submit batch: decode the reply: %w", err)
+	}
+	c.warn(list.Warnings)
+	return c.print(list, func() {
+		for _, j := range list.Jobs {
+			fmt.Fprintln(c.out, j.ID)
+		}
+	})
+}
+
+// readInput reads a file, or stdin for "-".
+func readInput(file string) ([]byte, error) {
+	if file == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(file)
+}
+
+// warn prints the server's warnings about a request (unknown fields) on
+// stderr.
+func (c *cli) warn(warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintf(c.errOut, "workron: warning: %s\n", w)
+	}
+}
+
+// jobFlags are the job flags submit and schedules create/update share.
+type jobFlags struct {
+	maxAttempts   int
+	env, meta     kvFlag
+	tags, payload string
+	backoff       string
+	res           wire.Resources
+}
+
+// register adds the job flags; prefix starts their help ("job: " for
+// schedules).
+func (f *jobFlags) register(fs *flag.FlagSet, req *wire.SubmitRequest, prefix string) {
+	fs.StringVar(&req.Queue, "queue", "", prefix+"queue (default \"default\")")
+	fs.IntVar(&req.Priority, "priority", 0, prefix+"priority; higher runs first")
+	fs.IntVar(&f.maxAttempts, "max-attempts", 0, prefix+"total attempts (default 3)")
+	fs.StringVar(&req.Timeout, "timeout", "", prefix+"per-attempt timeout, e.g. 90s")
+	fs.StringVar(&req.Retention, "retention", "", prefix+"how long the finished job is kept, e.g. 24h (default 168h)")
+	fs.StringVar(&f.backoff, "backoff", "", prefix+"delay before a retry: `BASE[,MAX[,JITTER]]`, e.g. 1s,5m,0.3 (default 1s,5m,0.2)")
+	fs.Var(&f.env, "env", prefix+"environment variable `K=V`; repeatable, the value kept whole (commas included)")
+	fs.Var(&f.meta, "metadata", prefix+"metadata `K=V`; repeatable, the value kept whole")
+	fs.StringVar(&req.Type, "type", "", prefix+"a typed job for the Go handler registered under this name, instead of a command")
+	fs.StringVar(&f.payload, "payload", "", prefix+"the typed job's payload, a JSON document")
+	fs.StringVar(&f.tags, "tags", "", prefix+"tags its worker must offer, comma-separated")
+	fs.IntVar(&f.res.VRAMMB, "vram-mb", 0, prefix+"VRAM an attempt needs of its worker, in MB")
+	fs.IntVar(&f.res.MemoryMB, "memory-mb", 0, prefix+"memory an attempt needs of its worker, in MB")
+	fs.IntVar(&f.res.CPUMillis, "cpu-millis", 0, prefix+"CPU an attempt needs of its worker, in thousandths of a core")
+	fs.IntVar(&f.res.Slots, "slots", 0, prefix+"worker slots an attempt takes (default 1)")
+}
+
+// fill completes req from the flags and the command words; verb names the
+// command in errors. A job needs a command or a type unless partial (an
+// update that keeps them).
+func (f *jobFlags) fill(req *wire.SubmitRequest, words []string, verb string, partial bool) error {
+	switch {
+	case req.Type == "" && len(words) == 0 && !partial:
+		return fmt.Errorf("%s: give the command after --, e.g. workron submit -- echo hello, or a --type", verb)
+	case req.Type != "" && len(words) > 0:
+		return fmt.Errorf("%s: give a command or a --type, not both", verb)
+	case f.payload != "" && req.Type == "":
+		return fmt.Errorf("%s: --payload goes with --type", verb)
+	case f.payload != "" && !json.Valid([]byte(f.payload)):
+		return fmt.Errorf("%s: --payload is not a JSON document: %q", verb, f.payload)
+	}
+	req.Command = shellCommand(words)
+	if f.payload != "" {
+		req.Payload = json.RawMessage(f.payload)
+	}
+	req.Tags = splitList(f.tags)
+	if f.res != (wire.Resources{}) {
+		res := f.res
+		req.Resources = &res
+	}
+	if f.maxAttempts != 0 {
+		req.MaxAttempts = &f.maxAttempts
+	}
+	if f.backoff != "" {
+		b, err := parseBackoff(f.backoff)
+		if err != nil {
+			return err
+		}
+		req.Backoff = b
+	}
+	req.Env, req.Metadata = f.env.m, f.meta.m
+	return nil
+}
+
+// parseBackoff reads --backoff BASE[,MAX[,JITTER]]; the server checks the
+// durations.
+func parseBackoff(s string) (*wire.Backoff, error) {
+	parts := strings.Split(s, ",")
+	if len(parts) > 3 {
+		return nil, fmt.Errorf("--backoff: %q is not BASE[,MAX[,JITTER]]", s)
+	}
+	b := &wire.Backoff{Base: strings.TrimSpace(parts[0])}
+	if len(parts) > 1 {
+		b.Max = strings.TrimSpace(parts[1])
+	}
+	if len(parts) > 2 {
+		j, err := strconv.ParseFloat(strings.TrimSpace(parts[2]), 64)
+		if err != nil {
+			return nil, fmt.Errorf("--backoff: jitter %q is not a number", parts[2])
+		}
+		b.Jitter = j
+	}
+	return b, nil
+}
+
+// shellCommand makes the job's command (run with sh -c) from the words
+// after --. One word is taken as a shell command as it is (`submit --
+// 'make && make test'`); several are quoted for sh, so each reaches the
+// program as typed (`submit -- printf '[%s]\n' "a b" c`).
+func shellCommand(words []string) string {
+	if len(words) == 1 {
+		return words[0]
+	}
+	quoted := make([]string, len(words))
+	for i, w := range words {
+		quoted[i] = shellQuote(w)
+	}
+	return strings.Join(quoted, " ")
+}
+
+// shellQuote quotes a word for sh unless it is made only of characters sh
+// leaves alone.
+func shellQuote(w string) string {
+	if w != "" && strings.Trim(w, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-") == "" {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}
+
+// kvFlag is a repeatable K=V flag; each value is kept whole, commas and
+// further = signs included.
+type kvFlag struct{ m map[string]string }
+
+func (f *kvFlag) String() string {
+	if f == nil || len(f.m) == 0 {
+		return ""
+	}
+	parts := make([]string, 0, len(f.m))
+	for k, v := range f.m {
+		parts = append(parts, k+"="+v)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, " ")
+}
+
+func (f *kvFlag) Set(kv string) error {
+	k, v, ok := strings.Cut(kv, "=")
+	if !ok || k == "" {
+		return fmt.Errorf("%q is not K=V", kv)
+	}
+	if f.m == nil {
+		f.m = make(map[string]string)
+	}
+	f.m[k] = v
+	return nil
+}
+
+const jobsUsage = `jobs: give one of
+  ls [--status S] [--queue Q] [--metadata K=V]... [--limit N] [--cursor C]
+  get ID
+  cancel ID [--no-cascade] | retry ID [--no-cascade]
+  wait ID [--timeout D]`
+
+// jobs runs `workron jobs SUB ...`. Each subcommand has its own flags, so
+// `workron jobs cancel -h` shows cancel's.
+func (c *cli) jobs(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fmt.Fprintln(fs.Output(), jobsUsage)
+			return flag.ErrHelp
+		}
+		return errors.New(jobsUsage)
+	}
+	sub, args := args[0], args[1:]
+	fs.Init("jobs "+sub, flag.ContinueOnError)
+	var (
+		opts    client.ListOptions
+		meta    kvFlag
+		act     client.ActionOptions
+		timeout time.Duration
+	)
+	switch sub {
+	case "ls", "list":
+		fs.StringVar(&opts.Status, "status", "", "only jobs in this status")
+		fs.StringVar(&opts.Queue, "queue", "", "only jobs in this queue")
+		fs.Var(&meta, "metadata", "only jobs whose metadata has `K=V`; repeatable, all must match")
+		fs.IntVar(&opts.Limit, "limit", 20, "at most this many")
+		fs.StringVar(&opts.Cursor, "cursor", "", "next_cursor of a previous page")
+	case "cancel", "retry":
+		fs.BoolVar(&act.NoCascade, "no-cascade", false, "leave the jobs that depend on this one alone (?cascade=false)")
+	case "wait":
+		fs.DurationVar(&timeout, "timeout", 0, "give up after this long, e.g. 10m (default: no limit)")
+	case "get":
+	default:
+		return fmt.Errorf("jobs: unknown subcommand %q\n%s", sub, jobsUsage)
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
 	if sub == "ls" || sub == "list" {
+		if len(pos) > 0 {
+			return fmt.Errorf("jobs %s: unexpected %q", sub, pos[0])
+		}
+		opts.Metadata = meta.m
 		list, err := c.client.List(ctx, opts)
 		if err != nil {
 			return err
 		}
 		return c.print(list, func() { c.printJobs(list) })
 	}
-	if len(pos) != 2 {
+	if len(pos) != 1 {
 		return fmt.Errorf("jobs %s: give exactly one job id", sub)
 	}
-	id := pos[1]
+	id := pos[0]
 	var job *wire.Job
 	switch sub {
 	case "get":
 		job, err = c.client.Get(ctx, id)
 	case "cancel":
-		job, err = c.client.Cancel(ctx, id)
+		job, err = c.client.CancelWith(ctx, id, act)
 	case "retry":
-		job, err = c.client.Retry(ctx, id)
+		job, err = c.client.RetryWith(ctx, id, act)
 	case "wait":
-		return c.wait(ctx, id)
-	default:
-		return fmt.Errorf("jobs: unknown subcommand %q", sub)
+		return c.wait(ctx, id, timeout)
 	}
 	if err != nil {
 		return err
@@ -233,12 +431,90 @@ func (c *cli) jobs(ctx context.Context, fs *flag.FlagSet, args []string) error {
 }
 
 // wait follows a job until it finishes and exits with its exit code (1 for
-// a failure without one).
-func (c *cli) wait(ctx context.Context, id string) error {
-	job, err := c.client.Wait(ctx, id, 200*time.Millisecond)
-	if err != nil {
-		return err
+// a failure without one). It tells on stderr each change as it sees it: the
+// status, the attempt, when a retry is due and why a job waits; and when a
+// node stops answering, that it moved to another. timeout, when positive,
+// bounds the whole wait.
+func (c *cli) wait(ctx context.Context, id string, timeout time.Duration) error {
+	var deadline time.Time
+	if timeout > 0 {
+		deadline = time.Now().Add(timeout)
 	}
+	c.learnMembers(ctx)
+	var last string
+	server := c.client.Server()
+	tick := time.NewTicker(c.poll)
+	defer tick.Stop()
+	for {
+		job, err := c.client.Get(ctx, id)
+		if now := c.client.Server(); now != server {
+			fmt.Fprintf(c.errOut, "%s: %s did not answer; asking %s\n", id, server, now)
+			server = now
+		}
+		switch {
+		case err == nil:
+			if line := progress(job); line != last {
+				fmt.Fprintf(c.errOut, "%s: %s\n", id, line)
+				last = line
+			}
+			if client.Terminal(job.Status) {
+				return c.finished(job)
+			}
+		case ctx.Err() != nil:
+			return fmt.Errorf("wait for job %s: %w", id, ctx.Err())
+		case client.StatusOf(err) != 0 && client.StatusOf(err) < 500 && client.StatusOf(err) != 429:
+			return fmt.Errorf("wait for job %s: %w", id, err)
+		default:
+			if line := "no node answers: " + err.Error() + "; still trying"; line != last {
+				fmt.Fprintf(c.errOut, "%s: %s\n", id, line)
+				last = line
+			}
+		}
+		// The job is looked at once at least, however short the timeout.
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			return fmt.Errorf("wait for job %s: gave up after --timeout %s (last seen: %s)", id, timeout, cmp.Or(last, "nothing"))
+		}
+		select {
+		case <-ctx.Done():
+		case <-tick.C:
+		}
+	}
+}
+
+// learnMembers adds the cluster's other members to the servers the client
+// tries, so that wait moves on when the node it asks goes down. Without an
+// answer from /cluster it keeps the servers it has.
+func (c *cli) learnMembers(ctx context.Context) {
+	cl, err := c.client.Cluster(ctx)
+	if err != nil {
+		return
+	}
+	servers := splitList(c.flags.server)
+	n := len(servers)
+	if cur := c.client.Server(); !slices.Contains(servers, cur) {
+		servers = append(servers, cur)
+	}
+	for _, m := range cl.Nodes {
+		if m.HTTP != "" && !slices.Contains(servers, m.HTTP) {
+			servers = append(servers, m.HTTP)
+		}
+	}
+	if len(servers) == n {
+		return
+	}
+	// Start at the node that answered.
+	cur := slices.Index(servers, c.client.Server())
+	servers = slices.Concat(servers[cur:], servers[:cur])
+	cl2, err := c.flags.sec.newClient(servers, nil)
+	if err != nil {
+		return
+	}
+	c.client.Close()
+	c.client = cl2
+}
+
+// finished prints a finished job and turns its outcome into wait's exit code.
+func (c *cli) finished(job *wire.Job) error {
 	if err := c.print(job, func() { c.printJob(job) }); err != nil {
 		return err
 	}
@@ -249,6 +525,43 @@ func (c *cli) wait(ctx context.Context, id string) error {
 		return &exitError{code: *job.ExitCode}
 	}
 	return &exitError{code: 1}
+}
+
+// progress is one line on a job's state for wait: its status, which
+// attempt of how many, and when and why it waits.
+func progress(j *wire.Job) string {
+	var b strings.Builder
+	b.WriteString(j.Status)
+	switch j.Status {
+	case wire.StatusRunning, wire.StatusCancelling:
+		fmt.Fprintf(&b, ", attempt %d of %d", j.Attempts, j.MaxAttempts)
+		if j.WorkerID != "" {
+			fmt.Fprintf(&b, " on %s", j.WorkerID)
+		}
+	case wire.StatusPending, wire.StatusScheduled:
+		if j.Attempts > 0 {
+			fmt.Fprintf(&b, ", attempt %d of %d failed", j.Attempts, j.MaxAttempts)
+			if j.LastError != "" {
+				fmt.Fprintf(&b, " (%s)", j.LastError)
+			}
+		}
+		switch {
+		case j.Status == wire.StatusScheduled && j.Attempts > 0:
+			fmt.Fprintf(&b, ", retry at %s", j.RunAt.Local().Format(time.DateTime))
+		case j.Status == wire.StatusScheduled:
+			fmt.Fprintf(&b, ", runs at %s", j.RunAt.Local().Format(time.DateTime))
+		}
+	case wire.StatusBlocked:
+		if len(j.DependsOn) > 0 {
+			fmt.Fprintf(&b, ", waiting for %s", strings.Join(j.DependsOn, ","))
+		}
+	default:
+		fmt.Fprintf(&b, " after %d of %d attempts", j.Attempts, j.MaxAttempts)
+	}
+	if j.Unschedulable != "" {
+		fmt.Fprintf(&b, ", waiting because %s", j.Unschedulable)
+	}
+	return b.String()
 }
 
 func (c *cli) print(v any, table func()) error {
@@ -456,4 +769,64 @@ func printCluster(out io.Writer, cl *wire.Cluster) {
 			fmt.Fprintf(out, "%s: %s\n", n.ID, h.Error)
 		}
 	}
+}
+
+// gangs shows a gang and its tasks (`workron gangs get ID`).
+func (c *cli) gangs(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 2 && pos[0] == "get" {
+		pos = pos[1:]
+	}
+	if len(pos) != 1 {
+		return errors.New("gangs: give get ID")
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
+	g, err := c.client.Gang(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	return c.print(g, func() {
+		tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "gang:\t%s\nstatus:\t%s\nsize:\t%d\nqueue:\t%s\nepoch:\t%d\n", g.GangID, g.Status, g.Size, g.Queue, g.Epoch)
+		if len(g.Workers) > 0 {
+			fmt.Fprintf(tw, "workers:\t%s\n", strings.Join(g.Workers, ","))
+		}
+		if g.LastError != "" {
+			fmt.Fprintf(tw, "last_error:\t%s\n", g.LastError)
+		}
+		if g.Unschedulable != "" {
+			fmt.Fprintf(tw, "unschedulable:\t%s\n", g.Unschedulable)
+		}
+		tw.Flush()
+		fmt.Fprintln(c.out)
+		c.printJobs(&wire.JobList{Jobs: g.Jobs})
+	})
+}
+
+// digest prints the answering node's state digest (`workron digest`, GET
+// /debug/digest): nodes at the same applied index hold the same state when
+// their digests are equal.
+func (c *cli) digest(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("digest: unexpected %q", pos[0])
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
+	d, err := c.client.Digest(ctx)
+	if err != nil {
+		return err
+	}
+	return c.print(d, func() {
+		fmt.Fprintf(c.out, "node %s, applied index %d: %s (check: %s)\n", d.NodeID, d.AppliedIndex, d.Digest, d.Check)
+	})
 }

@@ -71,6 +71,13 @@ type exitError struct{ code int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
+// defaultServers are the nodes client verbs and workers try, in order, when
+// neither --server nor WORKRON_SERVER names any: the dev node
+// (`workron dev`) and the three nodes of `scripts/cluster.sh up`, so both
+// quick starts work without flags. A node that refuses the connection is
+// skipped at once.
+const defaultServers = "http://127.0.0.1:7070,http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003"
+
 // run dispatches a subcommand; tests call it directly.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -87,7 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDev(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
-	case "submit", "jobs", "workers", "queues", "cluster", "schedules":
+	case "submit", "jobs", "workers", "queues", "cluster", "schedules", "gangs", "digest":
 		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "backup":
 		return runBackup(ctx, rest, stdout, stderr)
