@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"slices"
 	"strconv"
@@ -662,8 +663,8 @@ func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 && pos[0] != "ls" && pos[0] != "list" && ((pos[0] != "pause" && pos[0] != "resume") || len(pos) != 2) {
-		return errors.New("queues: give ls, pause NAME or resume NAME")
+	if len(pos) > 0 && pos[0] != "ls" && pos[0] != "list" && ((pos[0] != "pause" && pos[0] != "resume" && pos[0] != "get") || len(pos) != 2) {
+		return errors.New("queues: give ls, get NAME, pause NAME or resume NAME")
 	}
 	if err := c.connect(); err != nil {
 		return err
@@ -674,6 +675,17 @@ func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error
 			return err
 		}
 		return c.print(wire.QueueList{Queues: qs}, func() { c.printQueues(qs) })
+	}
+	if pos[0] == "get" {
+		resp, err := c.client.Do(ctx, client.Request{Method: "GET", Path: "/queues/" + url.PathEscape(pos[1])})
+		if err != nil {
+			return fmt.Errorf("get queue %s: %w", pos[1], err)
+		}
+		var q wire.Queue
+		if err := json.Unmarshal(resp.Body, &q); err != nil {
+			return fmt.Errorf("get queue %s: decode the reply: %w", pos[1], err)
+		}
+		return c.print(q, func() { c.printQueues([]wire.Queue{q}) })
 	}
 	act := c.client.PauseQueue
 	if pos[0] == "resume" {

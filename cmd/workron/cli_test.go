@@ -125,6 +125,7 @@ func TestCLIGolden(t *testing.T) {
 	s.run(0, "submit", "--batch", batch)
 	s.run(0, "jobs", "cancel", "job-10", "--no-cascade")
 	s.run(0, "jobs", "ls", "--queue", "misc", "--limit", "2")
+	s.run(0, "queues", "get", "misc")
 	s.run(0, "jobs", "cancel", "-h")
 
 	s.note("A gang, the digest, and a wait that gives up.")
