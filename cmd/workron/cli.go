@@ -713,12 +713,13 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	fs.StringVar(&join.ID, "id", "", "join: the new node's id")
 	fs.StringVar(&join.Raft, "raft", "", "join: the new node's Raft host:port")
 	fs.StringVar(&join.HTTP, "http", "", "join: the new node's HTTP base URL")
+	ready := fs.Bool("ready", false, "health: ask for readiness (GET /health?ready=1): ok only once the node has caught up with the leader")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return errors.New("cluster: give status, join or remove ID")
+		return errors.New("cluster: give status, health, join or remove ID")
 	}
 	if err := c.connect(); err != nil {
 		return err
@@ -730,6 +731,20 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 			return err
 		}
 		return c.print(cl, func() { printCluster(c.out, cl) })
+	case "health":
+		// The first --server's own view (GET /health): 503 answers
+		// (no_leader, removed, catching_up) are shown, and exit 1.
+		h, err := c.client.Health(ctx, *ready)
+		if h == nil {
+			return err
+		}
+		if perr := c.print(h, func() {
+			fmt.Fprintf(c.out, "%s: %s, %s, leader %s, applied index %d, commit index %d, term %d\n",
+				h.NodeID, h.Status, h.Role, cmp.Or(h.Leader, "-"), h.AppliedIndex, h.CommitIndex, h.Term)
+		}); perr != nil {
+			return perr
+		}
+		return err
 	case "join":
 		if _, err := c.client.Join(ctx, join); err != nil {
 			return err

@@ -131,6 +131,7 @@ func TestCLIGolden(t *testing.T) {
 	s.note("A gang, the digest, and a wait that gives up.")
 	s.run(0, "gangs", "get", "gang-6")
 	s.run(0, "digest", "--server", c.URL(c.Leader(t)))
+	s.run(0, "cluster", "health", "--server", c.URL(c.Leader(t)))
 	s.run(1, "jobs", "wait", "job-5", "--timeout", "1ms")
 
 	s.note("An update changes only what it names: a paused schedule stays paused, overlap stays skip.")
@@ -213,7 +214,7 @@ func (s *session) write(entry string) {
 var (
 	reDateTime = regexp.MustCompile(`\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?`)
 	reLease    = regexp.MustCompile(`"lease": \d+`)
-	reApplied  = regexp.MustCompile(`(applied index:? )\d+`)
+	reApplied  = regexp.MustCompile(`((?:applied|commit) index:? |term )\d+`)
 	reDigest   = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
 	reTable    = regexp.MustCompile(`\S {2,}\S`)
 	// An APPLIED cell: a Raft index after a node's health.

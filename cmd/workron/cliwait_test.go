@@ -12,6 +12,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/syncbuf"
 )
 
 // TestCLIWaitTellsProgress follows `submit --wait` through a failed first
@@ -36,7 +37,7 @@ func TestCLIWaitTellsProgress(t *testing.T) {
 		return res.Jobs[0], true
 	}
 
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"submit", "--server", c.URL(follower), "--wait", "--max-attempts", "2", "--backoff", "1s,1s,0", "--", "work"}, &stdout, &stderr)

@@ -5,31 +5,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/syncbuf"
 )
-
-// syncBuffer is a bytes.Buffer that a command writes to while the test
-// reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestDevStartsQuietly starts `workron dev` and requires a clean start to
 // log no warning of ours (no 503 of the worker's registration while the
@@ -38,7 +19,7 @@ func (s *syncBuffer) String() string {
 func TestDevStartsQuietly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var stdout, stderr syncBuffer
+	var stdout, stderr syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
 		done <- run(ctx, []string{"dev", "--http", "127.0.0.1:0", "--data", t.TempDir(), "--concurrency", "1"}, &stdout, &stderr)

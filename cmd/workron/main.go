@@ -33,7 +33,7 @@ Usage:
   workron schedules ls | get NAME | delete NAME | pause NAME | resume NAME | trigger NAME
   workron schedules create|update NAME --cron EXPR [--timezone TZ] [--overlap allow|skip|queue]
                     [--catchup none|one|all] [job flags] -- COMMAND...   (or --file SCHEDULE.json)
-  workron cluster status | join --id ID --raft ADDR --http URL | remove ID
+  workron cluster status | health [--ready] | join --id ID --raft ADDR --http URL | remove ID
   workron digest                           the answering node's state digest
   workron backup FILE                      download a consistent copy of the state
   workron restore FILE                     replace the running cluster's state with a backup
