@@ -121,7 +121,10 @@ func mergeSchedule(cur wire.Schedule, body []byte) (wire.ScheduleRequest, []stri
 		req.Job.Command = "" // switching to a typed job drops the command
 	}
 	if req.Job.Command != "" && fields.Job["type"] == nil && fields.Job["command"] != nil {
-		req.Job.Type, req.Job.Payload = "", nil // and back
+		req.Job.Type = "" // and back
+	}
+	if req.Job.Type == "" || string(req.Job.Payload) == "null" {
+		req.Job.Payload = nil // a payload goes with a type; null clears it
 	}
 	return req, unknownFields(body, reflect.TypeFor[wire.ScheduleRequest](), ""), nil
 }

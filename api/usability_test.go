@@ -97,6 +97,24 @@ func TestScheduleUpdateChangesOnlyWhatItNames(t *testing.T) {
 	case len(sc.Job.Env) != 1 || sc.Job.Env["C"] != "3":
 		t.Errorf("env named in the update: got %v, want it replaced whole by {C:3}", sc.Job.Env)
 	}
+	// Fields named empty are cleared: env {}, queue "", timeout "",
+	// max_attempts null (back to the default).
+	sc = wire.Schedule{} // a reply decodes into a fresh value (json merges maps)
+	if code, werr := env.do(http.MethodPut, "/schedules/nightly", `{"job":{"env":{},"queue":"","timeout":"","max_attempts":null,"payload":null}}`, &sc); code != http.StatusOK {
+		t.Fatalf("clearing update: %d %+v", code, werr)
+	}
+	if len(sc.Job.Env) != 0 || sc.Job.Queue != "default" || sc.Job.Timeout != "" || sc.Job.Command != "backup" || sc.Job.Priority != 4 {
+		t.Errorf("clearing update: job %+v, want env, queue and timeout cleared, command and priority kept", sc.Job)
+	}
+	// Switching to a typed job drops the command, and back.
+	sc = wire.Schedule{}
+	if code, werr := env.do(http.MethodPut, "/schedules/nightly", `{"job":{"type":"report","payload":{"n":1}}}`, &sc); code != http.StatusOK || sc.Job.Command != "" || sc.Job.Type != "report" {
+		t.Fatalf("to a typed job: %d %+v %+v", code, werr, sc.Job)
+	}
+	sc = wire.Schedule{}
+	if code, werr := env.do(http.MethodPut, "/schedules/nightly", `{"job":{"command":"backup"}}`, &sc); code != http.StatusOK || sc.Job.Type != "" || sc.Job.Payload != nil {
+		t.Fatalf("back to a command: %d %+v %+v", code, werr, sc.Job)
+	}
 	// An empty body changes nothing; paused:false resumes.
 	if code, _ := env.do(http.MethodPut, "/schedules/nightly", `{"paused":false}`, &sc); code != http.StatusOK || sc.Paused || sc.Cron != "0 3 * * *" {
 		t.Errorf("paused:false: %d, paused %v, cron %q", code, sc.Paused, sc.Cron)
