@@ -31,8 +31,8 @@ func TestWorkerFlagsFillTheConfig(t *testing.T) {
 }
 
 // TestWorkerDefaults: --cpu-millis fills the offer, and with no --server
-// nor WORKRON_SERVER the worker tries the dev node and then the local
-// cluster's nodes, like the client verbs.
+// nor WORKRON_SERVER the worker and the client verbs try the dev node and
+// then the local cluster's nodes (scripts/cluster.sh).
 func TestWorkerDefaults(t *testing.T) {
 	t.Setenv("WORKRON_SERVER", "")
 	fs := flag.NewFlagSet("worker", flag.ContinueOnError)
@@ -49,5 +49,10 @@ func TestWorkerDefaults(t *testing.T) {
 	want := []string{"http://127.0.0.1:7070", "http://127.0.0.1:7001", "http://127.0.0.1:7002", "http://127.0.0.1:7003"}
 	if !slices.Equal(cfg.Servers, want) {
 		t.Errorf("Servers = %q, want %q", cfg.Servers, want)
+	}
+	var cf cliFlags
+	cf.register(flag.NewFlagSet("jobs", flag.ContinueOnError))
+	if got := splitList(cf.server); !slices.Equal(got, want) {
+		t.Errorf("client verbs' servers = %q, want %q", got, want)
 	}
 }
