@@ -15,17 +15,50 @@ func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 	now := s.now()
 	oldest := s.state.OldestReady(now)
 	for _, q := range s.state.Queues() {
-		c := make(map[string]int, len(q.Counts))
-		for st, n := range q.Counts {
-			c[string(st)] = n
-		}
-		qi := wire.Queue{Name: q.Name, Paused: q.Paused, Counts: c}
-		if at, ok := oldest[q.Name]; ok {
-			qi.OldestPendingSeconds = max(time.Duration(now-at).Seconds(), 0)
-		}
-		out = append(out, qi)
+		out = append(out, queueWire(q, oldest, now))
 	}
 	writeJSON(w, http.StatusOK, wire.QueueList{Queues: out})
+}
+
+// handleGetQueue shows one queue (GET /queues/{name}); 404 for a queue no
+// job has used and none has paused.
+func (s *Server) handleGetQueue(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := validName("name", name); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q, ok := s.queue(name)
+	if !ok {
+		s.fail(w, r, refuse(wire.CodeNotFound, "queue %s: no job has used it", name))
+		return
+	}
+	writeJSON(w, http.StatusOK, q)
+}
+
+// queue is one queue as the API shows it, and whether it exists.
+func (s *Server) queue(name string) (wire.Queue, bool) {
+	now := s.now()
+	for _, q := range s.state.Queues() {
+		if q.Name == name {
+			return queueWire(q, s.state.OldestReady(now), now), true
+		}
+	}
+	return wire.Queue{Name: name, Counts: map[string]int{}}, false
+}
+
+// queueWire shows a queue's stats; counts is {} (never null) for a queue
+// with no jobs.
+func queueWire(q fsm.QueueStats, oldest map[string]int64, now int64) wire.Queue {
+	c := make(map[string]int, len(q.Counts))
+	for st, n := range q.Counts {
+		c[string(st)] = n
+	}
+	qi := wire.Queue{Name: q.Name, Paused: q.Paused, Counts: c}
+	if at, ok := oldest[q.Name]; ok {
+		qi.OldestPendingSeconds = max(time.Duration(now-at).Seconds(), 0)
+	}
+	return qi
 }
 
 // handlePause and handleResume stop and restart claims from a queue
@@ -49,5 +82,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, paused bool) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.Queue{Name: name, Paused: paused})
+	q, _ := s.queue(name)
+	q.Paused = paused
+	writeJSON(w, http.StatusOK, q)
 }

@@ -122,6 +122,9 @@ type Job struct {
 	// asks (computed when read), e.g. "needs 40960 MB VRAM; largest worker
 	// has 24576".
 	Unschedulable string `json:"unschedulable,omitempty"`
+	// Warnings, in the reply of a submission only, name what the server
+	// ignored in the request, e.g. `unknown field "priorty"`.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // GangSubmitResponse is the reply of POST /jobs with a gang_size: the gang
@@ -129,6 +132,8 @@ type Job struct {
 type GangSubmitResponse struct {
 	GangID string   `json:"gang_id"`
 	Tasks  []string `json:"tasks"`
+	// Warnings name what the server ignored in the request (see Job).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Gang is the reply of GET /gangs/{id}. Epoch counts its reservations and
@@ -173,6 +178,9 @@ type Attempt struct {
 type JobList struct {
 	Jobs       []Job  `json:"jobs"`
 	NextCursor string `json:"next_cursor,omitempty"`
+	// Warnings, in the reply of POST /jobs/batch only, name what the
+	// server ignored in the request, e.g. `unknown field "jobs[1].priorty"`.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // MaxQueues is the most queues a claim or a registered worker may name, and
