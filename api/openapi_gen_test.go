@@ -114,6 +114,8 @@ var apiOps = []apiOp{
 		replies: map[int]apiContent{200: replyJSON(wire.WorkerList{})}},
 	{pattern: "GET /queues", summary: "Queues with their counts", query: []apiParam{oaStale},
 		replies: map[int]apiContent{200: replyJSON(wire.QueueList{})}},
+	{pattern: "GET /queues/{name}", summary: "One queue with its counts (404 for a queue that holds no job and was never paused)", query: []apiParam{oaStale},
+		replies: map[int]apiContent{200: replyJSON(wire.Queue{})}},
 	{pattern: "POST /queues/{name}/pause", summary: "Stop claims from a queue",
 		replies: map[int]apiContent{200: replyJSON(wire.Queue{})}},
 	{pattern: "POST /queues/{name}/resume", summary: "Restart claims from a queue",

@@ -66,6 +66,7 @@ func TestOpenAPIScenario(t *testing.T) {
 
 	call(200, "GET", "/workers", nil, nil)
 	call(200, "GET", "/queues", nil, nil)
+	call(200, "GET", "/queues/q", nil, nil)
 	call(200, "POST", "/queues/q/pause", nil, nil)
 	call(200, "POST", "/queues/q/resume", nil, nil)
 
