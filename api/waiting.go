@@ -87,7 +87,7 @@ func (v *waitView) waiting(j *store.Job) (code, reason string) {
 	if j.GangID != "" {
 		return wire.WaitGang, fmt.Sprintf("gang of %d waits until %d fitting workers are free at once", j.GangSize, j.GangSize)
 	}
-	return wire.WaitWorker, fmt.Sprintf("ready; waits for one of %d active workers serving queue %s to take it", len(serving), j.Queue)
+	return wire.WaitWorker, fmt.Sprintf("ready; waits for a worker of queue %s to take it (active workers serving it: %d)", j.Queue, len(serving))
 }
 
 // serving lists the active workers that serve queue q; a worker that named

@@ -56,7 +56,7 @@ func TestWaitingSaysWhy(t *testing.T) {
 		}
 	})
 	t.Run("Ready", func(t *testing.T) {
-		want(submit(`{"command":"true"}`), wire.WaitWorker, "ready; waits for one of 1 active workers serving queue default to take it")
+		want(submit(`{"command":"true"}`), wire.WaitWorker, "ready; waits for a worker of queue default to take it (active workers serving it: 1)")
 	})
 	t.Run("Delay", func(t *testing.T) {
 		at := start.Add(time.Hour).Format(time.RFC3339)
