@@ -76,6 +76,7 @@ var routeRoles = map[string]Role{
 	"POST /workers/register":         RoleWorker,
 	"POST /workers/{id}/heartbeat":   RoleWorker,
 	"POST /queues/{name}/pause":      RoleAdmin,
+	"DELETE /workers/{id}":           RoleAdmin,
 	"POST /queues/{name}/resume":     RoleAdmin,
 	"POST /cluster/join":             RoleAdmin,
 	"DELETE /cluster/nodes/{id}":     RoleAdmin,

@@ -36,6 +36,13 @@ func toWire(j *store.Job, now int64) wire.Job {
 	if j.Status == store.StatusPending && j.RunAt > now {
 		out.Status = wire.StatusScheduled
 	}
+	if j.Status == store.StatusPending || j.Status == store.StatusBlocked {
+		// Waiting again after an attempt (a retry, a lost lease): the
+		// store keeps the last attempt's worker and outcome (the FSM's
+		// records stay as every version writes them), but they are not
+		// current; attempt_history shows them.
+		out.WorkerID, out.ExitCode, out.Output, out.LastError = "", nil, "", ""
+	}
 	if j.Timeout > 0 {
 		out.Timeout = time.Duration(j.Timeout).String()
 	}

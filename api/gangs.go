@@ -63,6 +63,7 @@ func (s *Server) handleGetGang(w http.ResponseWriter, r *http.Request) {
 		Workers: g.Workers, Queue: g.Queue, Priority: g.Priority, Tags: g.Tags, LastError: g.LastError,
 		ReservedAt: optTime(g.ReservedAt), DrainStarted: optTime(g.DrainAt), Jobs: toWireList(jobs, now),
 	}
+	s.explainAll(out.Jobs, jobs)
 	if !g.Resources.IsZero() {
 		out.Resources = resourcesWire(g.Resources)
 	}
@@ -126,7 +127,7 @@ func (s *Server) handlePreempted(w http.ResponseWriter, r *http.Request) {
 
 // unschedulable says why no active worker could ever run a waiting job as
 // it asks, or "" when one could (or the job is not waiting to be placed).
-func (s *Server) unschedulable(j *store.Job) string {
+func (v *waitView) unschedulable(j *store.Job) string {
 	if j.Resources.IsZero() && len(j.Tags) == 0 {
 		return ""
 	}
@@ -138,7 +139,7 @@ func (s *Server) unschedulable(j *store.Job) string {
 	default:
 		return ""
 	}
-	return unschedulableReason(j.Resources, j.Tags, n, s.activeWorkers(s.cfg.Now()))
+	return unschedulableReason(j.Resources, j.Tags, n, v.workers)
 }
 
 // unschedulableReason compares what n tasks ask for with what the workers
@@ -186,6 +187,8 @@ func unschedulableReason(need store.Resources, tags []string, n int, workers []*
 		return fmt.Sprintf("needs tags %s; no active worker has them all", strings.Join(tags, ","))
 	case fit == 0:
 		return "needs " + describeNeeds(need, tags) + "; no active worker has all of it"
+	case fit < n && describeNeeds(need, tags) == "":
+		return fmt.Sprintf("gang of %d needs %d distinct active workers; %d are active", n, n, fit)
 	case fit < n:
 		return fmt.Sprintf("gang of %d needs %d workers with %s; %d active workers have it", n, n, describeNeeds(need, tags), fit)
 	}

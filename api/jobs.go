@@ -220,7 +220,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := toWire(j, s.now())
-	out.Unschedulable = s.unschedulable(j)
+	s.waitView().explain(&out, j)
 	writeJSON(w, http.StatusOK, out)
 }
 
@@ -257,6 +257,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := wire.JobList{Jobs: toWireList(jobs, now)}
+	s.explainAll(out.Jobs, jobs)
 	if next != 0 {
 		out.NextCursor = strconv.FormatUint(next, 10)
 	}

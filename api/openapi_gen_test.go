@@ -112,6 +112,8 @@ var apiOps = []apiOp{
 		replies: map[int]apiContent{200: replyJSON(wire.WorkerHeartbeatResponse{})}},
 	{pattern: "GET /workers", summary: "Workers", query: []apiParam{oaStale},
 		replies: map[int]apiContent{200: replyJSON(wire.WorkerList{})}},
+	{pattern: "DELETE /workers/{id}", summary: "Forget an offline worker (409 while it counts as active or holds work)",
+		replies: map[int]apiContent{204: noBody}},
 	{pattern: "GET /queues", summary: "Queues with their counts", query: []apiParam{oaStale},
 		replies: map[int]apiContent{200: replyJSON(wire.QueueList{})}},
 	{pattern: "GET /queues/{name}", summary: "One queue with its counts (404 for a queue that holds no job and was never paused)", query: []apiParam{oaStale},

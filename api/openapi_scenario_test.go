@@ -65,6 +65,7 @@ func TestOpenAPIScenario(t *testing.T) {
 	call(0, "POST", "/jobs/"+gang.Tasks[0]+"/preempted?epoch=1", nil, nil)
 
 	call(200, "GET", "/workers", nil, nil)
+	call(409, "DELETE", "/workers/w1", nil, nil) // active: refused
 	call(200, "GET", "/queues", nil, nil)
 	call(200, "GET", "/queues/q", nil, nil)
 	call(200, "POST", "/queues/q/pause", nil, nil)

@@ -2,7 +2,6 @@ package api
 
 import (
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -62,7 +61,8 @@ func queueWire(q fsm.QueueStats, oldest map[string]int64, now int64) wire.Queue 
 }
 
 // handlePause and handleResume stop and restart claims from a queue
-// (POST /queues/{name}/pause, /resume).
+// (POST /queues/{name}/pause, /resume). A queue may be paused before any
+// job uses it; GET /queues then lists it, paused, with no counts.
 func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) { s.pause(w, r, true) }
 
 func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) { s.pause(w, r, false) }
@@ -71,11 +71,6 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, paused bool) {
 	name := r.PathValue("name")
 	if err := validName("name", name); err != nil {
 		s.fail(w, r, err)
-		return
-	}
-	known := slices.ContainsFunc(s.state.Queues(), func(q fsm.QueueStats) bool { return q.Name == name })
-	if !known && paused {
-		s.fail(w, r, &badRequest{field: "name", reason: "unknown queue " + name})
 		return
 	}
 	if _, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpPauseQueue, Queue: &fsm.PauseQueue{Name: name, Paused: paused}}); err != nil {

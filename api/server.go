@@ -263,6 +263,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /workers/register", w(s.handleRegister))
 	s.mux.HandleFunc("POST /workers/{id}/heartbeat", w(s.handleWorkerHeartbeat))
 	s.mux.HandleFunc("GET /workers", r(s.handleWorkers))
+	s.mux.HandleFunc("DELETE /workers/{id}", w(s.handleDeleteWorker))
 	s.mux.HandleFunc("GET /queues", r(s.handleQueues))
 	s.mux.HandleFunc("GET /queues/{name}", r(s.handleGetQueue))
 	s.mux.HandleFunc("POST /queues/{name}/pause", w(s.handlePause))

@@ -23,6 +23,7 @@ func TestUnschedulableReason(t *testing.T) {
 		{"NoSuchTag", store.Resources{}, []string{"tpu"}, 1, "needs tags tpu; no active worker has them all"},
 		{"NoWorkerHasAllOfIt", store.Resources{VRAMMB: 20000}, []string{"a100"}, 1, "needs 20000 MB VRAM, tags a100; no active worker has all of it"},
 		{"GangTooWide", store.Resources{VRAMMB: 8000}, []string{"gpu"}, 3, "gang of 3 needs 3 workers with 8000 MB VRAM, tags gpu; 2 active workers have it"},
+		{"GangWiderThanTheActiveWorkers", store.Resources{}, nil, 4, "gang of 4 needs 4 distinct active workers; 3 are active"},
 		{"Fits", store.Resources{VRAMMB: 8000}, []string{"gpu"}, 2, ""},
 	}
 	for _, c := range cases {

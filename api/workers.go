@@ -2,8 +2,10 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -92,6 +94,39 @@ func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request) {
 		out.Workers = append(out.Workers, s.workerWire(wk, running[wk.ID]))
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// handleDeleteWorker forgets a worker (DELETE /workers/{id}): 204, and GET
+// /workers no longer lists it. Only a worker this node (the leader) counts
+// as offline, holding no lease or gang reservation, may be forgotten; 409
+// otherwise, 404 for an unknown worker. A forgotten worker that comes back
+// registers again as a new one.
+func (s *Server) handleDeleteWorker(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	workers, err := s.state.Workers()
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	i := slices.IndexFunc(workers, func(wk *store.Worker) bool { return wk.ID == id })
+	if i < 0 {
+		s.fail(w, r, fmt.Errorf("worker %s: %w", id, fsm.ErrWorkerNotFound))
+		return
+	}
+	wk := workers[i]
+	if s.active(wk, s.cfg.Now()) {
+		s.fail(w, r, fmt.Errorf("worker %s is active (last heard from %s); stop it first, or wait until it counts as offline: %w",
+			id, s.lastSeen(wk).UTC().Format(time.RFC3339), fsm.ErrConflict))
+		return
+	}
+	cmd := fsm.Cmd{Op: fsm.OpForgetWorker, ForgetWorker: &fsm.ForgetWorker{WorkerID: id, SeenAt: wk.LastHeartbeat}}
+	if _, err := s.propose(r.Context(), cmd); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.lastPoll.Delete(id)
+	s.logger.Info("worker forgotten", "worker", id, "request_id", requestID(r.Context()))
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // workerWire shows a worker, active unless silent for WorkerOfflineAfter.

@@ -36,6 +36,7 @@ const (
 	OpWorkerOffline   Op = "worker_offline"
 	OpPreempted       Op = "preempted"
 	OpCheckpoint      Op = "checkpoint"
+	OpForgetWorker    Op = "forget_worker" // protocol 2, see opProtocol
 )
 
 // Entry is what one Raft log entry carries: the leader's clock reading,
@@ -70,6 +71,7 @@ type Cmd struct {
 	WorkerOffline   *WorkerOffline   `json:"offline,omitempty"`
 	Preempted       *Preempted       `json:"preempted,omitempty"`
 	Checkpoint      *Checkpoint      `json:"ckpt,omitempty"`
+	ForgetWorker    *ForgetWorker    `json:"forget,omitempty"`
 }
 
 // Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
@@ -273,6 +275,8 @@ func (c *Cmd) valid() bool {
 		return c.Preempted != nil
 	case OpCheckpoint:
 		return c.Checkpoint != nil
+	case OpForgetWorker:
+		return c.ForgetWorker != nil
 	}
 	return false
 }
@@ -331,4 +335,15 @@ type Checkpoint struct {
 	Epoch uint64 `json:"epoch"`
 	Data  []byte `json:"data"`
 	Token string `json:"token,omitempty"` // the caller's token name (ProtocolFence)
+}
+
+// ForgetWorker removes a worker's record, for a worker gone for good (DELETE
+// /workers/{id}, or the leader's pass over long-silent workers). It applies
+// only if the worker was not heard from after SeenAt (its last heartbeat as
+// the proposer saw it) and holds no lease or reservation; otherwise it is
+// ErrConflict, and an unknown worker ErrWorkerNotFound. A forgotten worker
+// that comes back registers (or claims) as a new one.
+type ForgetWorker struct {
+	WorkerID string `json:"worker"`
+	SeenAt   int64  `json:"seen"`
 }

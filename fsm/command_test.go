@@ -51,6 +51,7 @@ func everyOp() []fsm.Cmd {
 		{Op: fsm.OpWorkerOffline, WorkerOffline: &fsm.WorkerOffline{WorkerID: "w", SeenAt: 99, Draw: 0.75}},
 		preempted("job-1", 5),
 		checkpoint("job-1", 5, []byte{0, 1, 2, 255}),
+		forget("w", 99),
 	}
 }
 

@@ -21,7 +21,7 @@
 //	resources and what a worker has free   resources.go
 //	in-memory indexes (ready, leases)      index.go
 //	retention (expiry and delete)          retention.go
-//	workers (register, tokens, offline)    worker.go
+//	workers (register, offline, forget)    worker.go
 //	key and size limits of a command       limits.go
 //	command types, encoding, decoding      command.go, encoding.go, decode.go
 //	protocol versions of ops               protocol.go

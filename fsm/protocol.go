@@ -16,6 +16,7 @@ package fsm
 // listed needs protocol 1. Append only: an op's protocol never changes.
 var opProtocol = map[Op]int{
 	OpRetryDependents: 2,
+	OpForgetWorker:    2,
 }
 
 // protocol is the least protocol a node needs to apply op.

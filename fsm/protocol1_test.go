@@ -23,6 +23,9 @@ func TestProtocol1Binary(t *testing.T) {
 	if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{retryDeps("job-1")}}); err == nil {
 		t.Error("Encode wrote retry_deps")
 	}
+	if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{forget("w", 1)}}); err == nil {
+		t.Error("Encode wrote forget_worker")
+	}
 	fenced := fsm.Cmd{Op: fsm.OpReport, Report: &fsm.Report{JobID: "job-1", Success: true, Token: "fleet"}}
 	if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{fenced}}); err == nil {
 		t.Error("Encode wrote a report with a token (a field of ProtocolFence)")

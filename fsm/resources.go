@@ -82,6 +82,10 @@ func (g *gangIndex) setWorker(w *store.Worker) {
 	g.offers[w.ID] = offer{res: w.Capacity(), tags: slices.Clone(w.Tags)}
 }
 
+// forgetWorker drops the offer of a worker that holds nothing (see
+// applier.forgetWorker), as a rebuild from the store would.
+func (g *gangIndex) forgetWorker(id string) { delete(g.offers, id) }
+
 func (g *gangIndex) setGang(gg *store.Gang) {
 	if gg.Status.Finished() {
 		delete(g.open, gg.ID)

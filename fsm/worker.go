@@ -124,3 +124,22 @@ func (a *applier) workerOffline(o *WorkerOffline) Result {
 	}
 	return r
 }
+
+// forgetWorker removes a worker's record (see ForgetWorker): only one that
+// was not heard from after SeenAt and holds no lease or reservation.
+func (a *applier) forgetWorker(f *ForgetWorker) Result {
+	w, err := a.tx.Worker(f.WorkerID)
+	if errors.Is(err, store.ErrNotFound) {
+		return Result{Err: fmt.Errorf("worker %s: %w", f.WorkerID, ErrWorkerNotFound)}
+	}
+	a.must(err)
+	switch {
+	case w.LastHeartbeat > f.SeenAt:
+		return Result{Err: fmt.Errorf("worker %s was heard from after %d: %w", w.ID, f.SeenAt, ErrConflict)}
+	case len(a.f.idx.workerJobs(w.ID)) > 0 || len(a.f.idx.reservedFor(w.ID)) > 0:
+		return Result{Err: fmt.Errorf("worker %s holds leases or gang reservations: %w", w.ID, ErrConflict)}
+	}
+	a.must(a.tx.DeleteWorker(w.ID))
+	a.f.idx.gx.forgetWorker(w.ID)
+	return Result{Worker: w}
+}

@@ -58,6 +58,11 @@ func (t *Tx) PutWorker(w *Worker, index uint64) error {
 	return t.tx.Bucket(bucketWorkers).Put([]byte(w.ID), v)
 }
 
+// DeleteWorker removes a worker's record; removing none is no error.
+func (t *Tx) DeleteWorker(id string) error {
+	return t.tx.Bucket(bucketWorkers).Delete([]byte(id))
+}
+
 // ForEachWorker calls fn for each worker in id order.
 func (t *Tx) ForEachWorker(fn func(*Worker) error) error {
 	return t.tx.Bucket(bucketWorkers).ForEach(func(k, v []byte) error {

@@ -114,6 +114,18 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.screenshot("dashboard-gang.png")
 	})
 
+	t.Run("WaitingJobsSayWhy", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/jobs"))
+		b.waitFor("the blocked job's row names its dependency", fmt.Sprintf(
+			`document.querySelector('tr[data-job-id=%q] [data-test="row-waiting"]')?.dataset.code === "dependency"`, jobs.publish))
+		b.do(chromedp.Navigate(dash + "#/jobs/" + jobs.publish))
+		b.waitFor("the job page says what it waits for", fmt.Sprintf(
+			`(document.querySelector('[data-test="waiting"]')?.textContent || "").includes(%q)`, jobs.train))
+		b.do(chromedp.Navigate(dash + "#/jobs/" + jobs.gang[0]))
+		b.waitFor("the gang task says no worker fits it", `document.querySelector('[data-test="waiting"]')?.dataset.code === "resources"`)
+	})
+
 	t.Run("QueuesPauseAndResume", func(t *testing.T) {
 		b.t = t
 		b.do(chromedp.Navigate(dash + "#/queues"))

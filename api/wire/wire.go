@@ -122,10 +122,28 @@ type Job struct {
 	// asks (computed when read), e.g. "needs 40960 MB VRAM; largest worker
 	// has 24576".
 	Unschedulable string `json:"unschedulable,omitempty"`
+	// Waiting says, for a job that is neither running nor finished, why
+	// it waits, and WaitingCode which reason that is (one of the Wait*
+	// codes), e.g. "no_worker" and "no active worker serves queue emails".
+	// Computed when read, in GET /jobs, GET /jobs/{id} and GET /gangs/{id}.
+	Waiting     string `json:"waiting,omitempty"`
+	WaitingCode string `json:"waiting_code,omitempty"`
 	// Warnings, in the reply of a submission only, name what the server
 	// ignored in the request, e.g. `unknown field "priorty"`.
 	Warnings []string `json:"warnings,omitempty"`
 }
+
+// The codes of Job.WaitingCode: why a job that is not running waits.
+const (
+	WaitDependency = "dependency" // a job it depends on, or the previous run of its schedule, has not ended
+	WaitPaused     = "paused"     // its queue is paused
+	WaitNoWorker   = "no_worker"  // no active worker serves its queue
+	WaitResources  = "resources"  // no active worker of its queue offers its resources or tags (or enough for its gang)
+	WaitDelay      = "delay"      // its run_at is ahead: submitted for later, or a retry's backoff
+	WaitGang       = "gang"       // its gang waits for enough free workers at once
+	WaitClaim      = "claim"      // its gang is placed; its worker has not claimed it yet
+	WaitWorker     = "worker"     // ready: waits for a worker of its queue to take it
+)
 
 // GangSubmitResponse is the reply of POST /jobs with a gang_size: the gang
 // and its tasks' job ids by index.

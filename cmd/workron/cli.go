@@ -303,13 +303,13 @@ func (c *cli) print(v any, table func()) error {
 
 func (c *cli) printJobs(list *wire.JobList) {
 	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tQUEUE\tPRIO\tATTEMPTS\tCREATED\tCOMMAND")
+	fmt.Fprintln(tw, "ID\tSTATUS\tWAITING\tQUEUE\tPRIO\tATTEMPTS\tCREATED\tCOMMAND")
 	for _, j := range list.Jobs {
 		cmd := j.Command
 		if cmd == "" {
 			cmd = "type:" + j.Type
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", j.ID, j.Status, j.Queue, j.Priority, j.Attempts, j.MaxAttempts,
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d/%d\t%s\t%s\n", j.ID, j.Status, cmp.Or(j.WaitingCode, "-"), j.Queue, j.Priority, j.Attempts, j.MaxAttempts,
 			j.CreatedAt.Local().Format(time.DateTime), truncate(cmd, 50))
 	}
 	tw.Flush()
@@ -327,6 +327,7 @@ func (c *cli) printJob(j *wire.Job) {
 	}
 	row("id", j.ID)
 	row("status", j.Status)
+	row("waiting", j.Waiting)
 	row("command", j.Command)
 	row("type", j.Type)
 	row("queue", j.Queue)
@@ -358,19 +359,38 @@ func truncate(s string, n int) string {
 	return s[:n-3] + "..."
 }
 
-// workers lists the workers (`workron workers`).
+// workers lists the workers (`workron workers`), or forgets an offline
+// one (`workron workers rm ID`).
 func (c *cli) workers(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	if _, err := parse(fs, args); err != nil {
+	pos, err := parse(fs, args)
+	if err != nil {
 		return err
+	}
+	remove := len(pos) == 2 && pos[0] == "rm"
+	if len(pos) > 0 && !remove && (len(pos) != 1 || (pos[0] != "ls" && pos[0] != "list")) {
+		return errors.New("workers: give ls or rm ID")
 	}
 	if err := c.connect(); err != nil {
 		return err
+	}
+	if remove {
+		return c.removeWorker(ctx, pos[1])
 	}
 	ws, err := c.client.Workers(ctx)
 	if err != nil {
 		return err
 	}
 	return c.print(wire.WorkerList{Workers: ws}, func() { c.printWorkers(ws) })
+}
+
+// removeWorker forgets an offline worker that holds nothing (`workron
+// workers rm ID`; the admin role).
+func (c *cli) removeWorker(ctx context.Context, id string) error {
+	if err := c.client.DeleteWorker(ctx, id); err != nil {
+		return err
+	}
+	fmt.Fprintf(c.out, "removed worker %s\n", id)
+	return nil
 }
 
 func (c *cli) printWorkers(ws []wire.Worker) {

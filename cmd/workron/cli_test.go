@@ -93,6 +93,7 @@ func TestCLIGolden(t *testing.T) {
 
 	s.note("Workers, queues and the cluster.")
 	s.run(0, "workers")
+	s.run(0, "queues", "pause", "later") // no job uses it yet
 	s.run(0, "queues")
 	s.run(0, "cluster", "status")
 	s.run(0, "cluster", "join", "--id", "n4", "--raft", "127.0.0.1:1", "--http", "http://127.0.0.1:1")
@@ -151,7 +152,9 @@ func TestCLIGolden(t *testing.T) {
 	s.run(1, "submit", "--type", "resize", "--payload", "{nope")
 	s.run(1, "queues", "-o", "yaml")
 	s.run(1, "cluster", "remove", "n9")
-	s.run(1, "queues", "pause", "nope")
+	s.run(1, "queues", "pause", "bad name")
+	s.run(1, "workers", "rm", "w1") // active
+	s.run(1, "workers", "rm")
 	s.run(1, "schedules", "get", "nope")
 	s.run(1, "schedules", "create", "bad", "--cron", "every day", "--", "true")
 	s.run(1, "workers", "--server", "http://127.0.0.1:1")

@@ -10,12 +10,13 @@ import (
 
 // gangFlags are the `workron server` flags of worker liveness and gangs.
 type gangFlags struct {
-	offlineAfter, reserveTimeout, drainTimeout, admissionInterval time.Duration
+	offlineAfter, reserveTimeout, drainTimeout, admissionInterval, forgetAfter time.Duration
 }
 
 func (f *gangFlags) register(fs *flag.FlagSet) {
 	def := leader.DefaultAdmissionConfig()
 	fs.DurationVar(&f.offlineAfter, "worker-offline-after", 0, "how long a silent worker counts as active; then its leases and reservations are ended (default 3 lease TTLs)")
+	fs.DurationVar(&f.forgetAfter, "forget-workers-after", def.ForgetWorkersAfter, "how long a silent worker holding no job stays listed before the leader forgets it (0: never)")
 	fs.DurationVar(&f.reserveTimeout, "reserve-timeout", def.ReserveTimeout, "how long a gang's reservation waits for its workers to claim their tasks before it rolls back")
 	fs.DurationVar(&f.drainTimeout, "drain-timeout", def.DrainTimeout, "how long a draining gang waits for preempted tasks to be acknowledged before it force-drains them")
 	fs.DurationVar(&f.admissionInterval, "admission-interval", def.Interval, "how often the leader places waiting gangs and checks their timeouts")
@@ -25,4 +26,5 @@ func (f *gangFlags) configure(nc *wnode.Config) {
 	nc.API.WorkerOfflineAfter = f.offlineAfter
 	a := &nc.Leader.Admission
 	a.ReserveTimeout, a.DrainTimeout, a.Interval = f.reserveTimeout, f.drainTimeout, f.admissionInterval
+	a.ForgetWorkersAfter = f.forgetAfter
 }

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	wnode "github.com/workron/workron/internal/node"
 	"github.com/workron/workron/internal/poll"
 	"github.com/workron/workron/internal/syncbuf"
 	"github.com/workron/workron/internal/testcert"
@@ -391,6 +392,7 @@ func TestServerFlagsAreChecked(t *testing.T) {
 		{"--drain-timeout", "0"},
 		{"--admission-interval", "-1s"},
 		{"--worker-offline-after", "-1s"},
+		{"--forget-workers-after", "-1s"},
 		{"--snapshot-threshold", "0"},
 		{"--raft-trailing-logs", "0"},
 		{"--raft-snapshot-interval", "0"},
@@ -540,5 +542,23 @@ func TestSIGHUPReloadsTokensAndCertificate(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), tokNew) || strings.Contains(logs.String(), tokOld) {
 		t.Error("a token was logged")
+	}
+}
+
+// TestForgetWorkersAfterReachesTheLeader: the flag sets the leader's
+// admission config; its default is the documented 24h.
+func TestForgetWorkersAfterReachesTheLeader(t *testing.T) {
+	for args, want := range map[string]time.Duration{"": 24 * time.Hour, "--forget-workers-after=90m": 90 * time.Minute, "--forget-workers-after=0": 0} {
+		fs := flag.NewFlagSet("server", flag.ContinueOnError)
+		var f serverFlags
+		f.register(fs)
+		if err := fs.Parse(strings.Fields(args)); err != nil {
+			t.Fatal(err)
+		}
+		var nc wnode.Config
+		f.gang.configure(&nc)
+		if got := nc.Leader.Admission.ForgetWorkersAfter; got != want {
+			t.Errorf("%q: ForgetWorkersAfter = %s, want %s", args, got, want)
+		}
 	}
 }

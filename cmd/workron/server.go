@@ -100,6 +100,9 @@ func (f *serverFlags) check() error {
 	if f.gang.offlineAfter < 0 {
 		return fmt.Errorf("--worker-offline-after must not be negative (0 means 3 lease TTLs), got %s", f.gang.offlineAfter)
 	}
+	if f.gang.forgetAfter < 0 {
+		return fmt.Errorf("--forget-workers-after must not be negative (0 never forgets), got %s", f.gang.forgetAfter)
+	}
 	for _, c := range []struct {
 		name string
 		v    uint64

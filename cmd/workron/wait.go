@@ -123,8 +123,10 @@ func progress(j *wire.Job) string {
 	case wire.StatusPending, wire.StatusScheduled:
 		if j.Attempts > 0 {
 			fmt.Fprintf(&b, ", attempt %d of %d failed", j.Attempts, j.MaxAttempts)
-			if j.LastError != "" {
-				fmt.Fprintf(&b, " (%s)", j.LastError)
+			if n := len(j.AttemptHistory); n > 0 && j.AttemptHistory[n-1].Error != "" {
+				// A job waiting again shows no current error (the API keeps
+				// the last attempt's in its history).
+				fmt.Fprintf(&b, " (%s)", j.AttemptHistory[n-1].Error)
 			}
 		}
 		switch {
@@ -140,7 +142,12 @@ func progress(j *wire.Job) string {
 	default:
 		fmt.Fprintf(&b, " after %d of %d attempts", j.Attempts, j.MaxAttempts)
 	}
-	if j.Unschedulable != "" {
+	switch {
+	case j.WaitingCode == wire.WaitPaused || j.WaitingCode == wire.WaitNoWorker || j.WaitingCode == wire.WaitResources || j.WaitingCode == wire.WaitGang:
+		// What the status line does not say already: why a ready job is
+		// not being taken.
+		fmt.Fprintf(&b, ", waiting because %s", j.Waiting)
+	case j.Unschedulable != "":
 		fmt.Fprintf(&b, ", waiting because %s", j.Unschedulable)
 	}
 	return b.String()

@@ -28,6 +28,11 @@ type AdmissionConfig struct {
 	// any worker offline (Liveness decides which). Required; Leadership
 	// defaults it to 3 Reaper.LeaseTTLs, and the node sets it to the API's.
 	WorkerOfflineAfter time.Duration
+	// ForgetWorkersAfter is how long a worker may stay silent before the
+	// leader forgets it (removes its record, as DELETE /workers/{id} does),
+	// if it holds no lease or reservation then; never before it counts as
+	// offline (WorkerOfflineAfter). 0 never forgets. Defaults to 24h.
+	ForgetWorkersAfter time.Duration
 
 	// Proposer, State and Liveness are required.
 	Proposer Proposer
@@ -41,7 +46,7 @@ type AdmissionConfig struct {
 // DefaultAdmissionConfig returns the defaults of an AdmissionConfig's
 // timings (WorkerOfflineAfter has none of its own).
 func DefaultAdmissionConfig() AdmissionConfig {
-	return AdmissionConfig{Interval: time.Second, ReserveTimeout: 30 * time.Second, DrainTimeout: time.Minute}
+	return AdmissionConfig{Interval: time.Second, ReserveTimeout: 30 * time.Second, DrainTimeout: time.Minute, ForgetWorkersAfter: 24 * time.Hour}
 }
 
 // Validate names the first missing or out-of-bounds field.
@@ -57,6 +62,8 @@ func (c *AdmissionConfig) Validate() error {
 		return fmt.Errorf("leader: AdmissionConfig.DrainTimeout must be positive, got %s", c.DrainTimeout)
 	case c.WorkerOfflineAfter <= 0:
 		return fmt.Errorf("leader: AdmissionConfig.WorkerOfflineAfter must be positive, got %s", c.WorkerOfflineAfter)
+	case c.ForgetWorkersAfter < 0:
+		return fmt.Errorf("leader: AdmissionConfig.ForgetWorkersAfter must not be negative (0 never forgets), got %s", c.ForgetWorkersAfter)
 	}
 	return nil
 }
@@ -64,12 +71,13 @@ func (c *AdmissionConfig) Validate() error {
 // Admission is the leader's loop for gangs and workers. Each pass it rolls
 // back reservations not claimed within ReserveTimeout, force-drains drains
 // not acknowledged within DrainTimeout, declares offline the silent workers
-// that hold leases or reservations, and places waiting gangs on active
+// that hold leases or reservations, forgets the workers silent for
+// ForgetWorkersAfter that hold nothing, and places waiting gangs on active
 // workers. It decides (it reads the clock and knows which workers poll this
 // node) and only proposes: the FSM re-checks each command against the state
 // of the moment, and every command names the gang's epoch, so a decision
 // that came late changes nothing. A new leader waits one full timeout before
-// any of the first three, so workers and gangs whose news was lost to the
+// any of the first four, so workers and gangs whose news was lost to the
 // election are not punished for it. A pass with nothing to do proposes
 // nothing: an idle cluster stays idle.
 type Admission struct {
@@ -114,7 +122,9 @@ func (a *Admission) runOnce(ctx context.Context) int {
 	}
 	n := a.timeouts(ctx, gangs, now, led)
 	if led >= s.WorkerOfflineAfter {
-		n += a.offline(ctx, gangs, workers, now)
+		busy := holding(s.State.RunningByWorker(), gangs)
+		n += a.offline(ctx, busy, workers, now)
+		n += a.forget(ctx, busy, workers, now)
 	}
 	if n > 0 {
 		return n // the state moved: place on the next pass, from fresh reads
@@ -146,22 +156,30 @@ func (a *Admission) timeouts(ctx context.Context, gangs []store.Gang, now time.T
 	return n
 }
 
-// offline declares offline each silent worker that holds a lease or a
-// reservation; a silent worker that holds nothing costs nothing.
-func (a *Admission) offline(ctx context.Context, gangs []store.Gang, workers []*store.Worker, now time.Time) int {
-	s := a.cfg
-	running := s.State.RunningByWorker()
-	reserved := make(map[string]bool)
+// holding is the set of workers that hold a lease (running counts them)
+// or a gang's reservation.
+func holding(running map[string]int, gangs []store.Gang) map[string]bool {
+	out := make(map[string]bool, len(running))
+	for w, n := range running {
+		out[w] = n > 0
+	}
 	for _, g := range gangs {
 		if g.Status == store.GangReserved || g.Status == store.GangRunning {
 			for _, w := range g.Workers {
-				reserved[w] = true
+				out[w] = true
 			}
 		}
 	}
+	return out
+}
+
+// offline declares offline each silent worker that holds a lease or a
+// reservation (busy); a silent worker that holds nothing costs nothing.
+func (a *Admission) offline(ctx context.Context, busy map[string]bool, workers []*store.Worker, now time.Time) int {
+	s := a.cfg
 	n := 0
 	for _, w := range workers {
-		if s.Liveness.Active(w, now) || w.Offline() || (running[w.ID] == 0 && !reserved[w.ID]) {
+		if s.Liveness.Active(w, now) || w.Offline() || !busy[w.ID] {
 			continue
 		}
 		cmd := fsm.Cmd{Op: fsm.OpWorkerOffline, WorkerOffline: &fsm.WorkerOffline{WorkerID: w.ID, SeenAt: w.LastHeartbeat, Draw: draw()}}
@@ -171,6 +189,30 @@ func (a *Admission) offline(ctx context.Context, gangs []store.Gang, workers []*
 			continue
 		}
 		s.Logger.Warn("worker offline", "worker", w.ID, "last_seen", s.Liveness.LastSeen(w), "leases_ended", len(res.Jobs))
+		n++
+	}
+	return n
+}
+
+// forget forgets each worker silent for ForgetWorkersAfter that holds
+// nothing (busy): GET /workers stops listing it. The FSM re-checks both:
+// a worker heard from since, or holding a lease by then, is kept.
+func (a *Admission) forget(ctx context.Context, busy map[string]bool, workers []*store.Worker, now time.Time) int {
+	s := a.cfg
+	if s.ForgetWorkersAfter <= 0 {
+		return 0
+	}
+	n := 0
+	for _, w := range workers {
+		if busy[w.ID] || s.Liveness.Active(w, now) || now.Sub(s.Liveness.LastSeen(w)) < s.ForgetWorkersAfter {
+			continue
+		}
+		cmd := fsm.Cmd{Op: fsm.OpForgetWorker, ForgetWorker: &fsm.ForgetWorker{WorkerID: w.ID, SeenAt: w.LastHeartbeat}}
+		if _, err := propose(ctx, s.Proposer, cmd); err != nil {
+			s.Logger.Debug("admission: forget not applied", "worker", w.ID, "err", err)
+			continue
+		}
+		s.Logger.Info("worker forgotten", "worker", w.ID, "last_seen", s.Liveness.LastSeen(w), "after", s.ForgetWorkersAfter)
 		n++
 	}
 	return n

@@ -42,8 +42,17 @@ func TestWholeAPI(t *testing.T) {
 		if q, err := cl.ResumeQueue(ctx, "q1"); err != nil || q.Paused {
 			t.Fatalf("ResumeQueue = %+v, %v", q, err)
 		}
-		if _, err := cl.PauseQueue(ctx, "nope"); !errors.Is(err, client.ErrInvalid) {
-			t.Fatalf("PauseQueue(nope) = %v, want ErrInvalid", err)
+		if q, err := cl.PauseQueue(ctx, "unused"); err != nil || !q.Paused {
+			t.Fatalf("PauseQueue(unused) = %+v, %v; a queue may be paused before it is used", q, err)
+		}
+		if _, err := cl.PauseQueue(ctx, "bad name"); !errors.Is(err, client.ErrInvalid) {
+			t.Fatalf("PauseQueue(bad name) = %v, want ErrInvalid", err)
+		}
+		if err := cl.DeleteWorker(ctx, "w1"); !client.IsConflict(err) {
+			t.Fatalf("DeleteWorker(active w1) = %v, want a conflict", err)
+		}
+		if err := cl.DeleteWorker(ctx, "nope"); !client.IsNotFound(err) {
+			t.Fatalf("DeleteWorker(nope) = %v, want not found", err)
 		}
 	})
 

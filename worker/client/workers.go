@@ -36,6 +36,20 @@ func (c *Client) Workers(ctx context.Context) ([]wire.Worker, error) {
 	return out.Workers, nil
 }
 
+// DeleteWorker forgets a worker (DELETE /workers/{id}; the admin role):
+// one the cluster counts as offline that holds no lease or gang
+// reservation. An active or busy worker gives IsConflict, an unknown one
+// IsNotFound (also what a retry of a delete that was applied gets).
+func (c *Client) DeleteWorker(ctx context.Context, id string) error {
+	if id == "" {
+		return fmt.Errorf("delete worker: %w", ErrEmptyID)
+	}
+	if _, err := c.do(ctx, call{method: http.MethodDelete, path: "/workers/" + url.PathEscape(id)}); err != nil {
+		return fmt.Errorf("delete worker %s: %w", id, err)
+	}
+	return nil
+}
+
 // Next is the seed system's claim (GET /jobs/next?worker_id=W): one job
 // of queue (any when "") leased to workerID, waiting up to wait (0: the
 // server's default), or nil when none came (204). Its heartbeats and

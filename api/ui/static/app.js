@@ -500,7 +500,7 @@
     function jobRow(j) {
       return h('tr', { dataset: { jobId: j.id, status: j.status }, class: 'clickable', onclick: (e) => { if (!e.target.closest('a,button')) location.hash = `#/jobs/${encodeURIComponent(j.id)}`; } },
         h('td', null, jobLink(j.id)),
-        h('td', null, badge(j.status)),
+        h('td', null, badge(j.status), j.waiting && h('div', { class: 'muted small-note', title: j.waiting, dataset: { test: 'row-waiting', code: j.waiting_code } }, WAITING_LABELS[j.waiting_code] || j.waiting_code)),
         h('td', null, h('a', { href: `#/jobs?queue=${encodeURIComponent(j.queue)}` }, j.queue)),
         h('td', { class: 'cmd', title: jobTitle(j) }, h('code', null, jobTitle(j))),
         h('td', { class: 'num' }, `${j.attempts} / ${j.max_attempts}`),
@@ -581,6 +581,7 @@
       j.payload && ['Payload', h('code', { class: 'wrap' }, JSON.stringify(j.payload))],
       ['Priority', j.priority],
       ['Attempts', `${j.attempts} of ${j.max_attempts}`],
+      j.waiting && ['Waiting', h('span', { dataset: { test: 'waiting', code: j.waiting_code } }, j.waiting)],
       j.worker_id && ['Worker', h('span', { class: 'mono' }, j.worker_id)],
       j.lease && ['Lease', h('span', { class: 'mono' }, `${j.lease}`, j.lease_expires_at && h('span', { class: 'muted' }, ' expires ', when(j.lease_expires_at)))],
       ['Created', when(j.created_at)],
@@ -665,8 +666,23 @@
         h('td', { class: 'error-text' }, a.error || '')))));
   }
 
-  // waitingFor says why a job that has not run yet waits.
+  // WAITING_LABELS name the API's waiting codes in the jobs table; the
+  // row's title and the job page give the server's whole sentence.
+  const WAITING_LABELS = {
+    dependency: 'waits for dependencies',
+    paused: 'queue paused',
+    no_worker: 'no worker for its queue',
+    resources: 'no worker fits it',
+    delay: 'waits for its run time',
+    gang: 'gang waits for workers',
+    claim: 'waits for its worker',
+    worker: 'ready',
+  };
+
+  // waitingFor says why a job that has not run yet waits: the server's
+  // reason (waiting), or what its status says when the server gave none.
   function waitingFor(j) {
+    if (j.waiting) return `The job waits: ${j.waiting}.`;
     if (j.unschedulable) return `No worker can run it yet: ${j.unschedulable}.`;
     if (j.status === 'blocked') return j.gang_id ? 'The job waits for its gang to be placed on workers.' : 'The job waits for its dependencies.';
     if (j.status === 'scheduled') return `The job waits for its run time (${new Date(j.run_at).toLocaleString()}).`;

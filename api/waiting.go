@@ -1,0 +1,103 @@
+package api
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/store"
+)
+
+// waitView is what explaining why jobs wait reads, once per request: the
+// clock, the workers this node (the leader, for reads) counts as active,
+// and the paused queues.
+type waitView struct {
+	now     time.Time
+	workers []*store.Worker
+	paused  map[string]bool
+}
+
+func (s *Server) waitView() *waitView {
+	now := s.cfg.Now()
+	v := &waitView{now: now, workers: s.activeWorkers(now), paused: make(map[string]bool)}
+	for _, q := range s.state.Queues() {
+		if q.Paused {
+			v.paused[q.Name] = true
+		}
+	}
+	return v
+}
+
+// explain fills a shown job's Waiting, WaitingCode and Unschedulable.
+func (v *waitView) explain(out *wire.Job, j *store.Job) {
+	out.WaitingCode, out.Waiting = v.waiting(j)
+	out.Unschedulable = v.unschedulable(j)
+}
+
+// explainAll is explain for a list shown in the same order.
+func (s *Server) explainAll(out []wire.Job, jobs []*store.Job) {
+	if len(jobs) == 0 {
+		return
+	}
+	v := s.waitView()
+	for i, j := range jobs {
+		v.explain(&out[i], j)
+	}
+}
+
+// waiting says why a job that is neither running nor finished waits: a code
+// (wire.Wait*) and a sentence, or "", "" for a running or finished job.
+// The first reason that holds wins, in this order: a dependency, a paused
+// queue, no active worker serving the queue, no active worker able to run
+// it (resources, tags, a gang's width), a delay (run_at ahead, a retry's
+// backoff), and else it is ready and waits for a worker to take it.
+func (v *waitView) waiting(j *store.Job) (code, reason string) {
+	switch {
+	case j.Status == store.StatusReserved:
+		return wire.WaitClaim, fmt.Sprintf("gang %s is placed; waits for worker %s to claim this task", j.GangID, j.WorkerID)
+	case j.Status == store.StatusBlocked && j.After != "":
+		return wire.WaitDependency, fmt.Sprintf("waits for the previous run %s of schedule %s to end", j.After, j.Schedule)
+	case j.Status == store.StatusBlocked && j.Waiting > 0:
+		return wire.WaitDependency, fmt.Sprintf("waits for %d of its %d dependencies to succeed: %s", j.Waiting, len(j.DependsOn), strings.Join(j.DependsOn, ", "))
+	case j.Status != store.StatusPending && !(j.Status == store.StatusBlocked && j.GangID != ""):
+		return "", ""
+	}
+	serving := v.serving(j.Queue)
+	switch {
+	case v.paused[j.Queue]:
+		return wire.WaitPaused, fmt.Sprintf("queue %s is paused", j.Queue)
+	case len(v.workers) == 0:
+		return wire.WaitNoWorker, "no worker is active"
+	case len(serving) == 0:
+		return wire.WaitNoWorker, fmt.Sprintf("no active worker serves queue %s", j.Queue)
+	}
+	if r := unschedulableReason(j.Resources, j.Tags, max(j.GangSize, 1), serving); r != "" {
+		return wire.WaitResources, r + " (of those serving queue " + j.Queue + ")"
+	}
+	if at := time.Unix(0, j.RunAt); at.After(v.now) {
+		when := at.UTC().Format(time.RFC3339)
+		if n := len(j.History); n > 0 && j.Attempts > 0 {
+			last := j.History[n-1]
+			return wire.WaitDelay, fmt.Sprintf("attempt %d of %d failed (%s); attempt %d runs at %s", last.Attempt, j.MaxAttempts, last.Error, j.Attempts+1, when)
+		}
+		return wire.WaitDelay, "scheduled for " + when
+	}
+	if j.GangID != "" {
+		return wire.WaitGang, fmt.Sprintf("gang of %d waits until %d fitting workers are free at once", j.GangSize, j.GangSize)
+	}
+	return wire.WaitWorker, fmt.Sprintf("ready; waits for a worker of queue %s to take it (active workers serving it: %d)", j.Queue, len(serving))
+}
+
+// serving lists the active workers that serve queue q; a worker that named
+// no queues (one that claims without registering) may serve any.
+func (v *waitView) serving(q string) []*store.Worker {
+	var out []*store.Worker
+	for _, w := range v.workers {
+		if len(w.Queues) == 0 || slices.Contains(w.Queues, q) {
+			out = append(out, w)
+		}
+	}
+	return out
+}
