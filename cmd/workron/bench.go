@@ -67,26 +67,21 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	return bench.Run(ctx, c)
 }
 
-// startBenchNode starts one node of the bench's in-process cluster. It
-// parses the node's flags the way `workron server` does, so the node gets
-// the server's defaults (state and Raft log fsync'd).
+// startBenchNode starts one node of the bench's in-process cluster with
+// `workron server`'s defaults (state and Raft log fsync'd), its Raft
+// timeouts, and any server flags given in WORKRON_BENCH_NODE_ARGS.
 func startBenchNode(_ context.Context, nc bench.NodeConfig) (bench.Node, error) {
 	fs := flag.NewFlagSet("bench-server", flag.ContinueOnError)
 	var f serverFlags
-	f.register(fs)
-	timeout := nc.RaftTimeout.String()
-	args := []string{
-		"--id", nc.ID, "--http", "127.0.0.1:0", "--raft", "127.0.0.1:0", "--data", nc.DataDir,
-		"--raft-heartbeat-timeout", timeout, "--raft-election-timeout", timeout, "--log-level", "error",
-	}
-	if len(nc.Join) == 0 {
-		args = append(args, "--bootstrap")
-	} else {
-		args = append(args, "--join", strings.Join(nc.Join, ","))
-	}
-	if err := fs.Parse(append(args, nc.Args...)); err != nil {
+	f.register(fs) // the server's defaults
+	f.heartbeat, f.election, f.logs.level = nc.RaftTimeout, nc.RaftTimeout, "error"
+	// More server flags the bench was given (--node-args) go over those.
+	if err := fs.Parse(nc.Args); err != nil {
 		return nil, fmt.Errorf("bench node flags: %w", err)
 	}
+	// Who the node is and where it lives, whatever the flags said.
+	f.id, f.httpAddr, f.raftAddr, f.dataDir = nc.ID, "127.0.0.1:0", "127.0.0.1:0", nc.DataDir
+	f.bootstrap, f.join = len(nc.Join) == 0, strings.Join(nc.Join, ",")
 	logger, err := f.logs.logger(nc.Logs)
 	if err != nil {
 		return nil, err
