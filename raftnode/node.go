@@ -5,12 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -275,78 +273,6 @@ func (n *Node) bootstrap(rc *raft.Config) error {
 	return nil
 }
 
-// runLeadership reacts to leadership changes: on gaining it, a Barrier (so
-// the state machine has every committed entry), then OnLeader under a
-// context that is cancelled on losing it.
-func (n *Node) runLeadership() {
-	defer close(n.leaderDone)
-	var run *leaderRun
-	defer func() { run.stop() }()
-	for {
-		select {
-		case <-n.shutdownCh:
-			return
-		case <-n.restored:
-			if run != nil {
-				n.logger.Info("state restored: restarting the leader's loops")
-				run.stop()
-				run = startLeaderRun(n.cfg.OnLeader)
-			}
-		case leader := <-n.notifyCh:
-			if !leader {
-				n.logger.Info("lost leadership")
-				run.stop()
-				run = nil
-				continue
-			}
-			if run != nil {
-				continue
-			}
-			n.logger.Info("gained leadership")
-			term := n.raft.CurrentTerm()
-			if err := n.raft.Barrier(n.cfg.ApplyTimeout).Error(); err != nil {
-				n.logger.Warn("barrier after election failed", "err", err)
-				continue
-			}
-			if ahead := n.clock.resync(n.fsm.LastNow()); ahead > clockWarnAhead {
-				n.logger.Warn("the log's time is ahead of this node's clock; the cluster time continues from it "+
-					"(a node whose clock was ahead led): run_at times and schedules run early by as much until the clocks catch up",
-					"ahead", ahead.Round(time.Millisecond).String())
-			}
-			n.runStagedRestore()
-			n.ready.set(term)
-			if n.cfg.OnLeader != nil {
-				run = startLeaderRun(n.cfg.OnLeader)
-			}
-		}
-	}
-}
-
-// leaderRun is one term's leader-only work.
-type leaderRun struct {
-	cancel context.CancelFunc
-	done   chan struct{}
-}
-
-func startLeaderRun(fn func(ctx context.Context)) *leaderRun {
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &leaderRun{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(r.done)
-		fn(ctx)
-	}()
-	return r
-}
-
-// stop cancels the run and waits for it; safe on nil.
-func (r *leaderRun) stop() {
-	if r == nil {
-		return
-	}
-	r.cancel()
-	<-r.done
-}
-
 // Shutdown stops the node: a leader first hands leadership to a peer, then
 // Raft stops and the files close. Safe to call twice.
 func (n *Node) Shutdown() error {
@@ -391,95 +317,6 @@ func (n *Node) closeStores() {
 			os.Remove(dirtyMarker(n.state.Path()))
 		}
 	}
-}
-
-// dirtyMarker names the file that exists while an unsynced state file is
-// open; finding it at start means the last run did not close cleanly.
-func dirtyMarker(statePath string) string { return statePath + ".open" }
-
-// openState opens the state file. Without StateFsync, a file that a crash
-// left open (its marker is still there) is trusted only if the machine has
-// not rebooted since: after a process crash the kernel still holds every
-// page it was given. After a reboot nothing says those pages reached the
-// disk, and bbolt cannot check a damaged file without crashing, so the file
-// is removed and the state rebuilt from the newest snapshot and the Raft
-// log, which are fsync'd; see catchUpFromSnapshot.
-func (n *Node) openState(path string) (*store.Store, error) {
-	opts := store.Options{NoSync: !n.cfg.StateFsync}
-	if !opts.NoSync {
-		if err := n.setAsideDamagedState(path); err != nil {
-			return nil, err
-		}
-		return store.Open(path, opts)
-	}
-	marker := dirtyMarker(path)
-	boot := bootID()
-	if was, err := os.ReadFile(marker); err == nil && (boot == "" || string(was) != boot) {
-		if _, err := os.Stat(path); err == nil {
-			n.logger.Warn("state file was left open before a reboot (or by another machine); rebuilding it from the snapshot and the Raft log")
-			if err := os.Remove(path); err != nil {
-				return nil, fmt.Errorf("remove unsynced state file: %w", err)
-			}
-		}
-	}
-	if err := n.setAsideDamagedState(path); err != nil {
-		return nil, err
-	}
-	st, err := store.Open(path, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(marker, []byte(boot), 0o600); err != nil {
-		st.Close()
-		return nil, fmt.Errorf("write %s: %w", marker, err)
-	}
-	return st, nil
-}
-
-// setAsideDamagedState checks the state file, if there is one, with
-// store.VerifyPages (the full store.Verify would add seconds to the start of
-// a node holding a million jobs; a record that does not decode is found when
-// the FSM loads, and handled the same way). A damaged one is renamed to state.db.damaged (replacing an
-// older one) and the state is rebuilt, like a lost one, from the newest
-// snapshot and the Raft log: they hold every committed entry, and a state
-// file is only ever a cache of applying them. Opening a damaged file would
-// crash bbolt, at start or later.
-func (n *Node) setAsideDamagedState(path string) error {
-	if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	_, err := store.VerifyPages(path)
-	if err == nil {
-		return nil
-	}
-	if !errors.Is(err, store.ErrDamaged) {
-		return fmt.Errorf("check state file: %w", err)
-	}
-	return n.setAside(path, err)
-}
-
-// setAside renames a damaged state file to state.db.damaged, so the state
-// is rebuilt from the snapshot and the log; why says what is wrong.
-func (n *Node) setAside(path string, why error) error {
-	err := why
-	aside := path + ".damaged"
-	if rerr := os.Rename(path, aside); rerr != nil {
-		return fmt.Errorf("state file is damaged (%w), and moving it aside failed: %w; "+
-			"remove it by hand and start again: the node rebuilds it from its snapshot and Raft log", err, rerr)
-	}
-	syncDir(filepath.Dir(path))
-	n.logger.Warn("state file is damaged; moved it aside and rebuilding the state from the snapshot and the Raft log",
-		"err", err, "moved_to", aside)
-	return nil
-}
-
-// bootID names this boot of the machine ("" where the kernel does not say).
-func bootID() string {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
 }
 
 // FSM is the node's state machine, for reads.
