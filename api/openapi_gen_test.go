@@ -128,7 +128,7 @@ var apiOps = []apiOp{
 		replies: map[int]apiContent{200: replyJSON(wire.ScheduleList{})}},
 	{pattern: "GET /schedules/{name}", summary: "A schedule", query: []apiParam{oaStale},
 		replies: map[int]apiContent{200: replyJSON(wire.Schedule{})}},
-	{pattern: "PUT /schedules/{name}", summary: "Replace a schedule", body: jsonOf(wire.ScheduleRequest{}),
+	{pattern: "PUT /schedules/{name}", summary: "Change the fields of a schedule that the body names", body: jsonOf("SchedulePatch"),
 		replies: map[int]apiContent{200: replyJSON(wire.Schedule{})}},
 	{pattern: "DELETE /schedules/{name}", summary: "Delete a schedule (its jobs stay)",
 		replies: map[int]apiContent{204: noBody}},
@@ -184,6 +184,12 @@ var namedComponents = map[string]func(g *schemaGen) map[string]any{
 		s["description"] = "The body of POST /workers/register; the other fields of a Worker are the cluster's."
 		return s
 	},
+	"SchedulePatch": func(g *schemaGen) map[string]any {
+		s := g.patchOf(reflect.TypeFor[wire.ScheduleRequest]())
+		s["description"] = "The fields of a schedule to change (PUT /schedules/{name}): a field left out keeps its value, " +
+			"a field given (null or empty included) replaces it; in job, likewise field by field."
+		return s
+	},
 	"SubmitReply": func(g *schemaGen) map[string]any {
 		return map[string]any{"description": "A job, or a gang's tasks when the submit had a gang_size.",
 			"anyOf": []any{g.ref(reflect.TypeFor[wire.Job]()), g.ref(reflect.TypeFor[wire.GangSubmitResponse]())}}
@@ -196,6 +202,26 @@ var requestRequired = map[reflect.Type][]string{
 	reflect.TypeFor[wire.Resources]():              {},
 	reflect.TypeFor[wire.WorkerHeartbeatRequest](): {},
 	reflect.TypeFor[wire.ScheduleRequest]():        {"cron", "job"},
+}
+
+// patchOf is t's object schema for a partial update: nothing required,
+// every field may be null, and a struct field (a schedule's job) a patch
+// of its own.
+func (g *schemaGen) patchOf(t reflect.Type) map[string]any {
+	props := map[string]any{}
+	var ignored []string
+	g.fields(t, props, &ignored)
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Type.Kind() == reflect.Struct && f.Type != timeType {
+			props[name] = g.patchOf(f.Type)
+		}
+	}
+	for name, p := range props {
+		props[name] = map[string]any{"anyOf": []any{p, map[string]any{"type": "null"}}}
+	}
+	return map[string]any{"type": "object", "properties": props}
 }
 
 // schemaGen turns Go types into JSON Schemas under components/schemas.

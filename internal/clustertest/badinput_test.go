@@ -83,7 +83,7 @@ func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
 		{"RegisterNegativeMemory", "POST", "/workers/register", `{"id":"w","resources":{"memory_mb":-1}}`, 400, "invalid", []string{"resources.memory_mb"}, false},
 		{"ListWithBadLimit", "GET", "/jobs?limit=0", nil, 400, "invalid", []string{"limit"}, false},
 		{"ListWithBadStatus", "GET", "/jobs?status=sleeping", nil, 400, "invalid", []string{"status"}, false},
-		{"PauseUnknownQueue", "POST", "/queues/nope/pause", nil, 400, "invalid", []string{"name"}, false},
+		{"PauseQueueWithABadName", "POST", "/queues/bad%20name/pause", nil, 400, "invalid", []string{"name"}, false},
 		{"GetUnknownJob", "GET", "/jobs/job-999999", nil, 404, "not_found", []string{"job-999999"}, false},
 		{"UnknownRoute", "GET", "/nope", nil, 404, "not_found", nil, false},
 		{"CancelUnknownJob", "POST", "/jobs/job-999999/cancel", nil, 404, "not_found", []string{"job-999999"}, true},
