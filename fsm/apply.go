@@ -73,6 +73,8 @@ func (a *applier) apply(c *Cmd) Result {
 		return a.preempted(c.Preempted)
 	case OpCheckpoint:
 		return a.checkpoint(c.Checkpoint)
+	case OpSetQueueLimits:
+		return a.setQueueLimits(c.QueueLimits)
 	}
 	// Decode refuses unknown ops, so this is a bug, not input.
 	panic(fmt.Sprintf("workron: unknown command %q at index %d", c.Op, a.index))

@@ -36,6 +36,7 @@ const (
 	OpWorkerOffline   Op = "worker_offline"
 	OpPreempted       Op = "preempted"
 	OpCheckpoint      Op = "checkpoint"
+	OpSetQueueLimits  Op = "set_queue_limits"
 )
 
 // Entry is what one Raft log entry carries: the leader's clock reading,
@@ -70,6 +71,7 @@ type Cmd struct {
 	WorkerOffline   *WorkerOffline   `json:"offline,omitempty"`
 	Preempted       *Preempted       `json:"preempted,omitempty"`
 	Checkpoint      *Checkpoint      `json:"ckpt,omitempty"`
+	QueueLimits     *SetQueueLimits  `json:"qlimits,omitempty"`
 }
 
 // Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
@@ -101,6 +103,9 @@ type NewJob struct {
 	ScheduledFor   int64             `json:"sched_for,omitempty"` // set by Fire only
 	Resources      store.Resources   `json:"res,omitzero"`
 	Tags           []string          `json:"tags,omitempty"`
+	// ConcurrencyKey (ProtocolFlow) groups the job for its queue's per-key
+	// limits; only a plain submit carries one (see flow.go).
+	ConcurrencyKey string `json:"ckey,omitempty"`
 }
 
 // Delete removes finished jobs whose retention has run out at the entry's
@@ -273,6 +278,8 @@ func (c *Cmd) valid() bool {
 		return c.Preempted != nil
 	case OpCheckpoint:
 		return c.Checkpoint != nil
+	case OpSetQueueLimits:
+		return c.QueueLimits != nil
 	}
 	return false
 }

@@ -51,6 +51,8 @@ func everyOp() []fsm.Cmd {
 		{Op: fsm.OpWorkerOffline, WorkerOffline: &fsm.WorkerOffline{WorkerID: "w", SeenAt: 99, Draw: 0.75}},
 		preempted("job-1", 5),
 		checkpoint("job-1", 5, []byte{0, 1, 2, 255}),
+		setLimits("q", store.QueueLimits{Concurrency: 3, KeyConcurrency: 1, Rate: store.Rate{Count: 10, Per: 1e9}, Burst: 2,
+			KeyRate: store.Rate{Count: 1, Per: 60e9}, KeyBurst: 1}),
 	}
 }
 

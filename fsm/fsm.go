@@ -139,7 +139,8 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 				for k := range e.Cmds {
 					res[k] = a.apply(&e.Cmds[k])
 				}
-				readyChanged = readyChanged || a.readyChanged
+				readyChanged = readyChanged || a.readyChanged || f.idx.flow.opened
+				f.idx.flow.opened = false
 				f.lastNow = a.now
 				out[i] = res
 			}

@@ -3,5 +3,5 @@
 package fsm
 
 // ProtocolVersion is the highest protocol this binary understands (see
-// opProtocol): 2 adds retry_deps.
+// opProtocol): 2 adds retry_deps, the fence fields and flow control.
 const ProtocolVersion = 2
