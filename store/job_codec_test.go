@@ -80,6 +80,21 @@ func mustAppendJob(t testing.TB, j *Job) []byte {
 	return b
 }
 
+func TestJobHeadReusedAcrossRecords(t *testing.T) {
+	keyed := typicalJob()
+	keyed.ConcurrencyKey = "acme"
+	var h JobHead
+	names := interner{}
+	for _, j := range []*Job{keyed, typicalJob()} {
+		if err := decodeJobHead(mustAppendJob(t, j), &h, names); err != nil {
+			t.Fatal(err)
+		}
+		if h.Key != j.ConcurrencyKey {
+			t.Fatalf("head key %q, want %q (a reused head kept the last record's)", h.Key, j.ConcurrencyKey)
+		}
+	}
+}
+
 func TestJobRecord(t *testing.T) {
 	keyed := fullJob()
 	keyed.ConcurrencyKey = "acme"

@@ -279,6 +279,7 @@ type reader struct {
 }
 
 func (r *reader) jobHead(h *JobHead) {
+	h.Key = "" // h may be a reused head (Tx.ForEachJobHead)
 	if r.version == jobRecordV3 {
 		h.Key = r.name()
 	}
