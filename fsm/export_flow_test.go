@@ -12,4 +12,3 @@ func ReadyLen(f *FSM, queue string) int {
 	}
 	return n
 }
-

@@ -257,4 +257,3 @@ func TestFlow(t *testing.T) {
 		}
 	})
 }
-
