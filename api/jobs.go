@@ -201,6 +201,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	}
 	out := toWire(j, s.now())
 	out.Unschedulable = s.unschedulable(j)
+	out.Waiting = s.limitWaiting(j)
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -1,20 +1,47 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
 )
 
-// handleQueues lists the queues with their jobs by status (GET /queues).
+// handleQueues lists the queues with their jobs by status and their
+// limits (GET /queues): those that hold jobs, are paused or have limits.
 func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, wire.QueueList{Queues: s.queues()})
+}
+
+// handleGetQueue shows one queue as GET /queues lists it
+// (GET /queues/{name}); 404 for a queue with no jobs, pause or limits.
+func (s *Server) handleGetQueue(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := validName("name", name); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	for _, q := range s.queues() {
+		if q.Name == name {
+			writeJSON(w, http.StatusOK, q)
+			return
+		}
+	}
+	s.fail(w, r, fmt.Errorf("queue %s: %w", name, fsm.ErrNotFound))
+}
+
+// queues lists the queues GET /queues shows, by name.
+func (s *Server) queues() []wire.Queue {
 	var out []wire.Queue
 	now := s.now()
 	oldest := s.state.OldestReady(now)
-	for _, q := range s.state.Queues() {
+	limited := s.state.LimitedQueues()
+	add := func(q fsm.QueueStats) {
 		c := make(map[string]int, len(q.Counts))
 		for st, n := range q.Counts {
 			c[string(st)] = n
@@ -23,9 +50,77 @@ func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 		if at, ok := oldest[q.Name]; ok {
 			qi.OldestPendingSeconds = max(time.Duration(now-at).Seconds(), 0)
 		}
+		if slices.Contains(limited, q.Name) {
+			qi.Limits = flowWire(s.state.QueueLimits(q.Name))
+		}
 		out = append(out, qi)
 	}
-	writeJSON(w, http.StatusOK, wire.QueueList{Queues: out})
+	stats := s.state.Queues()
+	for _, q := range stats {
+		add(q)
+	}
+	for _, name := range limited {
+		if !slices.ContainsFunc(stats, func(q fsm.QueueStats) bool { return q.Name == name }) {
+			add(fsm.QueueStats{Name: name})
+		}
+	}
+	slices.SortFunc(out, func(a, b wire.Queue) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// handleSetQueueLimits sets (replaces) a queue's flow-control limits
+// (PUT /queues/{name}); the queue needs no jobs yet. It answers with the
+// queue as GET /queues/{name} shows it.
+func (s *Server) handleSetQueueLimits(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := validName("name", name); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req wire.QueueLimits
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	l, err := queueLimits(&req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	cmd := fsm.Cmd{Op: fsm.OpSetQueueLimits, QueueLimits: &fsm.SetQueueLimits{Name: name, Limits: l}}
+	if _, err := s.propose(r.Context(), cmd); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := wire.Queue{Name: name}
+	if !l.IsZero() {
+		out.Limits = flowWire(fsm.QueueFlow{Limits: l, Held: map[string]int{}})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// flowWire shows a queue's limits and what they hold back.
+func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
+	l := fl.Limits
+	out := &wire.QueueFlow{
+		QueueLimits: wire.QueueLimits{Concurrency: wire.Limit(l.Concurrency), KeyConcurrency: wire.Limit(l.KeyConcurrency),
+			Burst: wire.Limit(l.Burst), KeyBurst: wire.Limit(l.KeyBurst)},
+		Running:     fl.Running, KeysAtLimit: fl.KeysFull, KeysRateLimited: fl.KeysRateLimited, Waiting: fl.Held,
+	}
+	if !l.Rate.IsZero() {
+		out.Rate = wire.FormatRate(l.Rate.Count, time.Duration(l.Rate.Per))
+	}
+	if !l.KeyRate.IsZero() {
+		out.KeyRate = wire.FormatRate(l.KeyRate.Count, time.Duration(l.KeyRate.Per))
+	}
+	out.RateLimitedUntil = optTime(fl.RateLimitedUntil)
+	return out
+}
+
+// limitWaiting says which flow-control limit holds a due pending job back
+// (GET /jobs/{id}'s "waiting"), "" if none does.
+func (s *Server) limitWaiting(j *store.Job) string {
+	return s.state.HeldBy(j, s.now())
 }
 
 // handlePause and handleResume stop and restart claims from a queue

@@ -264,6 +264,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /workers/{id}/heartbeat", w(s.handleWorkerHeartbeat))
 	s.mux.HandleFunc("GET /workers", r(s.handleWorkers))
 	s.mux.HandleFunc("GET /queues", r(s.handleQueues))
+	s.mux.HandleFunc("GET /queues/{name}", r(s.handleGetQueue))
+	s.mux.HandleFunc("PUT /queues/{name}", w(s.handleSetQueueLimits))
 	s.mux.HandleFunc("POST /queues/{name}/pause", w(s.handlePause))
 	s.mux.HandleFunc("POST /queues/{name}/resume", w(s.handleResume))
 	s.mux.HandleFunc("POST /schedules", w(s.handleCreateSchedule))

@@ -60,6 +60,9 @@ type SubmitRequest struct {
 	// GangSize, when not 0, makes POST /jobs create a gang of that many
 	// tasks that run together on distinct workers (see Gang).
 	GangSize int `json:"gang_size,omitempty"`
+	// ConcurrencyKey groups the job for its queue's per-key limits (see
+	// QueueLimits): a tenant, a customer, an API account.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // Backoff configures the delay before a retry: min(base·2^(attempt-1), max),
@@ -122,6 +125,11 @@ type Job struct {
 	// asks (computed when read), e.g. "needs 40960 MB VRAM; largest worker
 	// has 24576".
 	Unschedulable string `json:"unschedulable,omitempty"`
+	// ConcurrencyKey is the job's key for its queue's per-key limits.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// Waiting says why a due job is not claimed (computed when read), e.g.
+	// "queue emails at its limit 10/10".
+	Waiting string `json:"waiting,omitempty"`
 }
 
 // GangSubmitResponse is the reply of POST /jobs with a gang_size: the gang
@@ -302,6 +310,8 @@ type Queue struct {
 	// OldestPendingSeconds is how long the longest-waiting runnable job of
 	// the queue has been runnable; absent when none is.
 	OldestPendingSeconds float64 `json:"oldest_pending_seconds,omitempty"`
+	// Limits are the queue's flow-control limits, absent when it has none.
+	Limits *QueueFlow `json:"limits,omitempty"`
 }
 
 // QueueList is the reply of GET /queues: the queues that hold jobs or were
