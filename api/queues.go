@@ -105,7 +105,7 @@ func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
 	out := &wire.QueueFlow{
 		QueueLimits: wire.QueueLimits{Concurrency: wire.Limit(l.Concurrency), KeyConcurrency: wire.Limit(l.KeyConcurrency),
 			Burst: wire.Limit(l.Burst), KeyBurst: wire.Limit(l.KeyBurst)},
-		Running:     fl.Running, KeysAtLimit: fl.KeysFull, KeysRateLimited: fl.KeysRateLimited, Waiting: fl.Held,
+		Running: fl.Running, KeysAtLimit: fl.KeysFull, KeysRateLimited: fl.KeysRateLimited, Waiting: fl.Held,
 	}
 	if !l.Rate.IsZero() {
 		out.Rate = wire.FormatRate(l.Rate.Count, time.Duration(l.Rate.Per))
