@@ -115,6 +115,7 @@ func (c *cli) submit(ctx context.Context, fs *flag.FlagSet, args []string) error
 	fs.IntVar(&res.CPUMillis, "cpu-millis", 0, "CPU an attempt needs of its worker, in thousandths of a core")
 	fs.IntVar(&res.Slots, "slots", 0, "worker slots an attempt takes (default 1)")
 	fs.IntVar(&req.GangSize, "gang-size", 0, "run as a gang of this many tasks, placed and started all at once")
+	fs.StringVar(&req.ConcurrencyKey, "concurrency-key", "", "the job's key for its queue's per-key limits (a tenant, a customer)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -345,12 +346,15 @@ func (c *cli) printWorkers(ws []wire.Worker) {
 // queues lists the queues (`workron queues`) or pauses or resumes one
 // (`workron queues pause|resume NAME`).
 func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	if len(args) > 0 && args[0] == "limit" {
+		return c.queueLimit(ctx, fs, args[1:]) // queuelimits.go
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 && pos[0] != "ls" && pos[0] != "list" && ((pos[0] != "pause" && pos[0] != "resume") || len(pos) != 2) {
-		return errors.New("queues: give ls, pause NAME or resume NAME")
+		return errors.New("queues: give ls, pause NAME, resume NAME or limit NAME ...")
 	}
 	if err := c.connect(); err != nil {
 		return err
