@@ -236,6 +236,22 @@ func TestFlow(t *testing.T) {
 		}
 	})
 
+	t.Run("ARenewalIsNotANewAttempt", func(t *testing.T) {
+		h := setup(t)
+		h.ok(setLimits(fsm.DefaultQueue, store.QueueLimits{Concurrency: 1, KeyConcurrency: 1}))
+		h.submit(keyed("a", 0), keyed("a", 0))
+		j := h.claim(fsm.Claim{WorkerID: "w"})[0]
+		ch := h.f.Changed()
+		h.ok(heartbeat(j.ID, j.Lease, ttl))
+		h.ok(workerHeartbeat("w", ttl))
+		if closed(ch) {
+			t.Error("renewing a lease woke the long-polls, as if a key had reopened")
+		}
+		if fl := h.f.QueueLimits(fsm.DefaultQueue); fl.Running != 1 || fl.KeysFull != 1 {
+			t.Errorf("flow %+v after renewals, want 1 running and 1 key full", fl)
+		}
+	})
+
 	t.Run("HeldKeysCostTheClaimNoScan", func(t *testing.T) {
 		// 2,000 jobs of a full key: the ready tree holds none of them,
 		// so the claim takes the one free job at once.

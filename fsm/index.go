@@ -268,9 +268,13 @@ func (x *index) addLease(j *store.JobHead) {
 	if old, ok := x.leaseOf[j.ID]; ok {
 		x.leases.Delete(old)
 		x.gx.use(old.worker, old.res, -1)
-		x.run(old.queue, old.key, -1)
+		if old.queue != it.queue || old.key != it.key {
+			x.run(old.queue, old.key, -1)
+			x.run(it.queue, it.key, 1)
+		}
+	} else {
+		x.run(it.queue, it.key, 1) // a renewal is not a new attempt
 	}
-	x.run(it.queue, it.key, 1)
 	x.gx.use(j.WorkerID, j.Resources, 1)
 	x.leases.ReplaceOrInsert(it)
 	x.leaseOf[j.ID] = it
