@@ -90,7 +90,10 @@ type flowIndex struct {
 	qBucket  map[string]store.TokenBucket
 	kBucket  map[qkey]store.TokenBucket
 	waits    *btree.BTreeG[waitItem]
-	opened   bool // a queue or key reopened: long-polls may claim
+	// reopened are the queues (key "") and keys that reopened during the
+	// entry; settle says whether any is still open at its end (a renewal
+	// frees and takes a key's slot at once, and must wake nobody).
+	reopened map[qkey]bool
 }
 
 func newFlowIndex() *flowIndex {
@@ -108,7 +111,23 @@ func newFlowIndex() *flowIndex {
 		qBucket:  make(map[string]store.TokenBucket),
 		kBucket:  make(map[qkey]store.TokenBucket),
 		waits:    btree.NewG(16, waitLess),
+		reopened: make(map[qkey]bool),
 	}
+}
+
+// settle reports whether a queue or key that reopened during the entry is
+// open at its end, so that long-polls may claim, and forgets them.
+func (fx *flowIndex) settle() bool {
+	open := false
+	for k := range fx.reopened {
+		if k.key == "" {
+			open = open || !fx.queueHeld(k.queue)
+		} else {
+			open = open || fx.keyOpen(k)
+		}
+	}
+	clear(fx.reopened)
+	return open
 }
 
 // keyOpen reports whether a key's jobs may be claimed.
@@ -219,7 +238,7 @@ func (x *index) setKey(k qkey, fn func()) {
 		}
 	}
 	if now {
-		fx.opened = true
+		fx.reopened[k] = true
 	}
 }
 
@@ -236,12 +255,13 @@ func sortedKeys[V any](m map[string]V) []string {
 // (-1), closing or reopening its key at its concurrency.
 func (x *index) run(queue, key string, d int) {
 	fx := x.flow
+	was := fx.queueHeld(queue)
 	fx.running[queue] += d
 	if fx.running[queue] == 0 {
 		delete(fx.running, queue)
 	}
-	if d < 0 && fx.limits[queue] != nil && fx.limits[queue].Concurrency > 0 {
-		fx.opened = true
+	if was && d < 0 {
+		fx.reopened[qkey{queue, ""}] = true
 	}
 	if key == "" {
 		return
@@ -295,7 +315,7 @@ func (x *index) clearUntil(w waitItem) {
 	if !w.isKey {
 		if fx.qUntil[w.queue] == w.until {
 			delete(fx.qUntil, w.queue)
-			fx.opened = true
+			fx.reopened[qkey{w.queue, ""}] = true
 		}
 		return
 	}

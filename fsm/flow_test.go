@@ -242,13 +242,22 @@ func TestFlow(t *testing.T) {
 		h.submit(keyed("a", 0), keyed("a", 0))
 		j := h.claim(fsm.Claim{WorkerID: "w"})[0]
 		ch := h.f.Changed()
+		h.at(time.Second) // a later deadline: the lease is rewritten
 		h.ok(heartbeat(j.ID, j.Lease, ttl))
+		if got := h.job(j.ID).LeaseDeadline; got != ns(t0.Add(time.Second+ttl)) {
+			t.Fatalf("deadline %v, want the renewed one", got)
+		}
+		h.at(2 * time.Second)
 		h.ok(workerHeartbeat("w", ttl))
 		if closed(ch) {
 			t.Error("renewing a lease woke the long-polls, as if a key had reopened")
 		}
 		if fl := h.f.QueueLimits(fsm.DefaultQueue); fl.Running != 1 || fl.KeysFull != 1 {
 			t.Errorf("flow %+v after renewals, want 1 running and 1 key full", fl)
+		}
+		h.ok(succeed(j.ID, j.Lease))
+		if !closed(ch) {
+			t.Error("the end of the attempt that held the limits did not wake the long-polls")
 		}
 	})
 

@@ -357,6 +357,6 @@ func rebuildIndex(tx *store.Tx, now int64) (*index, error) {
 	if err := x.gx.rebuild(tx); err != nil {
 		return nil, err
 	}
-	x.flow.opened = false
+	clear(x.flow.reopened)
 	return x, nil
 }
