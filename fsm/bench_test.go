@@ -104,15 +104,7 @@ func BenchmarkNew(b *testing.B) {
 // claim of those 16 and a batch report of them done, each one log entry
 // (encoded before the timer starts).
 func BenchmarkApply(b *testing.B) {
-	st, err := store.Open(filepath.Join(b.TempDir(), "state.db"), store.Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	f, err := fsm.New(st, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	f := newBenchFSM(b)
 	const per = 16
 	var logs []*raft.Log
 	entry := func(cmds ...fsm.Cmd) {
@@ -216,15 +208,7 @@ func BenchmarkClaimWithKeyLimits(b *testing.B) {
 			name = "KeyConcurrency1"
 		}
 		b.Run(name, func(b *testing.B) {
-			st, err := store.Open(filepath.Join(b.TempDir(), "state.db"), store.Options{NoSync: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer st.Close()
-			f, err := fsm.New(st, nil)
-			if err != nil {
-				b.Fatal(err)
-			}
+			f := newBenchFSM(b)
 			index := uint64(0)
 			apply := func(cmds ...fsm.Cmd) []fsm.Result {
 				index++
@@ -263,4 +247,19 @@ func BenchmarkClaimWithKeyLimits(b *testing.B) {
 			}
 		})
 	}
+}
+
+// newBenchFSM is an FSM over a fresh state file that syncs nothing, closed
+// with the benchmark.
+func newBenchFSM(b *testing.B) *fsm.FSM {
+	st, err := store.Open(filepath.Join(b.TempDir(), "state.db"), store.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	f, err := fsm.New(st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f
 }

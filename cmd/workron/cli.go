@@ -354,7 +354,7 @@ func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error
 		return err
 	}
 	if len(pos) > 0 && pos[0] != "ls" && pos[0] != "list" && ((pos[0] != "pause" && pos[0] != "resume") || len(pos) != 2) {
-		return errors.New("queues: give ls, pause NAME, resume NAME or limit NAME ...")
+		return errors.New("queues: give ls, pause NAME, resume NAME or limit NAME")
 	}
 	if err := c.connect(); err != nil {
 		return err
