@@ -288,9 +288,11 @@ func (c *cli) printJob(j *wire.Job) {
 	}
 	row("id", j.ID)
 	row("status", j.Status)
+	row("waiting", j.Waiting)
 	row("command", j.Command)
 	row("type", j.Type)
 	row("queue", j.Queue)
+	row("concurrency_key", j.ConcurrencyKey)
 	row("priority", fmt.Sprint(j.Priority))
 	row("attempts", fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts))
 	row("depends_on", strings.Join(j.DependsOn, ","))

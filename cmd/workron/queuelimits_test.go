@@ -3,10 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
 )
 
@@ -30,9 +32,26 @@ func TestQueueLimitCLI(t *testing.T) {
 		if err != nil || !strings.Contains(out, `"concurrency": 10`) || !strings.Contains(out, `"key_concurrency": 2`) {
 			t.Fatalf("show: %v\n%s", err, out)
 		}
-		out, err = cmd("submit", "--queue", "emails", "--concurrency-key", "acme", "--", "true")
-		if err != nil {
-			t.Fatalf("submit with a key: %v\n%s", err, out)
+		for range 3 {
+			if out, err = cmd("submit", "--queue", "emails", "--concurrency-key", "acme", "-o", "json", "--", "true"); err != nil {
+				t.Fatalf("submit with a key: %v\n%s", err, out)
+			}
+		}
+		hc := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+		t.Cleanup(hc.CloseIdleConnections)
+		post(t, hc, c.URL(0)+"/workers/register", wire.Worker{ID: "w1", Queues: []string{"emails"}, Resources: wire.Resources{Slots: 4}})
+		var res wire.ClaimResponse
+		decodeInto(t, post(t, hc, c.URL(0)+"/jobs/claim", wire.ClaimRequest{WorkerID: "w1", Queues: []string{"emails"}, Shell: true, Max: 4}), &res)
+		if len(res.Jobs) != 2 {
+			t.Fatalf("claimed %d jobs, want acme's 2", len(res.Jobs))
+		}
+		out, err = cmd("jobs", "get", "job-3")
+		if err != nil || !strings.Contains(out, "waiting:          key acme at its limit 2/2") || !strings.Contains(out, "concurrency_key:  acme") {
+			t.Fatalf("jobs get of the held job: %v\n%s", err, out)
+		}
+		out, err = cmd("queues", "limit", "emails")
+		if err != nil || !strings.Contains(out, "1 on key_concurrency") {
+			t.Fatalf("show with a held job: %v\n%s", err, out)
 		}
 		out, err = cmd("queues", "limit", "emails", "--clear")
 		if err != nil || !strings.Contains(out, "no limits") {
