@@ -88,6 +88,7 @@ var routeRoles = map[string]Role{
 	"POST /debug/pprof/symbol":       RoleAdmin,
 	"GET /metrics":                   routeAny, // or open: Config.MetricsOpen
 	"GET /health":                    routeOpen,
+	"GET /openapi.json":              routeOpen, // the API's contract
 	"GET /ui":                        routeOpen, // static files; the page sends the token
 	"GET /ui/":                       routeOpen,
 	"GET /{$}":                       routeOpen,

@@ -1,11 +1,13 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 )
 
@@ -43,6 +45,99 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 		return jsonError(err)
 	}
 	return nil
+}
+
+// decodeBodyWarn is decodeBody for the bodies users write by hand (jobs,
+// batches, schedules): unknown fields are still accepted, so that older
+// and newer clients keep working, but each one is named in the returned
+// warnings, which the reply carries (`unknown field "priorty"`,
+// `unknown field "jobs[1].priorty"`).
+func decodeBodyWarn(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]string, error) {
+	body, err := readBody(w, r, limit)
+	if err != nil {
+		return nil, err
+	}
+	if len(strings.TrimSpace(string(body))) == 0 {
+		return nil, nil
+	}
+	if err := json.Unmarshal(body, v); err != nil {
+		return nil, jsonError(err)
+	}
+	return unknownFields(body, reflect.TypeOf(v), ""), nil
+}
+
+var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
+
+// unknownFields lists, as warnings, the object keys in data that
+// encoding/json would ignore when decoding into t, in the order they come,
+// looking into nested objects and arrays of objects. data has already
+// decoded into t without error.
+func unknownFields(data []byte, t reflect.Type, prefix string) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+		return nil
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		var items []json.RawMessage
+		if json.Unmarshal(data, &items) != nil {
+			return nil
+		}
+		var out []string
+		for i, item := range items {
+			out = append(out, unknownFields(item, t.Elem(), fmt.Sprintf("%s[%d]", strings.TrimSuffix(prefix, "."), i)+".")...)
+		}
+		return out
+	case reflect.Struct:
+	default:
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil
+	}
+	var out []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		key, _ := tok.(string)
+		var val json.RawMessage
+		if dec.Decode(&val) != nil {
+			return out
+		}
+		f, ok := jsonField(t, key)
+		if !ok {
+			out = append(out, fmt.Sprintf("unknown field %q", prefix+key))
+			continue
+		}
+		out = append(out, unknownFields(val, f.Type, prefix+key+".")...)
+	}
+	return out
+}
+
+// jsonField finds the field of struct type t that encoding/json fills from
+// key: by its tag's name, else its Go name, case-insensitively.
+func jsonField(t reflect.Type, key string) (reflect.StructField, bool) {
+	for _, f := range reflect.VisibleFields(t) {
+		if !f.IsExported() || f.Anonymous {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if strings.EqualFold(name, key) {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // jsonError turns a decoding error into a sentence that names the field.

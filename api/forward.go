@@ -64,6 +64,9 @@ func (s *Server) newProxy() *httputil.ReverseProxy {
 		FlushInterval: -1,
 		ModifyResponse: func(resp *http.Response) error {
 			resp.Header.Set(headerLeader, resp.Request.URL.Host)
+			// The leader echoes the id this node sent, which withRequestID
+			// has already set: the reply carries it once.
+			resp.Header.Del(headerRequestID)
 			try := resp.Request.Context().Value(keyTry).(*forwardTry)
 			if resp.StatusCode == http.StatusServiceUnavailable && try.mayRetry() {
 				return errLeaderUnavailable
@@ -340,8 +343,11 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		s.metrics.observeRequest(route, sw.status, time.Since(start))
+		// A 503 says "not now, try again" (no leader yet, an election, a
+		// drain) and clients retry it: it is no warning, and every start
+		// has some while the first leader is elected.
 		level := slog.LevelDebug
-		if sw.status >= http.StatusInternalServerError {
+		if sw.status >= http.StatusInternalServerError && sw.status != http.StatusServiceUnavailable {
 			level = slog.LevelWarn
 		}
 		s.logger.Log(ctx, level, "request", "method", r.Method, "path", r.URL.Path, "route", route, "status", sw.status,

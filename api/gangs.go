@@ -21,7 +21,7 @@ func init() {
 
 // submitGang serves POST /jobs with a gang_size: N tasks from one template.
 // The reply is the seed system's {"gang_id","tasks"}.
-func (s *Server) submitGang(w http.ResponseWriter, r *http.Request, req *wire.SubmitRequest) {
+func (s *Server) submitGang(w http.ResponseWriter, r *http.Request, req *wire.SubmitRequest, warnings []string) {
 	size := req.GangSize
 	switch {
 	case size < 1 || size > fsm.MaxGangSize:
@@ -51,7 +51,7 @@ func (s *Server) submitGang(w http.ResponseWriter, r *http.Request, req *wire.Su
 		status = http.StatusOK
 	}
 	s.logger.Debug("gang submitted", "gang", res.Gang.ID, "size", size, "queue", nj.Queue, "request_id", requestID(r.Context()))
-	writeJSON(w, status, wire.GangSubmitResponse{GangID: res.Gang.ID, Tasks: res.Gang.Tasks})
+	writeJSON(w, status, wire.GangSubmitResponse{GangID: res.Gang.ID, Tasks: res.Gang.Tasks, Warnings: warnings})
 }
 
 func (s *Server) handleGetGang(w http.ResponseWriter, r *http.Request) {

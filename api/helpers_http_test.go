@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workron/workron/api"
 	"github.com/workron/workron/internal/syncbuf"
 )
 
@@ -21,12 +22,46 @@ type httpReply struct {
 }
 
 // httpClient returns a client whose idle connections close when the test
-// ends, so goleak sees no stray readers.
+// ends, so goleak sees no stray readers. Every exchange it makes is checked
+// against openapi.json (api.CheckContract).
 func httpClient(t *testing.T) *http.Client {
-	c := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+	c := &http.Client{Transport: &contractTransport{t: t, base: &http.Transport{}}, Timeout: 10 * time.Second}
 	t.Cleanup(c.CloseIdleConnections)
 	return c
 }
+
+// contractTransport checks each request and reply against openapi.json.
+type contractTransport struct {
+	t    *testing.T
+	base *http.Transport
+}
+
+func (c *contractTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	var body []byte
+	if req.Body != nil {
+		var err error
+		if body, err = io.ReadAll(req.Body); err != nil {
+			return nil, err
+		}
+		req.Body.Close()
+		req = req.Clone(req.Context())
+		req.Body = io.NopCloser(bytes.NewReader(body))
+	}
+	resp, err := c.base.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(data))
+	if err != nil {
+		return resp, nil // the caller sees the body cut short
+	}
+	api.CheckContract(c.t, req, body, resp.StatusCode, resp.Header, data)
+	return resp, nil
+}
+
+func (c *contractTransport) CloseIdleConnections() { c.base.CloseIdleConnections() }
 
 // doHTTP sends a request (body JSON-encoded unless nil) with the headers,
 // given as name-value pairs, and requires the status.

@@ -78,7 +78,7 @@ func newSchedEnv(t *testing.T, start time.Time, mutate func(*Config)) *schedEnv 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &schedEnv{t: t, clock: clock, node: node, srv: srv, h: srv.Handler()}
+	return &schedEnv{t: t, clock: clock, node: node, srv: srv, h: contractHandler(t, srv.Handler())}
 }
 
 // do sends a request and decodes a JSON reply into out (if not nil).

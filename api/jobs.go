@@ -64,12 +64,13 @@ const proposeTimeout = 10 * time.Second
 
 func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	var req wire.SubmitRequest
-	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+	warnings, err := decodeBodyWarn(w, r, s.cfg.MaxBodyBytes, &req)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	if req.GangSize != 0 {
-		s.submitGang(w, r, &req)
+		s.submitGang(w, r, &req, warnings)
 		return
 	}
 	nj, err := newJob(&req, "", s.cfg.Now(), s.cfg.Retention)
@@ -77,7 +78,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if err := s.checkDependencies([]fsm.NewJob{nj}); err != nil {
+	if err := s.checkDependencies([]fsm.NewJob{nj}, false); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -92,12 +93,15 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	} else {
 		s.jobsSubmitted(r.Context(), res.Jobs)
 	}
-	writeJSON(w, status, toWire(res.Jobs[0], s.now()))
+	out := toWire(res.Jobs[0], s.now())
+	out.Warnings = warnings
+	writeJSON(w, status, out)
 }
 
 func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 	var req wire.BatchSubmitRequest
-	if err := decodeBody(w, r, s.cfg.MaxBatchBodyBytes, &req); err != nil {
+	warnings, err := decodeBodyWarn(w, r, s.cfg.MaxBatchBodyBytes, &req)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -119,7 +123,7 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 		}
 		jobs[i] = nj
 	}
-	if err := s.checkDependencies(jobs); err != nil {
+	if err := s.checkDependencies(jobs, true); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -129,14 +133,14 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.jobsSubmitted(r.Context(), res.Jobs)
-	writeJSON(w, http.StatusCreated, wire.JobList{Jobs: toWireList(res.Jobs, s.now())})
+	writeJSON(w, http.StatusCreated, wire.JobList{Jobs: toWireList(res.Jobs, s.now()), Warnings: warnings})
 }
 
 // checkDependencies refuses unknown dependencies, more than
 // MaxBatchDependencies in one batch, and more than MaxDependents on one job,
 // before proposing; the FSM checks again that each exists when it applies,
 // against the state of that moment. It reads each named job's head once.
-func (s *Server) checkDependencies(jobs []fsm.NewJob) error {
+func (s *Server) checkDependencies(jobs []fsm.NewJob, batch bool) error {
 	field := func(i int) string {
 		if len(jobs) > 1 {
 			return fmt.Sprintf("jobs[%d].depends_on", i)
@@ -153,11 +157,15 @@ func (s *Server) checkDependencies(jobs []fsm.NewJob) error {
 		seen := make(map[string]bool, len(nj.DependsOn))
 		for _, d := range nj.DependsOn {
 			if strings.HasPrefix(d, "$") {
-				if len(jobs) == 1 {
+				if !batch {
 					return invalid("depends_on", "%q refers to a batch position; use POST /jobs/batch", d)
 				}
-				if n, err := strconv.Atoi(d[1:]); err != nil || n < 0 || n >= len(jobs) || n == i {
-					return invalid(field(i), "%q does not name another job of this batch", d)
+				n, ok := batchRef(d)
+				switch {
+				case ok && n == i:
+					return invalid(field(i), "%q is this job itself: a job cannot depend on itself", d)
+				case !ok || n >= len(jobs):
+					return invalid(field(i), "%q does not name another job of this batch ($0 to $%d)", d, len(jobs)-1)
 				}
 				continue
 			}
@@ -191,6 +199,18 @@ func (s *Server) checkDependencies(jobs []fsm.NewJob) error {
 	}
 	// Cycles among "$N" references: the FSM's own check, run before proposing.
 	return fsm.CheckBatchCycles(jobs)
+}
+
+// batchRef reads a "$N" reference to the N-th job of a batch, N in its
+// one spelling: decimal digits without a sign or a leading zero.
+func batchRef(d string) (int, bool) {
+	digits := d[1:]
+	if digits == "" || (len(digits) > 1 && digits[0] == '0') ||
+		strings.Trim(digits, "0123456789") != "" {
+		return 0, false
+	}
+	n, err := strconv.Atoi(digits)
+	return n, err == nil
 }
 
 func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {

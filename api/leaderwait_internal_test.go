@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
@@ -52,7 +53,7 @@ func (l *leaderTap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	l.bodies = append(l.bodies, string(b))
 	l.forward = append(l.forward, r.Header.Get(headerForwarded))
 	l.mu.Unlock()
-	writeJSON(w, http.StatusCreated, map[string]string{"id": "job-1"})
+	writeJSON(w, http.StatusCreated, wire.Job{ID: "job-1", Status: wire.StatusPending, Queue: "default", MaxAttempts: 3, MaxRetries: 3})
 }
 
 // TestRequestOnADeposedLeaderIsServedByTheNextOne: a submit whose proposal

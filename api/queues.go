@@ -1,7 +1,6 @@
 package api
 
 import (
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,54 +17,94 @@ func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, wire.QueueList{Queues: s.queues()})
 }
 
-// handleGetQueue shows one queue as GET /queues lists it
-// (GET /queues/{name}); 404 for a queue with no jobs, pause or limits.
-func (s *Server) handleGetQueue(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
-	if err := validName("name", name); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	for _, q := range s.queues() {
-		if q.Name == name {
-			writeJSON(w, http.StatusOK, q)
-			return
-		}
-	}
-	s.fail(w, r, fmt.Errorf("queue %s: %w", name, fsm.ErrNotFound))
-}
-
 // queues lists the queues GET /queues shows, by name.
 func (s *Server) queues() []wire.Queue {
 	var out []wire.Queue
 	now := s.now()
 	oldest := s.state.OldestReady(now)
 	limited := s.state.LimitedQueues()
-	add := func(q fsm.QueueStats) {
-		c := make(map[string]int, len(q.Counts))
-		for st, n := range q.Counts {
-			c[string(st)] = n
+	stats := s.state.Queues()
+	for _, name := range limited {
+		if !slices.ContainsFunc(stats, func(q fsm.QueueStats) bool { return q.Name == name }) {
+			stats = append(stats, fsm.QueueStats{Name: name})
 		}
-		qi := wire.Queue{Name: q.Name, Paused: q.Paused, Counts: c}
-		if at, ok := oldest[q.Name]; ok {
-			qi.OldestPendingSeconds = max(time.Duration(now-at).Seconds(), 0)
-		}
+	}
+	for _, q := range stats {
+		qi := queueWire(q, oldest, now)
 		if slices.Contains(limited, q.Name) {
 			qi.Limits = flowWire(s.state.QueueLimits(q.Name))
 		}
 		out = append(out, qi)
 	}
-	stats := s.state.Queues()
-	for _, q := range stats {
-		add(q)
-	}
-	for _, name := range limited {
-		if !slices.ContainsFunc(stats, func(q fsm.QueueStats) bool { return q.Name == name }) {
-			add(fsm.QueueStats{Name: name})
-		}
-	}
 	slices.SortFunc(out, func(a, b wire.Queue) int { return strings.Compare(a.Name, b.Name) })
 	return out
+}
+
+// handleGetQueue shows one queue (GET /queues/{name}); 404 for a queue no
+// job has used, none has paused and that has no limits.
+func (s *Server) handleGetQueue(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := validName("name", name); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q, ok := s.queue(name)
+	if !ok {
+		s.fail(w, r, refuse(wire.CodeNotFound, "queue %s: no job has used it and it has no limits", name))
+		return
+	}
+	writeJSON(w, http.StatusOK, q)
+}
+
+// queue is one queue as the API shows it (GET /queues lists it), and
+// whether it exists.
+func (s *Server) queue(name string) (wire.Queue, bool) {
+	for _, q := range s.queues() {
+		if q.Name == name {
+			return q, true
+		}
+	}
+	return wire.Queue{Name: name, Counts: map[string]int{}}, false
+}
+
+// queueWire shows a queue's stats; counts is {} (never null) for a queue
+// with no jobs.
+func queueWire(q fsm.QueueStats, oldest map[string]int64, now int64) wire.Queue {
+	c := make(map[string]int, len(q.Counts))
+	for st, n := range q.Counts {
+		c[string(st)] = n
+	}
+	qi := wire.Queue{Name: q.Name, Paused: q.Paused, Counts: c}
+	if at, ok := oldest[q.Name]; ok {
+		qi.OldestPendingSeconds = max(time.Duration(now-at).Seconds(), 0)
+	}
+	return qi
+}
+
+// handlePause and handleResume stop and restart claims from a queue
+// (POST /queues/{name}/pause, /resume).
+func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) { s.pause(w, r, true) }
+
+func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) { s.pause(w, r, false) }
+
+func (s *Server) pause(w http.ResponseWriter, r *http.Request, paused bool) {
+	name := r.PathValue("name")
+	if err := validName("name", name); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	known := slices.ContainsFunc(s.state.Queues(), func(q fsm.QueueStats) bool { return q.Name == name })
+	if !known && paused {
+		s.fail(w, r, &badRequest{field: "name", reason: "unknown queue " + name})
+		return
+	}
+	if _, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpPauseQueue, Queue: &fsm.PauseQueue{Name: name, Paused: paused}}); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q, _ := s.queue(name)
+	q.Paused = paused
+	writeJSON(w, http.StatusOK, q)
 }
 
 // handleSetQueueLimits sets (replaces) a queue's flow-control limits
@@ -92,19 +131,16 @@ func (s *Server) handleSetQueueLimits(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	out := wire.Queue{Name: name}
-	if !l.IsZero() {
-		out.Limits = flowWire(fsm.QueueFlow{Limits: l, Held: map[string]int{}})
-	}
-	writeJSON(w, http.StatusOK, out)
+	q, _ := s.queue(name)
+	writeJSON(w, http.StatusOK, q)
 }
 
 // flowWire shows a queue's limits and what they hold back.
 func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
 	l := fl.Limits
 	out := &wire.QueueFlow{
-		QueueLimits: wire.QueueLimits{Concurrency: wire.Limit(l.Concurrency), KeyConcurrency: wire.Limit(l.KeyConcurrency),
-			Burst: wire.Limit(l.Burst), KeyBurst: wire.Limit(l.KeyBurst)},
+		Concurrency: wire.Limit(l.Concurrency), KeyConcurrency: wire.Limit(l.KeyConcurrency),
+		Burst: wire.Limit(l.Burst), KeyBurst: wire.Limit(l.KeyBurst),
 		Running: fl.Running, KeysAtLimit: fl.KeysFull, KeysRateLimited: fl.KeysRateLimited, Waiting: fl.Held,
 	}
 	if !l.Rate.IsZero() {
@@ -121,28 +157,4 @@ func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
 // (GET /jobs/{id}'s "waiting"), "" if none does.
 func (s *Server) limitWaiting(j *store.Job) string {
 	return s.state.HeldBy(j, s.now())
-}
-
-// handlePause and handleResume stop and restart claims from a queue
-// (POST /queues/{name}/pause, /resume).
-func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) { s.pause(w, r, true) }
-
-func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) { s.pause(w, r, false) }
-
-func (s *Server) pause(w http.ResponseWriter, r *http.Request, paused bool) {
-	name := r.PathValue("name")
-	if err := validName("name", name); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	known := slices.ContainsFunc(s.state.Queues(), func(q fsm.QueueStats) bool { return q.Name == name })
-	if !known && paused {
-		s.fail(w, r, &badRequest{field: "name", reason: "unknown queue " + name})
-		return
-	}
-	if _, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpPauseQueue, Queue: &fsm.PauseQueue{Name: name, Paused: paused}}); err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, wire.Queue{Name: name, Paused: paused})
 }

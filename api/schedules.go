@@ -1,7 +1,11 @@
 package api
 
 import (
+	"bytes"
+	"encoding/json"
 	"net/http"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -13,7 +17,8 @@ import (
 // handleCreateSchedule serves POST /schedules: 201, 409 if the name is taken.
 func (s *Server) handleCreateSchedule(w http.ResponseWriter, r *http.Request) {
 	var req wire.ScheduleRequest
-	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+	warnings, err := decodeBodyWarn(w, r, s.cfg.MaxBodyBytes, &req)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -29,18 +34,37 @@ func (s *Server) handleCreateSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.logger.Info("schedule created", "schedule", ps.Name, "cron", ps.Cron, "timezone", ps.Timezone, "request_id", requestID(r.Context()))
-	writeJSON(w, http.StatusCreated, s.toWireSchedule(res.Schedule))
+	out := s.toWireSchedule(res.Schedule)
+	out.Warnings = warnings
+	writeJSON(w, http.StatusCreated, out)
 }
 
-// handleUpdateSchedule serves PUT /schedules/{name}: it replaces the
-// definition and keeps the progress; 404 if there is no such schedule.
+// handleUpdateSchedule serves PUT /schedules/{name}: it changes only the
+// fields the body names and keeps the others, paused and overlap included,
+// and the progress; 404 if there is no such schedule. The body is laid
+// over the schedule as GET shows it: a top-level field or a field of "job"
+// that is present replaces the current value whole (env and metadata
+// included: they are not merged key by key); an empty "cron" keeps the
+// current one. Two updates at once each apply their fields on top of what
+// they read, the later one last.
 func (s *Server) handleUpdateSchedule(w http.ResponseWriter, r *http.Request) {
-	var req wire.ScheduleRequest
-	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+	name := r.PathValue("name")
+	body, err := readBody(w, r, s.cfg.MaxBodyBytes)
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	ps, err := s.newSchedule(&req, r.PathValue("name"))
+	cur, err := s.state.Schedule(name)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	req, warnings, err := mergeSchedule(s.toWireSchedule(cur), body)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ps, err := s.newSchedule(&req, name)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -50,7 +74,60 @@ func (s *Server) handleUpdateSchedule(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, s.toWireSchedule(res.Schedule))
+	out := s.toWireSchedule(res.Schedule)
+	out.Warnings = warnings
+	writeJSON(w, http.StatusOK, out)
+}
+
+// mergeSchedule lays a PUT body over the current schedule and returns the
+// whole definition, with warnings for unknown fields.
+func mergeSchedule(cur wire.Schedule, body []byte) (wire.ScheduleRequest, []string, error) {
+	req := wire.ScheduleRequest{Name: cur.Name, Cron: cur.Cron, Timezone: cur.Timezone, Job: cur.Job,
+		Overlap: cur.Overlap, Catchup: cur.Catchup, Paused: cur.Paused}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return req, nil, nil
+	}
+	var fields struct {
+		Job map[string]json.RawMessage `json:"job"`
+	}
+	if err := json.Unmarshal(body, &fields); err != nil {
+		return req, nil, jsonError(err)
+	}
+	// A field named in "job" replaces the template's value whole: clear
+	// the maps (json would merge into them) and pointers it names.
+	for k := range fields.Job {
+		switch strings.ToLower(k) {
+		case "env":
+			req.Job.Env = nil
+		case "metadata":
+			req.Job.Metadata = nil
+		case "max_attempts":
+			req.Job.MaxAttempts = nil
+		case "max_retries":
+			req.Job.MaxAttempts = nil // the other spelling of the same limit
+		case "backoff":
+			req.Job.Backoff = nil
+		case "resources":
+			req.Job.Resources = nil
+		}
+	}
+	keepCron := req.Cron
+	if err := json.Unmarshal(body, &req); err != nil {
+		return req, nil, jsonError(err)
+	}
+	if strings.TrimSpace(req.Cron) == "" {
+		req.Cron = keepCron
+	}
+	if req.Job.Type != "" && fields.Job["command"] == nil && fields.Job["type"] != nil {
+		req.Job.Command = "" // switching to a typed job drops the command
+	}
+	if req.Job.Command != "" && fields.Job["type"] == nil && fields.Job["command"] != nil {
+		req.Job.Type = "" // and back
+	}
+	if req.Job.Type == "" || string(req.Job.Payload) == "null" {
+		req.Job.Payload = nil // a payload goes with a type; null clears it
+	}
+	return req, unknownFields(body, reflect.TypeFor[wire.ScheduleRequest](), ""), nil
 }
 
 func (s *Server) handleListSchedules(w http.ResponseWriter, r *http.Request) {
@@ -187,5 +264,9 @@ func toSubmitRequest(nj *fsm.NewJob) wire.SubmitRequest {
 	if nj.Retention > 0 {
 		out.Retention = time.Duration(nj.Retention).String()
 	}
+	if !nj.Resources.IsZero() {
+		out.Resources = resourcesWire(nj.Resources)
+	}
+	out.Tags = nj.Tags
 	return out
 }

@@ -284,6 +284,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /restore", w(s.handleRestore))
 	s.mux.HandleFunc("GET /debug/digest", s.handleDigest)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
+	s.mux.HandleFunc("GET /openapi.json", s.handleOpenAPI)
 	if s.cfg.Pprof {
 		s.pprofRoutes()
 	}

@@ -173,7 +173,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	t.Run("SubmitAJob", func(t *testing.T) {
 		b.t = t
 		b.do(chromedp.Navigate(dash + "#/jobs"))
-		b.do(chromedp.Click(chromedp.CSS(`button[data-action="new-job"]`)))
+		b.click(`button[data-action="new-job"]`)
 		form := `form[data-test="submit-form"] `
 		b.do(
 			chromedp.SendKeys(chromedp.CSS(form+`input[name="command"]`), "printf '[%s]' \"a b\""),
@@ -181,8 +181,8 @@ func TestDashboardInBrowser(t *testing.T) {
 			chromedp.SendKeys(chromedp.CSS(form+`input[name="priority"]`), "3"),
 			chromedp.SendKeys(chromedp.CSS(form+`textarea[name="env"]`), "LIST=a,b,c\nA=1"),
 			chromedp.SendKeys(chromedp.CSS(form+`input[name="depends_on"]`), jobs.fetch),
-			chromedp.Click(chromedp.CSS(form+`button[data-action="save"]`)),
 		)
+		b.click(form + `button[data-action="save"]`)
 		b.waitFor("the new job's page", `/^#\/jobs\/job-/.test(location.hash) && !!document.querySelector('[data-test="job-id"]')`)
 		id := b.eval(`document.querySelector('[data-test="job-id"]').textContent`)
 		j := cl.job(id)
@@ -196,22 +196,23 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.t = t
 		before := cl.count()
 		b.do(chromedp.Navigate(dash + "#/jobs"))
-		b.do(chromedp.Click(chromedp.CSS(`button[data-action="new-job"]`)))
+		b.click(`button[data-action="new-job"]`)
 		form := `form[data-test="submit-form"] `
 		b.do(
 			chromedp.SendKeys(chromedp.CSS(form+`input[name="type"]`), "email.send"),
 			chromedp.SendKeys(chromedp.CSS(form+`input[name="payload"]`), "{not json"),
-			chromedp.Click(chromedp.CSS(form+`button[data-action="save"]`)),
 		)
+		b.click(form + `button[data-action="save"]`)
 		b.waitFor("the field named in the banner", `!document.getElementById("banner").hidden && document.getElementById("banner-text").textContent.startsWith("payload: not JSON")`)
 		b.do(chromedp.SetValue(chromedp.CSS(form+`input[name="payload"]`), `{"to":"a@b.c"}`),
 			chromedp.SendKeys(chromedp.CSS(form+`input[name="max_attempts"]`), "-1"),
-			chromedp.Click(chromedp.CSS(form+`button[data-action="save"]`)))
+		)
+		b.click(form + `button[data-action="save"]`)
 		b.waitFor("the server's 400 in the banner", `document.getElementById("banner").dataset.code === "invalid" && document.getElementById("banner-text").textContent.includes("max_attempts")`)
 		if after := cl.count(); after != before {
 			t.Fatalf("%d jobs after refused forms, %d before", after, before)
 		}
-		b.do(chromedp.Click(chromedp.ID("banner-close")))
+		b.click("#banner-close")
 	})
 
 	t.Run("JobFailedByItsDependencySaysSo", func(t *testing.T) {
@@ -234,23 +235,23 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Skip("the node serves no schedules")
 		}
 		b.do(chromedp.Navigate(dash + "#/schedules"))
-		b.do(chromedp.Click(chromedp.CSS(`button[data-action="new-schedule"]`)))
+		b.click(`button[data-action="new-schedule"]`)
 		form := `form[data-test="schedule-form"] `
 		b.do(
 			chromedp.SendKeys(chromedp.CSS(form+`input[name="name"]`), "from-the-page"),
 			chromedp.SendKeys(chromedp.CSS(form+`input[name="cron"]`), "@every 1h"),
 			chromedp.SendKeys(chromedp.CSS(form+`input[name="command"]`), "./rotate-logs.sh"),
 			chromedp.SendKeys(chromedp.CSS(form+`textarea[name="env"]`), "KEEP=7"),
-			chromedp.Click(chromedp.CSS(form+`button[data-action="save"]`)),
 		)
+		b.click(form + `button[data-action="save"]`)
 		b.waitFor("the new schedule listed", `!!document.querySelector('tr[data-schedule="from-the-page"]')`)
 		cl.call(http.MethodPost, "/schedules/from-the-page/pause", nil, nil, http.StatusOK)
 		b.waitFor("shown paused", `document.querySelector('tr[data-schedule="from-the-page"]').dataset.paused === "1"`)
 
 		b.click(`tr[data-schedule="from-the-page"] button[data-action="edit"]`)
 		b.waitFor("the form filled in", `document.querySelector('form[data-test="schedule-form"] input[name="cron"]').value === "@every 1h"`)
-		b.do(chromedp.SetValue(chromedp.CSS(form+`input[name="cron"]`), "@every 2h"),
-			chromedp.Click(chromedp.CSS(form+`button[data-action="save"]`)))
+		b.do(chromedp.SetValue(chromedp.CSS(form+`input[name="cron"]`), "@every 2h"))
+		b.click(form + `button[data-action="save"]`)
 		var sc wire.Schedule
 		clustertest.WaitFor(t, 10*time.Second, func() error {
 			cl.call(http.MethodGet, "/schedules/from-the-page", nil, &sc, http.StatusOK)

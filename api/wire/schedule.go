@@ -55,9 +55,12 @@ type Schedule struct {
 	LastJobID     string        `json:"last_job_id,omitempty"`
 	LastJobStatus string        `json:"last_job_status,omitempty"`
 	LastError     string        `json:"last_error,omitempty"`
-	Runs          uint64        `json:"runs"`
-	Skipped       uint64        `json:"skipped"`
-	Missed        uint64        `json:"missed"`
+	// Warnings, in the reply of POST and PUT only, name what the server
+	// ignored in the request, e.g. `unknown field "job.priorty"`.
+	Warnings []string `json:"warnings,omitempty"`
+	Runs     uint64   `json:"runs"`
+	Skipped  uint64   `json:"skipped"`
+	Missed   uint64   `json:"missed"`
 }
 
 // ScheduleList is the reply of GET /schedules, in name order.

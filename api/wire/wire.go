@@ -130,6 +130,9 @@ type Job struct {
 	// Waiting says why a due job is not claimed (computed when read), e.g.
 	// "queue emails at its limit 10/10".
 	Waiting string `json:"waiting,omitempty"`
+	// Warnings, in the reply of a submission only, name what the server
+	// ignored in the request, e.g. `unknown field "priorty"`.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // GangSubmitResponse is the reply of POST /jobs with a gang_size: the gang
@@ -137,6 +140,8 @@ type Job struct {
 type GangSubmitResponse struct {
 	GangID string   `json:"gang_id"`
 	Tasks  []string `json:"tasks"`
+	// Warnings name what the server ignored in the request (see Job).
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Gang is the reply of GET /gangs/{id}. Epoch counts its reservations and
@@ -181,6 +186,9 @@ type Attempt struct {
 type JobList struct {
 	Jobs       []Job  `json:"jobs"`
 	NextCursor string `json:"next_cursor,omitempty"`
+	// Warnings, in the reply of POST /jobs/batch only, name what the
+	// server ignored in the request, e.g. `unknown field "jobs[1].priorty"`.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // MaxQueues is the most queues a claim or a registered worker may name, and

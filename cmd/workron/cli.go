@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -8,6 +9,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
+	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -24,7 +28,7 @@ type cliFlags struct {
 }
 
 func (c *cliFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&c.server, "server", envOr("WORKRON_SERVER", "http://127.0.0.1:7070"), "node URLs, comma-separated (env WORKRON_SERVER)")
+	fs.StringVar(&c.server, "server", envOr("WORKRON_SERVER", defaultServers), "node URLs, comma-separated, tried in order (env WORKRON_SERVER)")
 	fs.StringVar(&c.output, "o", "table", "output: table or json")
 	c.sec.register(fs, "token")
 }
@@ -34,12 +38,14 @@ type cli struct {
 	flags  cliFlags
 	client *client.Client
 	out    io.Writer
+	errOut io.Writer     // progress and warnings
+	poll   time.Duration // how often wait asks for the job
 }
 
 func runClient(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c := &cli{out: stdout}
+	c := &cli{out: stdout, errOut: stderr, poll: 200 * time.Millisecond}
 	c.flags.register(fs)
 	switch verb {
 	case "submit":
@@ -54,6 +60,10 @@ func runClient(ctx context.Context, verb string, args []string, stdout, stderr i
 		return c.cluster(ctx, fs, args)
 	case "schedules":
 		return c.schedules(ctx, fs, args)
+	case "gangs":
+		return c.gangs(ctx, fs, args)
+	case "digest":
+		return c.digest(ctx, fs, args)
 	}
 	return fmt.Errorf("unknown command %q", verb)
 }
@@ -91,63 +101,44 @@ func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 
 func (c *cli) submit(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var (
-		req                             wire.SubmitRequest
-		maxAttempts                     int
-		depends, env, meta, tags, pload string
-		res                             wire.Resources
-		wait                            bool
+		req                   wire.SubmitRequest
+		jf                    jobFlags
+		depends, batch, runAt string
+		wait                  bool
+		timeout               time.Duration
 	)
-	fs.StringVar(&req.Queue, "queue", "", "queue (default \"default\")")
-	fs.IntVar(&req.Priority, "priority", 0, "priority; higher runs first")
-	fs.IntVar(&maxAttempts, "max-attempts", 0, "total attempts (default 3)")
+	jf.register(fs, &req, "")
 	fs.StringVar(&depends, "depends-on", "", "job ids this job waits for, comma-separated")
-	fs.StringVar(&req.Timeout, "timeout", "", "per-attempt timeout, e.g. 90s")
 	fs.StringVar(&req.Delay, "delay", "", "run after this delay, e.g. 5m")
+	fs.StringVar(&runAt, "run-at", "", "run at this time (RFC 3339, e.g. 2026-01-02T15:04:05Z)")
 	fs.StringVar(&req.IdempotencyKey, "idempotency-key", "", "submit at most once per key")
-	fs.StringVar(&env, "env", "", "environment K=V pairs, comma-separated")
-	fs.StringVar(&meta, "metadata", "", "metadata K=V pairs, comma-separated")
-	fs.BoolVar(&wait, "wait", false, "wait until the job finishes and exit with its exit code")
-	fs.StringVar(&req.Type, "type", "", "a typed job for the Go handler registered under this name, instead of a command")
-	fs.StringVar(&pload, "payload", "", "the typed job's payload, a JSON document")
-	fs.StringVar(&tags, "tags", "", "tags its worker must offer, comma-separated")
-	fs.IntVar(&res.VRAMMB, "vram-mb", 0, "VRAM an attempt needs of its worker, in MB")
-	fs.IntVar(&res.MemoryMB, "memory-mb", 0, "memory an attempt needs of its worker, in MB")
-	fs.IntVar(&res.CPUMillis, "cpu-millis", 0, "CPU an attempt needs of its worker, in thousandths of a core")
-	fs.IntVar(&res.Slots, "slots", 0, "worker slots an attempt takes (default 1)")
+	fs.StringVar(&req.UniqueFor, "unique-for", "", "with --idempotency-key: how long the key stays taken, e.g. 1h (default: as long as the job is kept)")
+	fs.BoolVar(&wait, "wait", false, "wait until the job finishes, showing its progress, and exit with its exit code")
+	fs.DurationVar(&timeout, "wait-timeout", 0, "with --wait: give up waiting after this long, e.g. 10m (default: no limit)")
 	fs.IntVar(&req.GangSize, "gang-size", 0, "run as a gang of this many tasks, placed and started all at once")
+	fs.StringVar(&batch, "batch", "", "submit the jobs of this `FILE` (- for stdin) in one request: the body of POST /jobs/batch or a JSON array of jobs")
 	fs.StringVar(&req.ConcurrencyKey, "concurrency-key", "", "the job's key for its queue's per-key limits (a tenant, a customer)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
-	switch {
-	case req.Type == "" && len(pos) == 0:
-		return errors.New("submit: give the command after --, e.g. workron submit -- echo hello, or a --type")
-	case req.Type != "" && len(pos) > 0:
-		return errors.New("submit: give a command or a --type, not both")
-	case pload != "" && req.Type == "":
-		return errors.New("submit: --payload goes with --type")
-	case pload != "" && !json.Valid([]byte(pload)):
-		return fmt.Errorf("submit: --payload is not a JSON document: %q", pload)
+	if batch != "" {
+		if len(pos) > 0 || wait {
+			return errors.New("submit: --batch takes its jobs from the file; give no command and no --wait")
+		}
+		return c.submitBatch(ctx, batch)
 	}
-	req.Command = strings.Join(pos, " ")
-	if pload != "" {
-		req.Payload = json.RawMessage(pload)
+	if err := jf.fill(&req, pos, "submit", false); err != nil {
+		return err
 	}
-	req.Tags = splitList(tags)
-	if res != (wire.Resources{}) {
-		req.Resources = &res
-	}
-	if maxAttempts != 0 {
-		req.MaxAttempts = &maxAttempts
+	if runAt != "" {
+		t, err := time.Parse(time.RFC3339, runAt)
+		if err != nil {
+			return fmt.Errorf("--run-at: %q is not an RFC 3339 time like 2026-01-02T15:04:05Z", runAt)
+		}
+		req.RunAt = &t
 	}
 	req.DependsOn = splitList(depends)
-	if req.Env, err = pairs("env", env); err != nil {
-		return err
-	}
-	if req.Metadata, err = pairs("metadata", meta); err != nil {
-		return err
-	}
 	if err := c.connect(); err != nil {
 		return err
 	}
@@ -159,97 +150,146 @@ func (c *cli) submit(ctx context.Context, fs *flag.FlagSet, args []string) error
 		if err != nil {
 			return err
 		}
+		c.warn(g.Warnings)
 		return c.print(g, func() { fmt.Fprintf(c.out, "%s: %s\n", g.GangID, strings.Join(g.Tasks, " ")) })
 	}
 	job, err := c.client.Submit(ctx, req)
 	if err != nil {
 		return err
 	}
+	c.warn(job.Warnings)
 	if wait {
-		return c.wait(ctx, job.ID)
+		fmt.Fprintln(c.errOut, job.ID)
+		return c.wait(ctx, job.ID, timeout)
 	}
 	return c.print(job, func() { fmt.Fprintln(c.out, job.ID) })
 }
 
-func pairs(field, s string) (map[string]string, error) {
-	if s == "" {
-		return nil, nil
-	}
-	out := make(map[string]string)
-	for _, kv := range splitList(s) {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("--%s: %q is not K=V", field, kv)
-		}
-		out[k] = v
-	}
-	return out, nil
-}
-
-func (c *cli) jobs(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	var opts client.ListOptions
-	fs.StringVar(&opts.Status, "status", "", "only jobs in this status")
-	fs.StringVar(&opts.Queue, "queue", "", "only jobs in this queue")
-	fs.IntVar(&opts.Limit, "limit", 20, "at most this many")
-	fs.StringVar(&opts.Cursor, "cursor", "", "next_cursor of a previous page")
-	pos, err := parse(fs, args)
+// submitBatch submits the jobs of a file (POST /jobs/batch) and prints
+// their ids, one a line. The file's JSON goes as it is, so that the server
+// can warn about fields it does not know.
+func (c *cli) submitBatch(ctx context.Context, file string) error {
+	data, err := readInput(file)
 	if err != nil {
-		return err
+		return fmt.Errorf("--batch: %w", err)
 	}
-	if len(pos) == 0 {
-		return errors.New("jobs: give ls, get ID, cancel ID, retry ID or wait ID")
+	if trimmed := bytes.TrimSpace(data); bytes.HasPrefix(trimmed, []byte("[")) {
+		data = slices.Concat([]byte(`{"jobs":`), trimmed, []byte("}"))
+	}
+	if !json.Valid(data) {
+		return fmt.Errorf("--batch %s: not a JSON document", file)
 	}
 	if err := c.connect(); err != nil {
 		return err
 	}
-	sub := pos[0]
+	resp, err := c.client.Do(ctx, client.Request{Method: "POST", Path: "/jobs/batch", JSON: data})
+	if err != nil {
+		return fmt.Errorf("submit batch: %w", err)
+	}
+	var list wire.JobList
+	if err := json.Unmarshal(resp.Body, &list); err != nil {
+		return fmt.Errorf("submit batch: decode the reply: %w", err)
+	}
+	c.warn(list.Warnings)
+	return c.print(list, func() {
+		for _, j := range list.Jobs {
+			fmt.Fprintln(c.out, j.ID)
+		}
+	})
+}
+
+// readInput reads a file, or stdin for "-".
+func readInput(file string) ([]byte, error) {
+	if file == "-" {
+		return io.ReadAll(os.Stdin)
+	}
+	return os.ReadFile(file)
+}
+
+// warn prints the server's warnings about a request (unknown fields) on
+// stderr.
+func (c *cli) warn(warnings []string) {
+	for _, w := range warnings {
+		fmt.Fprintf(c.errOut, "workron: warning: %s\n", w)
+	}
+}
+
+const jobsUsage = `jobs: give one of
+  ls [--status S] [--queue Q] [--metadata K=V]... [--limit N] [--cursor C]
+  get ID
+  cancel ID [--no-cascade] | retry ID [--no-cascade]
+  wait ID [--timeout D]`
+
+// jobs runs `workron jobs SUB ...`. Each subcommand has its own flags, so
+// `workron jobs cancel -h` shows cancel's.
+func (c *cli) jobs(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		if len(args) > 0 && (args[0] == "-h" || args[0] == "-help" || args[0] == "--help") {
+			fmt.Fprintln(fs.Output(), jobsUsage)
+			return flag.ErrHelp
+		}
+		return errors.New(jobsUsage)
+	}
+	sub, args := args[0], args[1:]
+	fs.Init("jobs "+sub, flag.ContinueOnError)
+	var (
+		opts    client.ListOptions
+		meta    kvFlag
+		act     client.ActionOptions
+		timeout time.Duration
+	)
+	switch sub {
+	case "ls", "list":
+		fs.StringVar(&opts.Status, "status", "", "only jobs in this status")
+		fs.StringVar(&opts.Queue, "queue", "", "only jobs in this queue")
+		fs.Var(&meta, "metadata", "only jobs whose metadata has `K=V`; repeatable, all must match")
+		fs.IntVar(&opts.Limit, "limit", 20, "at most this many")
+		fs.StringVar(&opts.Cursor, "cursor", "", "next_cursor of a previous page")
+	case "cancel", "retry":
+		fs.BoolVar(&act.NoCascade, "no-cascade", false, "leave the jobs that depend on this one alone (?cascade=false)")
+	case "wait":
+		fs.DurationVar(&timeout, "timeout", 0, "give up after this long, e.g. 10m (default: no limit)")
+	case "get":
+	default:
+		return fmt.Errorf("jobs: unknown subcommand %q\n%s", sub, jobsUsage)
+	}
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
 	if sub == "ls" || sub == "list" {
+		if len(pos) > 0 {
+			return fmt.Errorf("jobs %s: unexpected %q", sub, pos[0])
+		}
+		opts.Metadata = meta.m
 		list, err := c.client.List(ctx, opts)
 		if err != nil {
 			return err
 		}
 		return c.print(list, func() { c.printJobs(list) })
 	}
-	if len(pos) != 2 {
+	if len(pos) != 1 {
 		return fmt.Errorf("jobs %s: give exactly one job id", sub)
 	}
-	id := pos[1]
+	id := pos[0]
 	var job *wire.Job
 	switch sub {
 	case "get":
 		job, err = c.client.Get(ctx, id)
 	case "cancel":
-		job, err = c.client.Cancel(ctx, id)
+		job, err = c.client.CancelWith(ctx, id, act)
 	case "retry":
-		job, err = c.client.Retry(ctx, id)
+		job, err = c.client.RetryWith(ctx, id, act)
 	case "wait":
-		return c.wait(ctx, id)
-	default:
-		return fmt.Errorf("jobs: unknown subcommand %q", sub)
+		return c.wait(ctx, id, timeout)
 	}
 	if err != nil {
 		return err
 	}
 	return c.print(job, func() { c.printJob(job) })
-}
-
-// wait follows a job until it finishes and exits with its exit code (1 for
-// a failure without one).
-func (c *cli) wait(ctx context.Context, id string) error {
-	job, err := c.client.Wait(ctx, id, 200*time.Millisecond)
-	if err != nil {
-		return err
-	}
-	if err := c.print(job, func() { c.printJob(job) }); err != nil {
-		return err
-	}
-	switch {
-	case job.Status == wire.StatusDone:
-		return nil
-	case job.ExitCode != nil && *job.ExitCode != 0:
-		return &exitError{code: *job.ExitCode}
-	}
-	return &exitError{code: 1}
 }
 
 func (c *cli) print(v any, table func()) error {
@@ -355,8 +395,8 @@ func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error
 	if err != nil {
 		return err
 	}
-	if len(pos) > 0 && pos[0] != "ls" && pos[0] != "list" && ((pos[0] != "pause" && pos[0] != "resume") || len(pos) != 2) {
-		return errors.New("queues: give ls, pause NAME, resume NAME or limit NAME")
+	if len(pos) > 0 && pos[0] != "ls" && pos[0] != "list" && ((pos[0] != "pause" && pos[0] != "resume" && pos[0] != "get") || len(pos) != 2) {
+		return errors.New("queues: give ls, get NAME, pause NAME, resume NAME or limit NAME")
 	}
 	if err := c.connect(); err != nil {
 		return err
@@ -367,6 +407,17 @@ func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error
 			return err
 		}
 		return c.print(wire.QueueList{Queues: qs}, func() { c.printQueues(qs) })
+	}
+	if pos[0] == "get" {
+		resp, err := c.client.Do(ctx, client.Request{Method: "GET", Path: "/queues/" + url.PathEscape(pos[1])})
+		if err != nil {
+			return fmt.Errorf("get queue %s: %w", pos[1], err)
+		}
+		var q wire.Queue
+		if err := json.Unmarshal(resp.Body, &q); err != nil {
+			return fmt.Errorf("get queue %s: decode the reply: %w", pos[1], err)
+		}
+		return c.print(q, func() { c.printQueues([]wire.Queue{q}) })
 	}
 	act := c.client.PauseQueue
 	if pos[0] == "resume" {
@@ -394,12 +445,13 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	fs.StringVar(&join.ID, "id", "", "join: the new node's id")
 	fs.StringVar(&join.Raft, "raft", "", "join: the new node's Raft host:port")
 	fs.StringVar(&join.HTTP, "http", "", "join: the new node's HTTP base URL")
+	ready := fs.Bool("ready", false, "health: ask for readiness (GET /health?ready=1): ok only once the node has caught up with the leader")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) == 0 {
-		return errors.New("cluster: give status, join or remove ID")
+		return errors.New("cluster: give status, health, join or remove ID")
 	}
 	if err := c.connect(); err != nil {
 		return err
@@ -411,6 +463,20 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 			return err
 		}
 		return c.print(cl, func() { printCluster(c.out, cl) })
+	case "health":
+		// The first --server's own view (GET /health): 503 answers
+		// (no_leader, removed, catching_up) are shown, and exit 1.
+		h, err := c.client.Health(ctx, *ready)
+		if h == nil {
+			return err
+		}
+		if perr := c.print(h, func() {
+			fmt.Fprintf(c.out, "%s: %s, %s, leader %s, applied index %d, commit index %d, term %d\n",
+				h.NodeID, h.Status, h.Role, cmp.Or(h.Leader, "-"), h.AppliedIndex, h.CommitIndex, h.Term)
+		}); perr != nil {
+			return perr
+		}
+		return err
 	case "join":
 		if _, err := c.client.Join(ctx, join); err != nil {
 			return err
@@ -462,4 +528,64 @@ func printCluster(out io.Writer, cl *wire.Cluster) {
 			fmt.Fprintf(out, "%s: %s\n", n.ID, h.Error)
 		}
 	}
+}
+
+// gangs shows a gang and its tasks (`workron gangs get ID`).
+func (c *cli) gangs(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) == 2 && pos[0] == "get" {
+		pos = pos[1:]
+	}
+	if len(pos) != 1 {
+		return errors.New("gangs: give get ID")
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
+	g, err := c.client.Gang(ctx, pos[0])
+	if err != nil {
+		return err
+	}
+	return c.print(g, func() {
+		tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "gang:\t%s\nstatus:\t%s\nsize:\t%d\nqueue:\t%s\nepoch:\t%d\n", g.GangID, g.Status, g.Size, g.Queue, g.Epoch)
+		if len(g.Workers) > 0 {
+			fmt.Fprintf(tw, "workers:\t%s\n", strings.Join(g.Workers, ","))
+		}
+		if g.LastError != "" {
+			fmt.Fprintf(tw, "last_error:\t%s\n", g.LastError)
+		}
+		if g.Unschedulable != "" {
+			fmt.Fprintf(tw, "unschedulable:\t%s\n", g.Unschedulable)
+		}
+		tw.Flush()
+		fmt.Fprintln(c.out)
+		c.printJobs(&wire.JobList{Jobs: g.Jobs})
+	})
+}
+
+// digest prints the answering node's state digest (`workron digest`, GET
+// /debug/digest): nodes at the same applied index hold the same state when
+// their digests are equal.
+func (c *cli) digest(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return fmt.Errorf("digest: unexpected %q", pos[0])
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
+	d, err := c.client.Digest(ctx)
+	if err != nil {
+		return err
+	}
+	return c.print(d, func() {
+		fmt.Fprintf(c.out, "node %s, applied index %d: %s (check: %s)\n", d.NodeID, d.AppliedIndex, d.Digest, d.Check)
+	})
 }

@@ -40,6 +40,8 @@ func TestCLIGolden(t *testing.T) {
 	t.Cleanup(hc.CloseIdleConnections)
 
 	s := &session{t: t, ctx: ctx}
+	tmp := t.TempDir()
+	s.placeholders = append(s.placeholders, tmp, "<tmp>")
 	for i := range c.Len() {
 		s.placeholders = append(s.placeholders, c.URL(i), fmt.Sprintf("<%s-http>", c.Node(i).ID()),
 			c.Node(i).Raft().RaftAddr(), fmt.Sprintf("<%s-raft>", c.Node(i).ID()))
@@ -74,7 +76,8 @@ func TestCLIGolden(t *testing.T) {
 	s.run(0, "jobs", "retry", "job-2")
 	s.run(0, "jobs", "cancel", "job-2")
 
-	s.note("wait follows job-1 until w1 reports it done, and exits 0.")
+	s.note("wait follows job-1, running on w1, until w1 reports it done, and exits 0; it tells each change on stderr.")
+	j1 := claim("default")
 	before := requests(t, hc, server, "GET /jobs/{id}")
 	waited := make(chan string, 1)
 	go func() { waited <- s.capture(0, "jobs", "wait", "job-1") }()
@@ -84,7 +87,6 @@ func TestCLIGolden(t *testing.T) {
 		}
 		return nil
 	})
-	j1 := claim("default")
 	post(t, hc, server+"/jobs/job-1/done", wire.ReportRequest{Lease: j1.Lease, ExitCode: &zero, Output: "hello\n"})
 	s.write(<-waited)
 	s.run(0, "jobs", "get", "job-3", "-o", "json")
@@ -105,6 +107,37 @@ func TestCLIGolden(t *testing.T) {
 	s.run(0, "submit", "--tags", "gpu,a100", "--vram-mb", "8000", "--memory-mb", "512", "--queue", "gpu", "--", "train")
 	s.run(0, "jobs", "get", "job-5", "-o", "json")
 	s.run(0, "submit", "--gang-size", "2", "--queue", "gang", "--", "mpirun", "step")
+
+	s.note("--env and --metadata repeat and keep values whole; the words after -- reach the job as typed.")
+	s.run(0, "submit", "--env", "LIST=a,b,c", "--env", "A=1", "--metadata", "team=data", "--metadata", "k=v=w", "--queue", "misc", "--", "printf", `[%s]\n`, "a b", "c")
+	s.run(0, "jobs", "get", "job-8", "-o", "json")
+	s.run(0, "jobs", "ls", "--metadata", "team=data", "--metadata", "k=v=w")
+
+	s.note("Every field has a flag: run_at, backoff, retention, unique_for.")
+	s.run(0, "submit", "--run-at", "2030-01-02T03:04:05Z", "--backoff", "2s,1m,0.1", "--retention", "1h", "--idempotency-key", "k1", "--unique-for", "10m", "--queue", "misc", "--", "true")
+	s.run(0, "jobs", "get", "job-9", "-o", "json")
+
+	s.note("A batch from a file (or - for stdin); the server warns about fields it does not know.")
+	batch := filepath.Join(tmp, "batch.json")
+	if err := os.WriteFile(batch, []byte(`[{"command":"fetch","queue":"misc"},{"command":"build","queue":"misc","depends_on":["$0"],"priorty":5}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.run(0, "submit", "--batch", batch)
+	s.run(0, "jobs", "cancel", "job-10", "--no-cascade")
+	s.run(0, "jobs", "ls", "--queue", "misc", "--limit", "2")
+	s.run(0, "queues", "get", "misc")
+	s.run(0, "jobs", "cancel", "-h")
+
+	s.note("A gang, the digest, and a wait that gives up.")
+	s.run(0, "gangs", "get", "gang-6")
+	s.run(0, "digest", "--server", c.URL(c.Leader(t)))
+	s.run(0, "cluster", "health", "--server", c.URL(c.Leader(t)))
+	s.run(1, "jobs", "wait", "job-5", "--timeout", "1ms")
+
+	s.note("An update changes only what it names: a paused schedule stays paused, overlap stays skip.")
+	s.run(0, "schedules", "create", "tidy", "--cron", "@daily", "--overlap", "skip", "--queue", "misc", "--", "echo", "tidy")
+	s.run(0, "schedules", "pause", "tidy")
+	s.run(0, "schedules", "update", "tidy", "--cron", "@hourly")
 
 	s.note("Errors go to stderr with a non-zero exit code.")
 	s.run(1, "jobs", "get", "job-99")
@@ -181,7 +214,8 @@ func (s *session) write(entry string) {
 var (
 	reDateTime = regexp.MustCompile(`\d{4}-\d\d-\d\d[ T]\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)?`)
 	reLease    = regexp.MustCompile(`"lease": \d+`)
-	reApplied  = regexp.MustCompile(`(applied index:? )\d+`)
+	reApplied  = regexp.MustCompile(`((?:applied|commit) index:? |term )\d+`)
+	reDigest   = regexp.MustCompile(`\b[0-9a-f]{64}\b`)
 	reTable    = regexp.MustCompile(`\S {2,}\S`)
 	// An APPLIED cell: a Raft index after a node's health.
 	reAppliedCell = regexp.MustCompile(`(  (?:ok|no_leader)  +)\d+`)
@@ -195,6 +229,7 @@ func (s *session) normalise(text string) string {
 	text = reDateTime.ReplaceAllString(text, "<time>")
 	text = reLease.ReplaceAllString(text, `"lease": <index>`)
 	text = reApplied.ReplaceAllString(text, "${1}<index>")
+	text = reDigest.ReplaceAllString(text, "<digest>")
 	text = reAppliedCell.ReplaceAllString(text, "${1}<index>")
 	if strings.HasPrefix(text, "{") || strings.HasPrefix(text, "[") {
 		return text

@@ -10,6 +10,17 @@ import (
 	"github.com/workron/workron/worker"
 )
 
+// devIgnores are the server flags dev does not take: it always bootstraps
+// a one-node cluster of its own, and the test hooks are the chaos
+// harness's.
+var devIgnores = map[string]bool{"bootstrap": true, "peers": true, "join": true, "raft-fsync-delay": true, "clock-offset": true}
+
+// devDefaults are dev's own defaults for server flags.
+var devDefaults = map[string]string{
+	"id": "dev", "http": "127.0.0.1:7070", "raft": "127.0.0.1:0", "data": "workron-data",
+	"raft-heartbeat-timeout": "100ms", "raft-election-timeout": "100ms",
+}
+
 // runDev runs one node that bootstraps its own cluster and a worker in the
 // same process: the quickest way to try Workron.
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -21,17 +32,22 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		queues      string
 		passEnv     listFlag
 	)
-	sf.register(fs)
+	// The server's flags that dev takes, with dev's defaults, so that -h
+	// shows what dev does.
+	all := flag.NewFlagSet("server", flag.ContinueOnError)
+	sf.register(all)
+	all.VisitAll(func(f *flag.Flag) {
+		if devIgnores[f.Name] {
+			return
+		}
+		if v, ok := devDefaults[f.Name]; ok {
+			_ = f.Value.Set(v)
+		}
+		fs.Var(f.Value, f.Name, f.Usage)
+	})
 	fs.IntVar(&concurrency, "concurrency", 4, "in-process worker slots")
 	fs.StringVar(&queues, "queues", "default", "queues the in-process worker serves")
 	fs.Var(&passEnv, "pass-env", passEnvUsage)
-	// dev's own defaults.
-	_ = fs.Set("id", "dev")
-	_ = fs.Set("http", "127.0.0.1:7070")
-	_ = fs.Set("raft", "127.0.0.1:0")
-	_ = fs.Set("data", "workron-data")
-	_ = fs.Set("raft-heartbeat-timeout", "100ms")
-	_ = fs.Set("raft-election-timeout", "100ms")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,7 +62,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	}
 	wf := workerFlags{servers: srv.advertise, queues: queues, concurrency: concurrency,
 		grace: 30 * time.Second, killGrace: 5 * time.Second, wait: 30 * time.Second, passEnv: passEnv}
-	wcfg := wf.config(logger.With("component", "worker"))
+	wcfg := wf.config(logger) // worker.New adds component=worker
 	wcfg.ID = "dev-worker"
 	if wcfg.Client, err = sf.sec.selfClient(srv.advertise, wcfg.Logger); err != nil {
 		srv.shutdown()

@@ -20,26 +20,30 @@ const usage = `workron: a distributed job scheduler in one binary.
 
 Usage:
   workron server --id ID --http ADDR --raft ADDR --data DIR [--bootstrap | --peers id=addr,... | --join URL]
-  workron worker --server URL[,URL...] [--id ID] [--concurrency N] [--queues a,b]
+  workron worker [--server URL,...] [--id ID] [--concurrency N] [--queues a,b]
   workron dev    [--http 127.0.0.1:7070] [--data ./workron-data] [--concurrency 4]
 
-  workron submit [flags] -- COMMAND...     submit a shell job
-  workron jobs ls [--status S] [--queue Q] [--limit N]
-  workron jobs get ID | cancel ID | retry ID | wait ID
+  workron submit [flags] -- COMMAND [ARG...]   submit a shell job (--wait follows it)
+  workron submit --batch FILE|-            submit the jobs of a file in one request
+  workron jobs ls [--status S] [--queue Q] [--metadata K=V]... [--limit N]
+  workron jobs get ID | cancel ID | retry ID [--no-cascade] | wait ID [--timeout D]
+  workron gangs get ID                     show a gang and its tasks
   workron workers                          list workers
-  workron queues                           list queues
+  workron queues [get NAME | pause NAME | resume NAME | limit NAME [--concurrency N --rate 100/s ... | --clear]]
   workron schedules ls | get NAME | delete NAME | pause NAME | resume NAME | trigger NAME
   workron schedules create|update NAME --cron EXPR [--timezone TZ] [--overlap allow|skip|queue]
                     [--catchup none|one|all] [job flags] -- COMMAND...   (or --file SCHEDULE.json)
-  workron cluster status | join --id ID --raft ADDR --http URL | remove ID
+  workron cluster status | health [--ready] | join --id ID --raft ADDR --http URL | remove ID
+  workron digest                           the answering node's state digest
   workron backup FILE                      download a consistent copy of the state
   workron restore FILE                     replace the running cluster's state with a backup
   workron restore --data DIR FILE          stage a backup in a new node's data dir (start it --bootstrap)
   workron bench  [--short] [--server URL,...] [--scenarios a,b] [-o json]
                                            measure throughput and latency
 
-Client verbs take --server (or WORKRON_SERVER, default http://127.0.0.1:7070)
-and -o json. Run "workron COMMAND -h" for a command's flags.
+Client verbs and workers take --server (or WORKRON_SERVER); by default they try
+the dev node (127.0.0.1:7070), then the local cluster (127.0.0.1:7001-7003).
+Client verbs take -o json. Run "workron COMMAND -h" for a command's flags.
 `
 
 func main() {
@@ -71,6 +75,13 @@ type exitError struct{ code int }
 
 func (e *exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
+// defaultServers are the nodes client verbs and workers try, in order, when
+// neither --server nor WORKRON_SERVER names any: the dev node
+// (`workron dev`) and the three nodes of `scripts/cluster.sh up`, so both
+// quick starts work without flags. A node that refuses the connection is
+// skipped at once.
+const defaultServers = "http://127.0.0.1:7070,http://127.0.0.1:7001,http://127.0.0.1:7002,http://127.0.0.1:7003"
+
 // run dispatches a subcommand; tests call it directly.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -87,7 +98,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDev(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
-	case "submit", "jobs", "workers", "queues", "cluster", "schedules":
+	case "submit", "jobs", "workers", "queues", "cluster", "schedules", "gangs", "digest":
 		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "backup":
 		return runBackup(ctx, rest, stdout, stderr)

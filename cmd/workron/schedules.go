@@ -6,9 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"os"
-	"strings"
+	"net/url"
 	"text/tabwriter"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	_ "time/tzdata"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/worker/client"
 )
 
 const schedulesUsage = `schedules: give one of
@@ -24,30 +23,23 @@ const schedulesUsage = `schedules: give one of
   get NAME
   create NAME --cron EXPR [--timezone TZ] [--overlap allow|skip|queue] [--catchup none|one|all] [job flags] -- COMMAND...
   create NAME --file SCHEDULE.json     (the body of POST /schedules; - reads stdin)
-  update NAME ...                      (same as create; replaces the definition)
+  update NAME [flags] [-- COMMAND...]  (changes only the fields given; the rest, paused included, stays)
   delete NAME | pause NAME | resume NAME | trigger NAME`
 
 // schedules runs `workron schedules ...`.
 func (c *cli) schedules(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var (
-		req                      wire.ScheduleRequest
-		file, env, meta, payload string
-		maxAttempts              int
+		req  wire.ScheduleRequest
+		jf   jobFlags
+		file string
 	)
 	fs.StringVar(&req.Cron, "cron", "", `create/update: "*/5 * * * *", "0 30 2 * * *" (with seconds), "@daily", "@every 30s"`)
 	fs.StringVar(&req.Timezone, "timezone", "", "create/update: IANA time zone of the cron expression (default UTC)")
 	fs.StringVar(&req.Overlap, "overlap", "", "create/update: allow, skip or queue while the previous run is unfinished (default allow)")
 	fs.StringVar(&req.Catchup, "catchup", "", "create/update: ticks missed without a leader to run: none, one or all (default one)")
-	fs.BoolVar(&req.Paused, "paused", false, "create/update: start paused")
+	fs.BoolVar(&req.Paused, "paused", false, "create: start paused (update keeps the schedule's state; use pause and resume)")
 	fs.StringVar(&file, "file", "", "create/update: read the schedule as JSON from this file (- for stdin)")
-	fs.StringVar(&req.Job.Queue, "queue", "", "job: queue (default \"default\")")
-	fs.IntVar(&req.Job.Priority, "priority", 0, "job: priority; higher runs first")
-	fs.IntVar(&maxAttempts, "max-attempts", 0, "job: total attempts (default 3)")
-	fs.StringVar(&req.Job.Timeout, "timeout", "", "job: per-attempt timeout, e.g. 90s")
-	fs.StringVar(&req.Job.Type, "type", "", "job: typed-handler job type, instead of a command")
-	fs.StringVar(&payload, "payload", "", "job: JSON payload of a typed job")
-	fs.StringVar(&env, "env", "", "job: environment K=V pairs, comma-separated")
-	fs.StringVar(&meta, "metadata", "", "job: metadata K=V pairs, comma-separated")
+	jf.register(fs, &req.Job, "job: ")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -78,30 +70,24 @@ func (c *cli) schedules(ctx context.Context, fs *flag.FlagSet, args []string) er
 	case "get":
 		sc, err = c.client.Schedule(ctx, name)
 	case "create", "update":
-		if file != "" {
-			if req, err = readSchedule(file); err != nil {
+		switch {
+		case file != "":
+			sc, err = c.scheduleFile(ctx, sub, name, file)
+		default:
+			// update changes only what it names: without a command, the
+			// schedule's stays.
+			if err := jf.fill(&req.Job, pos[2:], "schedules "+sub, sub == "update"); err != nil {
 				return err
 			}
-		} else {
-			req.Job.Command = strings.Join(pos[2:], " ")
-			if maxAttempts != 0 {
-				req.Job.MaxAttempts = &maxAttempts
-			}
-			if payload != "" {
-				req.Job.Payload = json.RawMessage(payload)
-			}
-			if req.Job.Env, err = pairs("env", env); err != nil {
-				return err
-			}
-			if req.Job.Metadata, err = pairs("metadata", meta); err != nil {
-				return err
+			req.Name = name
+			if sub == "create" {
+				sc, err = c.client.CreateSchedule(ctx, req)
+			} else {
+				sc, err = c.client.UpdateSchedule(ctx, req)
 			}
 		}
-		req.Name = name
-		if sub == "create" {
-			sc, err = c.client.CreateSchedule(ctx, req)
-		} else {
-			sc, err = c.client.UpdateSchedule(ctx, req)
+		if err == nil {
+			c.warn(sc.Warnings)
 		}
 	case "delete", "rm":
 		if err := c.client.DeleteSchedule(ctx, name); err != nil {
@@ -128,24 +114,33 @@ func (c *cli) schedules(ctx context.Context, fs *flag.FlagSet, args []string) er
 	return c.print(sc, func() { c.printSchedule(sc) })
 }
 
-func readSchedule(file string) (wire.ScheduleRequest, error) {
-	var req wire.ScheduleRequest
-	var (
-		data []byte
-		err  error
-	)
-	if file == "-" {
-		data, err = io.ReadAll(os.Stdin)
-	} else {
-		data, err = os.ReadFile(file)
-	}
+// scheduleFile sends a schedule's JSON from a file (- for stdin) as it is,
+// with the name given on the command line, so that the server can warn
+// about fields it does not know: POST /schedules for create, PUT
+// /schedules/{name} for update.
+func (c *cli) scheduleFile(ctx context.Context, sub, name, file string) (*wire.Schedule, error) {
+	data, err := readInput(file)
 	if err != nil {
-		return req, fmt.Errorf("--file: %w", err)
+		return nil, fmt.Errorf("--file: %w", err)
 	}
-	if err := json.Unmarshal(data, &req); err != nil {
-		return req, fmt.Errorf("--file %s: %w", file, err)
+	var body map[string]json.RawMessage
+	if err := json.Unmarshal(data, &body); err != nil {
+		return nil, fmt.Errorf("--file %s: %w", file, err)
 	}
-	return req, nil
+	body["name"], _ = json.Marshal(name)
+	req := client.Request{Method: "POST", Path: "/schedules", Body: body}
+	if sub == "update" {
+		req.Method, req.Path = "PUT", "/schedules/"+url.PathEscape(name)
+	}
+	resp, err := c.client.Do(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("%s schedule %s: %w", sub, name, err)
+	}
+	var sc wire.Schedule
+	if err := json.Unmarshal(resp.Body, &sc); err != nil {
+		return nil, fmt.Errorf("%s schedule %s: decode the reply: %w", sub, name, err)
+	}
+	return &sc, nil
 }
 
 func (c *cli) printSchedules(list []wire.Schedule) {

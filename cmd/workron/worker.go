@@ -15,19 +15,19 @@ import (
 
 // workerFlags are everything `workron worker` takes.
 type workerFlags struct {
-	servers, id, queues, tags string
-	concurrency               int
-	grace, killGrace, wait    time.Duration
-	vramMB, memoryMB          int
-	execAddr                  string
-	passEnv, allowCommands    listFlag
-	runAs                     string
-	logs                      logFlags
-	sec                       clientSecurity
+	servers, id, queues, tags  string
+	concurrency                int
+	grace, killGrace, wait     time.Duration
+	vramMB, memoryMB, cpuMilli int
+	execAddr                   string
+	passEnv, allowCommands     listFlag
+	runAs                      string
+	logs                       logFlags
+	sec                        clientSecurity
 }
 
 func (f *workerFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.servers, "server", envOr("WORKRON_SERVER", "http://127.0.0.1:7001"), "scheduler node URLs, comma-separated (env WORKRON_SERVER)")
+	fs.StringVar(&f.servers, "server", envOr("WORKRON_SERVER", defaultServers), "scheduler node URLs, comma-separated, tried in order (env WORKRON_SERVER)")
 	fs.StringVar(&f.id, "id", "", "worker id (default HOSTNAME-PID)")
 	fs.StringVar(&f.queues, "queues", "default", "queues to serve, in order of preference")
 	fs.StringVar(&f.tags, "tags", "", "tags this worker offers, comma-separated")
@@ -37,6 +37,7 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.wait, "poll-wait", 30*time.Second, "long-poll wait per claim")
 	fs.IntVar(&f.vramMB, "vram-mb", 0, "VRAM this worker offers, in MB")
 	fs.IntVar(&f.memoryMB, "memory-mb", 0, "memory this worker offers, in MB")
+	fs.IntVar(&f.cpuMilli, "cpu-millis", 0, "CPU this worker offers, in thousandths of a core (e.g. 4000 for 4 cores)")
 	fs.StringVar(&f.execAddr, "exec-addr", "", "address peers of a gang reach this worker at")
 	fs.Var(&f.passEnv, "pass-env", passEnvUsage)
 	fs.StringVar(&f.runAs, "run-as", "", "`USER` (name or uid) that jobs run as; the worker must run as root")
@@ -56,7 +57,7 @@ func (f *workerFlags) config(logger *slog.Logger) worker.Config {
 	cfg.Tags = splitList(f.tags)
 	cfg.Concurrency = f.concurrency
 	cfg.Grace, cfg.KillGrace, cfg.PollWait = f.grace, f.killGrace, f.wait
-	cfg.Resources = wire.Resources{VRAMMB: f.vramMB, MemoryMB: f.memoryMB, Slots: f.concurrency}
+	cfg.Resources = wire.Resources{VRAMMB: f.vramMB, MemoryMB: f.memoryMB, CPUMillis: f.cpuMilli, Slots: f.concurrency}
 	cfg.ExecAddr = f.execAddr
 	cfg.PassEnv, cfg.AllowCommands, cfg.RunAs = f.passEnv, f.allowCommands, f.runAs
 	cfg.Logger = logger

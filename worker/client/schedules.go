@@ -21,9 +21,12 @@ func (c *Client) CreateSchedule(ctx context.Context, req wire.ScheduleRequest) (
 	return &out, nil
 }
 
-// UpdateSchedule replaces the definition of the schedule req.Name (PUT
-// /schedules/{name}) and returns it. Replacing it with the same definition
-// twice is harmless, so it is resent.
+// UpdateSchedule changes the schedule req.Name (PUT /schedules/{name}) and
+// returns it. The server changes only the fields req sends: zero fields
+// are left out of the JSON (and an empty Cron is ignored), so they keep
+// their current values, Paused included (use PauseSchedule and
+// ResumeSchedule). Sending the same update twice is harmless, so it is
+// resent.
 func (c *Client) UpdateSchedule(ctx context.Context, req wire.ScheduleRequest) (*wire.Schedule, error) {
 	if req.Name == "" {
 		return nil, fmt.Errorf("update schedule: %w", ErrEmptyID)

@@ -812,8 +812,14 @@
       const job = { ...(editing ? editing.job : {}) };
       for (const k of JOB_FIELDS) delete job[k];
       Object.assign(job, jobFromForm(f));
-      const body = { ...(editing || {}), name: text(f, 'name'), cron: text(f, 'cron'), timezone: text(f, 'timezone') || undefined, overlap: text(f, 'overlap'), job };
-      for (const k of ['created_at', 'updated_at', 'next_run', 'last_run', 'last_job_id', 'last_job_status', 'runs', 'skipped', 'missed', 'last_error']) delete body[k];
+      // PUT changes only the fields it names: a field the form leaves
+      // empty is sent empty, so that clearing it clears it.
+      if (editing) {
+        const cleared = { command: '', type: '', payload: null, queue: '', priority: 0, max_attempts: null, timeout: '', env: {}, metadata: {} };
+        for (const [k, v] of Object.entries(cleared)) if (!(k in job)) job[k] = v;
+      }
+      const body = { ...(editing || {}), name: text(f, 'name'), cron: text(f, 'cron'), timezone: text(f, 'timezone'), overlap: text(f, 'overlap'), job };
+      for (const k of ['created_at', 'updated_at', 'next_run', 'last_tick', 'last_run', 'last_job_id', 'last_job_status', 'runs', 'skipped', 'missed', 'last_error', 'warnings']) delete body[k];
       if (editing) await call('PUT', `schedules/${encodeURIComponent(editing.name)}`, body);
       else await post('schedules', body);
     });

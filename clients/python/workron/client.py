@@ -1,0 +1,696 @@
+"""The HTTP client: jobs, schedules, queues, and the worker protocol's calls.
+
+It speaks the JSON API of README.md "HTTP API" (and api/openapi.json) over
+http.client, one connection per request. Errors from the server raise
+WorkronError with its status and code. A node that refuses the connection,
+or answers 503 (no leader, removed, stopping: nothing was done), is retried
+on the next node of ``servers``; any other failure is raised at once, since
+a write whose answer was lost may have taken effect.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import http.client
+import json
+import os
+import socket
+import ssl
+import threading
+import time
+import urllib.parse
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+
+Duration = Union[str, float, int, _dt.timedelta]
+
+
+class WorkronError(Exception):
+    """An error answer: ``status`` (HTTP), ``code`` (README's table, e.g.
+    "stale_lease", "not_found") and the server's sentence. ``status`` is 0
+    when no node answered."""
+
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(f"{status} {code}: {message}" if status else message)
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+def go_duration(d: Optional[Duration]) -> Optional[str]:
+    """Returns d as a Go duration ("90s"): a string passes through, numbers
+    are seconds."""
+    if d is None or isinstance(d, str):
+        return d
+    if isinstance(d, _dt.timedelta):
+        d = d.total_seconds()
+    ms = int(round(float(d) * 1000))
+    return f"{ms}ms"
+
+
+def parse_go_duration(s: Optional[str]) -> Optional[float]:
+    """Returns the seconds of a Go duration like "1h2m3.5s", or None."""
+    if not s:
+        return None
+    units = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+    total, num, i = 0.0, "", 0
+    while i < len(s):
+        c = s[i]
+        if c.isdigit() or c == ".":
+            num += c
+            i += 1
+            continue
+        unit = c
+        i += 1
+        while i < len(s) and not (s[i].isdigit() or s[i] == "."):
+            unit += s[i]
+            i += 1
+        if unit not in units or not num:
+            raise ValueError(f"{s!r} is not a Go duration")
+        total += float(num) * units[unit]
+        num = ""
+    if num and float(num) != 0:
+        raise ValueError(f"{s!r} is not a Go duration")
+    return total
+
+
+def _parse_time(v: Any) -> Optional[_dt.datetime]:
+    """Parses the server's RFC 3339 times (nanoseconds, "Z") on Python 3.9."""
+    if not v:
+        return None
+    s = str(v).replace("Z", "+00:00")
+    date, sep, rest = s.partition(".")
+    if sep:
+        frac = ""
+        while rest and rest[0].isdigit():
+            frac, rest = frac + rest[0], rest[1:]
+        s = date + "." + (frac + "000000")[:6] + rest
+    return _dt.datetime.fromisoformat(s)
+
+
+def _format_time(t: Union[str, _dt.datetime, None]) -> Optional[str]:
+    if t is None or isinstance(t, str):
+        return t
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=_dt.timezone.utc)
+    return t.isoformat()
+
+
+def _drop_none(d: Dict[str, Any]) -> Dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+@dataclass
+class Resources:
+    """What a worker offers or a job needs."""
+
+    vram_mb: int = 0
+    memory_mb: int = 0
+    cpu_millis: int = 0
+    slots: int = 0
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"vram_mb": self.vram_mb, "memory_mb": self.memory_mb,
+                "cpu_millis": self.cpu_millis, "slots": self.slots}
+
+    @classmethod
+    def from_dict(cls, d: Optional[Dict[str, Any]]) -> Optional["Resources"]:
+        if d is None:
+            return None
+        return cls(**{f.name: int(d.get(f.name, 0)) for f in fields(cls)})
+
+
+@dataclass
+class Backoff:
+    """The delay before a retry: min(base*2^(n-1), max) plus up to jitter
+    times that."""
+
+    base: Optional[Duration] = None
+    max: Optional[Duration] = None
+    jitter: Optional[float] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _drop_none({"base": go_duration(self.base), "max": go_duration(self.max), "jitter": self.jitter})
+
+
+@dataclass
+class JobSpec:
+    """Every field of a submit (README "Submit fields"). Durations are Go
+    duration strings or seconds; run_at a datetime (UTC if naive) or an RFC
+    3339 string; payload any JSON value."""
+
+    command: Optional[str] = None
+    type: Optional[str] = None
+    payload: Any = None
+    env: Optional[Dict[str, str]] = None
+    depends_on: Optional[List[str]] = None
+    max_attempts: Optional[int] = None
+    queue: Optional[str] = None
+    priority: Optional[int] = None
+    idempotency_key: Optional[str] = None
+    timeout: Optional[Duration] = None
+    run_at: Union[str, _dt.datetime, None] = None
+    delay: Optional[Duration] = None
+    backoff: Optional[Backoff] = None
+    metadata: Optional[Dict[str, str]] = None
+    retention: Optional[Duration] = None
+    unique_for: Optional[Duration] = None
+    resources: Optional[Resources] = None
+    tags: Optional[List[str]] = None
+    gang_size: Optional[int] = None
+
+    def to_dict(self) -> Dict[str, Any]:
+        return _drop_none({
+            "command": self.command,
+            "type": self.type,
+            "payload": self.payload,
+            "env": self.env,
+            "depends_on": self.depends_on,
+            "max_attempts": self.max_attempts,
+            "queue": self.queue,
+            "priority": self.priority,
+            "idempotency_key": self.idempotency_key,
+            "timeout": go_duration(self.timeout),
+            "run_at": _format_time(self.run_at),
+            "delay": go_duration(self.delay),
+            "backoff": self.backoff.to_dict() if self.backoff else None,
+            "metadata": self.metadata,
+            "retention": go_duration(self.retention),
+            "unique_for": go_duration(self.unique_for),
+            "resources": self.resources.to_dict() if self.resources else None,
+            "tags": self.tags,
+            "gang_size": self.gang_size,
+        })
+
+
+@dataclass
+class Attempt:
+    """How one finished attempt of a job ended."""
+
+    attempt: int
+    status: str
+    lease: int = 0
+    worker_id: str = ""
+    exit_code: Optional[int] = None
+    error: str = ""
+    started_at: Optional[_dt.datetime] = None
+    ended_at: Optional[_dt.datetime] = None
+    expired: bool = False
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Attempt":
+        return cls(attempt=d.get("attempt", 0), status=d.get("status", ""), lease=d.get("lease", 0),
+                   worker_id=d.get("worker_id", ""), exit_code=d.get("exit_code"), error=d.get("error", ""),
+                   started_at=_parse_time(d.get("started_at")), ended_at=_parse_time(d.get("ended_at")),
+                   expired=bool(d.get("expired", False)))
+
+
+FINISHED = ("done", "failed", "cancelled")
+
+
+@dataclass
+class Job:
+    """A job as the API shows it; ``raw`` holds the whole JSON object,
+    including fields this version does not name."""
+
+    id: str
+    status: str
+    queue: str = "default"
+    priority: int = 0
+    attempts: int = 0
+    max_attempts: int = 0
+    command: str = ""
+    type: str = ""
+    payload: Any = None
+    env: Dict[str, str] = field(default_factory=dict)
+    metadata: Dict[str, str] = field(default_factory=dict)
+    depends_on: List[str] = field(default_factory=list)
+    tags: List[str] = field(default_factory=list)
+    resources: Optional[Resources] = None
+    idempotency_key: str = ""
+    timeout: str = ""
+    created_at: Optional[_dt.datetime] = None
+    run_at: Optional[_dt.datetime] = None
+    started_at: Optional[_dt.datetime] = None
+    done_at: Optional[_dt.datetime] = None
+    worker_id: str = ""
+    lease: int = 0
+    lease_expires_at: Optional[_dt.datetime] = None
+    exit_code: Optional[int] = None
+    output: str = ""
+    last_error: str = ""
+    attempt_history: List[Attempt] = field(default_factory=list)
+    schedule: str = ""
+    gang_id: str = ""
+    unschedulable: str = ""
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def finished(self) -> bool:
+        """True once the job is done, failed or cancelled."""
+        return self.status in FINISHED
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Job":
+        return cls(
+            id=d["id"], status=d.get("status", ""), queue=d.get("queue", ""), priority=d.get("priority", 0),
+            attempts=d.get("attempts", 0), max_attempts=d.get("max_attempts", 0), command=d.get("command", ""),
+            type=d.get("type", ""), payload=d.get("payload"), env=d.get("env") or {},
+            metadata=d.get("metadata") or {}, depends_on=d.get("depends_on") or [], tags=d.get("tags") or [],
+            resources=Resources.from_dict(d.get("resources")), idempotency_key=d.get("idempotency_key", ""),
+            timeout=d.get("timeout", ""), created_at=_parse_time(d.get("created_at")),
+            run_at=_parse_time(d.get("run_at")), started_at=_parse_time(d.get("started_at")),
+            done_at=_parse_time(d.get("done_at")), worker_id=d.get("worker_id", ""), lease=d.get("lease", 0),
+            lease_expires_at=_parse_time(d.get("lease_expires_at")), exit_code=d.get("exit_code"),
+            output=d.get("output", ""), last_error=d.get("last_error", ""),
+            attempt_history=[Attempt.from_dict(a) for a in d.get("attempt_history") or []],
+            schedule=d.get("schedule", ""), gang_id=d.get("gang_id", ""), unschedulable=d.get("unschedulable", ""),
+            raw=d,
+        )
+
+
+@dataclass
+class JobList:
+    """One page of GET /jobs, newest first; pass next_cursor back as cursor
+    (empty on the last page)."""
+
+    jobs: List[Job]
+    next_cursor: str = ""
+
+
+@dataclass
+class Queue:
+    """A queue's counts by status, paused flag and how long its oldest
+    runnable job has waited."""
+
+    name: str
+    paused: bool = False
+    counts: Dict[str, int] = field(default_factory=dict)
+    oldest_pending_seconds: float = 0.0
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Queue":
+        return cls(name=d.get("name", ""), paused=bool(d.get("paused", False)), counts=d.get("counts") or {},
+                   oldest_pending_seconds=float(d.get("oldest_pending_seconds", 0.0)))
+
+
+@dataclass
+class Schedule:
+    """A cron schedule (README "Schedules"); ``job`` is its job template as
+    the server returned it."""
+
+    name: str
+    cron: str
+    timezone: str = ""
+    job: Dict[str, Any] = field(default_factory=dict)
+    overlap: str = ""
+    catchup: str = ""
+    paused: bool = False
+    next_run: Optional[_dt.datetime] = None
+    last_run: Optional[_dt.datetime] = None
+    last_job_id: str = ""
+    last_job_status: str = ""
+    last_error: str = ""
+    runs: int = 0
+    skipped: int = 0
+    missed: int = 0
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Schedule":
+        return cls(name=d.get("name", ""), cron=d.get("cron", ""), timezone=d.get("timezone", ""),
+                   job=d.get("job") or {}, overlap=d.get("overlap", ""), catchup=d.get("catchup", ""),
+                   paused=bool(d.get("paused", False)), next_run=_parse_time(d.get("next_run")),
+                   last_run=_parse_time(d.get("last_run")), last_job_id=d.get("last_job_id", ""),
+                   last_job_status=d.get("last_job_status", ""), last_error=d.get("last_error", ""),
+                   runs=d.get("runs", 0), skipped=d.get("skipped", 0), missed=d.get("missed", 0), raw=d)
+
+
+class Abort:
+    """Lets another thread cut a request short (the worker's long-poll at
+    shutdown): abort() closes its connection, and the request raises."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._conn: Optional[http.client.HTTPConnection] = None
+        self.aborted = False
+
+    def _attach(self, conn: Optional[http.client.HTTPConnection]) -> None:
+        with self._lock:
+            if self.aborted and conn is not None:
+                raise WorkronError(0, "aborted", "request aborted")
+            self._conn = conn
+
+    def abort(self) -> None:
+        with self._lock:
+            self.aborted = True
+            conn = self._conn
+        if conn is not None and conn.sock is not None:
+            try:
+                conn.sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+
+class Client:
+    """A client of a Workron cluster.
+
+    ``servers`` is one URL or several ("http://127.0.0.1:7001"); ``token``
+    the bearer token (with --auth-token-file), or ``token_file`` a file
+    holding it, by default the environment's WORKRON_TOKEN; ``tls_ca`` a PEM
+    file trusted for https:// besides the system's CAs, by default
+    WORKRON_TLS_CA; ``timeout`` the seconds one request may take.
+    """
+
+    def __init__(self, servers: Union[str, Sequence[str]], *, token: Optional[str] = None,
+                 token_file: Optional[str] = None, tls_ca: Optional[str] = None,
+                 timeout: float = 30.0) -> None:
+        if token is None and token_file:
+            with open(token_file) as f:
+                token = f.read().strip()
+        if token is None:
+            token = os.environ.get("WORKRON_TOKEN") or None
+        if tls_ca is None:
+            tls_ca = os.environ.get("WORKRON_TLS_CA") or None
+        if isinstance(servers, str):
+            servers = [s for s in servers.split(",") if s]
+        if not servers:
+            raise ValueError("servers: give at least one URL")
+        self._servers = [s.rstrip("/") for s in servers]
+        for s in self._servers:
+            if urllib.parse.urlsplit(s).scheme not in ("http", "https"):
+                raise ValueError(f"servers: {s!r} is not an http:// or https:// URL")
+        self._token = token
+        self._timeout = timeout
+        self._ssl = ssl.create_default_context()
+        if tls_ca:
+            self._ssl.load_verify_locations(cafile=tls_ca)
+        self._current = 0
+        self._lock = threading.Lock()
+
+    # ---- transport
+
+    def request(self, method: str, path: str, body: Any = None, *, query: Optional[Dict[str, Any]] = None,
+                timeout: Optional[float] = None, abort: Optional[Abort] = None) -> Tuple[int, Any]:
+        """Sends one request (body JSON-encoded unless None) and returns the
+        status and the decoded JSON reply (None when empty). Raises
+        WorkronError for a status of 400 or more."""
+        if query:
+            q = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in query.items() if v is not None]
+            if q:
+                path += "?" + urllib.parse.urlencode(q)
+        data = None if body is None else json.dumps(body).encode()
+        headers = {"Accept": "application/json"}
+        if data is not None:
+            headers["Content-Type"] = "application/json"
+        if self._token:
+            headers["Authorization"] = "Bearer " + self._token
+        tries = 3 * len(self._servers)
+        last: Optional[WorkronError] = None
+        for i in range(tries):
+            with self._lock:
+                idx = self._current
+            try:
+                return self._send(self._servers[idx], method, path, data, headers, timeout or self._timeout, abort)
+            except _Retryable as e:
+                last = e.err
+                with self._lock:
+                    if self._current == idx:
+                        self._current = (idx + 1) % len(self._servers)
+                if abort is not None and abort.aborted:
+                    break
+                if i + 1 < tries and (i + 1) % len(self._servers) == 0:
+                    time.sleep(min(e.retry_after, 2.0))
+        assert last is not None
+        raise last
+
+    def _send(self, server: str, method: str, path: str, data: Optional[bytes], headers: Dict[str, str],
+              timeout: float, abort: Optional[Abort]) -> Tuple[int, Any]:
+        u = urllib.parse.urlsplit(server)
+        conn: http.client.HTTPConnection
+        if u.scheme == "https":
+            conn = http.client.HTTPSConnection(u.hostname or "", u.port, timeout=timeout, context=self._ssl)
+        else:
+            conn = http.client.HTTPConnection(u.hostname or "", u.port, timeout=timeout)
+        try:
+            try:
+                conn.connect()
+            except OSError as e:  # nothing was sent: another node may serve it
+                raise _Retryable(WorkronError(0, "unreachable", f"{server}: {e}"), 0.1) from e
+            if abort is not None:
+                abort._attach(conn)
+            try:
+                conn.request(method, (u.path or "") + path, body=data, headers=headers)
+                resp = conn.getresponse()
+                raw = resp.read()
+            except (OSError, http.client.HTTPException) as e:
+                raise WorkronError(0, "outcome_unknown", f"{method} {server}{path}: no whole reply: {e!r}") from e
+            finally:
+                if abort is not None:
+                    abort._attach(None)
+        finally:
+            conn.close()
+        reply: Any = None
+        if raw:
+            try:
+                reply = json.loads(raw)
+            except ValueError:
+                reply = raw.decode("utf-8", "replace")
+        if resp.status >= 400:
+            code, msg = "", str(reply)
+            if isinstance(reply, dict):
+                code, msg = reply.get("code", ""), reply.get("error", "")
+            err = WorkronError(resp.status, code, msg)
+            if resp.status == 503:
+                try:
+                    ra = float(resp.getheader("Retry-After") or 1)
+                except ValueError:
+                    ra = 1.0
+                raise _Retryable(err, ra)
+            raise err
+        return resp.status, reply
+
+    # ---- jobs
+
+    def submit(self, spec: Optional[JobSpec] = None, **fields_: Any) -> Job:
+        """Submits one job: a JobSpec, or its fields as keywords
+        (``submit(command="echo hi", queue="q")``). Returns the job (the
+        existing one when its idempotency_key matched). For a gang_size,
+        use submit_gang."""
+        spec = spec or JobSpec(**fields_)
+        _, reply = self.request("POST", "/jobs", spec.to_dict())
+        return Job.from_dict(reply)
+
+    def submit_gang(self, spec: JobSpec) -> Tuple[str, List[str]]:
+        """Submits a gang (spec.gang_size tasks); returns its id and its
+        tasks' job ids by index."""
+        _, reply = self.request("POST", "/jobs", spec.to_dict())
+        return reply["gang_id"], list(reply["tasks"])
+
+    def batch(self, specs: Sequence[JobSpec]) -> List[Job]:
+        """Submits up to 1,000 jobs at once, all or nothing; depends_on may
+        name earlier members as "$0", "$1"... Returns them in order."""
+        _, reply = self.request("POST", "/jobs/batch", {"jobs": [s.to_dict() for s in specs]})
+        return [Job.from_dict(j) for j in reply["jobs"]]
+
+    def get(self, job_id: str) -> Job:
+        """Returns the job; WorkronError 404 when there is none."""
+        _, reply = self.request("GET", "/jobs/" + urllib.parse.quote(job_id, safe=""))
+        return Job.from_dict(reply)
+
+    def list(self, *, status: Optional[str] = None, queue: Optional[str] = None,
+             metadata: Optional[Dict[str, str]] = None, limit: Optional[int] = None,
+             cursor: Optional[str] = None) -> JobList:
+        """Returns one page of jobs, newest first, filtered by status, queue
+        and metadata (every pair must match)."""
+        q: Dict[str, Any] = {"status": status, "queue": queue, "limit": limit, "cursor": cursor}
+        for k, v in (metadata or {}).items():
+            q["metadata." + k] = v
+        _, reply = self.request("GET", "/jobs", query=q)
+        return JobList([Job.from_dict(j) for j in reply.get("jobs") or []], reply.get("next_cursor", ""))
+
+    def iter_jobs(self, **filters: Any) -> Iterator[Job]:
+        """Yields every job matching the filters of list, page after page."""
+        cursor = filters.pop("cursor", None)
+        while True:
+            page = self.list(cursor=cursor, **filters)
+            yield from page.jobs
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def wait(self, job_id: str, *, timeout: Optional[float] = None, poll: float = 0.5,
+             on_progress: Optional[Callable[[Job], None]] = None) -> Job:
+        """Polls the job until it is done, failed or cancelled and returns
+        it. on_progress is called with the job whenever its status or
+        attempt count changes. Raises TimeoutError after timeout seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        seen: Optional[Tuple[str, int]] = None
+        while True:
+            job = self.get(job_id)
+            if on_progress is not None and (job.status, job.attempts) != seen:
+                seen = (job.status, job.attempts)
+                on_progress(job)
+            if job.finished:
+                return job
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"job {job_id} still {job.status} after {timeout}s")
+            time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
+
+    def cancel(self, job_id: str, *, cascade: bool = True) -> Job:
+        """Cancels a pending or blocked job (its dependents too unless
+        cascade is False); a running one becomes cancelling. 409 when
+        finished."""
+        return self._job_action(job_id, "cancel", cascade)
+
+    def retry(self, job_id: str, *, cascade: bool = True) -> Job:
+        """Sends a failed or cancelled job back to pending with a fresh
+        attempt budget (and its dependents back to blocked unless cascade is
+        False)."""
+        return self._job_action(job_id, "retry", cascade)
+
+    def _job_action(self, job_id: str, action: str, cascade: bool) -> Job:
+        q = None if cascade else {"cascade": "false"}
+        _, reply = self.request("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/{action}", query=q)
+        return Job.from_dict(reply)
+
+    # ---- queues and workers
+
+    def queues(self) -> List[Queue]:
+        """Returns every queue with its counts."""
+        _, reply = self.request("GET", "/queues")
+        return [Queue.from_dict(q) for q in reply.get("queues") or []]
+
+    def pause_queue(self, name: str) -> None:
+        """Stops claims from the queue (admin role)."""
+        self.request("POST", f"/queues/{urllib.parse.quote(name, safe='')}/pause")
+
+    def resume_queue(self, name: str) -> None:
+        """Restarts claims from the queue (admin role)."""
+        self.request("POST", f"/queues/{urllib.parse.quote(name, safe='')}/resume")
+
+    def workers(self) -> List[Dict[str, Any]]:
+        """Returns the workers the cluster knows, as JSON objects."""
+        _, reply = self.request("GET", "/workers")
+        return list(reply.get("workers") or [])
+
+    # ---- schedules
+
+    def create_schedule(self, name: str, cron: str, job: JobSpec, *, timezone: Optional[str] = None,
+                        overlap: Optional[str] = None, catchup: Optional[str] = None,
+                        paused: bool = False) -> Schedule:
+        """Creates a schedule (409 if the name is taken)."""
+        body = _drop_none({"name": name, "cron": cron, "job": job.to_dict(), "timezone": timezone,
+                           "overlap": overlap, "catchup": catchup, "paused": paused or None})
+        _, reply = self.request("POST", "/schedules", body)
+        return Schedule.from_dict(reply)
+
+    def update_schedule(self, name: str, cron: str, job: JobSpec, *, timezone: Optional[str] = None,
+                        overlap: Optional[str] = None, catchup: Optional[str] = None,
+                        paused: bool = False) -> Schedule:
+        """Replaces a schedule's definition."""
+        body = _drop_none({"name": name, "cron": cron, "job": job.to_dict(), "timezone": timezone,
+                           "overlap": overlap, "catchup": catchup, "paused": paused or None})
+        _, reply = self.request("PUT", self._schedule_path(name), body)
+        return Schedule.from_dict(reply)
+
+    def get_schedule(self, name: str) -> Schedule:
+        _, reply = self.request("GET", self._schedule_path(name))
+        return Schedule.from_dict(reply)
+
+    def schedules(self) -> List[Schedule]:
+        """Returns every schedule."""
+        _, reply = self.request("GET", "/schedules")
+        return [Schedule.from_dict(s) for s in reply.get("schedules") or []]
+
+    def delete_schedule(self, name: str) -> None:
+        self.request("DELETE", self._schedule_path(name))
+
+    def pause_schedule(self, name: str) -> Schedule:
+        _, reply = self.request("POST", self._schedule_path(name) + "/pause")
+        return Schedule.from_dict(reply)
+
+    def resume_schedule(self, name: str) -> Schedule:
+        _, reply = self.request("POST", self._schedule_path(name) + "/resume")
+        return Schedule.from_dict(reply)
+
+    def trigger_schedule(self, name: str) -> Job:
+        """Runs the schedule's job now, outside its cron; returns the job."""
+        _, reply = self.request("POST", self._schedule_path(name) + "/trigger")
+        return Job.from_dict(reply)
+
+    @staticmethod
+    def _schedule_path(name: str) -> str:
+        return "/schedules/" + urllib.parse.quote(name, safe="")
+
+    # ---- the worker protocol (used by Worker; see README "Workers")
+
+    def register(self, worker_id: str, *, queues: Sequence[str] = (), tags: Sequence[str] = (),
+                 resources: Optional[Resources] = None) -> None:
+        """Registers (again) a worker with what it offers."""
+        body: Dict[str, Any] = {"id": worker_id, "resources": (resources or Resources()).to_dict()}
+        if queues:
+            body["queues"] = list(queues)
+        if tags:
+            body["tags"] = list(tags)
+        self.request("POST", "/workers/register", body)
+
+    def claim(self, worker_id: str, *, types: Sequence[str], queues: Sequence[str] = (), max: int = 1,
+              wait: Optional[Duration] = None, claim_seq: int = 0,
+              reports: Optional[List[Dict[str, Any]]] = None,
+              abort: Optional[Abort] = None) -> Tuple[List[Job], int, List[Dict[str, Any]]]:
+        """Claims up to max jobs of the types (long-polling up to wait);
+        reports (as for reports()) end attempts in the same round trip.
+        Returns the jobs, the lease TTL in milliseconds and the reports'
+        answers."""
+        body = _drop_none({"worker_id": worker_id, "queues": list(queues) or None, "types": list(types),
+                           "max": max, "wait": go_duration(wait), "claim_seq": claim_seq or None,
+                           "reports": reports or None})
+        secs = parse_go_duration(body.get("wait")) or 0.0
+        _, reply = self.request("POST", "/jobs/claim", body, timeout=self._timeout + secs, abort=abort)
+        return ([Job.from_dict(j) for j in reply.get("jobs") or []], int(reply.get("lease_ttl_ms", 0)),
+                list(reply.get("reports") or []))
+
+    def heartbeat_worker(self, worker_id: str, jobs: Sequence[Tuple[str, int]], *, claims_from: int = 0,
+                         claims_to: int = 0) -> Dict[str, Any]:
+        """Renews the leases of the (job id, lease) pairs listed; a job a
+        claim numbered claims_from..claims_to leased to the worker and not
+        listed goes back to pending, its attempt not counted. Returns the
+        reply ({"renewed", "actions"})."""
+        body: Dict[str, Any] = {"jobs": [{"job_id": j, "lease": lease} for j, lease in jobs]}
+        if claims_to:
+            body["claims_from"], body["claims_to"] = claims_from, claims_to
+        _, reply = self.request("POST", f"/workers/{urllib.parse.quote(worker_id, safe='')}/heartbeat", body)
+        return reply or {}
+
+    def reports(self, reports: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+        """Ends several attempts: each {"job_id", "status": "done"|"failed",
+        "lease", "output", "error", "retry"}. Returns one answer per report,
+        in order ({"job_id","status"} or {"job_id","error","code"})."""
+        _, reply = self.request("POST", "/jobs/reports", {"reports": reports})
+        return list(reply.get("results") or [])
+
+    def done(self, job_id: str, lease: int, *, output: str = "") -> Job:
+        """Reports the attempt with this lease done; 409 stale_lease when the
+        job moved on to another attempt."""
+        return self._report(job_id, "done", _drop_none({"lease": lease, "output": output or None}))
+
+    def fail(self, job_id: str, lease: int, *, error: str = "", output: str = "", retry: bool = True) -> Job:
+        """Reports the attempt with this lease failed (retry False: no more
+        attempts); 409 stale_lease when the job moved on."""
+        body = _drop_none({"lease": lease, "error": error or None, "output": output or None,
+                           "retry": None if retry else False})
+        return self._report(job_id, "fail", body)
+
+    def _report(self, job_id: str, action: str, body: Dict[str, Any]) -> Job:
+        _, reply = self.request("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/{action}", body)
+        return Job.from_dict(reply)
+
+
+class _Retryable(Exception):
+    """A failure that did nothing on the server: try the next node."""
+
+    def __init__(self, err: WorkronError, retry_after: float) -> None:
+        super().__init__(str(err))
+        self.err = err
+        self.retry_after = retry_after
