@@ -139,8 +139,8 @@ func (s *Server) handleSetQueueLimits(w http.ResponseWriter, r *http.Request) {
 func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
 	l := fl.Limits
 	out := &wire.QueueFlow{
-		Concurrency: wire.Limit(l.Concurrency), KeyConcurrency: wire.Limit(l.KeyConcurrency),
-		Burst: wire.Limit(l.Burst), KeyBurst: wire.Limit(l.KeyBurst),
+		QueueLimits: wire.QueueLimits{Concurrency: wire.Limit(l.Concurrency), KeyConcurrency: wire.Limit(l.KeyConcurrency),
+			Burst: wire.Limit(l.Burst), KeyBurst: wire.Limit(l.KeyBurst)},
 		Running: fl.Running, KeysAtLimit: fl.KeysFull, KeysRateLimited: fl.KeysRateLimited, Waiting: fl.Held,
 	}
 	if !l.Rate.IsZero() {

@@ -36,13 +36,7 @@ func Limit(n int) *int {
 // QueueFlow is a queue's limits as GET /queues shows them, with what runs
 // against them and what they hold back.
 type QueueFlow struct {
-	// The limits, as QueueLimits gives them (nil or "": none).
-	Concurrency    *int   `json:"concurrency,omitempty"`
-	KeyConcurrency *int   `json:"key_concurrency,omitempty"`
-	Rate           string `json:"rate,omitempty"`
-	Burst          *int   `json:"burst,omitempty"`
-	KeyRate        string `json:"key_rate,omitempty"`
-	KeyBurst       *int   `json:"key_burst,omitempty"`
+	QueueLimits // the limits (nil or "": none)
 	// Running is the attempts running in the queue.
 	Running int `json:"running"`
 	// KeysAtLimit and KeysRateLimited count the keys at their concurrency
