@@ -32,6 +32,7 @@ func toWire(j *store.Job, now int64) wire.Job {
 		ExitCode:       j.ExitCode,
 		Output:         j.Output,
 		LastError:      j.LastError,
+		ConcurrencyKey: j.ConcurrencyKey,
 	}
 	if j.Status == store.StatusPending && j.RunAt > now {
 		out.Status = wire.StatusScheduled

@@ -30,6 +30,9 @@ func (s *Server) submitGang(w http.ResponseWriter, r *http.Request, req *wire.Su
 	case len(req.DependsOn) > 0:
 		s.fail(w, r, invalid("depends_on", "a gang cannot depend on other jobs"))
 		return
+	case req.ConcurrencyKey != "":
+		s.fail(w, r, invalid("concurrency_key", "a gang's tasks take no concurrency key (a gang is placed whole)"))
+		return
 	}
 	one := *req
 	one.GangSize = 0

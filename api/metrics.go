@@ -110,12 +110,18 @@ var (
 	descOldest = prometheus.NewDesc("workron_queue_oldest_pending_age_seconds",
 		"How long the longest-waiting job that is due to run has waited since it became runnable (0 if none), by queue (this node's state).", []string{"queue"}, nil)
 	descPaused = prometheus.NewDesc("workron_queue_paused", "1 if the queue is paused.", []string{"queue"}, nil)
+	descHeld   = prometheus.NewDesc("workron_queue_jobs_held",
+		"Due jobs that a flow-control limit holds back, by queue and limit (concurrency, rate, key_concurrency, key_rate); queues with limits only.", []string{"queue", "limit"}, nil)
 )
+
+// heldLimits are the values of descHeld's limit label.
+var heldLimits = []string{"concurrency", "rate", "key_concurrency", "key_rate"}
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descDepth
 	ch <- descOldest
 	ch <- descPaused
+	ch <- descHeld
 }
 
 func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
@@ -131,6 +137,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, age, q.Name)
 		ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, boolValue(q.Paused), q.Name)
+	}
+	for _, q := range c.s.state.LimitedQueues() {
+		held := c.s.state.QueueLimits(q).Held
+		for _, l := range heldLimits {
+			ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(held[l]), q, l)
+		}
 	}
 }
 

@@ -66,6 +66,7 @@ func TestOpenAPIScenario(t *testing.T) {
 
 	call(200, "GET", "/workers", nil, nil)
 	call(409, "DELETE", "/workers/w1", nil, nil) // active: refused
+	call(200, "PUT", "/queues/q", `{"concurrency":5,"key_concurrency":2,"rate":"100/s","burst":10,"key_rate":"600/m","key_burst":3}`, nil)
 	call(200, "GET", "/queues", nil, nil)
 	call(200, "GET", "/queues/q", nil, nil)
 	call(200, "POST", "/queues/q/pause", nil, nil)

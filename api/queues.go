@@ -2,25 +2,46 @@ package api
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
 )
 
-// handleQueues lists the queues with their jobs by status (GET /queues).
+// handleQueues lists the queues with their jobs by status and their
+// limits (GET /queues): those that hold jobs, are paused or have limits.
 func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, http.StatusOK, wire.QueueList{Queues: s.queues()})
+}
+
+// queues lists the queues GET /queues shows, by name.
+func (s *Server) queues() []wire.Queue {
 	var out []wire.Queue
 	now := s.now()
 	oldest := s.state.OldestReady(now)
-	for _, q := range s.state.Queues() {
-		out = append(out, queueWire(q, oldest, now))
+	limited := s.state.LimitedQueues()
+	stats := s.state.Queues()
+	for _, name := range limited {
+		if !slices.ContainsFunc(stats, func(q fsm.QueueStats) bool { return q.Name == name }) {
+			stats = append(stats, fsm.QueueStats{Name: name})
+		}
 	}
-	writeJSON(w, http.StatusOK, wire.QueueList{Queues: out})
+	for _, q := range stats {
+		qi := queueWire(q, oldest, now)
+		if slices.Contains(limited, q.Name) {
+			qi.Limits = flowWire(s.state.QueueLimits(q.Name))
+		}
+		out = append(out, qi)
+	}
+	slices.SortFunc(out, func(a, b wire.Queue) int { return strings.Compare(a.Name, b.Name) })
+	return out
 }
 
 // handleGetQueue shows one queue (GET /queues/{name}); 404 for a queue no
-// job has used and none has paused.
+// job has used, none has paused and that has no limits.
 func (s *Server) handleGetQueue(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if err := validName("name", name); err != nil {
@@ -29,18 +50,18 @@ func (s *Server) handleGetQueue(w http.ResponseWriter, r *http.Request) {
 	}
 	q, ok := s.queue(name)
 	if !ok {
-		s.fail(w, r, refuse(wire.CodeNotFound, "queue %s: no job has used it", name))
+		s.fail(w, r, refuse(wire.CodeNotFound, "queue %s: no job has used it and it has no limits", name))
 		return
 	}
 	writeJSON(w, http.StatusOK, q)
 }
 
-// queue is one queue as the API shows it, and whether it exists.
+// queue is one queue as the API shows it (GET /queues lists it), and
+// whether it exists.
 func (s *Server) queue(name string) (wire.Queue, bool) {
-	now := s.now()
-	for _, q := range s.state.Queues() {
+	for _, q := range s.queues() {
 		if q.Name == name {
-			return queueWire(q, s.state.OldestReady(now), now), true
+			return q, true
 		}
 	}
 	return wire.Queue{Name: name, Counts: map[string]int{}}, false
@@ -80,4 +101,56 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, paused bool) {
 	q, _ := s.queue(name)
 	q.Paused = paused
 	writeJSON(w, http.StatusOK, q)
+}
+
+// handleSetQueueLimits sets (replaces) a queue's flow-control limits
+// (PUT /queues/{name}); the queue needs no jobs yet. It answers with the
+// queue as GET /queues/{name} shows it.
+func (s *Server) handleSetQueueLimits(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := validName("name", name); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	var req wire.QueueLimits
+	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	l, err := queueLimits(&req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	cmd := fsm.Cmd{Op: fsm.OpSetQueueLimits, QueueLimits: &fsm.SetQueueLimits{Name: name, Limits: l}}
+	if _, err := s.propose(r.Context(), cmd); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q, _ := s.queue(name)
+	writeJSON(w, http.StatusOK, q)
+}
+
+// flowWire shows a queue's limits and what they hold back.
+func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
+	l := fl.Limits
+	out := &wire.QueueFlow{
+		QueueLimits: wire.QueueLimits{Concurrency: wire.Limit(l.Concurrency), KeyConcurrency: wire.Limit(l.KeyConcurrency),
+			Burst: wire.Limit(l.Burst), KeyBurst: wire.Limit(l.KeyBurst)},
+		Running: fl.Running, KeysAtLimit: fl.KeysFull, KeysRateLimited: fl.KeysRateLimited, Waiting: fl.Held,
+	}
+	if !l.Rate.IsZero() {
+		out.Rate = wire.FormatRate(l.Rate.Count, time.Duration(l.Rate.Per))
+	}
+	if !l.KeyRate.IsZero() {
+		out.KeyRate = wire.FormatRate(l.KeyRate.Count, time.Duration(l.KeyRate.Per))
+	}
+	out.RateLimitedUntil = optTime(fl.RateLimitedUntil)
+	return out
+}
+
+// limitWaiting says which flow-control limit holds a due pending job back
+// (GET /jobs/{id}'s "waiting"), "" if none does.
+func (s *Server) limitWaiting(j *store.Job) string {
+	return s.state.HeldBy(j, s.now())
 }

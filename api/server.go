@@ -266,6 +266,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("DELETE /workers/{id}", w(s.handleDeleteWorker))
 	s.mux.HandleFunc("GET /queues", r(s.handleQueues))
 	s.mux.HandleFunc("GET /queues/{name}", r(s.handleGetQueue))
+	s.mux.HandleFunc("PUT /queues/{name}", w(s.handleSetQueueLimits))
 	s.mux.HandleFunc("POST /queues/{name}/pause", w(s.handlePause))
 	s.mux.HandleFunc("POST /queues/{name}/resume", w(s.handleResume))
 	s.mux.HandleFunc("POST /schedules", w(s.handleCreateSchedule))

@@ -110,6 +110,9 @@ func newJob(req *wire.SubmitRequest, prefix string, now time.Time, retention tim
 	if len(req.IdempotencyKey) > MaxKeyBytes {
 		return nj, invalid(f("idempotency_key"), "longer than %d bytes", MaxKeyBytes)
 	}
+	if len(req.ConcurrencyKey) > wire.MaxConcurrencyKeyBytes {
+		return nj, invalid(f("concurrency_key"), "longer than %d bytes", wire.MaxConcurrencyKeyBytes)
+	}
 	if len(req.DependsOn) > MaxDependencies {
 		return nj, invalid(f("depends_on"), "more than %d dependencies", MaxDependencies)
 	}
@@ -164,7 +167,59 @@ func newJob(req *wire.SubmitRequest, prefix string, now time.Time, retention tim
 		UniqueFor:      int64(uniqueFor),
 		Resources:      res,
 		Tags:           tags,
+		ConcurrencyKey: req.ConcurrencyKey,
 	}, nil
+}
+
+// queueLimits validates the body of PUT /queues/{name}.
+func queueLimits(req *wire.QueueLimits) (store.QueueLimits, error) {
+	var l store.QueueLimits
+	for _, c := range []struct {
+		field string
+		v     *int
+		to    *int
+	}{
+		{"concurrency", req.Concurrency, &l.Concurrency},
+		{"key_concurrency", req.KeyConcurrency, &l.KeyConcurrency},
+		{"burst", req.Burst, &l.Burst},
+		{"key_burst", req.KeyBurst, &l.KeyBurst},
+	} {
+		if c.v == nil {
+			continue
+		}
+		if *c.v < 1 || *c.v > fsm.MaxBurst {
+			return l, invalid(c.field, "must be from 1 to %d (leave it out for no limit), got %d", fsm.MaxBurst, *c.v)
+		}
+		*c.to = *c.v
+	}
+	var err error
+	if l.Rate, err = rateOf("rate", req.Rate); err != nil {
+		return l, err
+	}
+	if l.KeyRate, err = rateOf("key_rate", req.KeyRate); err != nil {
+		return l, err
+	}
+	switch {
+	case l.Burst != 0 && l.Rate.IsZero():
+		return l, invalid("burst", "is the burst of a rate; give rate too")
+	case l.KeyBurst != 0 && l.KeyRate.IsZero():
+		return l, invalid("key_burst", "is the burst of a key_rate; give key_rate too")
+	}
+	return l, nil
+}
+
+func rateOf(field, s string) (store.Rate, error) {
+	if s == "" {
+		return store.Rate{}, nil
+	}
+	n, per, err := wire.ParseRate(field, s)
+	if err != nil {
+		return store.Rate{}, invalid("", "%s", err.Error())
+	}
+	if n > fsm.MaxRateCount {
+		return store.Rate{}, invalid(field, "at most %d per period, got %q", fsm.MaxRateCount, s)
+	}
+	return store.Rate{Count: n, Per: int64(per)}, nil
 }
 
 // maxAttempts reads max_attempts, or the seed's max_retries (same meaning).
@@ -441,6 +496,8 @@ func scheduleJob(req *wire.SubmitRequest, now time.Time, retention time.Duration
 		return fsm.NewJob{}, invalid("job.unique_for", "a schedule's jobs are already unique: one per tick")
 	case len(req.DependsOn) > 0:
 		return fsm.NewJob{}, invalid("job.depends_on", "a schedule's jobs cannot depend on other jobs (overlap \"queue\" chains them)")
+	case req.ConcurrencyKey != "":
+		return fsm.NewJob{}, invalid("job.concurrency_key", "a schedule's jobs take no concurrency key")
 	}
 	return newJob(req, "job.", now, retention)
 }

@@ -17,11 +17,12 @@ type waitView struct {
 	now     time.Time
 	workers []*store.Worker
 	paused  map[string]bool
+	held    func(j *store.Job) string // a flow-control limit holding j back, or ""
 }
 
 func (s *Server) waitView() *waitView {
 	now := s.cfg.Now()
-	v := &waitView{now: now, workers: s.activeWorkers(now), paused: make(map[string]bool)}
+	v := &waitView{now: now, workers: s.activeWorkers(now), paused: make(map[string]bool), held: s.limitWaiting}
 	for _, q := range s.state.Queues() {
 		if q.Paused {
 			v.paused[q.Name] = true
@@ -52,7 +53,7 @@ func (s *Server) explainAll(out []wire.Job, jobs []*store.Job) {
 // The first reason that holds wins, in this order: a dependency, a paused
 // queue, no active worker serving the queue, no active worker able to run
 // it (resources, tags, a gang's width), a delay (run_at ahead, a retry's
-// backoff), and else it is ready and waits for a worker to take it.
+// backoff), a flow-control limit (queues.go), and else it is ready and waits for a worker to take it.
 func (v *waitView) waiting(j *store.Job) (code, reason string) {
 	switch {
 	case j.Status == store.StatusReserved:
@@ -83,6 +84,9 @@ func (v *waitView) waiting(j *store.Job) (code, reason string) {
 			return wire.WaitDelay, fmt.Sprintf("attempt %d of %d failed (%s); attempt %d runs at %s", last.Attempt, j.MaxAttempts, last.Error, j.Attempts+1, when)
 		}
 		return wire.WaitDelay, "scheduled for " + when
+	}
+	if r := v.held(j); r != "" {
+		return wire.WaitLimit, r
 	}
 	if j.GangID != "" {
 		return wire.WaitGang, fmt.Sprintf("gang of %d waits until %d fitting workers are free at once", j.GangSize, j.GangSize)

@@ -104,15 +104,7 @@ func BenchmarkNew(b *testing.B) {
 // claim of those 16 and a batch report of them done, each one log entry
 // (encoded before the timer starts).
 func BenchmarkApply(b *testing.B) {
-	st, err := store.Open(filepath.Join(b.TempDir(), "state.db"), store.Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer st.Close()
-	f, err := fsm.New(st, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	f := newBenchFSM(b)
 	const per = 16
 	var logs []*raft.Log
 	entry := func(cmds ...fsm.Cmd) {
@@ -203,4 +195,71 @@ func BenchmarkDecode(b *testing.B) {
 			b.ReportMetric(float64(len(data)), "bytes")
 		})
 	}
+}
+
+// BenchmarkClaimWithKeyLimits times claim then report of one job, among
+// 30,000 pending jobs of 10,000 concurrency keys, with and without a limit
+// of one running per key (9,000 keys at it). It measures; it asserts no
+// speed.
+func BenchmarkClaimWithKeyLimits(b *testing.B) {
+	for _, limited := range []bool{false, true} {
+		name := "Unlimited"
+		if limited {
+			name = "KeyConcurrency1"
+		}
+		b.Run(name, func(b *testing.B) {
+			f := newBenchFSM(b)
+			index := uint64(0)
+			apply := func(cmds ...fsm.Cmd) []fsm.Result {
+				index++
+				data, err := fsm.Encode(&fsm.Entry{Now: t0.UnixNano() + int64(index), Cmds: cmds})
+				if err != nil {
+					b.Fatal(err)
+				}
+				return f.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogCommand, Data: data}})[0].([]fsm.Result)
+			}
+			if limited {
+				apply(setLimits(fsm.DefaultQueue, store.QueueLimits{KeyConcurrency: 1}))
+			}
+			const keys = 10000
+			for round := range 3 {
+				jobs := make([]fsm.NewJob, keys)
+				for k := range jobs {
+					jobs[k] = fsm.NewJob{Command: "x", ConcurrencyKey: fmt.Sprint("tenant-", k), Priority: round}
+				}
+				apply(submit(jobs...))
+			}
+			claim := claimCmd(fsm.Claim{WorkerID: "w", Max: 1, LeaseTTL: int64(time.Hour)})
+			for range 9000 { // 9,000 keys at their limit, held for the whole run
+				apply(claim)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				j := apply(claim)[0].Jobs
+				if len(j) != 1 {
+					b.Fatalf("claimed %d jobs", len(j))
+				}
+				// The job is done and its key gets another, so the run never
+				// runs dry.
+				apply(report(fsm.Report{JobID: j[0].ID, Lease: j[0].Lease, Success: true}),
+					submit(fsm.NewJob{Command: "x", ConcurrencyKey: j[0].ConcurrencyKey}))
+			}
+		})
+	}
+}
+
+// newBenchFSM is an FSM over a fresh state file that syncs nothing, closed
+// with the benchmark.
+func newBenchFSM(b *testing.B) *fsm.FSM {
+	st, err := store.Open(filepath.Join(b.TempDir(), "state.db"), store.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	f, err := fsm.New(st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return f
 }

@@ -19,6 +19,7 @@ func (a *applier) claim(c *Claim) Result {
 	}
 	n := min(max(c.Max, 1), MaxClaim)
 	a.f.idx.promote(a.now)
+	a.f.idx.reopen(a.now)
 	kinds := claimKinds(c.Queues, c.Types, c.Shell)
 	out := a.claimReserved(c, n)
 	for len(out) < n {
@@ -29,8 +30,11 @@ func (a *applier) claim(c *Claim) Result {
 		j, err := a.job(it.id)
 		if err != nil {
 			// The index names a job the store lacks: drop the stray entry.
-			a.f.idx.ready[it.kind].Delete(it)
+			a.f.idx.removeReady(it)
 			continue
+		}
+		if !a.takeTokens(it) {
+			continue // its queue or key is out of tokens, and now closed
 		}
 		j.WorkerID = c.WorkerID
 		a.startAttempt(j, c)

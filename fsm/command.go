@@ -37,6 +37,7 @@ const (
 	OpPreempted       Op = "preempted"
 	OpCheckpoint      Op = "checkpoint"
 	OpForgetWorker    Op = "forget_worker" // protocol 2, see opProtocol
+	OpSetQueueLimits  Op = "set_queue_limits"
 )
 
 // Entry is what one Raft log entry carries: the leader's clock reading,
@@ -72,6 +73,7 @@ type Cmd struct {
 	Preempted       *Preempted       `json:"preempted,omitempty"`
 	Checkpoint      *Checkpoint      `json:"ckpt,omitempty"`
 	ForgetWorker    *ForgetWorker    `json:"forget,omitempty"`
+	QueueLimits     *SetQueueLimits  `json:"qlimits,omitempty"`
 }
 
 // Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
@@ -103,6 +105,9 @@ type NewJob struct {
 	ScheduledFor   int64             `json:"sched_for,omitempty"` // set by Fire only
 	Resources      store.Resources   `json:"res,omitzero"`
 	Tags           []string          `json:"tags,omitempty"`
+	// ConcurrencyKey (ProtocolFlow) groups the job for its queue's per-key
+	// limits; only a plain submit carries one (see flow.go).
+	ConcurrencyKey string `json:"ckey,omitempty"`
 }
 
 // Delete removes finished jobs whose retention has run out at the entry's
@@ -277,6 +282,8 @@ func (c *Cmd) valid() bool {
 		return c.Checkpoint != nil
 	case OpForgetWorker:
 		return c.ForgetWorker != nil
+	case OpSetQueueLimits:
+		return c.QueueLimits != nil
 	}
 	return false
 }

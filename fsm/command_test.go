@@ -52,6 +52,8 @@ func everyOp() []fsm.Cmd {
 		preempted("job-1", 5),
 		checkpoint("job-1", 5, []byte{0, 1, 2, 255}),
 		forget("w", 99),
+		setLimits("q", store.QueueLimits{Concurrency: 3, KeyConcurrency: 1, Rate: store.Rate{Count: 10, Per: 1e9}, Burst: 2,
+			KeyRate: store.Rate{Count: 1, Per: 60e9}, KeyBurst: 1}),
 	}
 }
 

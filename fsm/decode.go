@@ -70,7 +70,13 @@ func (r *entryReader) cmd(c *Cmd) {
 	case opJSON:
 		r.jsonCmd(c)
 	case opSubmit:
-		c.Op, c.Submit = OpSubmit, r.submit()
+		c.Op, c.Submit = OpSubmit, r.submit(false)
+	case opSubmitKeyed:
+		if ProtocolVersion < ProtocolFlow { // as a binary before the code
+			r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
+			return
+		}
+		c.Op, c.Submit = OpSubmit, r.submit(true)
 	case opClaim:
 		c.Op, c.Claim = OpClaim, r.claim()
 	case opHeartbeat:
@@ -124,13 +130,18 @@ func (r *entryReader) jsonCmd(c *Cmd) {
 	}
 }
 
-func (r *entryReader) submit() *Submit {
+// submit reads a submit; keyed (opSubmitKeyed) reads each job's
+// ConcurrencyKey after it.
+func (r *entryReader) submit(keyed bool) *Submit {
 	s := new(Submit)
 	if n := r.Count(minNewJobLen); n > 0 {
 		s.Jobs = make([]NewJob, n)
 	}
 	for i := range s.Jobs {
 		r.newJob(&s.Jobs[i])
+		if keyed {
+			s.Jobs[i].ConcurrencyKey = r.Str()
+		}
 		if r.Err() != nil {
 			break
 		}

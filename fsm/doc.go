@@ -6,7 +6,7 @@
 // Apply's switch (apply.go) hands each command to one method (a.claim,
 // a.report, ...) in the file of its rule, and each rule is written once.
 // The records the rules write, and their buckets, are store's (job.go,
-// worker.go, gang.go, schedule.go, deps.go there).
+// worker.go, gang.go, schedule.go, deps.go, queue.go there).
 //
 //	rule                                   file
 //	submit (ids, templates, idempotency)   submit.go
@@ -19,6 +19,7 @@
 //	schedules and their ticks              schedule.go
 //	gangs                                  gang.go, gang_reserve.go, gang_drain.go, gang_checkpoint.go
 //	resources and what a worker has free   resources.go
+//	flow control (limits, buckets, keys)   flow.go
 //	in-memory indexes (ready, leases)      index.go
 //	retention (expiry and delete)          retention.go
 //	workers (register, offline, forget)    worker.go
@@ -72,6 +73,17 @@
 // or late proposal is a no-op, and the job's id is derived from the schedule
 // and the tick, so a tick can never create two jobs. Overlap rules are
 // applied here too, against the state of the moment.
+//
+// # Flow control
+//
+// A queue's limits (store.QueueLimits) bound its running attempts, in all
+// and per concurrency key, and its claims per period with token buckets, in
+// all and per key. A claim decides them at the entry's time: the buckets
+// are stored (refilled in integer units, so every replica computes the
+// same level), the running counts are derived from the leases. The pending
+// jobs of one key and type form a group whose best job alone sits in the
+// ready tree while the key is open; a key or queue at a limit is passed
+// over whole, so a claim never scans the jobs a limit holds back.
 //
 // # Resources and gangs
 //

@@ -47,6 +47,11 @@ import (
 //	9 worker_heartbeat of ProtocolFence: as 4, then Token, ClaimsFrom,
 //	ClaimsTo
 //	10 report of ProtocolFence: as 5, then Token
+//	11 submit of ProtocolFlow: as 1, each NewJob followed by its
+//	ConcurrencyKey
+//
+// Encode writes code 11 only for a submit one of whose jobs has a
+// ConcurrencyKey.
 //
 // Encode writes codes 7 to 10 only for a command whose fields of
 // ProtocolFence are set, so one without them gives the bytes it always
@@ -93,6 +98,7 @@ const (
 	opHeartbeatFence
 	opWorkerHeartbeatFence
 	opReportFence
+	opSubmitKeyed
 )
 
 // ProtocolFence is the protocol version that understands the fields of
@@ -168,7 +174,7 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 	}
 	switch c.Op {
 	case OpSubmit:
-		return appendSubmit(append(b, opSubmit), c.Submit)
+		return appendSubmit(b, c.Submit)
 	case OpClaim:
 		return appendClaim(b, c.Claim), nil
 	case OpHeartbeat:
@@ -202,11 +208,16 @@ func hasCode(op Op) bool {
 }
 
 func appendSubmit(b []byte, s *Submit) ([]byte, error) {
+	keyed := s.keyed()
+	b = append(b, codeFor(keyed, opSubmit, opSubmitKeyed))
 	b = binenc.AppendUvarint(b, uint64(len(s.Jobs)))
 	for i := range s.Jobs {
 		var err error
 		if b, err = appendNewJob(b, &s.Jobs[i]); err != nil {
 			return nil, fmt.Errorf("jobs[%d]: %w", i, err)
+		}
+		if keyed {
+			b = appendText(b, s.Jobs[i].ConcurrencyKey)
 		}
 	}
 	return b, nil
@@ -246,8 +257,8 @@ func appendNewJob(b []byte, j *NewJob) ([]byte, error) {
 	return appendTexts(b, j.Tags), nil
 }
 
-// codeFor is a coded op's code: fenced when the command sets one of its
-// fields of ProtocolFence, else the one it always had.
+// codeFor is a coded op's code: the newer one when the command sets one of
+// the fields of a later protocol, else the one it always had.
 func codeFor(fence bool, plain, fenced byte) byte {
 	if fence {
 		return fenced

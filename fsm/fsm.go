@@ -139,7 +139,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 				for k := range e.Cmds {
 					res[k] = a.apply(&e.Cmds[k])
 				}
-				readyChanged = readyChanged || a.readyChanged
+				readyChanged = f.idx.flow.settle() || readyChanged || a.readyChanged
 				f.lastNow = a.now
 				out[i] = res
 			}

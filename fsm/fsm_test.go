@@ -564,7 +564,28 @@ func (g *logGen) newJob(i int) fsm.NewJob {
 	case 5:
 		nj.DependsOn = []string{fmt.Sprintf("$%d", g.r.Intn(i+2))} // may be a cycle or out of range
 	}
+	if g.r.Intn(3) == 0 {
+		nj.ConcurrencyKey = g.pick("acme", "beta", "gamma")
+	}
 	return nj
+}
+
+// limits are random flow-control limits, zero (none) sometimes.
+func (g *logGen) limits() store.QueueLimits {
+	var l store.QueueLimits
+	if g.r.Intn(2) == 0 {
+		l.Concurrency = g.r.Intn(4)
+	}
+	if g.r.Intn(2) == 0 {
+		l.KeyConcurrency = g.r.Intn(3)
+	}
+	if g.r.Intn(2) == 0 {
+		l.Rate, l.Burst = store.Rate{Count: int64(1 + g.r.Intn(3)), Per: int64(time.Second)}, g.r.Intn(3)
+	}
+	if g.r.Intn(2) == 0 {
+		l.KeyRate, l.KeyBurst = store.Rate{Count: 1, Per: int64(time.Duration(1+g.r.Intn(5)) * time.Second)}, g.r.Intn(2)
+	}
+	return l
 }
 
 func (g *logGen) cmd() fsm.Cmd {
@@ -637,6 +658,9 @@ func (g *logGen) cmd() fsm.Cmd {
 		}
 		return fsm.Cmd{Op: fsm.OpSetNode, Node: &store.Node{ID: g.pick("n1", "n2"), HTTP: g.pick("a", "b")}}
 	default:
+		if g.r.Intn(2) == 0 {
+			return setLimits(g.pick("default", "q1", "q2"), g.limits())
+		}
 		return pause(g.pick("default", "q1", "q2", ""), g.r.Intn(2) == 0)
 	}
 }

@@ -138,6 +138,12 @@ func fuzzSeedCmds() []fsm.Cmd {
 		{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{WorkerID: "w3", LeaseTTL: 1, Listed: true, Token: "t1", ClaimsFrom: 1, ClaimsTo: 9}},
 		{Op: fsm.OpPreempted, Preempted: &fsm.Preempted{JobID: "job-5", Epoch: 1, Token: "t2"}},
 		{Op: fsm.OpCheckpoint, Checkpoint: &fsm.Checkpoint{JobID: "job-5", Epoch: 1, Data: []byte("ck"), Token: "t2"}},
+		// Flow control: limits, keys, bad limits.
+		setLimits("default", store.QueueLimits{Concurrency: 2, KeyConcurrency: 1, Rate: store.Rate{Count: 2, Per: 1e9}, KeyRate: store.Rate{Count: 1, Per: 1e9}}),
+		submit(fsm.NewJob{Command: "k", ConcurrencyKey: "acme"}, fsm.NewJob{Command: "k", ConcurrencyKey: "acme"}, fsm.NewJob{Command: "k", ConcurrencyKey: "b"}),
+		claimCmd(fsm.Claim{WorkerID: "w", Max: 5, LeaseTTL: 1 << 30}),
+		setLimits("default", store.QueueLimits{Concurrency: -1, Rate: store.Rate{Count: -1, Per: 0}, Burst: -1}),
+		setLimits("default", store.QueueLimits{}),
 	}
 }
 
@@ -161,6 +167,8 @@ func TestUnstorableKeysAreRejected(t *testing.T) {
 		"FireJobID":      {Op: fsm.OpFire, Fire: &fsm.Fire{Name: "s", Tick: tick, JobID: long}},
 		"ClaimWorkerID":  claimCmd(fsm.Claim{WorkerID: long, Shell: true, Max: 1, LeaseTTL: 1}),
 		"HeartbeatOfID":  {Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{WorkerID: long, LeaseTTL: 1}},
+		"ConcurrencyKey": submit(fsm.NewJob{Command: "c", ConcurrencyKey: long}),
+		"LimitsQueue":    setLimits(long, store.QueueLimits{Concurrency: 1}),
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

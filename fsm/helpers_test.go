@@ -381,3 +381,7 @@ func closed(ch <-chan struct{}) bool {
 		return false
 	}
 }
+
+func setLimits(queue string, l store.QueueLimits) fsm.Cmd {
+	return fsm.Cmd{Op: fsm.OpSetQueueLimits, QueueLimits: &fsm.SetQueueLimits{Name: queue, Limits: l}}
+}

@@ -27,7 +27,8 @@ type readyItem struct {
 	seq   uint64
 	id    string
 	kind  kind
-	need  *need // nil: the job asks for no resources or tags
+	key   string // its concurrency key; see flow.go
+	need  *need  // nil: the job asks for no resources or tags
 }
 
 func readyLess(a, b readyItem) bool {
@@ -54,6 +55,8 @@ type leaseItem struct {
 	lease    uint64
 	worker   string
 	res      store.Resources // what the attempt holds of its worker
+	queue    string
+	key      string // the job's concurrency key
 }
 
 func leaseLess(a, b leaseItem) bool {
@@ -72,6 +75,7 @@ type index struct {
 	paused   map[string]bool
 	counts   map[string]map[store.Status]int
 	gx       *gangIndex // capacity, reservations and open gangs
+	flow     *flowIndex // limits, running counts, key groups; flow.go
 }
 
 func newIndex() *index {
@@ -84,11 +88,12 @@ func newIndex() *index {
 		paused:   make(map[string]bool),
 		counts:   make(map[string]map[store.Status]int),
 		gx:       newGangIndex(),
+		flow:     newFlowIndex(),
 	}
 }
 
 func itemOf(j *store.JobHead) readyItem {
-	return readyItem{prio: j.Priority, runAt: j.RunAt, seq: j.Seq, id: j.ID, kind: kind{j.Queue, j.Type}, need: needOf(j.Resources, j.Tags)}
+	return readyItem{prio: j.Priority, runAt: j.RunAt, seq: j.Seq, id: j.ID, kind: kind{j.Queue, j.Type}, key: j.Key, need: needOf(j.Resources, j.Tags)}
 }
 
 // count moves a job between status counters: from "" on create, to "" on delete.
@@ -113,7 +118,7 @@ func (x *index) addPending(j *store.JobHead, now int64) {
 		x.delayed.ReplaceOrInsert(it)
 		return
 	}
-	x.readyTree(it.kind).ReplaceOrInsert(it)
+	x.addReady(it)
 }
 
 func (x *index) readyTree(k kind) *btree.BTreeG[readyItem] {
@@ -131,9 +136,7 @@ func (x *index) removePending(j *store.JobHead) {
 	if _, ok := x.delayed.Delete(it); ok {
 		return
 	}
-	if t := x.ready[it.kind]; t != nil {
-		t.Delete(it)
-	}
+	x.removeReady(it)
 }
 
 // promote moves delayed jobs due at now into their ready trees.
@@ -144,7 +147,7 @@ func (x *index) promote(now int64) {
 			return
 		}
 		x.delayed.DeleteMin()
-		x.readyTree(it.kind).ReplaceOrInsert(it)
+		x.addReady(it)
 	}
 }
 
@@ -178,15 +181,17 @@ func claimKinds(queues, types []string, shell bool) [][]kind {
 }
 
 // best returns the next job a claim over the given kinds would get: from
-// the first unpaused queue that has one, the best item (readyLess) across
-// its kinds, passing over jobs that fit rejects. A nil fit takes any job
+// the first unpaused queue that has one and is not at a limit (flow.go),
+// the best item (readyLess) across its kinds, passing over jobs that fit
+// rejects. Only open keys have jobs in the ready trees: their heads, and a
+// head that does not fit has its group searched. A nil fit takes any job
 // (Claimable's hint); bestFit gives the fit of one worker. Jobs that ask
 // for nothing fit at once, so a queue of them is read at its head only.
 // This is the one picker of the claim order: a claim and the long-polls'
 // hints read it alike.
 func (x *index) best(kinds [][]kind, fit func(*need) bool) (readyItem, bool) {
 	for _, ks := range kinds {
-		if len(ks) == 0 || x.paused[ks[0].queue] {
+		if len(ks) == 0 || x.paused[ks[0].queue] || x.flow.queueHeld(ks[0].queue) {
 			continue
 		}
 		var (
@@ -213,6 +218,19 @@ func (x *index) best(kinds [][]kind, fit func(*need) bool) (readyItem, bool) {
 				if fit(it.need) {
 					top, found = it, true
 					return false
+				}
+				if it.key != "" {
+					// The rest of its key's group, after the head.
+					x.flow.groups[gkey{k, it.key}].AscendGreaterOrEqual(it, func(g readyItem) bool {
+						if found && !readyLess(g, top) {
+							return false
+						}
+						if g.id != it.id && fit(g.need) {
+							top, found = g, true
+							return false
+						}
+						return true
+					})
 				}
 				return true
 			})
@@ -246,10 +264,16 @@ func (x *index) dueDelayed(kinds [][]kind, now int64) bool {
 }
 
 func (x *index) addLease(j *store.JobHead) {
-	it := leaseItem{deadline: j.LeaseDeadline, id: j.ID, lease: j.Lease, worker: j.WorkerID, res: j.Resources}
+	it := leaseItem{deadline: j.LeaseDeadline, id: j.ID, lease: j.Lease, worker: j.WorkerID, res: j.Resources, queue: j.Queue, key: j.Key}
 	if old, ok := x.leaseOf[j.ID]; ok {
 		x.leases.Delete(old)
 		x.gx.use(old.worker, old.res, -1)
+		if old.queue != it.queue || old.key != it.key {
+			x.run(old.queue, old.key, -1)
+			x.run(it.queue, it.key, 1)
+		}
+	} else {
+		x.run(it.queue, it.key, 1) // a renewal is not a new attempt
 	}
 	x.gx.use(j.WorkerID, j.Resources, 1)
 	x.leases.ReplaceOrInsert(it)
@@ -270,6 +294,7 @@ func (x *index) removeLease(id string) {
 	x.leases.Delete(old)
 	delete(x.leaseOf, id)
 	x.gx.use(old.worker, old.res, -1)
+	x.run(old.queue, old.key, -1)
 	if w := x.byWorker[old.worker]; w != nil {
 		delete(w, id)
 		if len(w) == 0 {
@@ -311,6 +336,9 @@ func rebuildIndex(tx *store.Tx, now int64) (*index, error) {
 	for _, q := range tx.PausedQueues() {
 		x.paused[q] = true
 	}
+	if err := x.rebuildFlow(tx, now); err != nil {
+		return nil, err
+	}
 	err := tx.ForEachJobHead(func(j *store.JobHead) error {
 		x.count(j.Queue, "", j.Status)
 		switch {
@@ -329,5 +357,6 @@ func rebuildIndex(tx *store.Tx, now int64) (*index, error) {
 	if err := x.gx.rebuild(tx); err != nil {
 		return nil, err
 	}
+	clear(x.flow.reopened)
 	return x, nil
 }

@@ -25,8 +25,14 @@ func checkKeys(c *Cmd) error {
 			if err := keyLen(fmt.Sprintf("jobs[%d].idempotency_key", i), nj.IdempotencyKey, true); err != nil {
 				return err
 			}
+			if err := keyLen(fmt.Sprintf("jobs[%d].concurrency_key", i), nj.ConcurrencyKey, true); err != nil {
+				return err
+			}
 		}
 	case OpSubmitGang:
+		if c.SubmitGang.Job.ConcurrencyKey != "" {
+			return &ValidationError{Field: "job.concurrency_key", Reason: "a gang's tasks take no concurrency key"}
+		}
 		if err := keyLen("job.id", c.SubmitGang.Job.ID, true); err != nil {
 			return err
 		}
@@ -42,7 +48,12 @@ func checkKeys(c *Cmd) error {
 	case OpPauseQueue:
 		return keyLen("name", c.Queue.Name, true)
 	case OpPutSchedule:
+		if c.PutSchedule.Job.ConcurrencyKey != "" {
+			return &ValidationError{Field: "job.concurrency_key", Reason: "a schedule's jobs take no concurrency key"}
+		}
 		return keyLen("name", c.PutSchedule.Name, true)
+	case OpSetQueueLimits:
+		return keyLen("name", c.QueueLimits.Name, true)
 	case OpFire:
 		return keyLen("job", c.Fire.JobID, true)
 	}

@@ -17,6 +17,7 @@ package fsm
 var opProtocol = map[Op]int{
 	OpRetryDependents: 2,
 	OpForgetWorker:    2,
+	OpSetQueueLimits:  2,
 }
 
 // protocol is the least protocol a node needs to apply op.
@@ -35,7 +36,40 @@ func (c *Cmd) Protocol() int {
 	if c.fenced() {
 		p = max(p, ProtocolFence)
 	}
+	if c.keyed() {
+		p = max(p, ProtocolFlow)
+	}
 	return p
+}
+
+// ProtocolFlow is the protocol of flow control (issue #17): op
+// set_queue_limits and a submit's concurrency keys (op code opSubmitKeyed).
+const ProtocolFlow = 2
+
+// keyed reports whether c carries a job with a ConcurrencyKey: a submit
+// (written with opSubmitKeyed), or a gang or schedule, which the FSM then
+// refuses; either way no node older than ProtocolFlow is sent it.
+func (c *Cmd) keyed() bool {
+	switch {
+	case c.Op == OpSubmit && c.Submit != nil:
+		return c.Submit.keyed()
+	case c.Op == OpSubmitGang && c.SubmitGang != nil:
+		return c.SubmitGang.Job.ConcurrencyKey != ""
+	case c.Op == OpPutSchedule && c.PutSchedule != nil:
+		return c.PutSchedule.Job.ConcurrencyKey != ""
+	}
+	return false
+}
+
+// keyed reports whether a job of s has a ConcurrencyKey, which Encode then
+// writes with op code opSubmitKeyed.
+func (s *Submit) keyed() bool {
+	for i := range s.Jobs {
+		if s.Jobs[i].ConcurrencyKey != "" {
+			return true
+		}
+	}
+	return false
 }
 
 // fenced reports whether c sets a field of ProtocolFence, which Encode

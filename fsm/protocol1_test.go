@@ -10,6 +10,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
 )
 
 // A binary built with the workron_protocol1 tag behaves as a release before
@@ -30,7 +31,16 @@ func TestProtocol1Binary(t *testing.T) {
 	if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{fenced}}); err == nil {
 		t.Error("Encode wrote a report with a token (a field of ProtocolFence)")
 	}
+	keyed := submit(fsm.NewJob{Command: "x", ConcurrencyKey: "acme"})
+	if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{keyed}}); err == nil {
+		t.Error("Encode wrote a submit with a concurrency key (ProtocolFlow)")
+	}
+	if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{setLimits("q", store.QueueLimits{Concurrency: 1})}}); err == nil {
+		t.Error("Encode wrote set_queue_limits")
+	}
 	for _, data := range [][]byte{
+		[]byte("\x02\x02\x01\x0b\x00"), // op code 11, a keyed submit (of no jobs)
+		[]byte("\x02\x02\x01\x00" + withLen(`{"op":"set_queue_limits","qlimits":{"name":"q","limits":{"conc":1}}}`)),
 		[]byte("\x02\x02\x01\x0a" + "\x05job-1\x00\x01\x00\x00\x00\x00" + "\x00\x00\x00\x00\x00\x00\x00\x00" + "\x05fleet"), // op code 10, report of ProtocolFence
 		[]byte("\x02\x02\x01\x00" + withLen(`{"op":"register_fence","register":{"worker":{"id":"w"},"token":"fleet"}}`)),
 	} {

@@ -51,6 +51,9 @@ func TestProtocol(t *testing.T) {
 			{[]fsm.Cmd{report(fsm.Report{JobID: "job-1", Success: true}), report(fsm.Report{JobID: "job-1", Token: "fleet"})}, fsm.ProtocolFence},
 			{[]fsm.Cmd{{Op: fsm.OpRegister, Register: &fsm.Register{Worker: store.Worker{ID: "w"}}}}, 1},
 			{[]fsm.Cmd{{Op: fsm.OpRegister, Register: &fsm.Register{Worker: store.Worker{ID: "w"}, Token: "fleet"}}}, fsm.ProtocolFence},
+			{[]fsm.Cmd{submit(fsm.NewJob{Command: "x"}, fsm.NewJob{Command: "y", ConcurrencyKey: "acme"})}, fsm.ProtocolFlow},
+			{[]fsm.Cmd{submitGang(2, fsm.NewJob{Command: "g", ConcurrencyKey: "acme"})}, fsm.ProtocolFlow},
+			{[]fsm.Cmd{setLimits("q", store.QueueLimits{Concurrency: 1})}, fsm.ProtocolFlow},
 		}
 		for _, c := range cases {
 			e := fsm.Entry{Cmds: c.cmds}

@@ -170,14 +170,19 @@ func (f *FSM) Claimable(queues, types []string, shell bool, now int64) bool {
 	if _, ok := f.idx.best(kinds, nil); ok {
 		return true
 	}
-	return f.idx.dueDelayed(kinds, now)
+	return f.idx.dueDelayed(kinds, now) || f.idx.flow.dueReopen(kinds, now)
 }
 
-// NextDue is the earliest run time (Unix ns) of a job not yet due, 0 if none.
+// NextDue is the earliest run time (Unix ns) of a job not yet due, or of
+// a rate limit's next token when a bucket is empty; 0 if none.
 func (f *FSM) NextDue() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.idx.nextDue()
+	due, reopen := f.idx.nextDue(), f.idx.flow.nextReopen()
+	if due == 0 || (reopen != 0 && reopen < due) {
+		return reopen
+	}
+	return due
 }
 
 // Lease names one running attempt.

@@ -207,7 +207,7 @@ func (f *FSM) ClaimableCount(worker string, queues, types []string, shell bool, 
 		}
 	}
 	_, fits := f.idx.bestFit(kinds, worker)
-	due := f.idx.dueDelayed(kinds, now)
+	due := f.idx.dueDelayed(kinds, now) || f.idx.flow.dueReopen(kinds, now)
 	if n == 0 && !fits && !due {
 		return 0
 	}

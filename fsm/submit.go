@@ -218,6 +218,7 @@ func (a *applier) newJob(nj *NewJob, id string, seq uint64) *store.Job {
 		ScheduledFor:   nj.ScheduledFor,
 		Resources:      nj.Resources,
 		Tags:           nj.Tags,
+		ConcurrencyKey: nj.ConcurrencyKey,
 	}
 }
 

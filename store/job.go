@@ -119,6 +119,9 @@ type Job struct {
 	ClaimToken string `json:"claim_tok,omitempty"`
 	Fenced     bool   `json:"fenced,omitempty"`
 	ClaimSeq   uint64 `json:"claim_seq,omitempty"`
+	// ConcurrencyKey groups the job with others of its queue for the
+	// queue's per-key limits (record jobRecordV3); empty: none.
+	ConcurrencyKey string `json:"ckey,omitempty"`
 }
 
 // JobHead is what the FSM's in-memory indexes need of a job. A binary job
@@ -137,6 +140,7 @@ type JobHead struct {
 	LeaseDeadline int64
 	Resources     Resources
 	Tags          []string
+	Key           string // ConcurrencyKey
 }
 
 // Head returns the head fields of j.
@@ -144,12 +148,12 @@ func (j *Job) Head() JobHead {
 	return JobHead{
 		ID: j.ID, Seq: j.Seq, Status: j.Status, Queue: j.Queue, Type: j.Type, Priority: j.Priority,
 		RunAt: j.RunAt, WorkerID: j.WorkerID, Lease: j.Lease, LeaseDeadline: j.LeaseDeadline,
-		Resources: j.Resources, Tags: j.Tags,
+		Resources: j.Resources, Tags: j.Tags, Key: j.ConcurrencyKey,
 	}
 }
 
 func (j *Job) setHead(h *JobHead) {
 	j.ID, j.Seq, j.Status, j.Queue, j.Type, j.Priority = h.ID, h.Seq, h.Status, h.Queue, h.Type, h.Priority
 	j.RunAt, j.WorkerID, j.Lease, j.LeaseDeadline = h.RunAt, h.WorkerID, h.Lease, h.LeaseDeadline
-	j.Resources, j.Tags = h.Resources, h.Tags
+	j.Resources, j.Tags, j.ConcurrencyKey = h.Resources, h.Tags, h.Key
 }

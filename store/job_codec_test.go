@@ -80,16 +80,39 @@ func mustAppendJob(t testing.TB, j *Job) []byte {
 	return b
 }
 
+func TestJobHeadReusedAcrossRecords(t *testing.T) {
+	keyed := typicalJob()
+	keyed.ConcurrencyKey = "acme"
+	var h JobHead
+	names := interner{}
+	for _, j := range []*Job{keyed, typicalJob()} {
+		if err := decodeJobHead(mustAppendJob(t, j), &h, names); err != nil {
+			t.Fatal(err)
+		}
+		if h.Key != j.ConcurrencyKey {
+			t.Fatalf("head key %q, want %q (a reused head kept the last record's)", h.Key, j.ConcurrencyKey)
+		}
+	}
+}
+
 func TestJobRecord(t *testing.T) {
-	jobs := map[string]*Job{"Zero": {}, "Typical": typicalJob(), "Full": fullJob()}
+	keyed := fullJob()
+	keyed.ConcurrencyKey = "acme"
+	keyedV1 := typicalJob()
+	keyedV1.ConcurrencyKey = "tenant-7"
+	jobs := map[string]*Job{"Zero": {}, "Typical": typicalJob(), "Full": fullJob(), "Keyed": keyed, "KeyedWithoutClaim": keyedV1}
 	for name, j := range jobs {
 		t.Run(name+"RoundTrips", func(t *testing.T) {
 			b := mustAppendJob(t, j)
 			// V2 only for a job with the fields V2 adds: others keep
 			// the bytes that nodes before V2 read.
+			// V3 only for a job with a concurrency key.
 			want := byte(jobRecordV1)
 			if j.ClaimToken != "" || j.Fenced || j.ClaimSeq != 0 {
 				want = jobRecordV2
+			}
+			if j.ConcurrencyKey != "" {
+				want = jobRecordV3
 			}
 			if b[0] != want {
 				t.Fatalf("first byte %#x, want %#x", b[0], want)
@@ -184,7 +207,7 @@ func TestJobRecordRefusesBadBytes(t *testing.T) {
 		name, want string
 		b          []byte
 	}{
-		{"NewerFormat", "unknown record format", append([]byte{jobRecordV2 + 1}, good[1:]...)},
+		{"NewerFormat", "unknown record format", append([]byte{jobRecordV3 + 1}, good[1:]...)},
 		{"V1WithV2Fields", "trailing bytes", append([]byte{jobRecordV1}, good[1:]...)},
 		{"TrailingBytes", "trailing bytes", append(append([]byte(nil), good...), 0)},
 		{"NotJSON", "invalid character", []byte("{not json")},

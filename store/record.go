@@ -29,7 +29,9 @@ import (
 //	GangID, GangIndex, GangSize, PreemptEpoch, ModifyIndex
 //	then, in a record of jobRecordV2 only: ClaimToken, Fenced, ClaimSeq
 //
-// and nothing after. Values are written as package binenc says: a time (a
+// and nothing after. A record of jobRecordV3 (0x03) is the first byte, then
+// ConcurrencyKey (before the head, so that decodeJobHead reads it), then
+// the head and body as above, then ClaimToken, Fenced, ClaimSeq always. Values are written as package binenc says: a time (a
 // field named At, Deadline, Started or Ended; Unix nanoseconds) is 8 bytes
 // little-endian; other unsigned integers are uvarints, signed ones varints;
 // a string, or Payload, is its length as a uvarint then its bytes (length 0
@@ -42,7 +44,10 @@ import (
 // Status, ExitCode, Error, Started, Ended, Expired.
 //
 // A record is written as jobRecordV2 only when one of the fields that V2
-// adds is set, so a job claimed without them gives the bytes it always did.
+// adds is set, so a job claimed without them gives the bytes it always did;
+// as jobRecordV3 only when the job has a ConcurrencyKey, which only a
+// submit of protocol 2 gives (the same unreleased protocol and state
+// format as V2, so format 3 covers it).
 // V2 records need a state format that says so (currentFormat 3): a node too
 // old to read them must not open the file. Changing this layout again needs
 // a new first byte, with V1 and V2 still read.
@@ -71,6 +76,7 @@ func (in interner) string(b []byte) string {
 const (
 	jobRecordV1 = 0x01
 	jobRecordV2 = 0x02 // V1, then how the last attempt was claimed
+	jobRecordV3 = 0x03 // the concurrency key, then V2
 )
 
 // statusCodes numbers the statuses in binary records; append only.
@@ -104,10 +110,14 @@ func appendJob(b []byte, j *Job) ([]byte, error) {
 	if !binenc.Finite(j.Backoff.Jitter) {
 		return nil, fmt.Errorf("encode job %s: backoff jitter %v is not a number", j.ID, j.Backoff.Jitter)
 	}
-	v2 := j.ClaimToken != "" || j.Fenced || j.ClaimSeq != 0
-	if v2 {
+	v3 := j.ConcurrencyKey != ""
+	v2 := v3 || j.ClaimToken != "" || j.Fenced || j.ClaimSeq != 0
+	switch {
+	case v3:
+		b = binenc.AppendString(append(b, jobRecordV3), j.ConcurrencyKey)
+	case v2:
 		b = append(b, jobRecordV2)
-	} else {
+	default:
 		b = append(b, jobRecordV1)
 	}
 	h := j.Head()
@@ -213,7 +223,7 @@ func decodeJob(b []byte, j *Job) error {
 	r.jobHead(&h)
 	j.setHead(&h)
 	r.jobBody(j)
-	if r.version == jobRecordV2 {
+	if r.version >= jobRecordV2 {
 		j.ClaimToken = r.Str()
 		j.Fenced = r.Bool()
 		j.ClaimSeq = r.Uvarint()
@@ -252,7 +262,7 @@ func jobReader(b []byte) (reader, error) {
 	if len(b) == 0 {
 		return reader{}, fmt.Errorf("decode job: empty record")
 	}
-	if b[0] != jobRecordV1 && b[0] != jobRecordV2 {
+	if b[0] < jobRecordV1 || b[0] > jobRecordV3 {
 		return reader{}, fmt.Errorf("decode job: unknown record format %#x (written by a newer Workron?)", b[0])
 	}
 	r := reader{Reader: binenc.NewReader(b)}
@@ -269,6 +279,10 @@ type reader struct {
 }
 
 func (r *reader) jobHead(h *JobHead) {
+	h.Key = "" // h may be a reused head (Tx.ForEachJobHead)
+	if r.version == jobRecordV3 {
+		h.Key = r.name()
+	}
 	h.ID = r.Str()
 	h.Seq = r.Uvarint()
 	h.Status = r.status()

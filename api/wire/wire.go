@@ -60,6 +60,9 @@ type SubmitRequest struct {
 	// GangSize, when not 0, makes POST /jobs create a gang of that many
 	// tasks that run together on distinct workers (see Gang).
 	GangSize int `json:"gang_size,omitempty"`
+	// ConcurrencyKey groups the job for its queue's per-key limits (see
+	// QueueLimits): a tenant, a customer, an API account.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // Backoff configures the delay before a retry: min(base·2^(attempt-1), max),
@@ -122,6 +125,8 @@ type Job struct {
 	// asks (computed when read), e.g. "needs 40960 MB VRAM; largest worker
 	// has 24576".
 	Unschedulable string `json:"unschedulable,omitempty"`
+	// ConcurrencyKey is the job's key for its queue's per-key limits.
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 	// Waiting says, for a job that is neither running nor finished, why
 	// it waits, and WaitingCode which reason that is (one of the Wait*
 	// codes), e.g. "no_worker" and "no active worker serves queue emails".
@@ -140,6 +145,7 @@ const (
 	WaitNoWorker   = "no_worker"  // no active worker serves its queue
 	WaitResources  = "resources"  // no active worker of its queue offers its resources or tags (or enough for its gang)
 	WaitDelay      = "delay"      // its run_at is ahead: submitted for later, or a retry's backoff
+	WaitLimit      = "limit"      // a flow-control limit of its queue or key holds it back (concurrency or rate)
 	WaitGang       = "gang"       // its gang waits for enough free workers at once
 	WaitClaim      = "claim"      // its gang is placed; its worker has not claimed it yet
 	WaitWorker     = "worker"     // ready: waits for a worker of its queue to take it
@@ -328,6 +334,8 @@ type Queue struct {
 	// OldestPendingSeconds is how long the longest-waiting runnable job of
 	// the queue has been runnable; absent when none is.
 	OldestPendingSeconds float64 `json:"oldest_pending_seconds,omitempty"`
+	// Limits are the queue's flow-control limits, absent when it has none.
+	Limits *QueueFlow `json:"limits,omitempty"`
 }
 
 // QueueList is the reply of GET /queues: the queues that hold jobs or were

@@ -117,6 +117,7 @@ func (c *cli) submit(ctx context.Context, fs *flag.FlagSet, args []string) error
 	fs.DurationVar(&timeout, "wait-timeout", 0, "with --wait: give up waiting after this long, e.g. 10m (default: no limit)")
 	fs.IntVar(&req.GangSize, "gang-size", 0, "run as a gang of this many tasks, placed and started all at once")
 	fs.StringVar(&batch, "batch", "", "submit the jobs of this `FILE` (- for stdin) in one request: the body of POST /jobs/batch or a JSON array of jobs")
+	fs.StringVar(&req.ConcurrencyKey, "concurrency-key", "", "the job's key for its queue's per-key limits (a tenant, a customer)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -331,6 +332,7 @@ func (c *cli) printJob(j *wire.Job) {
 	row("command", j.Command)
 	row("type", j.Type)
 	row("queue", j.Queue)
+	row("concurrency_key", j.ConcurrencyKey)
 	row("priority", fmt.Sprint(j.Priority))
 	row("attempts", fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts))
 	row("depends_on", strings.Join(j.DependsOn, ","))
@@ -405,12 +407,15 @@ func (c *cli) printWorkers(ws []wire.Worker) {
 // queues lists the queues (`workron queues`) or pauses or resumes one
 // (`workron queues pause|resume NAME`).
 func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	if len(args) > 0 && args[0] == "limit" {
+		return c.queueLimit(ctx, fs, args[1:]) // queuelimits.go
+	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 && pos[0] != "ls" && pos[0] != "list" && ((pos[0] != "pause" && pos[0] != "resume" && pos[0] != "get") || len(pos) != 2) {
-		return errors.New("queues: give ls, get NAME, pause NAME or resume NAME")
+		return errors.New("queues: give ls, get NAME, pause NAME, resume NAME or limit NAME")
 	}
 	if err := c.connect(); err != nil {
 		return err

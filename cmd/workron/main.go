@@ -29,7 +29,7 @@ Usage:
   workron jobs get ID | cancel ID | retry ID [--no-cascade] | wait ID [--timeout D]
   workron gangs get ID                     show a gang and its tasks
   workron workers                          list workers
-  workron queues [get NAME | pause NAME | resume NAME]
+  workron queues [get NAME | pause NAME | resume NAME | limit NAME [--concurrency N --rate 100/s ... | --clear]]
   workron schedules ls | get NAME | delete NAME | pause NAME | resume NAME | trigger NAME
   workron schedules create|update NAME --cron EXPR [--timezone TZ] [--overlap allow|skip|queue]
                     [--catchup none|one|all] [job flags] -- COMMAND...   (or --file SCHEDULE.json)

@@ -143,7 +143,7 @@ func progress(j *wire.Job) string {
 		fmt.Fprintf(&b, " after %d of %d attempts", j.Attempts, j.MaxAttempts)
 	}
 	switch {
-	case j.WaitingCode == wire.WaitPaused || j.WaitingCode == wire.WaitNoWorker || j.WaitingCode == wire.WaitResources || j.WaitingCode == wire.WaitGang:
+	case j.WaitingCode == wire.WaitPaused || j.WaitingCode == wire.WaitNoWorker || j.WaitingCode == wire.WaitResources || j.WaitingCode == wire.WaitLimit || j.WaitingCode == wire.WaitGang:
 		// What the status line does not say already: why a ready job is
 		// not being taken.
 		fmt.Fprintf(&b, ", waiting because %s", j.Waiting)

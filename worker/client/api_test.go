@@ -56,6 +56,31 @@ func TestWholeAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("QueueLimits", func(t *testing.T) {
+		q, err := cl.SetQueueLimits(ctx, "emails", wire.QueueLimits{Concurrency: wire.Limit(1), KeyConcurrency: wire.Limit(1), Rate: "100/s"})
+		if err != nil || q.Limits == nil || *q.Limits.Concurrency != 1 || q.Limits.Rate != "100/s" {
+			t.Fatalf("SetQueueLimits = %+v, %v", q, err)
+		}
+		for range 2 {
+			if _, err := cl.Submit(ctx, wire.SubmitRequest{Command: "true", Queue: "emails", ConcurrencyKey: "acme"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := cl.Claim(ctx, wire.ClaimRequest{WorkerID: "w1", Queues: []string{"emails"}, Max: 5}); err != nil {
+			t.Fatal(err)
+		}
+		q, err = cl.QueueLimits(ctx, "emails")
+		if err != nil || q.Limits == nil || q.Limits.Running != 1 || q.Limits.Waiting["concurrency"] != 1 {
+			t.Fatalf("QueueLimits = %+v, %v", q.Limits, err)
+		}
+		if _, err := cl.SetQueueLimits(ctx, "emails", wire.QueueLimits{Rate: "often"}); !errors.Is(err, client.ErrInvalid) {
+			t.Fatalf("SetQueueLimits(bad rate) = %v, want ErrInvalid", err)
+		}
+		if _, err := cl.QueueLimits(ctx, "nope"); !client.IsNotFound(err) {
+			t.Fatalf("QueueLimits(nope) = %v, want not found", err)
+		}
+	})
+
 	t.Run("Schedules", func(t *testing.T) {
 		req := wire.ScheduleRequest{Name: "nightly", Cron: "@daily", Job: wire.SubmitRequest{Command: "echo nightly"}}
 		s, err := cl.CreateSchedule(ctx, req)

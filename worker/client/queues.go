@@ -50,3 +50,35 @@ func (c *Client) queueAction(ctx context.Context, name, action string) (*wire.Qu
 	}
 	return &out, nil
 }
+
+// SetQueueLimits sets (replaces) a queue's flow-control limits (PUT
+// /queues/{name}) and returns the queue with them; the queue needs no jobs
+// yet. A limit left nil sets none; wire.QueueLimits{} removes them all.
+// Bad limits give ErrInvalid naming the field. Setting the same limits
+// twice is harmless, so it is resent (but a rate or burst set again
+// restarts its buckets full).
+func (c *Client) SetQueueLimits(ctx context.Context, name string, limits wire.QueueLimits) (*wire.Queue, error) {
+	if name == "" {
+		return nil, fmt.Errorf("set queue limits: %w", ErrEmptyID)
+	}
+	var out wire.Queue
+	if _, err := c.do(ctx, call{method: http.MethodPut, path: "/queues/" + url.PathEscape(name), body: limits, out: &out, idempotent: true}); err != nil {
+		return nil, fmt.Errorf("set limits of queue %s: %w", name, err)
+	}
+	return &out, nil
+}
+
+// QueueLimits returns one queue as GET /queues lists it (GET
+// /queues/{name}): its counts, and in Limits its limits, what runs against
+// them and how many jobs wait on each. A queue with no jobs, pause or
+// limits gives IsNotFound.
+func (c *Client) QueueLimits(ctx context.Context, name string) (*wire.Queue, error) {
+	if name == "" {
+		return nil, fmt.Errorf("get queue: %w", ErrEmptyID)
+	}
+	var out wire.Queue
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/queues/" + url.PathEscape(name), out: &out, idempotent: true}); err != nil {
+		return nil, fmt.Errorf("get queue %s: %w", name, err)
+	}
+	return &out, nil
+}

@@ -1,0 +1,89 @@
+package wire
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// MaxConcurrencyKeyBytes bounds a job's concurrency_key.
+const MaxConcurrencyKeyBytes = 128
+
+// QueueLimits is the body of PUT /queues/{name}: a queue's flow-control
+// limits, replacing those it had. A field left out (nil) sets no limit of
+// its kind; {} removes them all; a limit of 0 or less is refused. Concurrency bounds the attempts running in the
+// queue across the cluster, KeyConcurrency those of each concurrency_key.
+// Rate and KeyRate are token buckets, "N/s", "N/m" or "N/h", of Burst and
+// KeyBurst tokens (defaults: N).
+type QueueLimits struct {
+	Concurrency    *int   `json:"concurrency,omitempty"`
+	KeyConcurrency *int   `json:"key_concurrency,omitempty"`
+	Rate           string `json:"rate,omitempty"`
+	Burst          *int   `json:"burst,omitempty"`
+	KeyRate        string `json:"key_rate,omitempty"`
+	KeyBurst       *int   `json:"key_burst,omitempty"`
+}
+
+// Limit is a QueueLimits field's value: nil when n is 0 (no limit).
+func Limit(n int) *int {
+	if n == 0 {
+		return nil
+	}
+	return &n
+}
+
+// QueueFlow is a queue's limits as GET /queues shows them, with what runs
+// against them and what they hold back.
+type QueueFlow struct {
+	QueueLimits // the limits (nil or "": none)
+	// Running is the attempts running in the queue.
+	Running int `json:"running"`
+	// KeysAtLimit and KeysRateLimited count the keys at their concurrency
+	// and out of tokens.
+	KeysAtLimit     int `json:"keys_at_limit,omitempty"`
+	KeysRateLimited int `json:"keys_rate_limited,omitempty"`
+	// RateLimitedUntil is when the queue's bucket has a token again, if it
+	// is empty.
+	RateLimitedUntil *time.Time `json:"rate_limited_until,omitempty"`
+	// Waiting counts the due jobs each limit holds back: "concurrency",
+	// "rate", "key_concurrency", "key_rate".
+	Waiting map[string]int `json:"waiting"`
+}
+
+// ParseRate reads a rate "N/s", "N/m" or "N/h" (also "N/sec", "N/min",
+// "N/hour"): N tokens per period, N from 1.
+func ParseRate(field, s string) (n int64, per time.Duration, err error) {
+	num, unit, ok := strings.Cut(s, "/")
+	if ok {
+		switch unit {
+		case "s", "sec", "second":
+			per = time.Second
+		case "m", "min", "minute":
+			per = time.Minute
+		case "h", "hour":
+			per = time.Hour
+		}
+		n, err = strconv.ParseInt(num, 10, 64)
+	}
+	if !ok || per == 0 || err != nil {
+		return 0, 0, fmt.Errorf("%s: %q is not a rate like \"100/s\", \"600/m\" or \"10/h\"", field, s)
+	}
+	if n < 1 {
+		return 0, 0, fmt.Errorf("%s: must be at least 1 per period, got %q", field, s)
+	}
+	return n, per, nil
+}
+
+// FormatRate writes a rate as ParseRate reads it.
+func FormatRate(n int64, per time.Duration) string {
+	switch per {
+	case time.Second:
+		return fmt.Sprintf("%d/s", n)
+	case time.Minute:
+		return fmt.Sprintf("%d/m", n)
+	case time.Hour:
+		return fmt.Sprintf("%d/h", n)
+	}
+	return fmt.Sprintf("%d/%s", n, per)
+}

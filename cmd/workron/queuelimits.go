@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/workron/workron/api/wire"
+)
+
+const queueLimitUsage = `queues limit: give the queue's name, then its limits (those left out are removed):
+  queues limit NAME                     (shows the limits)
+  queues limit NAME [--concurrency N] [--key-concurrency N] [--rate N/s|N/m|N/h] [--burst N] [--key-rate R] [--key-burst N]
+  queues limit NAME --clear             (removes them all)`
+
+// queueLimit shows or sets a queue's flow-control limits
+// (`workron queues limit NAME ...`).
+func (c *cli) queueLimit(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	var (
+		req                            wire.QueueLimits
+		conc, keyConc, burst, keyBurst int
+		clear                          bool
+	)
+	fs.IntVar(&conc, "concurrency", 0, "at most this many attempts of the queue running, cluster-wide")
+	fs.IntVar(&keyConc, "key-concurrency", 0, "at most this many running per concurrency key")
+	fs.StringVar(&req.Rate, "rate", "", "claims per period of the queue, e.g. 100/s or 600/m")
+	fs.IntVar(&burst, "burst", 0, "the rate's bucket size (default: the rate's count)")
+	fs.StringVar(&req.KeyRate, "key-rate", "", "claims per period of each concurrency key")
+	fs.IntVar(&keyBurst, "key-burst", 0, "the key rate's bucket size (default: its count)")
+	fs.BoolVar(&clear, "clear", false, "remove every limit of the queue")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 1 {
+		return errors.New(queueLimitUsage)
+	}
+	set := clear
+	fs.Visit(func(f *flag.Flag) {
+		switch f.Name {
+		case "concurrency", "key-concurrency", "rate", "burst", "key-rate", "key-burst":
+			set = true
+		}
+	})
+	if clear && (req.Rate != "" || req.KeyRate != "" || conc != 0 || keyConc != 0 || burst != 0 || keyBurst != 0) {
+		return errors.New("queues limit: --clear takes no limits")
+	}
+	if err := c.connect(); err != nil {
+		return err
+	}
+	name := pos[0]
+	var q *wire.Queue
+	if !set {
+		q, err = c.client.QueueLimits(ctx, name)
+	} else {
+		// A flag given as 0 is sent as 0, which the server refuses.
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "concurrency":
+				req.Concurrency = &conc
+			case "key-concurrency":
+				req.KeyConcurrency = &keyConc
+			case "burst":
+				req.Burst = &burst
+			case "key-burst":
+				req.KeyBurst = &keyBurst
+			}
+		})
+		q, err = c.client.SetQueueLimits(ctx, name, req)
+	}
+	if err != nil {
+		return err
+	}
+	return c.print(q, func() { c.printQueueLimits(q) })
+}
+
+func (c *cli) printQueueLimits(q *wire.Queue) {
+	l := q.Limits
+	if l == nil {
+		fmt.Fprintf(c.out, "queue %s has no limits\n", q.Name)
+		return
+	}
+	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "QUEUE\tCONCURRENCY\tKEY CONCURRENCY\tRATE\tKEY RATE\tRUNNING\tWAITING")
+	show := func(n *int) string {
+		if n == nil {
+			return "-"
+		}
+		return fmt.Sprint(*n)
+	}
+	rate := func(r string, burst *int) string {
+		if r == "" {
+			return "-"
+		}
+		if burst != nil {
+			return fmt.Sprintf("%s burst %d", r, *burst)
+		}
+		return r
+	}
+	var waiting []string
+	for _, k := range []string{"concurrency", "rate", "key_concurrency", "key_rate"} {
+		if n := l.Waiting[k]; n > 0 {
+			waiting = append(waiting, fmt.Sprintf("%d on %s", n, k))
+		}
+	}
+	if len(waiting) == 0 {
+		waiting = []string{"0"}
+	}
+	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", q.Name, show(l.Concurrency), show(l.KeyConcurrency),
+		rate(l.Rate, l.Burst), rate(l.KeyRate, l.KeyBurst), l.Running, strings.Join(waiting, ", "))
+	tw.Flush()
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/clustertest"
+)
+
+func TestQueueLimitCLI(t *testing.T) {
+	c := clustertest.New(t, 1)
+	t.Setenv("WORKRON_SERVER", c.URL(0))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := func(args ...string) (string, error) {
+		var stdout, stderr bytes.Buffer
+		err := run(ctx, args, &stdout, &stderr)
+		return stdout.String() + stderr.String(), err
+	}
+
+	t.Run("SetsShowsAndClears", func(t *testing.T) {
+		out, err := cmd("queues", "limit", "emails", "--concurrency", "10", "--key-concurrency", "2", "--rate", "100/s", "--burst", "20", "--key-rate", "600/m")
+		if err != nil || !strings.Contains(out, "emails") || !strings.Contains(out, "100/s burst 20") || !strings.Contains(out, "600/m") {
+			t.Fatalf("set: %v\n%s", err, out)
+		}
+		out, err = cmd("queues", "limit", "emails", "-o", "json")
+		if err != nil || !strings.Contains(out, `"concurrency": 10`) || !strings.Contains(out, `"key_concurrency": 2`) {
+			t.Fatalf("show: %v\n%s", err, out)
+		}
+		for range 3 {
+			if out, err = cmd("submit", "--queue", "emails", "--concurrency-key", "acme", "-o", "json", "--", "true"); err != nil {
+				t.Fatalf("submit with a key: %v\n%s", err, out)
+			}
+		}
+		hc := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+		t.Cleanup(hc.CloseIdleConnections)
+		post(t, hc, c.URL(0)+"/workers/register", wire.Worker{ID: "w1", Queues: []string{"emails"}, Resources: wire.Resources{Slots: 4}})
+		var res wire.ClaimResponse
+		decodeInto(t, post(t, hc, c.URL(0)+"/jobs/claim", wire.ClaimRequest{WorkerID: "w1", Queues: []string{"emails"}, Shell: true, Max: 4}), &res)
+		if len(res.Jobs) != 2 {
+			t.Fatalf("claimed %d jobs, want acme's 2", len(res.Jobs))
+		}
+		out, err = cmd("jobs", "get", "job-3")
+		if err != nil || !strings.Contains(out, "waiting:          key acme at its limit 2/2") || !strings.Contains(out, "concurrency_key:  acme") {
+			t.Fatalf("jobs get of the held job: %v\n%s", err, out)
+		}
+		out, err = cmd("queues", "limit", "emails")
+		if err != nil || !strings.Contains(out, "1 on key_concurrency") {
+			t.Fatalf("show with a held job: %v\n%s", err, out)
+		}
+		out, err = cmd("queues", "limit", "emails", "--clear")
+		if err != nil || !strings.Contains(out, "no limits") {
+			t.Fatalf("clear: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("BadLimitsNameTheField", func(t *testing.T) {
+		for _, c := range []struct{ flag, value, field string }{
+			{"--concurrency", "0", "concurrency"},
+			{"--rate", "fast", "rate"},
+			{"--key-concurrency", "-1", "key_concurrency"},
+		} {
+			out, err := cmd("queues", "limit", "q", c.flag, c.value)
+			if err == nil || !strings.Contains(out+err.Error(), c.field) {
+				t.Errorf("%s %s: %v\n%s", c.flag, c.value, err, out)
+			}
+		}
+		if _, err := cmd("queues", "limit", "q", "--clear", "--rate", "1/s"); err == nil {
+			t.Error("--clear with a limit was accepted")
+		}
+	})
+}

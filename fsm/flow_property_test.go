@@ -1,0 +1,193 @@
+package fsm_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// TestFlowProperty drives random interleavings of submits, claims,
+// reports, expiries, cancels, retries and leader changes (a snapshot
+// restored into a fresh FSM, which then carries on) through queues with
+// limits, and checks after every entry that:
+//
+//   - no queue runs more attempts than its concurrency, no key more than
+//     its key concurrency;
+//   - no bucket has handed out more than burst + rate × elapsed tokens
+//     since its first;
+//   - a claim that took fewer jobs than it asked for left no due pending
+//     job that no limit holds back (the picker loses no job).
+func TestFlowProperty(t *testing.T) {
+	seeds := 8
+	if testing.Short() {
+		seeds = 2
+	}
+	for seed := range seeds {
+		t.Run(fmt.Sprint("Seed", seed), func(t *testing.T) { flowRun(t, uint64(seed)) })
+	}
+}
+
+var flowLimits = map[string]store.QueueLimits{
+	"q1": {Concurrency: 4, KeyConcurrency: 2},
+	"q2": {KeyConcurrency: 1, Rate: store.Rate{Count: 5, Per: int64(time.Second)}, Burst: 3, KeyRate: store.Rate{Count: 1, Per: int64(time.Second)}, KeyBurst: 2},
+	"q3": {Concurrency: 3, Rate: store.Rate{Count: 2, Per: int64(time.Second)}},
+}
+
+// flowTaken counts the tokens a bucket handed out since its first.
+type flowTaken struct {
+	first int64
+	n     int64
+}
+
+func flowRun(t *testing.T, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 17))
+	h := setup(t)
+	for _, q := range []string{"q1", "q2", "q3"} {
+		h.ok(setLimits(q, flowLimits[q]))
+	}
+	queues := []string{"q1", "q2", "q3"}
+	keys := []string{"", "a", "b", "c", "d"}
+	taken := map[string]*flowTaken{} // "q" or "q/key"
+	elapsed := time.Duration(0)
+	for step := range 300 {
+		elapsed += time.Duration(rng.IntN(300)) * time.Millisecond
+		h.at(elapsed)
+		switch op := rng.IntN(100); {
+		case op < 30:
+			n := 1 + rng.IntN(4)
+			jobs := make([]fsm.NewJob, n)
+			for i := range jobs {
+				jobs[i] = fsm.NewJob{Command: "x", Queue: queues[rng.IntN(3)], ConcurrencyKey: keys[rng.IntN(len(keys))],
+					Priority: rng.IntN(3), MaxAttempts: 2, Backoff: store.Backoff{Base: int64(100 * time.Millisecond)}}
+				if rng.IntN(5) == 0 {
+					jobs[i].RunAt = ns(h.now) + int64(rng.IntN(2000))*int64(time.Millisecond)
+				}
+			}
+			h.ok(submit(jobs...))
+		case op < 60:
+			max := 1 + rng.IntN(8)
+			got := h.claim(fsm.Claim{WorkerID: fmt.Sprint("w", rng.IntN(3)), Queues: queues, Max: max})
+			for _, j := range got {
+				flowTake(taken, j, ns(h.now))
+			}
+			if len(got) < max {
+				flowNothingLeft(t, h, step)
+			}
+		case op < 75:
+			if j := flowPick(t, h, rng, func(j *store.Job) bool { return j.Status == store.StatusRunning }); j != nil {
+				h.ok(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Success: rng.IntN(2) == 0, ExitCode: intp(rng.IntN(2))}))
+			}
+		case op < 82:
+			if j := flowPick(t, h, rng, func(j *store.Job) bool { return j.Status.Leased() }); j != nil {
+				elapsed = max(elapsed, time.Duration(j.LeaseDeadline-ns(t0)))
+				h.at(elapsed)
+				h.ok(expire(j.ID, j.Lease))
+			}
+		case op < 88:
+			if j := flowPick(t, h, rng, func(j *store.Job) bool { return !j.Status.Finished() }); j != nil {
+				h.one(cancel(j.ID, false))
+			}
+		case op < 94:
+			if j := flowPick(t, h, rng, func(j *store.Job) bool {
+				return j.Status == store.StatusFailed || j.Status == store.StatusCancelled
+			}); j != nil {
+				h.ok(retry(j.ID))
+			}
+		default:
+			h.f = snapshotRestore(t, h.f) // a leader change: a new node carries on
+		}
+		flowCheck(t, h, taken, step)
+		if t.Failed() {
+			return
+		}
+	}
+	checkIndexes(t, h.f)
+}
+
+func flowTake(taken map[string]*flowTaken, j *store.Job, now int64) {
+	l := flowLimits[j.Queue]
+	add := func(name string) {
+		if taken[name] == nil {
+			taken[name] = &flowTaken{first: now}
+		}
+		taken[name].n++
+	}
+	if !l.Rate.IsZero() {
+		add(j.Queue)
+	}
+	if !l.KeyRate.IsZero() && j.ConcurrencyKey != "" {
+		add(j.Queue + "/" + j.ConcurrencyKey)
+	}
+}
+
+func flowPick(t *testing.T, h *harness, rng *rand.Rand, ok func(*store.Job) bool) *store.Job {
+	var cands []*store.Job
+	for _, j := range allJobs(t, h.f) {
+		if ok(j) {
+			cands = append(cands, j)
+		}
+	}
+	if len(cands) == 0 {
+		return nil
+	}
+	return cands[rng.IntN(len(cands))]
+}
+
+func flowCheck(t *testing.T, h *harness, taken map[string]*flowTaken, step int) {
+	t.Helper()
+	run := map[string]int{}
+	keyRun := map[string]int{}
+	for _, j := range allJobs(t, h.f) {
+		if j.Status.Leased() {
+			run[j.Queue]++
+			if j.ConcurrencyKey != "" {
+				keyRun[j.Queue+"/"+j.ConcurrencyKey]++
+			}
+		}
+	}
+	for q, l := range flowLimits {
+		if l.Concurrency > 0 && run[q] > l.Concurrency {
+			t.Errorf("step %d: queue %s runs %d, over its %d", step, q, run[q], l.Concurrency)
+		}
+		if got := h.f.QueueLimits(q).Running; got != run[q] {
+			t.Errorf("step %d: queue %s: index says %d running, store %d", step, q, got, run[q])
+		}
+	}
+	for k, n := range keyRun {
+		var q string
+		fmt.Sscanf(k, "%2s", &q)
+		if l := flowLimits[q]; l.KeyConcurrency > 0 && n > l.KeyConcurrency {
+			t.Errorf("step %d: key %s runs %d, over its %d", step, k, n, l.KeyConcurrency)
+		}
+	}
+	now := ns(h.now)
+	for name, tk := range taken {
+		l := flowLimits[name[:2]]
+		r, burst := l.Rate, l.Burst
+		if len(name) > 2 {
+			r, burst = l.KeyRate, l.KeyBurst
+		}
+		if burst == 0 {
+			burst = int(r.Count)
+		}
+		if bound := int64(burst) + r.Count*(now-tk.first)/r.Per; tk.n > bound {
+			t.Errorf("step %d: bucket %s handed out %d tokens, over burst + rate × elapsed = %d", step, name, tk.n, bound)
+		}
+	}
+}
+
+// flowNothingLeft checks, after a claim that took less than it asked, that
+// every due pending job is held back by a limit.
+func flowNothingLeft(t *testing.T, h *harness, step int) {
+	t.Helper()
+	now := ns(h.now)
+	for _, j := range allJobs(t, h.f) {
+		if j.Status == store.StatusPending && j.RunAt <= now && h.f.HeldBy(j, now) == "" {
+			t.Errorf("step %d: job %s (queue %s, key %q) is due and held by no limit, but the claim left it; flow %+v", step, j.ID, j.Queue, j.ConcurrencyKey, h.f.QueueLimits(j.Queue))
+		}
+	}
+}
