@@ -7,16 +7,8 @@ import (
 	"time"
 
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/fsmtest"
 )
-
-func mustTime(t *testing.T, s string) time.Time {
-	t.Helper()
-	v, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
 
 // TestCronSpecDST checks the ticks around daylight-saving transitions. In
 // 2025 Europe/Paris springs forward on 30 March (02:00 CET → 03:00 CEST)
@@ -51,10 +43,10 @@ func TestCronSpecDST(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			at := mustTime(t, c.from)
+			at := fsmtest.Time(t, c.from)
 			for i, w := range c.want {
 				at = spec.Next(at)
-				if want := mustTime(t, w); !at.Equal(want) {
+				if want := fsmtest.Time(t, w); !at.Equal(want) {
 					t.Fatalf("tick %d of %q in %s after %s: %s, want %s", i, c.expr, c.tz, c.from, at.Format(time.RFC3339), w)
 				}
 			}
@@ -95,7 +87,7 @@ func TestPlanTicks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := mustTime(t, "2025-01-10T00:00:00Z")
+	last := fsmtest.Time(t, "2025-01-10T00:00:00Z")
 	now := last.Add(10*time.Minute + 5*time.Second) // tick 10 is 5s late, 1-9 were missed
 	minute := func(n int) time.Time { return last.Add(time.Duration(n) * time.Minute) }
 	for _, c := range []struct {

@@ -97,3 +97,13 @@ func (a *Applier) Index() uint64 {
 	defer a.mu.Unlock()
 	return a.index
 }
+
+// Time parses an RFC 3339 time, failing the test if it does not parse.
+func Time(t testing.TB, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}

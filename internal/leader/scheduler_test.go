@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/fsmtest"
 	"github.com/workron/workron/store"
 )
 
@@ -69,15 +70,6 @@ func (e *env) ticks(name string) []time.Time {
 		out = append(out, time.Unix(0, jobs[i].ScheduledFor).UTC())
 	}
 	return out
-}
-
-func mustTime(t *testing.T, s string) time.Time {
-	t.Helper()
-	v, err := time.Parse(time.RFC3339, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v
 }
 
 func TestScheduler(t *testing.T) {
@@ -181,7 +173,7 @@ func TestSchedulerDST(t *testing.T) {
 			[]string{"2025-10-26T01:00:00+02:00", "2025-10-26T02:00:00+02:00", "2025-10-26T02:00:00+01:00", "2025-10-26T03:00:00+01:00", "2025-10-26T04:00:00+01:00"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			from, to := mustTime(t, c.from), mustTime(t, c.to)
+			from, to := fsmtest.Time(t, c.from), fsmtest.Time(t, c.to)
 			e := newEnv(t, from)
 			e.create(fsm.PutSchedule{Name: "dst", Cron: c.expr, Timezone: "Europe/Paris", Catchup: "none"})
 			// Step like the loop does: wake just after each next tick, and
@@ -197,7 +189,7 @@ func TestSchedulerDST(t *testing.T) {
 			e.pass(s)
 			var want []time.Time
 			for _, w := range c.want {
-				want = append(want, mustTime(t, w).UTC())
+				want = append(want, fsmtest.Time(t, w).UTC())
 			}
 			if got := e.ticks("dst"); !equalTimes(got, want) {
 				t.Fatalf("ticks %v, want %v", got, want)
