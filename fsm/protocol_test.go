@@ -1,4 +1,4 @@
-//go:build !workron_protocol1
+//go:build !workron_protocol1 && !workron_protocol2
 
 package fsm_test
 

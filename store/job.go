@@ -122,6 +122,21 @@ type Job struct {
 	// ConcurrencyKey groups the job with others of its queue for the
 	// queue's per-key limits (record jobRecordV3); empty: none.
 	ConcurrencyKey string `json:"ckey,omitempty"`
+	// Set by commands of protocol 3 (record jobRecordV4): the W3C
+	// traceparent of the job's trace (empty: none), the running attempt's
+	// latest progress (nil: none reported), and the JSON result the job
+	// returned (nil: none).
+	TraceParent string          `json:"trace,omitempty"`
+	Progress    *Progress       `json:"progress,omitempty"`
+	Result      json.RawMessage `json:"result,omitempty"`
+}
+
+// Progress is how far a running attempt says it is: Percent from 0 to 100,
+// a short Message, and when the cluster recorded it (Unix nanoseconds).
+type Progress struct {
+	Percent int    `json:"pct"`
+	Message string `json:"msg,omitempty"`
+	At      int64  `json:"at"`
 }
 
 // JobHead is what the FSM's in-memory indexes need of a job. A binary job

@@ -100,7 +100,18 @@ func TestJobRecord(t *testing.T) {
 	keyed.ConcurrencyKey = "acme"
 	keyedV1 := typicalJob()
 	keyedV1.ConcurrencyKey = "tenant-7"
-	jobs := map[string]*Job{"Zero": {}, "Typical": typicalJob(), "Full": fullJob(), "Keyed": keyed, "KeyedWithoutClaim": keyedV1}
+	traced := typicalJob()
+	traced.TraceParent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	withResult := fullJob()
+	withResult.ConcurrencyKey = "acme"
+	withResult.Progress = &Progress{Percent: 100, Message: "all rows", At: -3}
+	withResult.Result = []byte(`{"rows":12}`)
+	progressOnly := typicalJob()
+	progressOnly.Progress = &Progress{}
+	jobs := map[string]*Job{
+		"Zero": {}, "Typical": typicalJob(), "Full": fullJob(), "Keyed": keyed, "KeyedWithoutClaim": keyedV1,
+		"Traced": traced, "WithResult": withResult, "ZeroProgress": progressOnly,
+	}
 	for name, j := range jobs {
 		t.Run(name+"RoundTrips", func(t *testing.T) {
 			b := mustAppendJob(t, j)
@@ -113,6 +124,10 @@ func TestJobRecord(t *testing.T) {
 			}
 			if j.ConcurrencyKey != "" {
 				want = jobRecordV3
+			}
+			// V4 only for a job with a trace, progress or a result.
+			if j.TraceParent != "" || j.Progress != nil || j.Result != nil {
+				want = jobRecordV4
 			}
 			if b[0] != want {
 				t.Fatalf("first byte %#x, want %#x", b[0], want)
@@ -207,7 +222,7 @@ func TestJobRecordRefusesBadBytes(t *testing.T) {
 		name, want string
 		b          []byte
 	}{
-		{"NewerFormat", "unknown record format", append([]byte{jobRecordV3 + 1}, good[1:]...)},
+		{"NewerFormat", "unknown record format", append([]byte{jobRecordV4 + 1}, good[1:]...)},
 		{"V1WithV2Fields", "trailing bytes", append([]byte{jobRecordV1}, good[1:]...)},
 		{"TrailingBytes", "trailing bytes", append(append([]byte(nil), good...), 0)},
 		{"NotJSON", "invalid character", []byte("{not json")},

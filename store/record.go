@@ -31,7 +31,10 @@ import (
 //
 // and nothing after. A record of jobRecordV3 (0x03) is the first byte, then
 // ConcurrencyKey (before the head, so that decodeJobHead reads it), then
-// the head and body as above, then ClaimToken, Fenced, ClaimSeq always. Values are written as package binenc says: a time (a
+// the head and body as above, then ClaimToken, Fenced, ClaimSeq always. A
+// record of jobRecordV4 (0x04) is a V3 record with that first byte, then
+// TraceParent, Progress (a bool, set, then if set Percent, Message, At),
+// and Result (as Payload). Values are written as package binenc says: a time (a
 // field named At, Deadline, Started or Ended; Unix nanoseconds) is 8 bytes
 // little-endian; other unsigned integers are uvarints, signed ones varints;
 // a string, or Payload, is its length as a uvarint then its bytes (length 0
@@ -50,7 +53,12 @@ import (
 // format as V2, so format 3 covers it).
 // V2 records need a state format that says so (currentFormat 3): a node too
 // old to read them must not open the file. Changing this layout again needs
-// a new first byte, with V1 and V2 still read.
+// a new first byte, with V1 and V2 still read. A record is written as
+// jobRecordV4 only when TraceParent, Progress or Result is set, which only
+// commands of protocol 3 give: those are proposed only once every member
+// runs protocol 3, so a node that cannot read V4 never meets one (a
+// downgrade after the upgrade has finished is not supported: its start
+// refuses the record as written by a newer Workron).
 
 // maxInterned bounds an interner.
 const maxInterned = 1024
@@ -77,6 +85,7 @@ const (
 	jobRecordV1 = 0x01
 	jobRecordV2 = 0x02 // V1, then how the last attempt was claimed
 	jobRecordV3 = 0x03 // the concurrency key, then V2
+	jobRecordV4 = 0x04 // V3, then TraceParent, Progress, Result
 )
 
 // statusCodes numbers the statuses in binary records; append only.
@@ -110,9 +119,12 @@ func appendJob(b []byte, j *Job) ([]byte, error) {
 	if !binenc.Finite(j.Backoff.Jitter) {
 		return nil, fmt.Errorf("encode job %s: backoff jitter %v is not a number", j.ID, j.Backoff.Jitter)
 	}
-	v3 := j.ConcurrencyKey != ""
+	v4 := j.TraceParent != "" || j.Progress != nil || j.Result != nil
+	v3 := v4 || j.ConcurrencyKey != ""
 	v2 := v3 || j.ClaimToken != "" || j.Fenced || j.ClaimSeq != 0
 	switch {
+	case v4:
+		b = binenc.AppendString(append(b, jobRecordV4), j.ConcurrencyKey)
 	case v3:
 		b = binenc.AppendString(append(b, jobRecordV3), j.ConcurrencyKey)
 	case v2:
@@ -127,6 +139,16 @@ func appendJob(b []byte, j *Job) ([]byte, error) {
 		b = binenc.AppendString(b, j.ClaimToken)
 		b = binenc.AppendBool(b, j.Fenced)
 		b = binenc.AppendUvarint(b, j.ClaimSeq)
+	}
+	if v4 {
+		b = binenc.AppendString(b, j.TraceParent)
+		b = binenc.AppendBool(b, j.Progress != nil)
+		if p := j.Progress; p != nil {
+			b = binenc.AppendInt(b, p.Percent)
+			b = binenc.AppendString(b, p.Message)
+			b = binenc.AppendTime(b, p.At)
+		}
+		b = binenc.AppendBytes(b, j.Result)
 	}
 	return b, nil
 }
@@ -228,6 +250,13 @@ func decodeJob(b []byte, j *Job) error {
 		j.Fenced = r.Bool()
 		j.ClaimSeq = r.Uvarint()
 	}
+	if r.version >= jobRecordV4 {
+		j.TraceParent = r.Str()
+		if r.Bool() {
+			j.Progress = &Progress{Percent: r.Int(), Message: r.Str(), At: r.Time()}
+		}
+		j.Result = r.Bytes()
+	}
 	if err := r.End(); err != nil {
 		return fmt.Errorf("decode job: %w", err)
 	}
@@ -262,7 +291,7 @@ func jobReader(b []byte) (reader, error) {
 	if len(b) == 0 {
 		return reader{}, fmt.Errorf("decode job: empty record")
 	}
-	if b[0] < jobRecordV1 || b[0] > jobRecordV3 {
+	if b[0] < jobRecordV1 || b[0] > jobRecordV4 {
 		return reader{}, fmt.Errorf("decode job: unknown record format %#x (written by a newer Workron?)", b[0])
 	}
 	r := reader{Reader: binenc.NewReader(b)}
@@ -280,7 +309,7 @@ type reader struct {
 
 func (r *reader) jobHead(h *JobHead) {
 	h.Key = "" // h may be a reused head (Tx.ForEachJobHead)
-	if r.version == jobRecordV3 {
+	if r.version >= jobRecordV3 {
 		h.Key = r.name()
 	}
 	h.ID = r.Str()
