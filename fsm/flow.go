@@ -95,8 +95,8 @@ type flowIndex struct {
 	qBucket  map[string]store.TokenBucket
 	kBucket  map[qkey]store.TokenBucket
 	waits    *btree.BTreeG[waitItem]
-	qPause   map[string]store.Pause // the queue is paused by its work (pause.go)
-	keyPause map[qkey]store.Pause   // the key is paused by its work
+	qPause   map[string]store.Pause            // the queue is paused by its work (pause.go)
+	keyPause map[qkey]store.Pause              // the key is paused by its work
 	byKey    map[kind]*btree.BTreeG[readyItem] // the open keys' heads by key (fair.go)
 	rot      map[string]store.Rotation         // each queue's place in its rotation
 	// reopened are the queues (key "") and keys that reopened during the
