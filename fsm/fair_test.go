@@ -25,7 +25,27 @@ func (h *harness) claimFair(worker string, n int) []string {
 	return keys
 }
 
+// protocol3Entries are entries of the op codes and names this file's
+// features add: a protocol 2 binary refuses them (protocol2_test.go).
+var protocol3Entries = [][]byte{
+	[]byte("\x02\x02\x01\x0c\x01w\x00\x00\x00\x00\x02\x00\x00\x00"), // op code 12, a fair claim
+	[]byte("\x02\x02\x01\x0d\x05job-1\x00\x00\x00\x00\x00\x00" + "\x00\x00\x00\x00\x00\x00\x00\x00" + "\x00\x02\x00"), // op code 13
+	[]byte("\x02\x02\x01\x00" + withLen(`{"op":"set_queue_limits_w","qlimits":{"name":"q","limits":{"key_w":{"a":2}}}}`)),
+}
+
 func TestFair(t *testing.T) {
+	t.Run("Protocol3EntriesDecode", func(t *testing.T) {
+		for _, data := range protocol3Entries {
+			e, err := fsm.Decode(data)
+			if err != nil {
+				t.Fatalf("Decode of %q: %v", data, err)
+			}
+			if c := e.Cmds[0]; c.Protocol() != 3 {
+				t.Errorf("%s decoded from %q needs protocol %d, want 3", c.Op, data, c.Protocol())
+			}
+		}
+	})
+
 	t.Run("ClaimsRotateOverKeysNotByPriority", func(t *testing.T) {
 		h := setup(t)
 		// big has many jobs of a higher priority; small's one still comes
