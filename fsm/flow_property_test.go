@@ -2,8 +2,8 @@ package fsm_test
 
 import (
 	"fmt"
-	"strings"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
