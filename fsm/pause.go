@@ -148,6 +148,25 @@ func (x *index) pausesOf(q string, now int64) []KeyPause {
 	return append(out, keys...)
 }
 
+// RateLimitedQueues lists the queues with a pause in force at now (their
+// own or a key's), by name.
+func (f *FSM) RateLimitedQueues(now int64) []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	seen := make(map[string]bool)
+	for q, p := range f.idx.flow.qPause {
+		if p.Until > now {
+			seen[q] = true
+		}
+	}
+	for k, p := range f.idx.flow.keyPause {
+		if p.Until > now {
+			seen[k.queue] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
 // pauseWaiting is what a job held by a pause waits on, "" if nothing.
 func pauseWaiting(what string, p store.Pause, now int64) string {
 	if p.Until <= now {
