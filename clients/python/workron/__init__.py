@@ -15,7 +15,7 @@ from .client import (
     Schedule,
     WorkronError,
 )
-from .worker import JobContext, NoRetry, Worker
+from .worker import JobContext, NoRetry, RateLimited, Snooze, Worker
 
 __all__ = [
     "Backoff",
@@ -26,8 +26,10 @@ __all__ = [
     "JobSpec",
     "NoRetry",
     "Queue",
+    "RateLimited",
     "Resources",
     "Schedule",
+    "Snooze",
     "Worker",
     "WorkronError",
 ]
