@@ -163,10 +163,13 @@ type WorkerHeartbeat struct {
 	ClaimsTo   uint64     `json:"claims_to,omitempty"`
 }
 
-// LeaseRef names one attempt: a job and its lease.
+// LeaseRef names one attempt: a job and its lease. Progress (nil: none,
+// ProtocolProgress) is the attempt's latest progress, which a worker
+// heartbeat stores with the job.
 type LeaseRef struct {
-	JobID string `json:"job"`
-	Lease uint64 `json:"lease"`
+	JobID    string         `json:"job"`
+	Lease    uint64         `json:"lease"`
+	Progress *LeaseProgress `json:"progress,omitempty"`
 }
 
 // Report ends an attempt. Lease 0 means the current attempt, which only an
@@ -182,6 +185,9 @@ type Report struct {
 	Final    bool    `json:"final,omitempty"`
 	Draw     float64 `json:"draw,omitempty"`
 	Token    string  `json:"token,omitempty"` // the caller's token name (ProtocolFence)
+	// Result (nil: none; ProtocolProgress) is the JSON the attempt returned,
+	// at most MaxResultBytes: it replaces the job's result.
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // Expire ends an attempt whose lease ran out, if it is still that attempt

@@ -100,6 +100,12 @@ func (r *entryReader) cmd(c *Cmd) {
 	case opReportFence:
 		c.Op, c.Report = OpReport, r.report()
 		c.Report.Token = r.Str()
+	case opWorkerHeartbeatProgress, opReportResult:
+		if ProtocolVersion < ProtocolProgress { // as a binary before the code
+			r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
+			return
+		}
+		r.progressCmd(c, code)
 	default:
 		r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
 	}
@@ -226,6 +232,28 @@ func (r *entryReader) report() *Report {
 		Error:    r.Str(),
 		Final:    r.Bool(),
 		Draw:     r.Float(),
+	}
+}
+
+// progressCmd reads a command of ProtocolProgress: a worker heartbeat
+// with its leases' progress, or a report with its result.
+func (r *entryReader) progressCmd(c *Cmd, code byte) {
+	if code == opReportResult {
+		c.Op, c.Report = OpReport, r.report()
+		c.Report.Token = r.Str()
+		c.Report.Result = r.payload()
+		if c.Report.Result == nil && r.Err() == nil {
+			r.Fail("report of op code 13 without its result")
+		}
+		return
+	}
+	c.Op, c.WorkerHeartbeat = OpWorkerHeartbeat, r.workerHeartbeat()
+	h := c.WorkerHeartbeat
+	h.Token, h.ClaimsFrom, h.ClaimsTo = r.Str(), r.Uvarint(), r.Uvarint()
+	for i := range h.Leases {
+		if r.Bool() {
+			h.Leases[i].Progress = &LeaseProgress{Percent: r.Int(), Message: r.Str()}
+		}
 	}
 }
 

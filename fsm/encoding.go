@@ -49,6 +49,12 @@ import (
 //	10 report of ProtocolFence: as 5, then Token
 //	11 submit of ProtocolFlow: as 1, each NewJob followed by its
 //	ConcurrencyKey
+//	12 worker_heartbeat of ProtocolProgress: as 9, then for each of
+//	Leases in order a bool (Progress set), then if set Percent, Message
+//	13 report of ProtocolProgress: as 10, then Result (as Payload)
+//
+// Encode writes code 12 only for a worker heartbeat one of whose leases
+// carries progress, and 13 only for a report with a Result.
 //
 // Encode writes code 11 only for a submit one of whose jobs has a
 // ConcurrencyKey.
@@ -99,6 +105,8 @@ const (
 	opWorkerHeartbeatFence
 	opReportFence
 	opSubmitKeyed
+	opWorkerHeartbeatProgress
+	opReportResult
 )
 
 // ProtocolFence is the protocol version that understands the fields of
@@ -160,7 +168,7 @@ func sizeHint(e *Entry) int {
 					16*(len(j.Env)+len(j.Metadata)+len(j.DependsOn)+len(j.Tags))
 			}
 		case c.Op == OpReport && c.Report != nil:
-			n += 32 + len(c.Report.JobID) + len(c.Report.Output) + len(c.Report.Error)
+			n += 32 + len(c.Report.JobID) + len(c.Report.Output) + len(c.Report.Error) + len(c.Report.Result)
 		default:
 			n += 64
 		}
@@ -307,8 +315,10 @@ func appendHeartbeat(b []byte, h *Heartbeat) []byte {
 }
 
 func appendWorkerHeartbeat(b []byte, h *WorkerHeartbeat) []byte {
-	fence := h.fenced()
-	b = appendText(append(b, codeFor(fence, opWorkerHeartbeat, opWorkerHeartbeatFence)), h.WorkerID)
+	progress := h.progressed()
+	fence := progress || h.fenced()
+	code := codeFor(fence, opWorkerHeartbeat, opWorkerHeartbeatFence)
+	b = appendText(append(b, codeFor(progress, code, opWorkerHeartbeatProgress)), h.WorkerID)
 	b = binenc.AppendVarint(b, h.LeaseTTL)
 	b = binenc.AppendBool(b, h.Listed)
 	b = binenc.AppendUvarint(b, uint64(len(h.Leases)))
@@ -321,6 +331,9 @@ func appendWorkerHeartbeat(b []byte, h *WorkerHeartbeat) []byte {
 		b = binenc.AppendUvarint(b, h.ClaimsFrom)
 		b = binenc.AppendUvarint(b, h.ClaimsTo)
 	}
+	if progress {
+		b = appendLeaseProgress(b, h.Leases)
+	}
 	return b
 }
 
@@ -328,8 +341,13 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if !binenc.Finite(r.Draw) {
 		return nil, fmt.Errorf("draw %v is not a number", r.Draw)
 	}
-	fence := r.fenced()
-	b = appendText(append(b, codeFor(fence, opReport, opReportFence)), r.JobID)
+	if len(r.Result) > 0 && !json.Valid(r.Result) {
+		return nil, fmt.Errorf("result is not JSON")
+	}
+	result := len(r.Result) > 0
+	fence := result || r.fenced()
+	code := codeFor(fence, opReport, opReportFence)
+	b = appendText(append(b, codeFor(result, code, opReportResult)), r.JobID)
 	b = binenc.AppendUvarint(b, r.Lease)
 	b = binenc.AppendBool(b, r.Success)
 	b = binenc.AppendIntPtr(b, r.ExitCode)
@@ -340,7 +358,23 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if fence {
 		b = appendText(b, r.Token)
 	}
+	if result {
+		b = binenc.AppendBytes(b, r.Result)
+	}
 	return b, nil
+}
+
+// appendLeaseProgress appends the progress of each of leases: a bool, then
+// if set Percent and Message.
+func appendLeaseProgress(b []byte, leases []LeaseRef) []byte {
+	for _, l := range leases {
+		b = binenc.AppendBool(b, l.Progress != nil)
+		if p := l.Progress; p != nil {
+			b = binenc.AppendInt(b, p.Percent)
+			b = appendText(b, p.Message)
+		}
+	}
+	return b
 }
 
 func appendExpire(b []byte, x *Expire) ([]byte, error) {

@@ -29,7 +29,7 @@ func (op Op) protocol() int {
 }
 
 // Protocol is the least protocol a node needs to apply c: its op's, or
-// ProtocolFence when it sets a field of that protocol (written with an op
+// ProtocolFence, ProtocolFlow or ProtocolProgress when it sets a field of that protocol (written with an op
 // code or name newer than its op's).
 func (c *Cmd) Protocol() int {
 	p := c.Op.protocol()
@@ -38,6 +38,9 @@ func (c *Cmd) Protocol() int {
 	}
 	if c.keyed() {
 		p = max(p, ProtocolFlow)
+	}
+	if c.progressed() {
+		p = max(p, ProtocolProgress)
 	}
 	return p
 }
