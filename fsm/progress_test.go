@@ -28,7 +28,7 @@ func TestProgress(t *testing.T) {
 	t.Run("HeartbeatKeepsTheLatestProgress", func(t *testing.T) {
 		h, j := running(t)
 		h.at(time.Second).ok(progressHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: 10, Message: "start"}}))
-		h.at(2*time.Second).ok(progressHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: 40, Message: "copying"}}))
+		h.at(2 * time.Second).ok(progressHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: 40, Message: "copying"}}))
 		got := h.job(j.ID)
 		want := store.Progress{Percent: 40, Message: "copying", At: ns(t0.Add(2 * time.Second))}
 		if got.Progress == nil || *got.Progress != want {
