@@ -97,6 +97,11 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		s.fail(w, r, err)
 		return
 	}
+	result, err := reportResult("result", req.Result)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if !s.knownJob(w, r) {
 		return
 	}
@@ -109,6 +114,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		Error:    req.Error,
 		Final:    req.Retry != nil && !*req.Retry,
 		Draw:     draw(),
+		Result:   result,
 	}
 	s.fenceFields(r).report(rep)
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpReport, Report: rep})

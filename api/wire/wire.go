@@ -136,6 +136,13 @@ type Job struct {
 	// Warnings, in the reply of a submission only, name what the server
 	// ignored in the request, e.g. `unknown field "priorty"`.
 	Warnings []string `json:"warnings,omitempty"`
+	// Progress is the latest progress of the running (or last) attempt,
+	// absent when it reported none; Result is the JSON the job returned,
+	// absent when none. ParentResults, in a claim reply only, are the
+	// results of the jobs it depends on, by id (those without one left out).
+	Progress      *Progress                  `json:"progress,omitempty"`
+	Result        json.RawMessage            `json:"result,omitempty"`
+	ParentResults map[string]json.RawMessage `json:"parent_results,omitempty"`
 }
 
 // The codes of Job.WaitingCode: why a job that is not running waits.
@@ -253,6 +260,9 @@ type ReportRequest struct {
 	Output   string `json:"output,omitempty"`
 	Error    string `json:"error,omitempty"`
 	Retry    *bool  `json:"retry,omitempty"`
+	// Result is the JSON the attempt returned (at most MaxResultBytes;
+	// null or absent: none): it replaces the job's result.
+	Result json.RawMessage `json:"result,omitempty"`
 }
 
 // BatchReportRequest is the body of POST /jobs/reports: several attempts
@@ -368,10 +378,12 @@ type WorkerHeartbeatRequest struct {
 	ClaimsTo   uint64     `json:"claims_to,omitempty"`
 }
 
-// JobLease names one attempt a worker is running.
+// JobLease names one attempt a worker is running, and (Progress, when
+// set) how far it is: the cluster keeps the latest with the job.
 type JobLease struct {
-	JobID string `json:"job_id"`
-	Lease uint64 `json:"lease"`
+	JobID    string          `json:"job_id"`
+	Lease    uint64          `json:"lease"`
+	Progress *ProgressUpdate `json:"progress,omitempty"`
 }
 
 // WorkerHeartbeatResponse is the reply of POST /workers/{id}/heartbeat: how
