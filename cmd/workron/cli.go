@@ -341,6 +341,7 @@ func (c *cli) printJob(j *wire.Job) {
 		row("scheduled_for", j.ScheduledFor.Local().Format(time.DateTime))
 	}
 	row("worker", j.WorkerID)
+	row("progress", progressText(j.Progress))
 	if j.ExitCode != nil {
 		row("exit_code", fmt.Sprint(*j.ExitCode))
 	}
@@ -352,6 +353,7 @@ func (c *cli) printJob(j *wire.Job) {
 			fmt.Fprintln(c.out)
 		}
 	}
+	printResult(c.out, j.Result)
 }
 
 func truncate(s string, n int) string {
