@@ -10,20 +10,32 @@ import (
 	"github.com/workron/workron/store"
 )
 
-// leaseProgress checks the progress a worker heartbeat gives for its
-// lease at index i of jobs: a percent from 0 to 100 and a message of at
-// most wire.MaxProgressMessage bytes (400 naming the field beyond).
-func leaseProgress(i int, p *wire.ProgressUpdate) (*fsm.LeaseProgress, error) {
+// checkProgress checks the progress of a heartbeat's lease or a report,
+// field naming it ("jobs[0].progress"): a percent from 0 to 100 and a
+// message of at most wire.MaxProgressMessage bytes (400 naming the field
+// beyond).
+func checkProgress(field string, p *wire.ProgressUpdate) (*fsm.LeaseProgress, error) {
 	if p == nil {
 		return nil, nil
 	}
 	if p.Percent < 0 || p.Percent > 100 {
-		return nil, invalid(fmt.Sprintf("jobs[%d].progress.percent", i), "must be from 0 to 100, got %d", p.Percent)
+		return nil, invalid(field+".percent", "must be from 0 to 100, got %d", p.Percent)
 	}
 	if len(p.Message) > wire.MaxProgressMessage {
-		return nil, invalid(fmt.Sprintf("jobs[%d].progress.message", i), "must be at most %d bytes, got %d", wire.MaxProgressMessage, len(p.Message))
+		return nil, invalid(field+".message", "must be at most %d bytes, got %d", wire.MaxProgressMessage, len(p.Message))
 	}
 	return &fsm.LeaseProgress{Percent: p.Percent, Message: p.Message}, nil
+}
+
+// reportEnd checks a report's result and progress, prefix naming the
+// report ("" or "reports[0].").
+func reportEnd(prefix string, req *wire.ReportRequest) (json.RawMessage, *fsm.LeaseProgress, error) {
+	result, err := reportResult(prefix+"result", req.Result)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := checkProgress(prefix+"progress", req.Progress)
+	return result, p, err
 }
 
 // reportResult checks a report's result: at most wire.MaxResultBytes of

@@ -84,6 +84,25 @@ func TestProgressAndResults(t *testing.T) {
 		}
 	})
 
+	t.Run("AReportsProgressIsKeptAndChecked", func(t *testing.T) {
+		e, j := running(t)
+		code, werr := e.do(http.MethodPost, "/jobs/"+j.ID+"/done", fmt.Sprintf(`{"lease":%d,"progress":{"percent":101}}`, j.Lease), nil)
+		if code != http.StatusBadRequest || !strings.HasPrefix(werr.Error, "progress.percent:") {
+			t.Fatalf("done with percent 101: %d %+v, want 400 naming progress.percent", code, werr)
+		}
+		batch := fmt.Sprintf(`{"reports":[{"job_id":%q,"status":"done","lease":%d,"progress":{"percent":100,"message":"%s"}}]}`,
+			j.ID, j.Lease, strings.Repeat("m", wire.MaxProgressMessage+1))
+		if code, werr := e.do(http.MethodPost, "/jobs/reports", batch, nil); code != http.StatusBadRequest || !strings.HasPrefix(werr.Error, "reports[0].progress.message:") {
+			t.Fatalf("reports with a long message: %d %+v, want 400 naming reports[0].progress.message", code, werr)
+		}
+		if code, werr := e.do(http.MethodPost, "/jobs/"+j.ID+"/done", fmt.Sprintf(`{"lease":%d,"progress":{"percent":100,"message":"all"}}`, j.Lease), nil); code != http.StatusOK {
+			t.Fatalf("done: %d %+v", code, werr)
+		}
+		if p := get(e, j.ID).Progress; p == nil || p.Percent != 100 || p.Message != "all" {
+			t.Fatalf("progress = %+v, want the report's", p)
+		}
+	})
+
 	t.Run("TooLargeResultIs413NamingTheField", func(t *testing.T) {
 		e, j := running(t)
 		big := `"` + strings.Repeat("x", wire.MaxResultBytes) + `"`

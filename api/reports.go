@@ -97,7 +97,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		s.fail(w, r, err)
 		return
 	}
-	result, err := reportResult("result", req.Result)
+	result, progress, err := reportEnd("", &req)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -115,6 +115,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		Final:    req.Retry != nil && !*req.Retry,
 		Draw:     draw(),
 		Result:   result,
+		Progress: progress,
 	}
 	s.fenceFields(r).report(rep)
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpReport, Report: rep})

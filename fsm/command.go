@@ -186,8 +186,11 @@ type Report struct {
 	Draw     float64 `json:"draw,omitempty"`
 	Token    string  `json:"token,omitempty"` // the caller's token name (ProtocolFence)
 	// Result (nil: none; ProtocolProgress) is the JSON the attempt returned,
-	// at most MaxResultBytes: it replaces the job's result.
-	Result json.RawMessage `json:"result,omitempty"`
+	// at most MaxResultBytes: it replaces the job's result. Progress (nil:
+	// none; ProtocolProgress) is the attempt's last progress, which no
+	// heartbeat carried: the job keeps it.
+	Result   json.RawMessage `json:"result,omitempty"`
+	Progress *LeaseProgress  `json:"progress,omitempty"`
 }
 
 // Expire ends an attempt whose lease ran out, if it is still that attempt

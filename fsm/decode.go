@@ -236,14 +236,17 @@ func (r *entryReader) report() *Report {
 }
 
 // progressCmd reads a command of ProtocolProgress: a worker heartbeat
-// with its leases' progress, or a report with its result.
+// with its leases' progress, or a report with its result or progress.
 func (r *entryReader) progressCmd(c *Cmd, code byte) {
 	if code == opReportResult {
 		c.Op, c.Report = OpReport, r.report()
 		c.Report.Token = r.Str()
 		c.Report.Result = r.payload()
-		if c.Report.Result == nil && r.Err() == nil {
-			r.Fail("report of op code 13 without its result")
+		if r.Bool() {
+			c.Report.Progress = &LeaseProgress{Percent: r.Int(), Message: r.Str()}
+		}
+		if !c.Report.progressed() && r.Err() == nil {
+			r.Fail("report of op code 13 without a result or progress")
 		}
 		return
 	}

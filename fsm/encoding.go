@@ -51,10 +51,11 @@ import (
 //	ConcurrencyKey
 //	12 worker_heartbeat of ProtocolProgress: as 9, then for each of
 //	Leases in order a bool (Progress set), then if set Percent, Message
-//	13 report of ProtocolProgress: as 10, then Result (as Payload)
+//	13 report of ProtocolProgress: as 10, then Result (as Payload), then
+//	a bool (Progress set), then if set Percent, Message
 //
 // Encode writes code 12 only for a worker heartbeat one of whose leases
-// carries progress, and 13 only for a report with a Result.
+// carries progress, and 13 only for a report with a Result or Progress.
 //
 // Encode writes code 11 only for a submit one of whose jobs has a
 // ConcurrencyKey.
@@ -344,7 +345,7 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if len(r.Result) > 0 && !json.Valid(r.Result) {
 		return nil, fmt.Errorf("result is not JSON")
 	}
-	result := len(r.Result) > 0
+	result := r.progressed()
 	fence := result || r.fenced()
 	code := codeFor(fence, opReport, opReportFence)
 	b = appendText(append(b, codeFor(result, code, opReportResult)), r.JobID)
@@ -360,6 +361,11 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	}
 	if result {
 		b = binenc.AppendBytes(b, r.Result)
+		b = binenc.AppendBool(b, r.Progress != nil)
+		if p := r.Progress; p != nil {
+			b = binenc.AppendInt(b, p.Percent)
+			b = appendText(b, p.Message)
+		}
 	}
 	return b, nil
 }

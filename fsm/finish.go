@@ -27,6 +27,9 @@ func (a *applier) report(r *Report) Result {
 	if len(r.Result) > 0 {
 		j.Result = r.Result
 	}
+	if r.Progress != nil {
+		j.Progress = r.Progress.stored(a.now)
+	}
 	j.ExitCode = r.ExitCode
 	j.Output = tail(r.Output, MaxOutput)
 	if r.Success {

@@ -18,7 +18,9 @@ import (
 // starts with none); the finished job keeps the last one reported.
 //
 // A job's result rides on the report that ends an attempt (Report.Result)
-// and replaces the one stored; a report without one keeps it.
+// and replaces the one stored; a report without one keeps it. The report
+// also carries the attempt's last progress when no heartbeat did
+// (Report.Progress), so a job that ends soon after an update keeps it.
 
 // ProtocolProgress is the protocol of progress and results: op codes
 // opWorkerHeartbeatProgress and opReportResult.
@@ -48,7 +50,7 @@ func (c *Cmd) progressed() bool {
 	case c.Op == OpWorkerHeartbeat && c.WorkerHeartbeat != nil:
 		return c.WorkerHeartbeat.progressed()
 	case c.Op == OpReport && c.Report != nil:
-		return len(c.Report.Result) > 0
+		return c.Report.progressed()
 	}
 	return false
 }
@@ -62,6 +64,10 @@ func (h *WorkerHeartbeat) progressed() bool {
 	}
 	return false
 }
+
+// progressed reports whether r carries a result or progress, which Encode
+// then writes with op code opReportResult.
+func (r *Report) progressed() bool { return len(r.Result) > 0 || r.Progress != nil }
 
 // stored is p as a job keeps it, recorded at now: Percent held to 0..100,
 // Message cut to MaxProgressMessage bytes on a UTF-8 boundary.

@@ -119,6 +119,15 @@ func TestResult(t *testing.T) {
 		}
 	})
 
+	t.Run("AReportKeepsTheProgressNoHeartbeatCarried", func(t *testing.T) {
+		h, j := running(t)
+		h.at(time.Second).ok(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Success: true, Progress: &fsm.LeaseProgress{Percent: 100, Message: "all rows"}}))
+		want := store.Progress{Percent: 100, Message: "all rows", At: ns(t0.Add(time.Second))}
+		if got := h.job(j.ID); got.Progress == nil || *got.Progress != want || got.Result != nil {
+			t.Fatalf("progress %+v result %s, want %+v and no result", got.Progress, got.Result, want)
+		}
+	})
+
 	t.Run("TooLargeIsRefused", func(t *testing.T) {
 		// (A result that is not JSON is neither encoded nor decoded.)
 		h, j := running(t)
@@ -149,6 +158,7 @@ func TestProgressProtocol(t *testing.T) {
 	plainListed := progressHeartbeat("w", fsm.LeaseRef{JobID: "job-1", Lease: 1})
 	withResult := report(fsm.Report{JobID: "job-1", Lease: 1, Success: true, Result: json.RawMessage(`1`)})
 	plainReport := report(fsm.Report{JobID: "job-1", Lease: 1, Success: true})
+	withLastProgress := report(fsm.Report{JobID: "job-1", Lease: 1, Success: true, Progress: &fsm.LeaseProgress{Percent: 100}})
 
 	t.Run("NeedsProtocol3OnlyWhenSet", func(t *testing.T) {
 		for _, c := range []struct {
@@ -160,6 +170,7 @@ func TestProgressProtocol(t *testing.T) {
 			{"HeartbeatWithout", plainListed, 1},
 			{"ReportWithResult", withResult, fsm.ProtocolProgress},
 			{"ReportWithout", plainReport, 1},
+			{"ReportWithProgress", withLastProgress, fsm.ProtocolProgress},
 		} {
 			if got := c.cmd.Protocol(); got != c.want {
 				t.Errorf("%s: protocol %d, want %d", c.name, got, c.want)
@@ -175,7 +186,7 @@ func TestProgressProtocol(t *testing.T) {
 		for _, c := range []struct {
 			cmd  fsm.Cmd
 			code byte
-		}{{plainListed, 4}, {plainReport, 5}, {withProgress, 12}, {withResult, 13}} {
+		}{{plainListed, 4}, {plainReport, 5}, {withProgress, 12}, {withResult, 13}, {withLastProgress, 13}} {
 			b := mustEncode(t, &fsm.Entry{Cmds: []fsm.Cmd{c.cmd}})
 			if b[3] != c.code { // version, now 0, one command, then the code
 				t.Errorf("%s: op code %d, want %d", c.cmd.Op, b[3], c.code)
@@ -184,9 +195,10 @@ func TestProgressProtocol(t *testing.T) {
 	})
 
 	t.Run("RoundTrips", func(t *testing.T) {
-		e := &fsm.Entry{Now: 7, Cmds: []fsm.Cmd{withProgress, withResult}}
+		e := &fsm.Entry{Now: 7, Cmds: []fsm.Cmd{withProgress, withResult, withLastProgress}}
 		got := mustDecode(t, mustEncode(t, e))
-		if got.Cmds[0].WorkerHeartbeat.Leases[0].Progress.Percent != 5 || string(got.Cmds[1].Report.Result) != "1" {
+		if got.Cmds[0].WorkerHeartbeat.Leases[0].Progress.Percent != 5 || string(got.Cmds[1].Report.Result) != "1" ||
+			got.Cmds[2].Report.Result != nil || got.Cmds[2].Report.Progress.Percent != 100 {
 			t.Fatalf("round trip = %s", dump(got))
 		}
 	})

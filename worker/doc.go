@@ -58,8 +58,9 @@
 // $WORKRON_PARENT_RESULTS, a JSON object by parent id (or, when that is
 // over 64 KiB, in the file $WORKRON_PARENT_RESULTS_FILE names). Progress
 // rides on the worker's next heartbeat, only the latest update of each job
-// since the one before; a cluster with a member of an older release gets
-// none for a minute, and reports without their result.
+// since the one before, and the report carries the last one no heartbeat
+// did; a cluster with a member of an older release gets none for a minute,
+// and reports without result or progress.
 //
 // # Gangs
 //

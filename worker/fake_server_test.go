@@ -391,7 +391,7 @@ func (f *fakeServer) applyReports(reps []wire.BatchReport) []wire.BatchReportRes
 		if br.Status == wire.StatusFailed {
 			kind = "fail"
 		}
-		if f.protocol2 && br.Result != nil {
+		if f.protocol2 && (br.Result != nil || br.Progress != nil) {
 			out[i] = wire.BatchReportResult{JobID: br.JobID, Code: wire.CodeUpgradeInProgress, Error: "upgrade in progress"}
 			continue
 		}

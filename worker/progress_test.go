@@ -96,6 +96,15 @@ func TestProgressAndResults(t *testing.T) {
 		}
 	})
 
+	t.Run("TheReportCarriesTheLastProgressNoHeartbeatDid", func(t *testing.T) {
+		f := workerOnFakeServer(t, func(c *worker.Config) { c.Shell = true })
+		id := f.add(wire.Job{Command: `echo '::workron-progress 10 a'; echo '::workron-progress 100 all done'`})
+		rep := f.waitReport(t, id)
+		if rep.Kind != "done" || rep.Req.Progress == nil || *rep.Req.Progress != (wire.ProgressUpdate{Percent: 100, Message: "all done"}) {
+			t.Fatalf("report %s with progress %+v, want done with the last progress", rep.Kind, rep.Req.Progress)
+		}
+	})
+
 	t.Run("AResultFileThatIsNotJSONFailsTheAttempt", func(t *testing.T) {
 		f := workerOnFakeServer(t, func(c *worker.Config) { c.Shell = true })
 		id := f.add(wire.Job{Command: `echo 'rows: 12' > "$WORKRON_RESULT_FILE"`})

@@ -51,8 +51,9 @@ type outcome struct {
 	exitCode *int
 	output   string
 	err      error
-	retry    *bool           // nil leaves the decision to the server
-	result   json.RawMessage // a successful run's result, nil: none
+	retry    *bool                // nil leaves the decision to the server
+	result   json.RawMessage      // a successful run's result, nil: none
+	progress *wire.ProgressUpdate // the last progress no heartbeat carried
 }
 
 // failFinal is an outcome that must not be retried.
@@ -85,6 +86,7 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 		began := time.Now()
 		out := w.execute(ctx, job)
 		cancel(nil)
+		out.progress, _ = t.progress.pending() // the report carries it
 		if out.err != nil {
 			log.Info("job failed", "err", out.err, "exit_code", deref(out.exitCode), "took", time.Since(began))
 		} else {

@@ -261,8 +261,10 @@ type ReportRequest struct {
 	Error    string `json:"error,omitempty"`
 	Retry    *bool  `json:"retry,omitempty"`
 	// Result is the JSON the attempt returned (at most MaxResultBytes;
-	// null or absent: none): it replaces the job's result.
-	Result json.RawMessage `json:"result,omitempty"`
+	// null or absent: none): it replaces the job's result. Progress is the
+	// attempt's last progress when no heartbeat carried it: the job keeps it.
+	Result   json.RawMessage `json:"result,omitempty"`
+	Progress *ProgressUpdate `json:"progress,omitempty"`
 }
 
 // BatchReportRequest is the body of POST /jobs/reports: several attempts

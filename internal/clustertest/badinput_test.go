@@ -91,6 +91,7 @@ func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
 		{"ProgressPercentOver100", "POST", "/workers/bad-input-worker/heartbeat", `{"jobs":[{"job_id":"job-1","lease":1,"progress":{"percent":101}}]}`, 400, "invalid", []string{"jobs[0].progress.percent"}, false},
 		{"ProgressMessageTooLong", "POST", "/workers/bad-input-worker/heartbeat", `{"jobs":[{"job_id":"job-1","lease":1,"progress":{"percent":1,"message":"` + longMessage + `"}}]}`, 400, "invalid", []string{"jobs[0].progress.message"}, false},
 		{"ResultTooLarge", "POST", "/jobs/" + done.ID + "/done", `{"lease":1,"result":` + bigResult + `}`, 413, "too_large", []string{"result", "65536"}, false},
+		{"ReportProgressOver100", "POST", "/jobs/" + done.ID + "/done", `{"lease":1,"progress":{"percent":101}}`, 400, "invalid", []string{"progress.percent"}, false},
 		{"BatchReportResultTooLarge", "POST", "/jobs/reports", `{"reports":[{"job_id":"job-1","status":"done","lease":1,"result":` + bigResult + `}]}`, 413, "too_large", []string{"reports[0].result"}, false},
 		{"CancelUnknownJob", "POST", "/jobs/job-999999/cancel", nil, 404, "not_found", []string{"job-999999"}, true},
 		{"RetryUnknownJob", "POST", "/jobs/job-999999/retry", nil, 404, "not_found", []string{"job-999999"}, true},

@@ -67,6 +67,23 @@ class ProgressTest(unittest.TestCase):
             rw.stop()
         self.assertEqual((kid.status, kid.result), ("done", 42))
 
+    def test_the_last_progress_rides_on_the_report(self) -> None:
+        w = new_worker(self.queue)
+
+        @w.handle("py.quick")
+        def quick(job: JobContext) -> str:
+            job.progress(100, "all done")
+            return "ok"
+
+        rw = RunningWorker(w)
+        try:
+            j = self.c.submit(type="py.quick", queue=self.queue)
+            j = self.c.wait(j.id, timeout=20, poll=0.05)
+        finally:
+            rw.stop()
+        self.assertEqual((j.status, j.result), ("done", "ok"))
+        self.assertEqual((j.progress.percent, j.progress.message), (100, "all done"))
+
     def test_a_result_too_large_fails_the_attempt(self) -> None:
         w = new_worker(self.queue)
         w.handle("py.big", lambda job: "x" * (64 << 10))

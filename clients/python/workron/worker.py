@@ -356,6 +356,9 @@ class Worker:
                 rep["retry"] = False
             if result is not None:
                 rep["result"] = result
+            pending = task.ctx._pending_progress()  # the last progress no heartbeat carried
+            if pending is not None:
+                rep["progress"] = {"percent": pending[0][0], "message": pending[0][1]}
             self._reports.append(rep)  # queued before it leaves the running set, in one step
             self._cond.notify_all()
         if task.timer is not None:
@@ -379,9 +382,9 @@ class Worker:
                 return
             again = [r for r, a in zip(reps, answers) if a.get("code") in _RESEND_CODES]
             for r, a in zip(reps, answers):
-                if a.get("code") == "upgrade_in_progress" and r.pop("result", None) is not None:
-                    self.log.warning("result of job %s dropped: a member of the cluster runs a release without "
-                                     "results", r["job_id"])
+                if a.get("code") == "upgrade_in_progress" and (r.pop("result", None), r.pop("progress", None)) != (None, None):
+                    self.log.warning("result and progress of job %s dropped: a member of the cluster runs a release "
+                                     "without them", r["job_id"])
             self._reports[:0] = again
             if again:
                 self._cond.notify_all()
