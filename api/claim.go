@@ -47,20 +47,45 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 		if left <= 0 || !s.node.IsLeader() || s.isDraining() {
 			return nil, nil
 		}
-		timer := time.NewTimer(min(left, s.untilNextDue(changed == nil)))
-		select {
-		case <-s.draining:
-			timer.Stop()
-			return nil, nil
-		case <-changed:
-		case <-finished: // a claim in flight ended: the jobs it left may be ours
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, nil
+		jobs, over, err := s.await(ctx, &a, min(left, s.untilNextDue(changed == nil)), changed, finished)
+		if over {
+			return jobs, err
 		}
-		timer.Stop()
 	}
+}
+
+// await is a long-poll's wait for something to claim: a change of the
+// state, the end of another claim, d, or the end of ctx or of the node's
+// serving; meanwhile a submit may take it (handoff.go) and propose its
+// claim. over says the poll ends, with jobs (a submit's claim got them), an
+// error, or nothing.
+func (s *Server) await(ctx context.Context, a *claimArgs, d time.Duration, changed, finished <-chan struct{}) (jobs []*store.Job, over bool, err error) {
+	var w *waiter
+	var taken <-chan handoff
+	if parks(a) {
+		w = s.waiters.park(a.cmd)
+		taken = w.result
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-s.draining:
+		over = true
+	case <-changed:
+	case <-finished: // a claim in flight ended: the jobs it left may be ours
+	case <-timer.C:
+	case h := <-taken:
+		return s.handedOff(ctx, h)
+	case <-ctx.Done():
+		over = true
+	}
+	if w != nil && !s.waiters.leave(w) {
+		// A submit took it: its claim is proposed, and is answered even
+		// if the poll ends now (see handoff.go). The submit's proposal
+		// ends within proposeTimeout.
+		return s.handedOff(ctx, <-w.result)
+	}
+	return nil, over, nil
 }
 
 // claimGate keeps the long-polls of one leader from sending many more

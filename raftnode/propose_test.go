@@ -53,3 +53,60 @@ func TestProposeAll(t *testing.T) {
 		}
 	}
 }
+
+// ProposeTogether puts its commands in one log entry, in order: a submit
+// and a claim proposed together lease the job in the entry that creates
+// it, and the entry counts once. Each command is still decided on its own,
+// and a group whose command needs a newer protocol is refused whole.
+func TestProposeTogether(t *testing.T) {
+	n, err := raftnode.Open(loneConfig(filepath.Join(t.TempDir(), "n1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Shutdown() })
+	waitFor(t, 10*time.Second, leads(n))
+	ctx := context.Background()
+	submit := func(queue string) fsm.Cmd {
+		return fsm.Cmd{Op: fsm.OpSubmit, Submit: &fsm.Submit{Jobs: []fsm.NewJob{{Command: "a", Queue: queue, MaxAttempts: 1}}}}
+	}
+	claim := fsm.Cmd{Op: fsm.OpClaim, Claim: &fsm.Claim{WorkerID: "w1", Queues: []string{"q"}, Shell: true, Max: 1, LeaseTTL: int64(time.Minute)}}
+
+	t.Run("SubmitAndClaimInOneEntry", func(t *testing.T) {
+		before := n.Stats().Entries
+		res, err := n.ProposeTogether(ctx, []fsm.Cmd{submit("q"), claim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res) != 2 || res[0].Err != nil || res[1].Err != nil || len(res[1].Jobs) != 1 {
+			t.Fatalf("results %+v, want the submit's job and the claim's", res)
+		}
+		made, got := res[0].Jobs[0], res[1].Jobs[0]
+		if got.ID != made.ID || got.Status != store.StatusRunning || got.WorkerID != "w1" {
+			t.Fatalf("claim got %s (%s, worker %q), want the job %s just submitted, running on w1", got.ID, got.Status, got.WorkerID, made.ID)
+		}
+		if made.ModifyIndex != got.ModifyIndex {
+			t.Fatalf("submitted at index %d, claimed at index %d: want one entry", made.ModifyIndex, got.ModifyIndex)
+		}
+		if d := n.Stats().Entries - before; d != 1 {
+			t.Fatalf("%d entries proposed for the group, want 1", d)
+		}
+	})
+	t.Run("TheClaimIsDecidedAfterTheSubmit", func(t *testing.T) {
+		res, err := n.ProposeTogether(ctx, []fsm.Cmd{submit("other"), claim})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res[0].Jobs) != 1 || len(res[1].Jobs) != 0 {
+			t.Fatalf("a claim of queue q beside a submit to queue other got %d jobs, want none", len(res[1].Jobs))
+		}
+	})
+	t.Run("TooLarge", func(t *testing.T) {
+		cmds := make([]fsm.Cmd, raftnode.DefaultConfig().MaxBatch+1)
+		for i := range cmds {
+			cmds[i] = submit("q")
+		}
+		if _, err := n.ProposeTogether(ctx, cmds); !errors.Is(err, raftnode.ErrNotCommitted) {
+			t.Fatalf("a group over MaxBatch: %v, want ErrNotCommitted", err)
+		}
+	})
+}
