@@ -201,14 +201,20 @@ func (n *Node) submitEntry(batch []*proposal, sem chan struct{}) {
 		return
 	}
 	start := time.Now()
+	for _, p := range batch {
+		n.stages.observe(stageQueue, start.Sub(p.queued))
+	}
+	n.stages.proposing.Add(1)
 	fut := n.raft.Apply(data, n.cfg.ApplyTimeout)
 	n.metrics.observeEntry(len(e.Cmds))
 	go func() {
 		defer func() { <-sem }()
+		defer n.stages.proposing.Add(-1)
 		if err := fut.Error(); err != nil {
 			fail(batch, mapApplyError(err))
 			return
 		}
+		n.stages.done(fut.Index(), start, time.Now())
 		n.metrics.apply.Observe(time.Since(start).Seconds())
 		res, ok := fut.Response().([]fsm.Result)
 		if !ok || len(res) != len(e.Cmds) {
