@@ -27,7 +27,7 @@ func TestTracerStages(t *testing.T) {
 	}
 
 	tr.proposing.Add(1)
-	tr.stored([]*raft.Log{log}, at(1), at(3)) // written 1..3
+	tr.stored([]*raft.Log{log}, at(1), at(3))  // written 1..3
 	tr.acked(7, at(6))                         // a follower answered at 6
 	tr.applied([]*raft.Log{log}, at(7), at(8)) // applied 7..8
 	tr.done(7, at(0), at(10))                  // proposed at 0, answered at 10
