@@ -286,3 +286,29 @@ func TestHandoffOnlyNumberedClaimsPark(t *testing.T) {
 		}
 	}
 }
+
+// A claim that carries a report, with a job ready for it, puts the report
+// and the claim in one log entry, the report first.
+func TestClaimCarryingAReportIsOneEntry(t *testing.T) {
+	e := newHandoffEnv(t)
+	first, second := e.submit("q"), e.submit("q")
+	var cr wire.ClaimResponse
+	if code, werr := e.do(http.MethodPost, "/jobs/claim", `{"worker_id":"w1","queues":["q"],"shell":true}`, &cr); code != http.StatusOK || len(cr.Jobs) != 1 {
+		t.Fatalf("first claim: %d %+v %+v", code, werr, cr)
+	}
+	before := e.node.Index()
+	body := fmt.Sprintf(`{"worker_id":"w1","queues":["q"],"shell":true,"reports":[{"job_id":%q,"status":"done","lease":%d,"exit_code":0}]}`, cr.Jobs[0].ID, cr.Jobs[0].Lease)
+	cr = wire.ClaimResponse{}
+	if code, werr := e.do(http.MethodPost, "/jobs/claim", body, &cr); code != http.StatusOK {
+		t.Fatalf("claim with a report: %d %+v", code, werr)
+	}
+	if len(cr.Reports) != 1 || cr.Reports[0].Status != wire.StatusDone || len(cr.Jobs) != 1 || cr.Jobs[0].ID != second.ID {
+		t.Fatalf("reply %+v, want %s done and %s claimed", cr, first.ID, second.ID)
+	}
+	if after := e.node.Index(); after != before+1 {
+		t.Fatalf("report and claim took entries %d..%d, want one", before+1, after)
+	}
+	if got := e.node.proposed(); len(got) != 1 || fmt.Sprint(got[0]) != "[report claim]" {
+		t.Fatalf("groups proposed: %v, want one of report then claim", got)
+	}
+}

@@ -233,7 +233,7 @@ func (tt tracedTransport) AppendEntriesPipeline(id raft.ServerID, target raft.Se
 	if err != nil {
 		return nil, err
 	}
-	tp := &tracedPipeline{AppendPipeline: p, tt: tt, out: make(chan raft.AppendFuture, rpcMaxPipeline), stop: make(chan struct{})}
+	tp := &tracedPipeline{AppendPipeline: p, tt: tt, out: make(chan raft.AppendFuture), stop: make(chan struct{})}
 	go tp.relay()
 	return tp, nil
 }
@@ -250,11 +250,9 @@ func (tt tracedTransport) answered(start time.Time, args *raft.AppendEntriesRequ
 	}
 }
 
-// rpcMaxPipeline is hashicorp/raft's NetworkTransport pipeline depth.
-const rpcMaxPipeline = 128
-
 // tracedPipeline passes each answered AppendEntries on to Raft after
-// noting it.
+// noting it, one at a time (out is unbuffered), so the transport's bound
+// on the RPCs in flight stays as it was.
 type tracedPipeline struct {
 	raft.AppendPipeline
 	tt       tracedTransport

@@ -1,0 +1,62 @@
+package bench
+
+import (
+	"context"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// stageSums reads the leader's workron_raft_stage_seconds histograms: the
+// sum and count of each stage, by stage name.
+func (b *bencher) stageSums(ctx context.Context, leader string) map[string][2]float64 {
+	out := make(map[string][2]float64)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, leader+"/metrics", nil)
+	if err != nil {
+		return out
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return out
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	for line := range strings.Lines(string(data)) {
+		series, val, _ := strings.Cut(strings.TrimSpace(line), " ")
+		name, labels, ok := strings.Cut(series, `{stage="`)
+		if !ok {
+			continue
+		}
+		stage, _, _ := strings.Cut(labels, `"`)
+		v, _ := strconv.ParseFloat(val, 64)
+		s := out[stage]
+		switch name {
+		case "workron_raft_stage_seconds_sum":
+			s[0] = v
+		case "workron_raft_stage_seconds_count":
+			s[1] = v
+		default:
+			continue
+		}
+		out[stage] = s
+	}
+	return out
+}
+
+// stageMeans is the mean milliseconds of each stage between two readings
+// of stageSums, for the entries proposed meanwhile.
+func stageMeans(before, after map[string][2]float64) map[string]float64 {
+	out := make(map[string]float64)
+	for stage, a := range after {
+		b := before[stage]
+		if n := a[1] - b[1]; n > 0 {
+			out[stage] = math.Round((a[0]-b[0])/n*1e6) / 1e3
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
