@@ -155,6 +155,9 @@ func (s *Server) handedOff(ctx context.Context, h handoff) (jobs []*store.Job, o
 		return nil, true, h.err
 	case len(h.res.Jobs) > 0:
 		s.jobsClaimed(ctx, h.res.Jobs)
+		for _, j := range h.res.Jobs {
+			s.metrics.handedOff.WithLabelValues(j.Queue).Inc()
+		}
 		return h.res.Jobs, true, nil
 	}
 	return nil, false, nil

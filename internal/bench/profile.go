@@ -40,7 +40,8 @@ func (p *phase) end(ctx context.Context, t time.Time, fg *Figure) time.Duration 
 	fg.CPUCores = (cpuTime() - p.cpu).Seconds() / time.Since(p.start).Seconds()
 	fg.Load1 = loadAverage()
 	r := p.b.raftCounters(ctx, p.leader)
-	fg.StagesMS = stageMeans(p.stages, p.b.stageSums(ctx, p.leader))
+	stages := p.b.stageSums(ctx, p.leader)
+	fg.StagesMS, fg.HandedOff = stageMeans(p.stages, stages), handedOffDuring(p.stages, stages)
 	fg.Entries, fg.Elections = r[0]-p.raft[0], r[2]-p.raft[2]
 	if fg.Entries > 0 {
 		fg.CmdsPerEntry = (r[1] - p.raft[1]) / fg.Entries

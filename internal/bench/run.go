@@ -116,9 +116,12 @@ type Figure struct {
 	// StagesMS is the mean milliseconds of each stage of the leader's
 	// entries during the phase (workron_raft_stage_seconds).
 	StagesMS map[string]float64 `json:"stages_ms,omitempty"`
-	Correct  bool               `json:"correct"`
-	Problems string             `json:"problems,omitempty"`
-	Note     string             `json:"note,omitempty"`
+	// HandedOff is the jobs the leader leased to a waiting worker in the
+	// entry that submitted them during the phase.
+	HandedOff float64 `json:"handed_off,omitempty"`
+	Correct   bool    `json:"correct"`
+	Problems  string  `json:"problems,omitempty"`
+	Note      string  `json:"note,omitempty"`
 }
 
 // check records the correctness problems found for the figure.
