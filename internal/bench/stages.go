@@ -2,9 +2,7 @@ package bench
 
 import (
 	"context"
-	"io"
 	"math"
-	"net/http"
 	"strconv"
 	"strings"
 )
@@ -17,17 +15,7 @@ const handedOff = "handed_off"
 // sum and count of each stage, by stage name; and the jobs handed off.
 func (b *bencher) stageSums(ctx context.Context, leader string) map[string][2]float64 {
 	out := make(map[string][2]float64)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, leader+"/metrics", nil)
-	if err != nil {
-		return out
-	}
-	resp, err := b.hc.Do(req)
-	if err != nil {
-		return out
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	for line := range strings.Lines(string(data)) {
+	for line := range strings.Lines(b.metricsText(ctx, leader)) {
 		series, val, _ := strings.Cut(strings.TrimSpace(line), " ")
 		if strings.HasPrefix(series, "workron_jobs_handed_off_total{") {
 			v, _ := strconv.ParseFloat(val, 64)
