@@ -93,12 +93,17 @@ func parks(a *claimArgs) bool {
 	return a.wait > 0 && !a.anyQueue && a.cmd.Fenced && a.cmd.Seq != 0
 }
 
+// maxHandoffs is the most waiters one submit takes: its entry holds their
+// claims, and an entry holds at most raftnode's MaxBatch commands (512 by
+// default).
+const maxHandoffs = 64
+
 // takeWaiters takes a parked waiter for each job that can start as soon as
-// it exists: no dependencies, not delayed.
+// it exists (no dependencies, not delayed), for up to maxHandoffs jobs.
 func (s *Server) takeWaiters(jobs []fsm.NewJob) []*waiter {
 	var out []*waiter
 	now := s.now()
-	for i := range jobs {
+	for i := 0; i < len(jobs) && len(out) < maxHandoffs; i++ {
 		nj := &jobs[i]
 		if len(nj.DependsOn) > 0 || nj.RunAt > now {
 			continue

@@ -317,3 +317,47 @@ func TestClaimCarryingAReportIsOneEntry(t *testing.T) {
 		t.Fatalf("groups proposed: %v, want one of report then claim", got)
 	}
 }
+
+// A batch submit hands one job to each parked long-poll of its queue, up to
+// maxHandoffs, all in the entry of the submit.
+func TestHandoffBatchTakesOneWaiterPerJob(t *testing.T) {
+	e := newHandoffEnv(t)
+	replies := []<-chan wire.ClaimResponse{e.parkClaim(context.Background(), "w1", "q", 1), e.parkClaim(context.Background(), "w2", "q", 1)}
+	var out wire.JobList
+	body := `{"jobs":[{"command":"a","queue":"q"},{"command":"b","queue":"q","run_at":"2030-01-01T00:00:00Z"},{"command":"c","queue":"q"}]}`
+	if code, werr := e.do(http.MethodPost, "/jobs/batch", body, &out); code != http.StatusCreated {
+		t.Fatalf("batch: %d %+v", code, werr)
+	}
+	if got := e.node.proposed(); len(got) != 1 || fmt.Sprint(got[0]) != "[submit claim claim]" {
+		t.Fatalf("groups proposed: %v, want one of the submit and two claims", got)
+	}
+	got := map[string]bool{}
+	for _, r := range replies {
+		cr := <-r
+		if len(cr.Jobs) != 1 {
+			t.Fatalf("a parked claim got %+v, want one job", cr.Jobs)
+		}
+		got[cr.Jobs[0].ID] = true
+	}
+	if !got[out.Jobs[0].ID] || !got[out.Jobs[2].ID] {
+		t.Fatalf("claimed %v, want the two jobs due now (%s, %s)", got, out.Jobs[0].ID, out.Jobs[2].ID)
+	}
+	if n := len(takeN(e, maxHandoffs+5)); n != maxHandoffs {
+		t.Fatalf("a batch of %d due jobs took %d waiters, want maxHandoffs (%d)", maxHandoffs+5, n, maxHandoffs)
+	}
+}
+
+// takeN parks n waiters on queue q directly and lets a batch of n due jobs
+// take them; it returns those taken and unparks the rest.
+func takeN(e *handoffEnv, n int) []*waiter {
+	jobs := make([]fsm.NewJob, n)
+	for i := range jobs {
+		jobs[i] = fsm.NewJob{Queue: "q"}
+		e.srv.waiters.park(fsm.Claim{Queues: []string{"q"}})
+	}
+	taken := e.srv.takeWaiters(jobs)
+	e.srv.waiters.mu.Lock()
+	e.srv.waiters.parked = nil
+	e.srv.waiters.mu.Unlock()
+	return taken
+}
