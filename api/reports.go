@@ -108,6 +108,11 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		s.fail(w, r, err)
 		return
 	}
+	result, progress, err := reportEnd("", &req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if !s.knownJob(w, r) {
 		return
 	}
@@ -120,6 +125,12 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		Error:    req.Error,
 		Final:    req.Retry != nil && !*req.Retry,
 		Draw:     draw(),
+		Result:   result,
+		Progress: progress,
+	}
+	if err := holdOff(rep, &req, func(f string) string { return f }); err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	s.fenceFields(r).report(rep)
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpReport, Report: rep})

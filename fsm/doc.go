@@ -14,12 +14,15 @@
 //	an attempt's start and fencing token   claim.go (startAttempt)
 //	heartbeat, lease renewal, lost replies lease.go
 //	report, expire, retry with backoff     finish.go
+//	progress and results (limits, codes)   progress.go
 //	cancel                                 cancel.go
 //	dependencies (unblock, cascade, cycle) deps.go
 //	schedules and their ticks              schedule.go
 //	gangs                                  gang.go, gang_reserve.go, gang_drain.go, gang_checkpoint.go
 //	resources and what a worker has free   resources.go
 //	flow control (limits, buckets, keys)   flow.go
+//	fairness (rotation over a queue's keys) fair.go
+//	rate-limited and snoozed attempts      pause.go
 //	in-memory indexes (ready, leases)      index.go
 //	retention (expiry and delete)          retention.go
 //	workers (register, offline, forget)    worker.go
