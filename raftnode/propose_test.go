@@ -3,6 +3,7 @@ package raftnode_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"testing"
 	"time"
@@ -109,4 +110,47 @@ func TestProposeTogether(t *testing.T) {
 			t.Fatalf("a group over MaxBatch: %v, want ErrNotCommitted", err)
 		}
 	})
+}
+
+// On a cluster of two, the leader's stage histograms see every stage of
+// the entries it proposes, the replication included (AppendEntries round
+// trips, answered through the transport's pipeline or not), and the
+// follower times its own log writes but traces none.
+func TestStagesOnACluster(t *testing.T) {
+	n1 := openNode(t, "n1", nil, func(c *raftnode.Config) { c.Bootstrap = true })
+	waitFor(t, 10*time.Second, leads(n1))
+	n2 := openNode(t, "n2", nil, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := n1.AddVoter(ctx, "n2", n2.RaftAddr()); err != nil {
+		t.Fatal(err)
+	}
+	const submits = 20
+	for range submits {
+		if _, err := n1.Propose(ctx, fsm.Cmd{Op: fsm.OpSubmit, Submit: &fsm.Submit{Jobs: []fsm.NewJob{{Command: "a"}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := n1.Stats().Stages
+	for _, name := range raftnode.StageNames() {
+		if h := st.Stages[name]; h.Count < submits {
+			t.Errorf("leader's stage %s: %d observations, want at least %d", name, h.Count, submits)
+		}
+	}
+	if h := st.Stages["replicate"]; h.Sum <= 0 {
+		t.Errorf("leader's replicate stage sums to %v, want above 0 with a follower", h.Sum)
+	}
+	if st.AppendRPC.Count < submits {
+		t.Errorf("%d AppendEntries round trips timed, want at least %d", st.AppendRPC.Count, submits)
+	}
+	waitFor(t, 10*time.Second, func() error {
+		if got, want := n2.Stats().AppliedIndex, n1.Stats().AppliedIndex; got < want {
+			return fmt.Errorf("follower applied %d of %d", got, want)
+		}
+		return nil
+	})
+	fs := n2.Stats().Stages
+	if fs.LogWrite.Count == 0 || fs.Stages["apply"].Count != 0 {
+		t.Errorf("follower: %d log writes timed, %d applies traced; want some, and none", fs.LogWrite.Count, fs.Stages["apply"].Count)
+	}
 }
