@@ -23,6 +23,7 @@ type metrics struct {
 	expired   *prometheus.CounterVec
 	claimed   *prometheus.CounterVec
 	cancelled *prometheus.CounterVec
+	handedOff *prometheus.CounterVec
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	// startLatency and runDuration are observed per attempt: from when it
@@ -55,6 +56,9 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		cancelled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "workron_jobs_cancelled_total", Help: "Jobs cancelled through the API (a running job counts when it is told to stop).",
 		}, []string{"queue"}),
+		handedOff: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "workron_jobs_handed_off_total", Help: "Jobs leased to a waiting worker in the log entry that submitted them (one commit round from submit to start).",
+		}, []string{"queue"}),
 		startLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "workron_job_start_latency_seconds",
 			Help:    "From when an attempt could start (submission, run_at, unblocking or retry) to its claim.",
@@ -73,7 +77,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"route"}),
 	}
-	reg.MustRegister(m.submitted, m.completed, m.failed, m.retried, m.expired, m.claimed, m.cancelled, m.requests, m.latency,
+	reg.MustRegister(m.submitted, m.completed, m.failed, m.retried, m.expired, m.claimed, m.cancelled, m.handedOff, m.requests, m.latency,
 		m.startLatency, m.runDuration)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(&stateCollector{s: s}, &raftCollector{s: s})

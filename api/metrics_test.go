@@ -13,6 +13,7 @@ import (
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
 	"github.com/workron/workron/internal/node"
+	"github.com/workron/workron/raftnode"
 )
 
 // TestMetricsAfterAKnownWorkload runs a workload whose every transition is
@@ -171,6 +172,21 @@ workron_queue_paused{queue="q3"} 0
 		}
 		if apply := histograms(t, reg, "workron_raft_apply_duration_seconds")[""]; apply.count == 0 || apply.sum <= 0 {
 			t.Errorf("apply latency: %d observations summing to %v", apply.count, apply.sum)
+		}
+		stages := histograms(t, reg, "workron_raft_stage_seconds", "stage")
+		for _, name := range raftnode.StageNames() {
+			if h := stages[name]; h.count == 0 || (name != "queue" && float64(h.count) > entries) {
+				t.Errorf("stage %s: %d observations for %v entries", name, h.count, entries)
+			}
+		}
+		if w := stages["leader_write"]; w.sum <= 0 {
+			t.Errorf("leader_write stage sums to %v, want above 0", w.sum)
+		}
+		if w := histograms(t, reg, "workron_raft_log_write_seconds")[""]; w.count < stages["leader_write"].count || w.sum <= 0 {
+			t.Errorf("log writes: %d summing to %v, want at least one per entry", w.count, w.sum)
+		}
+		if rpc := histograms(t, reg, "workron_raft_append_rpc_seconds")[""]; rpc.count != 0 {
+			t.Errorf("%d AppendEntries round trips on a cluster of one", rpc.count)
 		}
 		if g("workron_raft_snapshots_total") != 1 || g("workron_raft_snapshot_bytes") <= 0 || g("workron_raft_snapshot_index") < applied ||
 			g("workron_raft_snapshot_duration_seconds") <= 0 || g("workron_raft_snapshot_timestamp_seconds") < float64(time.Now().Add(-time.Minute).Unix()) {

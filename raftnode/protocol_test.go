@@ -56,6 +56,15 @@ func TestProposeGatesOnClusterProtocol(t *testing.T) {
 			t.Fatalf("errors = %v, want only retry_deps refused", errs)
 		}
 	})
+	t.Run("AGroupIsRefusedWhole", func(t *testing.T) {
+		before := n1.Stats().LastLogIndex
+		if _, err := n1.ProposeTogether(ctx, []fsm.Cmd{submit, retryDeps}); !errors.Is(err, raftnode.ErrNeedsUpgrade) {
+			t.Fatalf("a group holding retry_deps at protocol 1: %v, want ErrNeedsUpgrade", err)
+		}
+		if after := n1.Stats().LastLogIndex; after != before {
+			t.Fatalf("last log index went from %d to %d: part of a refused group reached the log", before, after)
+		}
+	})
 	t.Run("ProposedOnceEveryMemberRunsIt", func(t *testing.T) {
 		n1.SetMemberProtocols(map[string]int{"n2": 2})
 		if got := n1.ClusterProtocol(); got != 2 {
