@@ -188,8 +188,8 @@ func (a *applier) turn(q, key string) {
 	a.must(a.tx.PutRotation(q, r))
 }
 
-// Rotation is a queue's place in its rotation over its keys (tests and
-// GET /queues read it): Key had Used claims of its turn.
+// Rotation is a queue's place in its rotation over its keys: Key ("" for
+// the jobs without one) had Used claims of its turn.
 func (f *FSM) Rotation(queue string) store.Rotation {
 	f.mu.Lock()
 	defer f.mu.Unlock()

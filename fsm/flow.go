@@ -181,7 +181,7 @@ func (x *index) addReady(it readyItem) {
 	g.ReplaceOrInsert(it)
 	if fx.keyOpen(k) && (!had || readyLess(it, head)) {
 		if had {
-			x.ready[it.kind].Delete(head)
+			x.readyTree(it.kind).Delete(head)
 		}
 		x.putHead(it)
 	}

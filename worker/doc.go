@@ -46,6 +46,10 @@
 // ends on the job's timeout, on cancellation and on hard shutdown; a handler
 // must return soon after, because Run waits for it. A panic is recovered and
 // reported as a failure; wrap an error with NoRetry to make it final.
+// Return RateLimited (the work met a rate limit downstream: the job's
+// concurrency key pauses cluster-wide) or Snooze (run again later) to end
+// the attempt without counting it; a shell job does the same by exiting
+// with ExitRateLimited (holdoff.go).
 //
 // # Progress and results
 //
