@@ -147,7 +147,7 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 			fc.report(rep)
 		}
 		// Proposed now, beside the claim: one log entry carries both.
-		reports = s.startReports(r.Context(), reps)
+		reports = s.startReports(s.withReportTraces(r.Context(), req.Reports), reps)
 	}
 	jobs, err := s.boundedClaim(r.Context(), args)
 	out := wire.ClaimResponse{LeaseTTLMillis: s.cfg.LeaseTTL.Milliseconds()}

@@ -78,6 +78,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	nj.TraceParent = s.jobTrace(r)
 	if err := s.checkDependencies([]fsm.NewJob{nj}, false); err != nil {
 		s.fail(w, r, err)
 		return
@@ -113,7 +114,7 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, invalid("jobs", "at most %d jobs per batch, got %d", s.cfg.MaxBatchJobs, len(req.Jobs)))
 		return
 	}
-	now := s.cfg.Now()
+	now, trace := s.cfg.Now(), s.jobTrace(r)
 	jobs := make([]fsm.NewJob, len(req.Jobs))
 	for i := range req.Jobs {
 		nj, err := newJob(&req.Jobs[i], fmt.Sprintf("jobs[%d].", i), now, s.cfg.Retention)
@@ -121,6 +122,7 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
+		nj.TraceParent = trace
 		jobs[i] = nj
 	}
 	if err := s.checkDependencies(jobs, true); err != nil {
@@ -219,6 +221,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	traceJobs(r.Context(), j)
 	out := toWire(j, s.now())
 	s.waitView().explain(&out, j)
 	writeJSON(w, http.StatusOK, out)

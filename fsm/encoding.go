@@ -49,8 +49,11 @@ import (
 //	10 report of ProtocolFence: as 5, then Token
 //	11 submit of ProtocolFlow: as 1, each NewJob followed by its
 //	ConcurrencyKey
+//	12 submit of ProtocolTrace: as 11, each NewJob followed by its
+//	ConcurrencyKey, then its TraceParent
 //
-// Encode writes code 11 only for a submit one of whose jobs has a
+// Encode writes code 12 only for a submit one of whose jobs has a
+// TraceParent, and code 11 only for a submit one of whose jobs has a
 // ConcurrencyKey.
 //
 // Encode writes codes 7 to 10 only for a command whose fields of
@@ -99,6 +102,7 @@ const (
 	opWorkerHeartbeatFence
 	opReportFence
 	opSubmitKeyed
+	opSubmitTraced
 )
 
 // ProtocolFence is the protocol version that understands the fields of
@@ -156,7 +160,7 @@ func sizeHint(e *Entry) int {
 		case c.Op == OpSubmit && c.Submit != nil:
 			for k := range c.Submit.Jobs {
 				j := &c.Submit.Jobs[k]
-				n += 48 + len(j.ID) + len(j.Command) + len(j.Type) + len(j.Payload) + len(j.Queue) + len(j.IdempotencyKey) +
+				n += 48 + len(j.ID) + len(j.Command) + len(j.Type) + len(j.Payload) + len(j.Queue) + len(j.IdempotencyKey) + len(j.TraceParent) +
 					16*(len(j.Env)+len(j.Metadata)+len(j.DependsOn)+len(j.Tags))
 			}
 		case c.Op == OpReport && c.Report != nil:
@@ -208,8 +212,13 @@ func hasCode(op Op) bool {
 }
 
 func appendSubmit(b []byte, s *Submit) ([]byte, error) {
-	keyed := s.keyed()
-	b = append(b, codeFor(keyed, opSubmit, opSubmitKeyed))
+	traced := s.traced()
+	keyed := s.keyed() || traced
+	code := codeFor(keyed, opSubmit, opSubmitKeyed)
+	if traced {
+		code = opSubmitTraced
+	}
+	b = append(b, code)
 	b = binenc.AppendUvarint(b, uint64(len(s.Jobs)))
 	for i := range s.Jobs {
 		var err error
@@ -218,6 +227,9 @@ func appendSubmit(b []byte, s *Submit) ([]byte, error) {
 		}
 		if keyed {
 			b = appendText(b, s.Jobs[i].ConcurrencyKey)
+		}
+		if traced {
+			b = appendText(b, s.Jobs[i].TraceParent)
 		}
 	}
 	return b, nil

@@ -54,6 +54,7 @@ func TestProtocol(t *testing.T) {
 			{[]fsm.Cmd{submit(fsm.NewJob{Command: "x"}, fsm.NewJob{Command: "y", ConcurrencyKey: "acme"})}, fsm.ProtocolFlow},
 			{[]fsm.Cmd{submitGang(2, fsm.NewJob{Command: "g", ConcurrencyKey: "acme"})}, fsm.ProtocolFlow},
 			{[]fsm.Cmd{setLimits("q", store.QueueLimits{Concurrency: 1})}, fsm.ProtocolFlow},
+			{[]fsm.Cmd{submit(fsm.NewJob{Command: "x", ConcurrencyKey: "acme", TraceParent: testTraceParent})}, fsm.ProtocolTrace},
 		}
 		for _, c := range cases {
 			e := fsm.Entry{Cmds: c.cmds}

@@ -34,7 +34,7 @@ func (p *pendingReport) wire() wire.BatchReport {
 	r := wire.BatchReport{
 		JobID:         p.job.ID,
 		Status:        wire.StatusDone,
-		ReportRequest: wire.ReportRequest{Lease: p.job.Lease, ExitCode: p.out.exitCode, Output: p.out.output},
+		ReportRequest: wire.ReportRequest{Lease: p.job.Lease, ExitCode: p.out.exitCode, Output: p.out.output, TraceParent: p.job.TraceParent},
 	}
 	if p.out.err != nil {
 		r.Status = wire.StatusFailed

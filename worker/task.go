@@ -78,8 +78,10 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 		log.Debug("job started", "command", job.Command, "type", job.Type)
 		job, ck := w.withCheckpoint(log, job)
 		defer ck.remove()
+		ctx, job, endRun := w.traceRun(ctx, job)
 		began := time.Now()
 		out := w.execute(ctx, job)
+		endRun(out.err)
 		cancel(nil)
 		if out.err != nil {
 			log.Info("job failed", "err", out.err, "exit_code", deref(out.exitCode), "took", time.Since(began))
@@ -154,13 +156,14 @@ func (w *Worker) runHandler(ctx context.Context, job wire.Job) (out outcome) {
 		}
 	}()
 	err := h(ctx, &Job{
-		ID:       job.ID,
-		Type:     job.Type,
-		Queue:    job.Queue,
-		Payload:  job.Payload,
-		Attempt:  job.Attempts,
-		Metadata: job.Metadata,
-		Env:      job.Env,
+		ID:          job.ID,
+		Type:        job.Type,
+		Queue:       job.Queue,
+		Payload:     job.Payload,
+		Attempt:     job.Attempts,
+		Metadata:    job.Metadata,
+		Env:         job.Env,
+		TraceParent: job.TraceParent,
 	})
 	if err == nil {
 		return outcome{}

@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/worker/client"
 )
@@ -49,6 +52,10 @@ type Job struct {
 	Attempt  int // 1 on the first run
 	Metadata map[string]string
 	Env      map[string]string
+	// TraceParent is the W3C traceparent of the attempt's run span (the
+	// job's trace; "" when it has none). A handler with OpenTelemetry gets
+	// the span from its context instead.
+	TraceParent string
 }
 
 // Worker claims and runs jobs. Create it with New, register handlers with
@@ -64,6 +71,7 @@ type Worker struct {
 	runAs     *identity         // nil: commands run as the worker's user
 	allowed   map[string]string // Config.AllowCommands, resolved; nil: any command
 	watch     *watcher          // set while Run runs shell jobs
+	tracer    trace.Tracer      // Config.Tracer's, or a no-op one
 
 	mu       sync.Mutex
 	handlers map[string]HandlerFunc
@@ -118,6 +126,11 @@ func New(cfg Config) (*Worker, error) {
 		// clock went back.
 		claimsFrom: uint64(time.Now().UnixNano()),
 	}
+	tp := cfg.Tracer
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	w.tracer = tp.Tracer(tracerName)
 	if w.client == nil {
 		ccfg := client.DefaultConfig()
 		ccfg.Servers = cfg.Servers
