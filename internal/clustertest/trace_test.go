@@ -243,4 +243,10 @@ func TestNoTracesWithoutAnExporter(t *testing.T) {
 	if plain.TraceParent != "" {
 		t.Errorf("a job submitted without a trace has traceparent %q", plain.TraceParent)
 	}
+	// An invalid traceparent is ignored, as W3C says, not refused.
+	for _, bad := range []string{"garbage", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"} {
+		if j := submitTraced(t, c.URL(0), bad, wire.SubmitRequest{Command: "true", Queue: "none"}); j.TraceParent != "" {
+			t.Errorf("a job submitted with traceparent %q keeps trace %q", bad, j.TraceParent)
+		}
+	}
 }

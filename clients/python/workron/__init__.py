@@ -15,6 +15,7 @@ from .client import (
     Schedule,
     WorkronError,
 )
+from .tracing import TraceHook, valid_traceparent
 from .worker import JobContext, NoRetry, Worker
 
 __all__ = [
@@ -28,6 +29,8 @@ __all__ = [
     "Queue",
     "Resources",
     "Schedule",
+    "TraceHook",
     "Worker",
     "WorkronError",
+    "valid_traceparent",
 ]

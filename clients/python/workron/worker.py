@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .client import Abort, Client, Job, Resources, WorkronError, parse_go_duration
+from .tracing import TraceHook, traced
 
 Handler = Callable[["JobContext"], None]
 
@@ -49,6 +50,21 @@ class JobContext:
     job: Job
     stopping: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""
+    # The W3C traceparent the attempt runs in: the job's trace, or the span
+    # a trace_hook yielded ("" when the job has no trace). See tracing.py.
+    traceparent: str = ""
+
+    def environ(self) -> Dict[str, str]:
+        """An environment for the handler's processes: the worker's, the
+        job's env, WORKRON_JOB_ID, WORKRON_ATTEMPT and, when the job has a
+        trace, TRACEPARENT (os.environ is shared by every running job, so
+        the worker sets none of these there)."""
+        env = {k: v for k, v in os.environ.items() if k not in ("TRACEPARENT", "TRACESTATE")}
+        env.update(self.job.env)
+        env.update(WORKRON_JOB_ID=self.job.id, WORKRON_ATTEMPT=str(self.job.attempts))
+        if self.traceparent:
+            env["TRACEPARENT"] = self.traceparent
+        return env
 
     @property
     def id(self) -> str:
@@ -87,7 +103,8 @@ class Worker:
     in order of preference; ``concurrency`` is how many jobs run at once (the
     slots it registers); ``poll_wait`` the seconds one claim long-polls;
     ``grace`` how long running jobs may finish after stop() or SIGTERM
-    before they are reported failed.
+    before they are reported failed. ``trace_hook`` wraps each handler to
+    continue the job's trace (see workron.tracing).
     """
 
     def __init__(self, servers: Union[str, Sequence[str]], *, id: Optional[str] = None,
@@ -95,7 +112,7 @@ class Worker:
                  token_file: Optional[str] = None, tls_ca: Optional[str] = None, poll_wait: float = 30.0,
                  grace: float = 30.0,
                  tags: Sequence[str] = (), resources: Optional[Resources] = None,
-                 logger: Optional[logging.Logger] = None) -> None:
+                 logger: Optional[logging.Logger] = None, trace_hook: Optional[TraceHook] = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency: must be at least 1, got {concurrency}")
         if poll_wait < 0 or grace < 0:
@@ -112,6 +129,7 @@ class Worker:
             self.resources.slots = concurrency
         self.log = logger or logging.getLogger("workron.worker")
         self._handlers: Dict[str, Handler] = {}
+        self._trace_hook = trace_hook
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._stop = threading.Event()  # stop claiming
@@ -254,7 +272,7 @@ class Worker:
 
     def _start(self, job: Job) -> None:
         """Starts job's handler; called with the lock held."""
-        task = _Task(JobContext(job))
+        task = _Task(JobContext(job, traceparent=job.traceparent))
         self._running[(job.id, job.lease)] = task
         timeout = parse_go_duration(job.timeout)
         if timeout:
@@ -269,7 +287,8 @@ class Worker:
         try:
             if handler is None:
                 raise NoRetry(f"no handler for job type {task.ctx.type!r}")
-            handler(task.ctx)
+            with traced(self._trace_hook, task.ctx):
+                handler(task.ctx)
         except NoRetry:
             self._settle(task, "failed", error=traceback.format_exc(), retry=False)
         except BaseException:  # noqa: B036 - any failure fails the attempt, not the worker
@@ -291,6 +310,8 @@ class Worker:
                 rep["error"] = error[-4096:]
             if not retry:
                 rep["retry"] = False
+            if task.ctx.traceparent != job.traceparent:  # a trace_hook's span
+                rep["traceparent"] = task.ctx.traceparent
             self._reports.append(rep)  # queued before it leaves the running set, in one step
             self._cond.notify_all()
         if task.timer is not None:
