@@ -64,7 +64,7 @@ func (s spanSet) find(tb testing.TB, name string, key attribute.Key, value strin
 func attr(sp tracetest.SpanStub, key attribute.Key) string {
 	for _, kv := range sp.Attributes {
 		if kv.Key == key {
-			return kv.Value.Emit()
+			return kv.Value.String()
 		}
 	}
 	return ""

@@ -155,7 +155,7 @@ func resourceOf(t *testing.T, cfg telemetry.Config) map[string]string {
 	}
 	attrs := map[string]string{}
 	for _, kv := range spans[0].Resource.Attributes() {
-		attrs[string(kv.Key)] = kv.Value.Emit()
+		attrs[string(kv.Key)] = kv.Value.String()
 	}
 	return attrs
 }

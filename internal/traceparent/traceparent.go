@@ -1,6 +1,6 @@
 // Package traceparent reads and writes the W3C Trace Context (the
-// traceparent and tracestate headers, and the TRACEPARENT and TRACESTATE
-// variables of a job's process) that carries a job's trace between
+// traceparent and tracestate headers, and the TRACEPARENT variable of a
+// job's process) that carries a job's trace between
 // clients, nodes, workers and jobs. It depends on OpenTelemetry's API
 // only, never its SDK, so the worker package can use it; it records no
 // span.
@@ -14,12 +14,11 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// Header names, and the environment variables a job's process gets.
+// Header names, and the environment variable a job's process gets.
 const (
 	Header      = "traceparent"
 	StateHeader = "tracestate"
 	Env         = "TRACEPARENT"
-	StateEnv    = "TRACESTATE"
 )
 
 var w3c propagation.TraceContext
@@ -65,18 +64,4 @@ func Of(ctx context.Context) string {
 func Parse(tp string) (string, bool) {
 	out := Of(Context(context.Background(), tp))
 	return out, out != ""
-}
-
-// Environ returns the TRACEPARENT and TRACESTATE entries (NAME=VALUE) for a
-// job's process running in ctx's span: none when ctx has no span context.
-func Environ(ctx context.Context) []string {
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.IsValid() {
-		return nil
-	}
-	env := []string{Env + "=" + Of(ctx)}
-	if ts := sc.TraceState().String(); ts != "" {
-		env = append(env, StateEnv+"="+ts)
-	}
-	return env
 }
