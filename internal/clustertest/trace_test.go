@@ -250,3 +250,25 @@ func TestNoTracesWithoutAnExporter(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceOfAnExpiredLease: the reaper's end of an attempt is a span of
+// the job's trace too.
+func TestTraceOfAnExpiredLease(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	c := newCluster(t, 1, clustertest.WithLeaseTTL(300*time.Millisecond), clustertest.WithReapInterval(50*time.Millisecond),
+		clustertest.WithConfig(func(_ int, nc *node.Config) { nc.Tracing.Exporter = exp }))
+	job := submitTraced(t, c.URL(0), callerParent, wire.SubmitRequest{Command: "true", Queue: "lost"})
+	cr := decode[wire.ClaimResponse](t, call(t, http.StatusOK, http.MethodPost, c.URL(0)+"/jobs/claim",
+		wire.ClaimRequest{WorkerID: "gone", Queues: []string{"lost"}, Shell: true, Max: 1}))
+	if len(cr.Jobs) != 1 || cr.Jobs[0].TraceParent != job.TraceParent {
+		t.Fatalf("claimed %+v, want job %s with trace %s", cr.Jobs, job.ID, job.TraceParent)
+	}
+	expired := spanSet{exp}.find(t, "lease expired", "workron.job.id", job.ID)[0]
+	jobSpan := trace.SpanContextFromContext(traceparent.Context(context.Background(), job.TraceParent))
+	if expired.Parent.SpanID() != jobSpan.SpanID() || expired.SpanContext.TraceID().String() != callerTraceID {
+		t.Errorf("lease expired span's parent %s in trace %s, want the job's %s in %s", expired.Parent.SpanID(), expired.SpanContext.TraceID(), jobSpan.SpanID(), callerTraceID)
+	}
+	if attr(expired, "workron.job.status") != wire.StatusPending || expired.Status.Code.String() != "Error" {
+		t.Errorf("lease expired span: status attribute %q, span status %v; want pending (a retry), Error", attr(expired, "workron.job.status"), expired.Status)
+	}
+}
