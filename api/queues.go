@@ -23,6 +23,11 @@ func (s *Server) queues() []wire.Queue {
 	now := s.now()
 	oldest := s.state.OldestReady(now)
 	limited := s.state.LimitedQueues()
+	for _, q := range s.state.RateLimitedQueues(now) {
+		if !slices.Contains(limited, q) {
+			limited = append(limited, q)
+		}
+	}
 	stats := s.state.Queues()
 	for _, name := range limited {
 		if !slices.ContainsFunc(stats, func(q fsm.QueueStats) bool { return q.Name == name }) {
@@ -136,7 +141,7 @@ func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
 	l := fl.Limits
 	out := &wire.QueueFlow{
 		QueueLimits: wire.QueueLimits{Concurrency: wire.Limit(l.Concurrency), KeyConcurrency: wire.Limit(l.KeyConcurrency),
-			Burst: wire.Limit(l.Burst), KeyBurst: wire.Limit(l.KeyBurst)},
+			Burst: wire.Limit(l.Burst), KeyBurst: wire.Limit(l.KeyBurst), KeyWeights: l.KeyWeights},
 		Running: fl.Running, KeysAtLimit: fl.KeysFull, KeysRateLimited: fl.KeysRateLimited, Waiting: fl.Held,
 	}
 	if !l.Rate.IsZero() {
@@ -146,6 +151,9 @@ func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
 		out.KeyRate = wire.FormatRate(l.KeyRate.Count, time.Duration(l.KeyRate.Per))
 	}
 	out.RateLimitedUntil = optTime(fl.RateLimitedUntil)
+	for _, p := range fl.Paused {
+		out.Paused = append(out.Paused, wire.KeyPause{Key: p.Key, Until: time.Unix(0, p.Until).UTC(), Reason: p.Reason})
+	}
 	return out
 }
 

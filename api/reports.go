@@ -111,6 +111,10 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		Final:    req.Retry != nil && !*req.Retry,
 		Draw:     draw(),
 	}
+	if err := holdOff(rep, &req, func(f string) string { return f }); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.fenceFields(r).report(rep)
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpReport, Report: rep})
 	if err != nil {

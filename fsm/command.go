@@ -138,6 +138,11 @@ type Claim struct {
 	Token    string   `json:"token,omitempty"`
 	Fenced   bool     `json:"fenced,omitempty"`
 	Seq      uint64   `json:"seq,omitempty"`
+	// Fair (ProtocolFair) takes a queue's keyed jobs in turns over its
+	// keys (fair.go) rather than by priority alone; a claim without it
+	// picks as protocol 2 did, so that every node of a cluster being
+	// upgraded applies it alike.
+	Fair bool `json:"fair,omitempty"`
 }
 
 // Heartbeat renews one job's lease; Lease 0 means the current attempt.
@@ -186,6 +191,13 @@ type Report struct {
 	Final    bool    `json:"final,omitempty"`
 	Draw     float64 `json:"draw,omitempty"`
 	Token    string  `json:"token,omitempty"` // the caller's token name (ProtocolFence)
+	// RateLimitedFor and SnoozeFor (ProtocolBackpressure, nanoseconds, at
+	// most MaxPause, one at most, on a failure only) end the attempt
+	// without counting it: rate-limited pauses the job's concurrency key
+	// (or its queue, with no key) for that long and makes the job pending
+	// again; a snooze makes it pending that long from now. See pause.go.
+	RateLimitedFor int64 `json:"rl_for,omitempty"`
+	SnoozeFor      int64 `json:"snooze_for,omitempty"`
 }
 
 // Expire ends an attempt whose lease ran out, if it is still that attempt

@@ -106,8 +106,30 @@ func (r *entryReader) cmd(c *Cmd) {
 	case opReportFence:
 		c.Op, c.Report = OpReport, r.report()
 		c.Report.Token = r.Str()
+	case opClaimFair, opReportFlow:
+		if ProtocolVersion < ProtocolFair { // as a binary before the codes
+			r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
+			return
+		}
+		r.flowCmd(c, code)
 	default:
 		r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
+	}
+}
+
+// flowCmd reads a command of op code opClaimFair or opReportFlow.
+func (r *entryReader) flowCmd(c *Cmd, code byte) {
+	if code == opClaimFair {
+		c.Op, c.Claim = OpClaim, r.claim()
+		c.Claim.Token, c.Claim.Fenced, c.Claim.Seq = r.Str(), r.Bool(), r.Uvarint()
+		c.Claim.Fair = true
+		return
+	}
+	c.Op, c.Report = OpReport, r.report()
+	c.Report.Token = r.Str()
+	c.Report.RateLimitedFor, c.Report.SnoozeFor = r.Varint(), r.Varint()
+	if r.Err() == nil && !c.Report.backpressure() {
+		r.Fail("op code 13 without its fields")
 	}
 }
 
@@ -125,6 +147,13 @@ func (r *entryReader) jsonCmd(c *Cmd) {
 	}
 	if hasCode(c.Op) {
 		r.Fail(fmt.Sprintf("op %q written as JSON, not in its own layout", c.Op))
+	}
+	if c.Op == setQueueLimitsWeighted {
+		c.Op = OpSetQueueLimits
+		if !c.fair() {
+			r.Fail(fmt.Sprintf("op %q without key weights", setQueueLimitsWeighted))
+		}
+		return
 	}
 	for op, name := range fencedJSONOps {
 		if c.Op == name {

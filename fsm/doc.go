@@ -20,6 +20,8 @@
 //	gangs                                  gang.go, gang_reserve.go, gang_drain.go, gang_checkpoint.go
 //	resources and what a worker has free   resources.go
 //	flow control (limits, buckets, keys)   flow.go
+//	fairness (rotation over a queue's keys) fair.go
+//	rate-limited and snoozed attempts      pause.go
 //	in-memory indexes (ready, leases)      index.go
 //	retention (expiry and delete)          retention.go
 //	workers (register, offline, forget)    worker.go

@@ -49,10 +49,18 @@ import (
 //	10 report of ProtocolFence: as 5, then Token
 //	11 submit of ProtocolFlow: as 1, each NewJob followed by its
 //	ConcurrencyKey
-//	12 submit of ProtocolTrace: as 11, each NewJob followed by its
+//	12 claim of ProtocolFair: as 7, of a claim whose Fair is set
+//	13 report of ProtocolBackpressure: as 10, then RateLimitedFor,
+//	SnoozeFor
+//	14 submit of ProtocolTrace: as 11, each NewJob followed by its
 //	ConcurrencyKey, then its TraceParent
 //
-// Encode writes code 12 only for a submit one of whose jobs has a
+// Encode writes code 12 only for a Fair claim, and code 13 only for a
+// report that sets RateLimitedFor or SnoozeFor. A set_queue_limits whose
+// limits have KeyWeights is written (as JSON) under the op name
+// setQueueLimitsWeighted, so that a node of protocol 2 stops at it.
+//
+// Encode writes code 14 only for a submit one of whose jobs has a
 // TraceParent, and code 11 only for a submit one of whose jobs has a
 // ConcurrencyKey.
 //
@@ -102,8 +110,14 @@ const (
 	opWorkerHeartbeatFence
 	opReportFence
 	opSubmitKeyed
+	opClaimFair
+	opReportFlow
 	opSubmitTraced
 )
+
+// setQueueLimitsWeighted is the op name of a set_queue_limits that sets
+// KeyWeights (ProtocolFair).
+const setQueueLimitsWeighted Op = "set_queue_limits_w"
 
 // ProtocolFence is the protocol version that understands the fields of
 // issue #14 (who claimed an attempt, and how) and of lost claims: op codes
@@ -193,6 +207,11 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 	if name, ok := fencedJSONOps[c.Op]; ok && c.fenceToken() != "" {
 		alias := *c
 		alias.Op = name
+		c = &alias
+	}
+	if c.Op == OpSetQueueLimits && c.fair() {
+		alias := *c
+		alias.Op = setQueueLimitsWeighted
 		c = &alias
 	}
 	v, err := json.Marshal(c)
@@ -292,8 +311,12 @@ func (c *Cmd) fenceToken() string {
 }
 
 func appendClaim(b []byte, c *Claim) []byte {
-	fence := c.fenced()
-	b = appendText(append(b, codeFor(fence, opClaim, opClaimFence)), c.WorkerID)
+	fence := c.fenced() || c.Fair
+	code := codeFor(fence, opClaim, opClaimFence)
+	if c.Fair {
+		code = opClaimFair
+	}
+	b = appendText(append(b, code), c.WorkerID)
 	b = appendTexts(b, c.Queues)
 	b = appendTexts(b, c.Types)
 	b = binenc.AppendBool(b, c.Shell)
@@ -340,8 +363,13 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if !binenc.Finite(r.Draw) {
 		return nil, fmt.Errorf("draw %v is not a number", r.Draw)
 	}
-	fence := r.fenced()
-	b = appendText(append(b, codeFor(fence, opReport, opReportFence)), r.JobID)
+	flow := r.backpressure()
+	fence := r.fenced() || flow
+	code := codeFor(fence, opReport, opReportFence)
+	if flow {
+		code = opReportFlow
+	}
+	b = appendText(append(b, code), r.JobID)
 	b = binenc.AppendUvarint(b, r.Lease)
 	b = binenc.AppendBool(b, r.Success)
 	b = binenc.AppendIntPtr(b, r.ExitCode)
@@ -351,6 +379,10 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	b = binenc.AppendFloat(b, r.Draw)
 	if fence {
 		b = appendText(b, r.Token)
+	}
+	if flow {
+		b = binenc.AppendVarint(b, r.RateLimitedFor)
+		b = binenc.AppendVarint(b, r.SnoozeFor)
 	}
 	return b, nil
 }

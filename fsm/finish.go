@@ -11,6 +11,9 @@ import (
 // repeats one already applied for the same lease (a retry after an unknown
 // outcome) gets the job back and changes nothing.
 func (a *applier) report(r *Report) Result {
+	if err := checkBackpressure(r); err != nil {
+		return Result{Err: err}
+	}
 	j, err := a.ownAttempt(r.JobID, r.Lease, r.Token)
 	if err != nil {
 		if !errors.Is(err, ErrForbidden) && a.alreadyReported(r) {
@@ -41,6 +44,9 @@ func (a *applier) report(r *Report) Result {
 		if r.ExitCode != nil {
 			msg = fmt.Sprintf("exit status %d", *r.ExitCode)
 		}
+	}
+	if a.holdOff(j, prev, r, tail(msg, MaxOutput)) {
+		return Result{Jobs: []*store.Job{j}}
 	}
 	a.failAttempt(j, prev, attemptEnd{msg: tail(msg, MaxOutput), final: r.Final, draw: r.Draw})
 	return Result{Jobs: []*store.Job{j}}

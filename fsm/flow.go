@@ -54,12 +54,14 @@ type gkey struct {
 }
 
 // waitItem is a bucket that is empty until until: a queue's (key "" and
-// !isKey) or a key's.
+// !isKey) or a key's; or, with pause set, a pause asked for by the work
+// (pause.go).
 type waitItem struct {
 	until int64
 	queue string
 	key   string
 	isKey bool
+	pause bool
 }
 
 func waitLess(a, b waitItem) bool {
@@ -72,7 +74,10 @@ func waitLess(a, b waitItem) bool {
 	if a.isKey != b.isKey {
 		return b.isKey
 	}
-	return a.key < b.key
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	return !a.pause && b.pause
 }
 
 // flowIndex is the in-memory side of flow control, rebuilt with the index.
@@ -90,6 +95,10 @@ type flowIndex struct {
 	qBucket  map[string]store.TokenBucket
 	kBucket  map[qkey]store.TokenBucket
 	waits    *btree.BTreeG[waitItem]
+	qPause   map[string]store.Pause            // the queue is paused by its work (pause.go)
+	keyPause map[qkey]store.Pause              // the key is paused by its work
+	byKey    map[kind]*btree.BTreeG[readyItem] // the open keys' heads by key (fair.go)
+	rot      map[string]store.Rotation         // each queue's place in its rotation
 	// reopened are the queues (key "") and keys that reopened during the
 	// entry; settle says whether any is still open at its end (a renewal
 	// frees and takes a key's slot at once, and must wake nobody).
@@ -111,6 +120,10 @@ func newFlowIndex() *flowIndex {
 		qBucket:  make(map[string]store.TokenBucket),
 		kBucket:  make(map[qkey]store.TokenBucket),
 		waits:    btree.NewG(16, waitLess),
+		qPause:   make(map[string]store.Pause),
+		keyPause: make(map[qkey]store.Pause),
+		byKey:    make(map[kind]*btree.BTreeG[readyItem]),
+		rot:      make(map[string]store.Rotation),
 		reopened: make(map[qkey]bool),
 	}
 }
@@ -132,12 +145,12 @@ func (fx *flowIndex) settle() bool {
 
 // keyOpen reports whether a key's jobs may be claimed.
 func (fx *flowIndex) keyOpen(k qkey) bool {
-	return !fx.keyFull[k] && fx.keyUntil[k] == 0
+	return !fx.keyFull[k] && fx.keyUntil[k] == 0 && fx.keyPause[k].Until == 0
 }
 
 // queueHeld reports whether a queue is at its concurrency or out of tokens.
 func (fx *flowIndex) queueHeld(q string) bool {
-	if fx.qUntil[q] != 0 {
+	if fx.qUntil[q] != 0 || fx.qPause[q].Until != 0 {
 		return true
 	}
 	l := fx.limits[q]
@@ -167,11 +180,35 @@ func (x *index) addReady(it readyItem) {
 	head, had := g.Min()
 	g.ReplaceOrInsert(it)
 	if fx.keyOpen(k) && (!had || readyLess(it, head)) {
-		t := x.readyTree(it.kind)
 		if had {
-			t.Delete(head)
+			x.ready[it.kind].Delete(head)
 		}
-		t.ReplaceOrInsert(it)
+		x.putHead(it)
+	}
+}
+
+// putHead puts a group's head in its ready tree and its kind's byKey tree
+// (replacing the key's old head there).
+func (x *index) putHead(it readyItem) {
+	x.readyTree(it.kind).ReplaceOrInsert(it)
+	t := x.flow.byKey[it.kind]
+	if t == nil {
+		t = btree.NewG(16, keyLess)
+		x.flow.byKey[it.kind] = t
+	}
+	t.ReplaceOrInsert(it)
+}
+
+// dropHead takes a group's head out of its ready tree and byKey tree.
+func (x *index) dropHead(it readyItem) {
+	if t := x.ready[it.kind]; t != nil {
+		t.Delete(it)
+	}
+	if t := x.flow.byKey[it.kind]; t != nil {
+		t.Delete(it)
+		if t.Len() == 0 {
+			delete(x.flow.byKey, it.kind)
+		}
 	}
 }
 
@@ -201,9 +238,11 @@ func (x *index) removeReady(it readyItem) {
 		delete(fx.keyReady, k)
 	}
 	if fx.keyOpen(k) && head.id == it.id {
-		x.ready[it.kind].Delete(it)
 		if next, ok := g.Min(); ok {
-			x.ready[it.kind].ReplaceOrInsert(next)
+			x.ready[it.kind].Delete(it)
+			x.putHead(next)
+		} else {
+			x.dropHead(it)
 		}
 	}
 	if g.Len() == 0 {
@@ -232,9 +271,9 @@ func (x *index) setKey(k qkey, fn func()) {
 			continue
 		}
 		if now {
-			x.readyTree(kd).ReplaceOrInsert(head)
+			x.putHead(head)
 		} else {
-			x.ready[kd].Delete(head)
+			x.dropHead(head)
 		}
 	}
 	if now {
@@ -296,22 +335,35 @@ func (x *index) closeUntil(queue, key string, isKey bool, until int64) {
 	fx.waits.ReplaceOrInsert(waitItem{until: until, queue: queue, key: key, isKey: isKey})
 }
 
-// reopen reopens the buckets that have a token again at now.
-func (x *index) reopen(now int64) {
+// reopen reopens the buckets that have a token again at now, and ends the
+// pauses that run out by now, which it returns (their records are the
+// caller's to delete).
+func (x *index) reopen(now int64) []waitItem {
 	fx := x.flow
+	var ended []waitItem
 	for {
 		w, ok := fx.waits.Min()
 		if !ok || w.until > now {
-			return
+			return ended
 		}
 		fx.waits.DeleteMin()
+		if w.pause && !x.pauseIs(w) {
+			continue // replaced by a later pause
+		}
 		x.clearUntil(w)
+		if w.pause {
+			ended = append(ended, w)
+		}
 	}
 }
 
 // clearUntil ends a bucket's wait, if w is still its wait.
 func (x *index) clearUntil(w waitItem) {
 	fx := x.flow
+	if w.pause {
+		x.endPause(w)
+		return
+	}
 	if !w.isKey {
 		if fx.qUntil[w.queue] == w.until {
 			delete(fx.qUntil, w.queue)
@@ -437,7 +489,31 @@ func checkLimits(l *store.QueueLimits) error {
 	if err := checkRate("rate", "burst", l.Rate, l.Burst); err != nil {
 		return err
 	}
+	if err := checkWeights(l.KeyWeights); err != nil {
+		return err
+	}
 	return checkRate("key_rate", "key_burst", l.KeyRate, l.KeyBurst)
+}
+
+// Bounds of a queue's KeyWeights.
+const (
+	MaxKeyWeights = 1000
+	MaxKeyWeight  = 1000
+)
+
+func checkWeights(ws map[string]int) error {
+	if len(ws) > MaxKeyWeights {
+		return &ValidationError{Field: "key_weights", Reason: fmt.Sprintf("more than %d keys", MaxKeyWeights)}
+	}
+	for _, k := range sortedKeys(ws) {
+		if err := keyLen("key_weights", k, false); err != nil {
+			return err
+		}
+		if w := ws[k]; w < 1 || w > MaxKeyWeight {
+			return &ValidationError{Field: "key_weights." + k, Reason: fmt.Sprintf("must be from 1 to %d", MaxKeyWeight)}
+		}
+	}
+	return nil
 }
 
 func checkRate(field, burstField string, r store.Rate, burst int) error {
@@ -548,6 +624,18 @@ func (x *index) rebuildFlow(tx *store.Tx, now int64) error {
 	if err != nil {
 		return err
 	}
+	err = tx.ForEachFlowState(func(q string, r store.Rotation) error {
+		fx.rot[q] = r
+		return nil
+	}, func(q string, isKey bool, key string, p store.Pause) error {
+		// Kept even when it has run out: the next claim deletes its
+		// record, as on a node that applied the log all along.
+		x.setPause(q, key, p)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	return tx.ForEachTokenBucket(func(q string, isKey bool, key string, b store.TokenBucket) error {
 		l := fx.limits[q]
 		if l == nil {
@@ -585,6 +673,9 @@ type QueueFlow struct {
 	// Keys is how many keys are at their concurrency, and how many out of
 	// tokens.
 	KeysFull, KeysRateLimited int
+	// Paused lists the pauses rate-limited attempts asked for that are in
+	// force: the queue's own (Key "") first, then its keys' by key.
+	Paused []KeyPause
 }
 
 // QueueLimits returns a queue's flow: its limits (zero when none) and
@@ -597,7 +688,7 @@ func (f *FSM) QueueLimits(queue string) QueueFlow {
 
 func (x *index) queueFlow(q string, now int64) QueueFlow {
 	fx := x.flow
-	out := QueueFlow{Running: fx.running[q], Held: make(map[string]int)}
+	out := QueueFlow{Running: fx.running[q], Held: make(map[string]int), Paused: x.pausesOf(q, now)}
 	if l := fx.limits[q]; l != nil {
 		out.Limits = *l
 	}
@@ -609,6 +700,8 @@ func (x *index) queueFlow(q string, now int64) QueueFlow {
 		out.Held["concurrency"] = fx.ready[q]
 	case out.RateLimitedUntil != 0:
 		out.Held["rate"] = fx.ready[q]
+	case fx.qPause[q].Until > now:
+		out.Held["paused"] = fx.ready[q]
 	}
 	for k := range fx.keyFull {
 		if k.queue == q {
@@ -622,6 +715,11 @@ func (x *index) queueFlow(q string, now int64) QueueFlow {
 			if !fx.keyFull[k] {
 				out.Held["key_rate"] += fx.keyReady[k]
 			}
+		}
+	}
+	for k, p := range fx.keyPause {
+		if k.queue == q && p.Until > now && !fx.keyFull[k] && fx.keyUntil[k] <= now {
+			out.Held["key_paused"] += fx.keyReady[k]
 		}
 	}
 	return out
@@ -644,11 +742,17 @@ func (f *FSM) HeldBy(j *store.Job, now int64) string {
 	defer f.mu.Unlock()
 	fx := f.idx.flow
 	q := j.Queue
+	k := qkey{q, j.ConcurrencyKey}
+	if w := pauseWaiting("queue "+q, fx.qPause[q], now); w != "" {
+		return w
+	}
+	if w := pauseWaiting("key "+k.key, fx.keyPause[k], now); w != "" && k.key != "" {
+		return w
+	}
 	l := fx.limits[q]
 	if l == nil {
 		return ""
 	}
-	k := qkey{q, j.ConcurrencyKey}
 	switch {
 	case l.Concurrency > 0 && fx.running[q] >= l.Concurrency:
 		return fmt.Sprintf("queue %s at its limit %d/%d", q, fx.running[q], l.Concurrency)

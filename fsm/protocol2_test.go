@@ -6,23 +6,30 @@ import (
 	"testing"
 
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
 )
 
-// A binary built with the workron_protocol2 tag is the release before
-// traces: it does not write a traced submit, and stops at one. Run with
-// go test -tags workron_protocol2 -run TestProtocol2 ./fsm/.
+// TestProtocol2Binary checks that a binary of protocol 2 (the
+// workron_protocol2 tag) neither writes nor reads the fields of protocol 3
+// this package adds for flow control: fair claims, queue key weights and a
+// report's backpressure.
 func TestProtocol2Binary(t *testing.T) {
 	if fsm.ProtocolVersion != 2 {
 		t.Fatalf("ProtocolVersion = %d with the workron_protocol2 tag", fsm.ProtocolVersion)
 	}
-	traced := submit(fsm.NewJob{Command: "x", TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
-	if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{traced}}); err == nil {
-		t.Error("Encode wrote a submit with a trace (ProtocolTrace)")
+	for name, c := range map[string]fsm.Cmd{
+		"FairClaim":   claimCmd(fsm.Claim{WorkerID: "w", LeaseTTL: 1, Fair: true}),
+		"KeyWeights":  setLimits("q", store.QueueLimits{KeyWeights: map[string]int{"a": 2}}),
+		"RateLimited": report(fsm.Report{JobID: "job-1", RateLimitedFor: 1}),
+		"Snooze":      report(fsm.Report{JobID: "job-1", SnoozeFor: 1}),
+	} {
+		if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{c}}); err == nil {
+			t.Errorf("%s: Encode wrote it", name)
+		}
 	}
-	if _, err := fsm.Decode([]byte("\x02\x02\x01\x0c\x00")); err == nil { // op code 12, a traced submit of no jobs
-		t.Error("Decode accepted op code 12 (a traced submit)")
-	}
-	if _, err := fsm.Decode([]byte("\x02\x02\x01\x0b\x00")); err != nil { // op code 11, a keyed submit
-		t.Errorf("Decode refused op code 11 (protocol 2): %v", err)
+	for _, data := range protocol3Entries {
+		if _, err := fsm.Decode(data); err == nil {
+			t.Errorf("Decode of %q: accepted, want it refused", data)
+		}
 	}
 }

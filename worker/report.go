@@ -39,6 +39,7 @@ func (p *pendingReport) wire() wire.BatchReport {
 	if p.out.err != nil {
 		r.Status = wire.StatusFailed
 		r.Error, r.Retry = p.out.err.Error(), p.out.retry
+		p.out.hold.reportFields(&r.ReportRequest)
 	}
 	return r
 }
@@ -206,6 +207,13 @@ func (w *Worker) settleReports(ps []*pendingReport, results []wire.BatchReportRe
 		case r.Code == wire.CodeStaleLease, r.Code == wire.CodeNotFound, r.Code == wire.CodeNotRunning, r.Code == wire.CodeConflict:
 			p.log.Warn("report dropped: the lease is no longer current", "report", p.verb(), "err", r.Error)
 		case wire.RetryReport(r.Code), r.Code == codeUnavailable:
+			again, why = append(again, p), r.Error
+			continue
+		case r.Code == wire.CodeUpgradeInProgress && p.out.hold.set():
+			// A node of the cluster cannot take rate-limited or snoozed
+			// yet: report a plain failure instead.
+			p.log.Warn("report sent again as a plain failure: the cluster is being upgraded", "err", r.Error)
+			p.out.hold = holdOff{}
 			again, why = append(again, p), r.Error
 			continue
 		default:

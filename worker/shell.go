@@ -62,7 +62,11 @@ func (w *Worker) runShell(ctx context.Context, job wire.Job) outcome {
 	case err != nil:
 		return outcome{exitCode: code, output: tail.String(), err: err}
 	case *code != 0:
-		return outcome{exitCode: code, output: tail.String(), err: fmt.Errorf("exit status %d", *code)}
+		out := tail.String()
+		if h, err, ok := shellHoldOff(*code, out); ok {
+			return outcome{exitCode: code, output: out, err: err, hold: h}
+		}
+		return outcome{exitCode: code, output: out, err: fmt.Errorf("exit status %d", *code)}
 	}
 	return outcome{exitCode: code, output: tail.String()}
 }

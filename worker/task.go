@@ -49,7 +49,8 @@ type outcome struct {
 	exitCode *int
 	output   string
 	err      error
-	retry    *bool // nil leaves the decision to the server
+	retry    *bool   // nil leaves the decision to the server
+	hold     holdOff // a failure that asks not to count (holdoff.go)
 }
 
 // failFinal is an outcome that must not be retried.
@@ -171,6 +172,9 @@ func (w *Worker) runHandler(ctx context.Context, job wire.Job) (out outcome) {
 	var nr *noRetryError
 	if errors.As(err, &nr) {
 		return failFinal(err)
+	}
+	if h, ok := holdOffOf(err); ok && stopCause(ctx) == nil {
+		return outcome{err: err, hold: h}
 	}
 	if cause := stopCause(ctx); cause != nil &&
 		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cause)) {

@@ -252,16 +252,36 @@ type ClaimResponse struct {
 // ReportRequest is the optional body of POST /jobs/{id}/done and /fail. A zero
 // Lease means "the current attempt" (the seed's workers send no body). Retry
 // false on /fail makes the failure final.
+//
+// RateLimitedFor and SnoozeFor (Go durations such as "30s", at most
+// MaxHoldOff; one at most, on a failure only) end the attempt without
+// counting it against max_attempts, and the job is pending again.
+// RateLimitedFor says the work met a rate limit downstream: the job's
+// concurrency_key (with none, its queue) is paused for that long for every
+// worker, and Error says why. SnoozeFor runs the job again that long from
+// now, pausing nothing. The attempt's history status is "rate_limited" or
+// "snoozed".
 type ReportRequest struct {
-	Lease    uint64 `json:"lease,omitempty"`
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Output   string `json:"output,omitempty"`
-	Error    string `json:"error,omitempty"`
-	Retry    *bool  `json:"retry,omitempty"`
+	Lease          uint64 `json:"lease,omitempty"`
+	ExitCode       *int   `json:"exit_code,omitempty"`
+	Output         string `json:"output,omitempty"`
+	Error          string `json:"error,omitempty"`
+	Retry          *bool  `json:"retry,omitempty"`
+	RateLimitedFor string `json:"rate_limited_for,omitempty"`
+	SnoozeFor      string `json:"snooze_for,omitempty"`
 	// TraceParent is the W3C traceparent of the attempt's run span: the
 	// node's span of the report is its child. Empty: the job's trace.
 	TraceParent string `json:"traceparent,omitempty"`
 }
+
+// MaxHoldOff bounds a report's RateLimitedFor and SnoozeFor.
+const MaxHoldOff = 24 * time.Hour
+
+// History statuses of attempts that did not count (see ReportRequest).
+const (
+	AttemptRateLimited = "rate_limited"
+	AttemptSnoozed     = "snoozed"
+)
 
 // BatchReportRequest is the body of POST /jobs/reports: several attempts
 // ended at once (at most MaxBatchReports). Status is "done" or "failed".

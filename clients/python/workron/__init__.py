@@ -16,7 +16,7 @@ from .client import (
     WorkronError,
 )
 from .tracing import TraceHook, valid_traceparent
-from .worker import JobContext, NoRetry, Worker
+from .worker import JobContext, NoRetry, RateLimited, Snooze, Worker
 
 __all__ = [
     "Backoff",
@@ -27,8 +27,10 @@ __all__ = [
     "JobSpec",
     "NoRetry",
     "Queue",
+    "RateLimited",
     "Resources",
     "Schedule",
+    "Snooze",
     "TraceHook",
     "Worker",
     "WorkronError",

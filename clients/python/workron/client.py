@@ -158,6 +158,7 @@ class JobSpec:
     resources: Optional[Resources] = None
     tags: Optional[List[str]] = None
     gang_size: Optional[int] = None
+    concurrency_key: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return _drop_none({
@@ -180,6 +181,7 @@ class JobSpec:
             "resources": self.resources.to_dict() if self.resources else None,
             "tags": self.tags,
             "gang_size": self.gang_size,
+            "concurrency_key": self.concurrency_key,
         })
 
 

@@ -27,7 +27,7 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from .client import Abort, Client, Job, Resources, WorkronError, parse_go_duration
+from .client import Abort, Client, Duration, Job, Resources, WorkronError, go_duration, parse_go_duration
 from .tracing import TraceHook, traced
 
 Handler = Callable[["JobContext"], None]
@@ -39,6 +39,41 @@ _RESEND_CODES = ("no_leader", "internal", "outcome_unknown", "upgrade_in_progres
 class NoRetry(Exception):
     """Raised by a handler: the attempt fails and the job gets no more
     attempts."""
+
+
+# What a rate-limited or snoozed attempt may ask for, as the server takes it.
+_MIN_HOLD_OFF, _MAX_HOLD_OFF = 0.001, 24 * 3600.0
+
+
+def _hold_off(after: Duration) -> str:
+    secs = parse_go_duration(after) if isinstance(after, str) else after
+    if hasattr(secs, "total_seconds"):
+        secs = secs.total_seconds()
+    return go_duration(min(max(float(secs or 0), _MIN_HOLD_OFF), _MAX_HOLD_OFF)) or "1ms"
+
+
+class RateLimited(Exception):
+    """Raised by a handler whose work met a rate limit downstream (an API's
+    429): the attempt does not count against max_attempts, the job is
+    pending again, and no worker of the cluster claims a job of the same
+    concurrency key (with no key, of the same queue) for ``after`` (seconds,
+    a timedelta or a Go duration; 1ms to 24h). ``reason`` is reported as
+    the attempt's error."""
+
+    def __init__(self, after: Duration, reason: str = "") -> None:
+        super().__init__(reason or f"rate limited for {after}")
+        self.after = after
+        self.reason = reason
+
+
+class Snooze(Exception):
+    """Raised by a handler to run its job again ``after`` from now (seconds,
+    a timedelta or a Go duration; 1ms to 24h), without using an attempt and
+    without pausing anything else."""
+
+    def __init__(self, after: Duration) -> None:
+        super().__init__(f"snoozed for {after}")
+        self.after = after
 
 
 @dataclass
@@ -148,7 +183,8 @@ class Worker:
         """Registers fn for jobs of job_type; usable as a decorator
         (``@worker.handle("email.send")``). A handler that returns ends the
         attempt done; one that raises fails it, with the traceback as its
-        error (NoRetry: no more attempts)."""
+        error (NoRetry: no more attempts; RateLimited and Snooze: the attempt
+        does not count, see them)."""
         if not job_type:
             raise ValueError("job_type: must not be empty")
 
@@ -291,12 +327,17 @@ class Worker:
                 handler(task.ctx)
         except NoRetry:
             self._settle(task, "failed", error=traceback.format_exc(), retry=False)
+        except RateLimited as e:
+            self._settle(task, "failed", error=e.reason or str(e), hold={"rate_limited_for": _hold_off(e.after)})
+        except Snooze as e:
+            self._settle(task, "failed", error=str(e), hold={"snooze_for": _hold_off(e.after)})
         except BaseException:  # noqa: B036 - any failure fails the attempt, not the worker
             self._settle(task, "failed", error=traceback.format_exc())
         else:
             self._settle(task, "done")
 
-    def _settle(self, task: _Task, status: str, *, error: str = "", retry: bool = True) -> None:
+    def _settle(self, task: _Task, status: str, *, error: str = "", retry: bool = True,
+                hold: Optional[Dict[str, str]] = None) -> None:
         """Ends task's attempt once: the first of its handler, its timeout, a
         cancel and the end of the grace period wins."""
         with self._cond:
@@ -310,6 +351,7 @@ class Worker:
                 rep["error"] = error[-4096:]
             if not retry:
                 rep["retry"] = False
+            rep.update(hold or {})
             if task.ctx.traceparent != job.traceparent:  # a trace_hook's span
                 rep["traceparent"] = task.ctx.traceparent
             self._reports.append(rep)  # queued before it leaves the running set, in one step
@@ -334,6 +376,11 @@ class Worker:
                 self._cond.notify_all()
                 return
             again = [r for r, a in zip(reps, answers) if a.get("code") in _RESEND_CODES]
+            for r, a in zip(reps, answers):
+                if a.get("code") == "upgrade_in_progress":
+                    # A node cannot take rate-limited or snoozed yet: a plain failure.
+                    r.pop("rate_limited_for", None)
+                    r.pop("snooze_for", None)
             self._reports[:0] = again
             if again:
                 self._cond.notify_all()
