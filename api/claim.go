@@ -159,6 +159,7 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out.Jobs = toWireList(jobs, s.now())
+	s.withParentResults(out.Jobs)
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -98,6 +98,11 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		s.fail(w, r, err)
 		return
 	}
+	result, progress, err := reportEnd("", &req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if !s.knownJob(w, r) {
 		return
 	}
@@ -110,6 +115,8 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		Error:    req.Error,
 		Final:    req.Retry != nil && !*req.Retry,
 		Draw:     draw(),
+		Result:   result,
+		Progress: progress,
 	}
 	if err := holdOff(rep, &req, func(f string) string { return f }); err != nil {
 		s.fail(w, r, err)

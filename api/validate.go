@@ -369,10 +369,14 @@ func batchReports(in []wire.BatchReport) ([]*fsm.Report, error) {
 		if br.Status != wire.StatusDone && br.Status != wire.StatusFailed {
 			return nil, invalid(fmt.Sprintf("reports[%d].status", i), "must be %q or %q, got %q", wire.StatusDone, wire.StatusFailed, br.Status)
 		}
+		result, progress, err := reportEnd(fmt.Sprintf("reports[%d].", i), &br.ReportRequest)
+		if err != nil {
+			return nil, err
+		}
 		reps[i] = &fsm.Report{
 			JobID: br.JobID, Lease: br.Lease, Success: br.Status == wire.StatusDone,
 			ExitCode: br.ExitCode, Output: br.Output, Error: br.Error,
-			Final: br.Retry != nil && !*br.Retry, Draw: draw(),
+			Final: br.Retry != nil && !*br.Retry, Draw: draw(), Result: result, Progress: progress,
 		}
 		f := func(s string) string { return fmt.Sprintf("reports[%d].%s", i, s) }
 		if err := holdOff(reps[i], &br.ReportRequest, f); err != nil {

@@ -75,6 +75,7 @@ func (a *applier) startAttempt(j *store.Job, c *Claim) {
 	j.StartedAt = a.now
 	j.DoneAt = 0
 	j.ExitCode = nil
+	j.Progress = nil // a new attempt has reported none yet
 	j.LeaseDeadline = a.deadline(j, c.LeaseTTL)
 	j.ClaimToken, j.Fenced, j.ClaimSeq = c.Token, c.Fenced, c.Seq
 	a.put(j, prev)

@@ -172,10 +172,13 @@ type WorkerHeartbeat struct {
 	ClaimsTo   uint64     `json:"claims_to,omitempty"`
 }
 
-// LeaseRef names one attempt: a job and its lease.
+// LeaseRef names one attempt: a job and its lease. Progress (nil: none,
+// ProtocolProgress) is the attempt's latest progress, which a worker
+// heartbeat stores with the job.
 type LeaseRef struct {
-	JobID string `json:"job"`
-	Lease uint64 `json:"lease"`
+	JobID    string         `json:"job"`
+	Lease    uint64         `json:"lease"`
+	Progress *LeaseProgress `json:"progress,omitempty"`
 }
 
 // Report ends an attempt. Lease 0 means the current attempt, which only an
@@ -198,6 +201,12 @@ type Report struct {
 	// again; a snooze makes it pending that long from now. See pause.go.
 	RateLimitedFor int64 `json:"rl_for,omitempty"`
 	SnoozeFor      int64 `json:"snooze_for,omitempty"`
+	// Result (nil: none; ProtocolProgress) is the JSON the attempt returned,
+	// at most MaxResultBytes: it replaces the job's result. Progress (nil:
+	// none; ProtocolProgress) is the attempt's last progress, which no
+	// heartbeat carried: the job keeps it.
+	Result   json.RawMessage `json:"result,omitempty"`
+	Progress *LeaseProgress  `json:"progress,omitempty"`
 }
 
 // Expire ends an attempt whose lease ran out, if it is still that attempt

@@ -49,18 +49,24 @@ import (
 //	10 report of ProtocolFence: as 5, then Token
 //	11 submit of ProtocolFlow: as 1, each NewJob followed by its
 //	ConcurrencyKey
-//	12 claim of ProtocolFair: as 7, of a claim whose Fair is set
-//	13 report of ProtocolBackpressure: as 10, then RateLimitedFor,
-//	SnoozeFor
-//	14 submit of ProtocolTrace: as 11, each NewJob followed by its
+//	12 claim of protocol 3 (ProtocolFair): as 7, of a claim whose Fair
+//	is set
+//	13 report of protocol 3 (ProtocolBackpressure, ProtocolProgress): as
+//	10, then RateLimitedFor, SnoozeFor, Result (as Payload), then a bool
+//	(Progress set), then if set Percent, Message
+//	14 worker_heartbeat of ProtocolProgress: as 9, then for each of
+//	Leases in order a bool (Progress set), then if set Percent, Message
+//	15 submit of ProtocolTrace: as 11, each NewJob followed by its
 //	ConcurrencyKey, then its TraceParent
 //
-// Encode writes code 12 only for a Fair claim, and code 13 only for a
-// report that sets RateLimitedFor or SnoozeFor. A set_queue_limits whose
-// limits have KeyWeights is written (as JSON) under the op name
-// setQueueLimitsWeighted, so that a node of protocol 2 stops at it.
+// Encode writes code 12 only for a Fair claim; code 13 only for a report
+// that sets RateLimitedFor, SnoozeFor, Result or Progress; code 14 only for
+// a worker heartbeat one of whose leases carries progress. A
+// set_queue_limits whose limits have KeyWeights is written (as JSON) under
+// the op name setQueueLimitsWeighted, so that a node of protocol 2 stops at
+// it.
 //
-// Encode writes code 14 only for a submit one of whose jobs has a
+// Encode writes code 15 only for a submit one of whose jobs has a
 // TraceParent, and code 11 only for a submit one of whose jobs has a
 // ConcurrencyKey.
 //
@@ -111,7 +117,8 @@ const (
 	opReportFence
 	opSubmitKeyed
 	opClaimFair
-	opReportFlow
+	opReport3
+	opWorkerHeartbeatProgress
 	opSubmitTraced
 )
 
@@ -178,7 +185,7 @@ func sizeHint(e *Entry) int {
 					16*(len(j.Env)+len(j.Metadata)+len(j.DependsOn)+len(j.Tags))
 			}
 		case c.Op == OpReport && c.Report != nil:
-			n += 32 + len(c.Report.JobID) + len(c.Report.Output) + len(c.Report.Error)
+			n += 32 + len(c.Report.JobID) + len(c.Report.Output) + len(c.Report.Error) + len(c.Report.Result)
 		default:
 			n += 64
 		}
@@ -342,8 +349,10 @@ func appendHeartbeat(b []byte, h *Heartbeat) []byte {
 }
 
 func appendWorkerHeartbeat(b []byte, h *WorkerHeartbeat) []byte {
-	fence := h.fenced()
-	b = appendText(append(b, codeFor(fence, opWorkerHeartbeat, opWorkerHeartbeatFence)), h.WorkerID)
+	progress := h.progressed()
+	fence := progress || h.fenced()
+	code := codeFor(fence, opWorkerHeartbeat, opWorkerHeartbeatFence)
+	b = appendText(append(b, codeFor(progress, code, opWorkerHeartbeatProgress)), h.WorkerID)
 	b = binenc.AppendVarint(b, h.LeaseTTL)
 	b = binenc.AppendBool(b, h.Listed)
 	b = binenc.AppendUvarint(b, uint64(len(h.Leases)))
@@ -356,6 +365,9 @@ func appendWorkerHeartbeat(b []byte, h *WorkerHeartbeat) []byte {
 		b = binenc.AppendUvarint(b, h.ClaimsFrom)
 		b = binenc.AppendUvarint(b, h.ClaimsTo)
 	}
+	if progress {
+		b = appendLeaseProgress(b, h.Leases)
+	}
 	return b
 }
 
@@ -363,13 +375,13 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if !binenc.Finite(r.Draw) {
 		return nil, fmt.Errorf("draw %v is not a number", r.Draw)
 	}
-	flow := r.backpressure()
-	fence := r.fenced() || flow
-	code := codeFor(fence, opReport, opReportFence)
-	if flow {
-		code = opReportFlow
+	if len(r.Result) > 0 && !json.Valid(r.Result) {
+		return nil, fmt.Errorf("result is not JSON")
 	}
-	b = appendText(append(b, code), r.JobID)
+	v3 := r.backpressure() || r.progressed()
+	fence := v3 || r.fenced()
+	code := codeFor(fence, opReport, opReportFence)
+	b = appendText(append(b, codeFor(v3, code, opReport3)), r.JobID)
 	b = binenc.AppendUvarint(b, r.Lease)
 	b = binenc.AppendBool(b, r.Success)
 	b = binenc.AppendIntPtr(b, r.ExitCode)
@@ -380,11 +392,30 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if fence {
 		b = appendText(b, r.Token)
 	}
-	if flow {
+	if v3 {
 		b = binenc.AppendVarint(b, r.RateLimitedFor)
 		b = binenc.AppendVarint(b, r.SnoozeFor)
+		b = binenc.AppendBytes(b, r.Result)
+		b = binenc.AppendBool(b, r.Progress != nil)
+		if p := r.Progress; p != nil {
+			b = binenc.AppendInt(b, p.Percent)
+			b = appendText(b, p.Message)
+		}
 	}
 	return b, nil
+}
+
+// appendLeaseProgress appends the progress of each of leases: a bool, then
+// if set Percent and Message.
+func appendLeaseProgress(b []byte, leases []LeaseRef) []byte {
+	for _, l := range leases {
+		b = binenc.AppendBool(b, l.Progress != nil)
+		if p := l.Progress; p != nil {
+			b = binenc.AppendInt(b, p.Percent)
+			b = appendText(b, p.Message)
+		}
+	}
+	return b
 }
 
 func appendExpire(b []byte, x *Expire) ([]byte, error) {

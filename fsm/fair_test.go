@@ -28,8 +28,8 @@ func (h *harness) claimFair(worker string, n int) []string {
 // protocol3Entries are entries of the op codes and names this file's
 // features add: a protocol 2 binary refuses them (protocol2_test.go).
 var protocol3Entries = [][]byte{
-	[]byte("\x02\x02\x01\x0c\x01w\x00\x00\x00\x00\x02\x00\x00\x00"),                                                   // op code 12, a fair claim
-	[]byte("\x02\x02\x01\x0d\x05job-1\x00\x00\x00\x00\x00\x00" + "\x00\x00\x00\x00\x00\x00\x00\x00" + "\x00\x02\x00"), // op code 13
+	[]byte("\x02\x02\x01\x0c\x01w\x00\x00\x00\x00\x02\x00\x00\x00"),                                                           // op code 12, a fair claim
+	[]byte("\x02\x02\x01\x0d\x05job-1\x00\x00\x00\x00\x00\x00" + "\x00\x00\x00\x00\x00\x00\x00\x00" + "\x00\x02\x00\x00\x00"), // op code 13
 	[]byte("\x02\x02\x01\x00" + withLen(`{"op":"set_queue_limits_w","qlimits":{"name":"q","limits":{"key_w":{"a":2}}}}`)),
 }
 

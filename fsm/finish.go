@@ -22,8 +22,17 @@ func (a *applier) report(r *Report) Result {
 		}
 		return Result{Err: err}
 	}
+	if err := checkResult(r.Result); err != nil {
+		return Result{Err: err}
+	}
 	prev := j.Status
 	a.unindex(j)
+	if len(r.Result) > 0 {
+		j.Result = r.Result
+	}
+	if r.Progress != nil {
+		j.Progress = r.Progress.stored(a.now)
+	}
 	j.ExitCode = r.ExitCode
 	j.Output = tail(r.Output, MaxOutput)
 	if r.Success {

@@ -29,7 +29,7 @@ func (op Op) protocol() int {
 }
 
 // Protocol is the least protocol a node needs to apply c: its op's, or
-// ProtocolFence when it sets a field of that protocol (written with an op
+// ProtocolFence, ProtocolFlow or ProtocolProgress when it sets a field of that protocol (written with an op
 // code or name newer than its op's).
 func (c *Cmd) Protocol() int {
 	p := c.Op.protocol()
@@ -45,6 +45,9 @@ func (c *Cmd) Protocol() int {
 	if c.Op == OpReport && c.Report != nil && c.Report.backpressure() {
 		p = max(p, ProtocolBackpressure)
 	}
+	if c.progressed() {
+		p = max(p, ProtocolProgress)
+	}
 	if c.traced() {
 		p = max(p, ProtocolTrace)
 	}
@@ -57,7 +60,7 @@ func (c *Cmd) Protocol() int {
 const ProtocolFair = 3
 
 // ProtocolBackpressure is the protocol of a report's RateLimitedFor and
-// SnoozeFor (op code opReportFlow).
+// SnoozeFor (op code opReport3).
 const ProtocolBackpressure = 3
 
 // fair reports whether c sets a field of ProtocolFair.
@@ -72,7 +75,7 @@ func (c *Cmd) fair() bool {
 }
 
 // backpressure reports whether r sets a field of ProtocolBackpressure,
-// which Encode then writes with op code opReportFlow.
+// which Encode then writes with op code opReport3.
 func (r *Report) backpressure() bool { return r.RateLimitedFor != 0 || r.SnoozeFor != 0 }
 
 // ProtocolFlow is the protocol of flow control (issue #17): op

@@ -16,8 +16,8 @@ func TestProtocol2BinaryTraces(t *testing.T) {
 	if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{traced}}); err == nil {
 		t.Error("Encode wrote a submit with a trace (ProtocolTrace)")
 	}
-	if _, err := fsm.Decode([]byte("\x02\x02\x01\x0e\x00")); err == nil { // op code 14, a traced submit of no jobs
-		t.Error("Decode accepted op code 14 (a traced submit)")
+	if _, err := fsm.Decode([]byte("\x02\x02\x01\x0f\x00")); err == nil { // op code 15, a traced submit of no jobs
+		t.Error("Decode accepted op code 15 (a traced submit)")
 	}
 	if _, err := fsm.Decode([]byte("\x02\x02\x01\x0b\x00")); err != nil { // op code 11, a keyed submit
 		t.Errorf("Decode refused op code 11 (protocol 2): %v", err)

@@ -21,8 +21,8 @@ func TestTraceParent(t *testing.T) {
 		}{
 			{"Plain", fsm.NewJob{Command: "x"}, 1},
 			{"Keyed", fsm.NewJob{Command: "x", ConcurrencyKey: "acme"}, 11},
-			{"Traced", fsm.NewJob{Command: "x", TraceParent: testTraceParent}, 14},
-			{"KeyedAndTraced", fsm.NewJob{Command: "x", ConcurrencyKey: "acme", TraceParent: testTraceParent}, 14},
+			{"Traced", fsm.NewJob{Command: "x", TraceParent: testTraceParent}, 15},
+			{"KeyedAndTraced", fsm.NewJob{Command: "x", ConcurrencyKey: "acme", TraceParent: testTraceParent}, 15},
 		} {
 			data := mustEncode(t, &fsm.Entry{Cmds: []fsm.Cmd{submit(c.job)}})
 			if data[3] != c.code {

@@ -32,9 +32,10 @@ func (p *pendingReport) verb() string {
 
 func (p *pendingReport) wire() wire.BatchReport {
 	r := wire.BatchReport{
-		JobID:         p.job.ID,
-		Status:        wire.StatusDone,
-		ReportRequest: wire.ReportRequest{Lease: p.job.Lease, ExitCode: p.out.exitCode, Output: p.out.output, TraceParent: p.job.TraceParent},
+		JobID:  p.job.ID,
+		Status: wire.StatusDone,
+		ReportRequest: wire.ReportRequest{Lease: p.job.Lease, ExitCode: p.out.exitCode, Output: p.out.output,
+			Result: p.out.result, Progress: p.out.progress, TraceParent: p.job.TraceParent},
 	}
 	if p.out.err != nil {
 		r.Status = wire.StatusFailed
@@ -206,6 +207,12 @@ func (w *Worker) settleReports(ps []*pendingReport, results []wire.BatchReportRe
 			p.log.Debug("reported", "report", p.verb(), "status", r.Status)
 		case r.Code == wire.CodeStaleLease, r.Code == wire.CodeNotFound, r.Code == wire.CodeNotRunning, r.Code == wire.CodeConflict:
 			p.log.Warn("report dropped: the lease is no longer current", "report", p.verb(), "err", r.Error)
+		case r.Code == wire.CodeUpgradeInProgress && (p.out.result != nil || p.out.progress != nil):
+			// A member does not take results yet: report the end without them.
+			p.log.Warn("result and progress dropped: a member of the cluster runs a release without them", "err", r.Error)
+			p.out.result, p.out.progress = nil, nil
+			again, why = append(again, p), r.Error
+			continue
 		case wire.RetryReport(r.Code), r.Code == codeUnavailable:
 			again, why = append(again, p), r.Error
 			continue

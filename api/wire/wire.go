@@ -141,6 +141,13 @@ type Job struct {
 	// Warnings, in the reply of a submission only, name what the server
 	// ignored in the request, e.g. `unknown field "priorty"`.
 	Warnings []string `json:"warnings,omitempty"`
+	// Progress is the latest progress of the running (or last) attempt,
+	// absent when it reported none; Result is the JSON the job returned,
+	// absent when none. ParentResults, in a claim reply only, are the
+	// results of the jobs it depends on, by id (those without one left out).
+	Progress      *Progress                  `json:"progress,omitempty"`
+	Result        json.RawMessage            `json:"result,omitempty"`
+	ParentResults map[string]json.RawMessage `json:"parent_results,omitempty"`
 }
 
 // The codes of Job.WaitingCode: why a job that is not running waits.
@@ -269,6 +276,11 @@ type ReportRequest struct {
 	Retry          *bool  `json:"retry,omitempty"`
 	RateLimitedFor string `json:"rate_limited_for,omitempty"`
 	SnoozeFor      string `json:"snooze_for,omitempty"`
+	// Result is the JSON the attempt returned (at most MaxResultBytes;
+	// null or absent: none): it replaces the job's result. Progress is the
+	// attempt's last progress when no heartbeat carried it: the job keeps it.
+	Result   json.RawMessage `json:"result,omitempty"`
+	Progress *ProgressUpdate `json:"progress,omitempty"`
 	// TraceParent is the W3C traceparent of the attempt's run span: the
 	// node's span of the report is its child. Empty: the job's trace.
 	TraceParent string `json:"traceparent,omitempty"`
@@ -396,10 +408,12 @@ type WorkerHeartbeatRequest struct {
 	ClaimsTo   uint64     `json:"claims_to,omitempty"`
 }
 
-// JobLease names one attempt a worker is running.
+// JobLease names one attempt a worker is running, and (Progress, when
+// set) how far it is: the cluster keeps the latest with the job.
 type JobLease struct {
-	JobID string `json:"job_id"`
-	Lease uint64 `json:"lease"`
+	JobID    string          `json:"job_id"`
+	Lease    uint64          `json:"lease"`
+	Progress *ProgressUpdate `json:"progress,omitempty"`
 }
 
 // WorkerHeartbeatResponse is the reply of POST /workers/{id}/heartbeat: how

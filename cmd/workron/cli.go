@@ -342,6 +342,7 @@ func (c *cli) printJob(j *wire.Job) {
 		row("scheduled_for", j.ScheduledFor.Local().Format(time.DateTime))
 	}
 	row("worker", j.WorkerID)
+	row("progress", progressText(j.Progress))
 	if j.ExitCode != nil {
 		row("exit_code", fmt.Sprint(*j.ExitCode))
 	}
@@ -353,6 +354,7 @@ func (c *cli) printJob(j *wire.Job) {
 			fmt.Fprintln(c.out)
 		}
 	}
+	printResult(c.out, j.Result)
 }
 
 // notCounted lists the attempts that did not count against max_attempts
