@@ -171,7 +171,8 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 			fc.report(rep)
 		}
 	}
-	jobs, reports, err := s.claimReporting(r.Context(), args, reps)
+	// The reports' traceparents reach the spans of the attempts they end.
+	jobs, reports, err := s.claimReporting(s.withReportTraces(r.Context(), req.Reports), args, reps)
 	out := wire.ClaimResponse{LeaseTTLMillis: s.cfg.LeaseTTL.Milliseconds(), Reports: reports}
 	if err != nil && out.Reports == nil {
 		s.fail(w, r, err)

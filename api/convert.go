@@ -33,6 +33,7 @@ func toWire(j *store.Job, now int64) wire.Job {
 		Output:         j.Output,
 		LastError:      j.LastError,
 		ConcurrencyKey: j.ConcurrencyKey,
+		TraceParent:    j.TraceParent,
 	}
 	if j.Status == store.StatusPending && j.RunAt > now {
 		out.Status = wire.StatusScheduled

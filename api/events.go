@@ -40,6 +40,7 @@ func (s *Server) logJob(ctx context.Context, level slog.Level, msg string, j *st
 
 // jobsSubmitted records newly created jobs.
 func (s *Server) jobsSubmitted(ctx context.Context, jobs []*store.Job) {
+	traceJobs(ctx, jobs...)
 	for _, j := range jobs {
 		s.metrics.submitted.WithLabelValues(j.Queue).Inc()
 		s.logJob(ctx, slog.LevelDebug, "job submitted", j)
@@ -49,6 +50,7 @@ func (s *Server) jobsSubmitted(ctx context.Context, jobs []*store.Job) {
 // jobsClaimed records jobs leased to a worker: each attempt's wait from
 // when it could start (its run time) to its claim.
 func (s *Server) jobsClaimed(ctx context.Context, jobs []*store.Job) {
+	s.traceClaimed(ctx, jobs)
 	for _, j := range jobs {
 		s.metrics.claimed.WithLabelValues(j.Queue).Inc()
 		if j.StartedAt >= j.RunAt {
@@ -61,6 +63,7 @@ func (s *Server) jobsClaimed(ctx context.Context, jobs []*store.Job) {
 // attemptEnded records an attempt ended by its worker's report or by the
 // reaper: where the job went, and how long the attempt ran.
 func (s *Server) attemptEnded(ctx context.Context, j *store.Job, expired bool) {
+	s.traceEnded(ctx, j, expired)
 	if expired {
 		s.metrics.expired.WithLabelValues(j.Queue).Inc()
 	}
@@ -100,6 +103,7 @@ func (s *Server) attemptEnded(ctx context.Context, j *store.Job, expired bool) {
 
 // jobChanged records a cancel or a retry through the API.
 func (s *Server) jobChanged(ctx context.Context, op fsm.Op, j *store.Job) {
+	traceJobs(ctx, j)
 	switch op {
 	case fsm.OpCancel:
 		s.metrics.cancelled.WithLabelValues(j.Queue).Inc()

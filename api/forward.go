@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/traceparent"
 	"github.com/workron/workron/raftnode"
 )
 
@@ -59,6 +60,9 @@ func (s *Server) newProxy() *httputil.ReverseProxy {
 			pr.Out.Host = target.Host
 			pr.Out.Header.Set(headerForwarded, s.node.ID())
 			pr.Out.Header.Set(headerRequestID, requestID(pr.In.Context()))
+			if s.tracer != nil { // the leader's span is this node's child
+				traceparent.Inject(pr.In.Context(), pr.Out.Header)
+			}
 		},
 		Transport:     newTransport(),
 		FlushInterval: -1,

@@ -90,6 +90,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	nj.TraceParent = s.jobTrace(r)
 	if err := s.checkDependencies([]fsm.NewJob{nj}, false); err != nil {
 		s.fail(w, r, err)
 		return
@@ -125,7 +126,7 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, invalid("jobs", "at most %d jobs per batch, got %d", s.cfg.MaxBatchJobs, len(req.Jobs)))
 		return
 	}
-	now := s.cfg.Now()
+	now, trace := s.cfg.Now(), s.jobTrace(r)
 	jobs := make([]fsm.NewJob, len(req.Jobs))
 	for i := range req.Jobs {
 		nj, err := newJob(&req.Jobs[i], fmt.Sprintf("jobs[%d].", i), now, s.cfg.Retention)
@@ -133,6 +134,7 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 			s.fail(w, r, err)
 			return
 		}
+		nj.TraceParent = trace
 		jobs[i] = nj
 	}
 	if err := s.checkDependencies(jobs, true); err != nil {
@@ -231,6 +233,7 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	traceJobs(r.Context(), j)
 	out := toWire(j, s.now())
 	s.waitView().explain(&out, j)
 	writeJSON(w, http.StatusOK, out)

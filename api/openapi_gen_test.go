@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -23,6 +24,7 @@ type apiOp struct {
 	pattern string // as registered with the mux, e.g. "POST /jobs/{id}/fail"
 	summary string
 	query   []apiParam
+	header  []apiParam
 	body    *apiContent // request body; nil for none
 	replies map[int]apiContent
 	// docPaths replace the pattern's path in the document, for the prefix
@@ -61,12 +63,15 @@ var (
 	oaStale   = apiParam{name: "stale", typ: "string", doc: "1 or true: read this node's own state instead of the leader's"}
 	oaCascade = apiParam{name: "cascade", typ: "string", doc: "false: leave the job's dependents alone"}
 	oaEpoch   = apiParam{name: "epoch", typ: "integer", doc: "the preemption epoch the task was told", required: true}
+	// oaTrace is the W3C trace context header (README: Tracing).
+	oaTrace = []apiParam{{name: "traceparent", typ: "string",
+		doc: "W3C trace context: the request's span (and a submitted job's trace) joins this trace; an invalid one is ignored"}}
 )
 
 var apiOps = []apiOp{
-	{pattern: "POST /jobs", summary: "Submit a job (a gang with gang_size)", body: jsonOf(wire.SubmitRequest{}),
+	{pattern: "POST /jobs", summary: "Submit a job (a gang with gang_size)", body: jsonOf(wire.SubmitRequest{}), header: oaTrace,
 		replies: map[int]apiContent{200: replyJSON(wire.Job{}), 201: replyJSON("SubmitReply")}},
-	{pattern: "POST /jobs/batch", summary: "Submit up to 1,000 jobs, all or nothing", body: jsonOf(wire.BatchSubmitRequest{}),
+	{pattern: "POST /jobs/batch", summary: "Submit up to 1,000 jobs, all or nothing", body: jsonOf(wire.BatchSubmitRequest{}), header: oaTrace,
 		replies: map[int]apiContent{201: replyJSON(wire.JobList{})}},
 	{pattern: "GET /jobs", summary: "List jobs, newest first; metadata.KEY=VALUE parameters filter by metadata",
 		query: []apiParam{
@@ -92,9 +97,9 @@ var apiOps = []apiOp{
 		replies: map[int]apiContent{200: replyJSON(wire.Job{})}},
 	{pattern: "POST /jobs/{id}/heartbeat", summary: "Renew one job's lease", body: optionalJSON(wire.HeartbeatRequest{}),
 		replies: map[int]apiContent{200: replyJSON(wire.HeartbeatResponse{})}},
-	{pattern: "POST /jobs/{id}/done", summary: "Report an attempt done", body: optionalJSON(wire.ReportRequest{}),
+	{pattern: "POST /jobs/{id}/done", summary: "Report an attempt done", body: optionalJSON(wire.ReportRequest{}), header: oaTrace,
 		replies: map[int]apiContent{200: replyJSON(wire.Job{})}},
-	{pattern: "POST /jobs/{id}/fail", summary: "Report an attempt failed", body: optionalJSON(wire.ReportRequest{}),
+	{pattern: "POST /jobs/{id}/fail", summary: "Report an attempt failed", body: optionalJSON(wire.ReportRequest{}), header: oaTrace,
 		replies: map[int]apiContent{200: replyJSON(wire.Job{})}},
 	{pattern: "POST /jobs/{id}/cancel", summary: "Cancel a job", query: []apiParam{oaCascade},
 		replies: map[int]apiContent{200: replyJSON(wire.Job{})}},
@@ -436,8 +441,12 @@ func (g *schemaGen) operation(o apiOp, method, path string, n int, errRef map[st
 	for _, m := range pathParam.FindAllStringSubmatch(path, -1) {
 		params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
 	}
-	for _, q := range o.query {
-		p := map[string]any{"name": q.name, "in": "query", "schema": map[string]any{"type": q.typ}}
+	for i, q := range slices.Concat(o.query, o.header) {
+		in := "query"
+		if i >= len(o.query) {
+			in = "header"
+		}
+		p := map[string]any{"name": q.name, "in": in, "schema": map[string]any{"type": q.typ}}
 		if q.doc != "" {
 			p["description"] = q.doc
 		}

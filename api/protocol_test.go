@@ -69,8 +69,21 @@ func TestClusterProtocol(t *testing.T) {
 		doHTTP(t, hc, want, "POST", c.URL(c.Leader(t))+"/jobs/"+cr.Jobs[0].ID+"/done", nil)
 	}
 
+	// tracedSubmit submits a job with a traceparent header and returns the
+	// trace the job keeps.
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	tracedSubmit := func(t *testing.T) string {
+		t.Helper()
+		j := decodeJSON[wire.Job](t, doHTTP(t, hc, http.StatusCreated, "POST", c.URL(c.Leader(t))+"/jobs",
+			wire.SubmitRequest{Command: "x", Queue: "traced"}, "traceparent", tp))
+		return j.TraceParent
+	}
+
 	t.Run("EveryNodeOfTheSameBinary", func(t *testing.T) {
 		cl := waitProtocol(t, fsm.ProtocolVersion)
+		if got := tracedSubmit(t); fsm.ProtocolVersion >= fsm.ProtocolTrace && got != tp {
+			t.Errorf("a traced submit at protocol %d keeps trace %q, want the caller's %q", fsm.ProtocolVersion, got, tp)
+		}
 		for _, n := range cl.Nodes {
 			if n.Health == nil || n.Health.Protocol != fsm.ProtocolVersion {
 				t.Errorf("node %s: health %+v, want protocol %d", n.ID, n.Health, fsm.ProtocolVersion)
@@ -110,6 +123,12 @@ func TestClusterProtocol(t *testing.T) {
 	t.Run("OnceItSaysProtocol2", func(t *testing.T) {
 		reports.Store(2)
 		waitProtocol(t, 2)
+		// A traced submit is not refused while a member runs protocol 2
+		// (clients that trace send a traceparent on every request): the
+		// job is stored without its trace.
+		if got := tracedSubmit(t); got != "" {
+			t.Errorf("a traced submit at protocol 2 keeps trace %q, want none", got)
+		}
 		doHTTP(t, hc, http.StatusOK, "POST", c.URL(c.Leader(t))+"/jobs/"+job.ID+"/retry", nil)
 		leasedClaimThenDoneWithoutLease(t, http.StatusConflict) // lease_required: the fence is on
 	})

@@ -27,7 +27,8 @@ func (s *Server) handleBatchReport(w http.ResponseWriter, r *http.Request) {
 	for _, rep := range reps {
 		fc.report(rep)
 	}
-	writeJSON(w, http.StatusOK, wire.BatchReportResponse{Results: s.startReports(r.Context(), reps)()})
+	ctx := s.withReportTraces(r.Context(), req.Reports)
+	writeJSON(w, http.StatusOK, wire.BatchReportResponse{Results: s.startReports(ctx, reps)()})
 }
 
 // startReports proposes every report at once and returns a function that
@@ -139,6 +140,6 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		return
 	}
 	j := res.Jobs[0]
-	s.attemptEnded(r.Context(), j, false)
+	s.attemptEnded(s.withReportTraces(r.Context(), []wire.BatchReport{{JobID: rep.JobID, ReportRequest: req}}), j, false)
 	writeJSON(w, http.StatusOK, toWire(j, s.now()))
 }

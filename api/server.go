@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/workron/workron/api/ui"
 	"github.com/workron/workron/api/wire"
@@ -119,6 +120,10 @@ type Config struct {
 	// claim beyond it does not wait: it takes a ready job if there is one,
 	// else gets 429 with Retry-After. Defaults to 1024.
 	MaxLongPolls int
+	// Tracer, when set, receives the node's spans: one per request and, in
+	// each job's trace, one per attempt's claim and end (trace.go). Nil
+	// records none; jobs still keep and hand on their callers' traces.
+	Tracer trace.TracerProvider
 	// Pprof serves the Go runtime's profiles (net/http/pprof) under
 	// /debug/pprof/, admin-only with Auth. Defaults to false: the routes are
 	// not registered and answer 404.
@@ -177,6 +182,7 @@ type Server struct {
 	proxy   *httputil.ReverseProxy
 	client  *http.Client
 	metrics *metrics
+	tracer  trace.Tracer // nil: no spans
 
 	// polls holds a token per claim long-polling on this node.
 	polls chan struct{}
@@ -231,6 +237,9 @@ func New(cfg Config) (*Server, error) {
 		polls:    make(chan struct{}, cfg.MaxLongPolls),
 		draining: make(chan struct{}),
 	}
+	if cfg.Tracer != nil {
+		s.tracer = cfg.Tracer.Tracer(tracerName)
+	}
 	s.proxy = s.newProxy()
 	s.setClientTLS()
 	s.metrics = newMetrics(cfg.Registry, s)
@@ -240,7 +249,7 @@ func New(cfg Config) (*Server, error) {
 
 // Handler is the node's whole HTTP surface.
 func (s *Server) Handler() http.Handler {
-	return s.withRequestID(s.withAuth(s.refuseIfRemoved(s.mux)))
+	return s.withTrace(s.withRequestID(s.withAuth(s.refuseIfRemoved(s.traceRoute(s.mux)))))
 }
 
 func (s *Server) routes() {

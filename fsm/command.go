@@ -108,6 +108,10 @@ type NewJob struct {
 	// ConcurrencyKey (ProtocolFlow) groups the job for its queue's per-key
 	// limits; only a plain submit carries one (see flow.go).
 	ConcurrencyKey string `json:"ckey,omitempty"`
+	// TraceParent (ProtocolTrace) is the W3C traceparent of the job's
+	// trace, which its attempts' spans join; only a plain submit carries
+	// one. It is data only: no rule reads it.
+	TraceParent string `json:"trace,omitempty"`
 }
 
 // Delete removes finished jobs whose retention has run out at the entry's

@@ -70,13 +70,19 @@ func (r *entryReader) cmd(c *Cmd) {
 	case opJSON:
 		r.jsonCmd(c)
 	case opSubmit:
-		c.Op, c.Submit = OpSubmit, r.submit(false)
+		c.Op, c.Submit = OpSubmit, r.submit(false, false)
 	case opSubmitKeyed:
 		if ProtocolVersion < ProtocolFlow { // as a binary before the code
 			r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
 			return
 		}
-		c.Op, c.Submit = OpSubmit, r.submit(true)
+		c.Op, c.Submit = OpSubmit, r.submit(true, false)
+	case opSubmitTraced:
+		if ProtocolVersion < ProtocolTrace { // as a binary before the code
+			r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
+			return
+		}
+		c.Op, c.Submit = OpSubmit, r.submit(true, true)
 	case opClaim:
 		c.Op, c.Claim = OpClaim, r.claim()
 	case opHeartbeat:
@@ -174,8 +180,9 @@ func (r *entryReader) jsonCmd(c *Cmd) {
 }
 
 // submit reads a submit; keyed (opSubmitKeyed) reads each job's
-// ConcurrencyKey after it.
-func (r *entryReader) submit(keyed bool) *Submit {
+// ConcurrencyKey after it, and traced (opSubmitTraced) its TraceParent
+// after that.
+func (r *entryReader) submit(keyed, traced bool) *Submit {
 	s := new(Submit)
 	if n := r.Count(minNewJobLen); n > 0 {
 		s.Jobs = make([]NewJob, n)
@@ -184,6 +191,9 @@ func (r *entryReader) submit(keyed bool) *Submit {
 		r.newJob(&s.Jobs[i])
 		if keyed {
 			s.Jobs[i].ConcurrencyKey = r.Str()
+		}
+		if traced {
+			s.Jobs[i].TraceParent = r.Str()
 		}
 		if r.Err() != nil {
 			break

@@ -52,6 +52,10 @@
 // raftnode refuses to propose a command newer than the lowest protocol of
 // the cluster's members, so an older node is never sent one.
 //
+// A job's TraceParent (its W3C trace context, ProtocolTrace: a submit that
+// carries one is written with op code opSubmitTraced) is data only: the
+// FSM stores it with the job and no rule reads it.
+//
 // # Determinism
 //
 // Apply uses only the entry and the current state. Iteration is over sorted

@@ -56,6 +56,8 @@ import (
 //	(Progress set), then if set Percent, Message
 //	14 worker_heartbeat of ProtocolProgress: as 9, then for each of
 //	Leases in order a bool (Progress set), then if set Percent, Message
+//	15 submit of ProtocolTrace: as 11, each NewJob followed by its
+//	ConcurrencyKey, then its TraceParent
 //
 // Encode writes code 12 only for a Fair claim; code 13 only for a report
 // that sets RateLimitedFor, SnoozeFor, Result or Progress; code 14 only for
@@ -64,7 +66,8 @@ import (
 // the op name setQueueLimitsWeighted, so that a node of protocol 2 stops at
 // it.
 //
-// Encode writes code 11 only for a submit one of whose jobs has a
+// Encode writes code 15 only for a submit one of whose jobs has a
+// TraceParent, and code 11 only for a submit one of whose jobs has a
 // ConcurrencyKey.
 //
 // Encode writes codes 7 to 10 only for a command whose fields of
@@ -116,6 +119,7 @@ const (
 	opClaimFair
 	opReport3
 	opWorkerHeartbeatProgress
+	opSubmitTraced
 )
 
 // setQueueLimitsWeighted is the op name of a set_queue_limits that sets
@@ -177,7 +181,7 @@ func sizeHint(e *Entry) int {
 		case c.Op == OpSubmit && c.Submit != nil:
 			for k := range c.Submit.Jobs {
 				j := &c.Submit.Jobs[k]
-				n += 48 + len(j.ID) + len(j.Command) + len(j.Type) + len(j.Payload) + len(j.Queue) + len(j.IdempotencyKey) +
+				n += 48 + len(j.ID) + len(j.Command) + len(j.Type) + len(j.Payload) + len(j.Queue) + len(j.IdempotencyKey) + len(j.TraceParent) +
 					16*(len(j.Env)+len(j.Metadata)+len(j.DependsOn)+len(j.Tags))
 			}
 		case c.Op == OpReport && c.Report != nil:
@@ -234,8 +238,13 @@ func hasCode(op Op) bool {
 }
 
 func appendSubmit(b []byte, s *Submit) ([]byte, error) {
-	keyed := s.keyed()
-	b = append(b, codeFor(keyed, opSubmit, opSubmitKeyed))
+	traced := s.traced()
+	keyed := s.keyed() || traced
+	code := codeFor(keyed, opSubmit, opSubmitKeyed)
+	if traced {
+		code = opSubmitTraced
+	}
+	b = append(b, code)
 	b = binenc.AppendUvarint(b, uint64(len(s.Jobs)))
 	for i := range s.Jobs {
 		var err error
@@ -244,6 +253,9 @@ func appendSubmit(b []byte, s *Submit) ([]byte, error) {
 		}
 		if keyed {
 			b = appendText(b, s.Jobs[i].ConcurrencyKey)
+		}
+		if traced {
+			b = appendText(b, s.Jobs[i].TraceParent)
 		}
 	}
 	return b, nil

@@ -48,6 +48,9 @@ func (c *Cmd) Protocol() int {
 	if c.progressed() {
 		p = max(p, ProtocolProgress)
 	}
+	if c.traced() {
+		p = max(p, ProtocolTrace)
+	}
 	return p
 }
 
@@ -99,6 +102,26 @@ func (c *Cmd) keyed() bool {
 func (s *Submit) keyed() bool {
 	for i := range s.Jobs {
 		if s.Jobs[i].ConcurrencyKey != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// ProtocolTrace is the protocol of traces (issue #19): a submit whose jobs
+// carry a TraceParent (op code opSubmitTraced).
+const ProtocolTrace = 3
+
+// traced reports whether c is a submit with a job's TraceParent, which
+// Encode then writes with opSubmitTraced.
+func (c *Cmd) traced() bool {
+	return c.Op == OpSubmit && c.Submit != nil && c.Submit.traced()
+}
+
+// traced reports whether a job of s has a TraceParent.
+func (s *Submit) traced() bool {
+	for i := range s.Jobs {
+		if s.Jobs[i].TraceParent != "" {
 			return true
 		}
 	}

@@ -219,6 +219,7 @@ func (a *applier) newJob(nj *NewJob, id string, seq uint64) *store.Job {
 		Resources:      nj.Resources,
 		Tags:           nj.Tags,
 		ConcurrencyKey: nj.ConcurrencyKey,
+		TraceParent:    nj.TraceParent,
 	}
 }
 

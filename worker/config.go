@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/worker/client"
 )
@@ -82,6 +84,11 @@ type Config struct {
 
 	// Logger receives the worker's logs. When nil, nothing is logged.
 	Logger *slog.Logger
+
+	// Tracer, when set, records a "run" span per attempt, the child of the
+	// job's trace (see traceRun); a handler's context carries it. Nil
+	// records none, and jobs still get their trace's TRACEPARENT.
+	Tracer trace.TracerProvider
 
 	// Client talks to the cluster. When nil, New builds one for Servers and
 	// Run closes its idle connections when it returns.

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/traceparent"
 )
 
 // baseEnv names the variables of the worker's environment that every
@@ -59,7 +60,8 @@ func workerEnv(names []string) []string {
 
 // jobEnv returns a command's environment: the worker's allowed variables,
 // the run-as user's HOME, USER and LOGNAME, the job's env, then
-// WORKRON_JOB_ID and WORKRON_ATTEMPT, later entries winning. A job variable
+// WORKRON_JOB_ID and WORKRON_ATTEMPT, and TRACEPARENT when the job has a
+// trace (the attempt's run span), later entries winning. A job variable
 // that wire.CheckEnvVar refuses is an error: the server refuses them at
 // submit, so only a job stored by an older release can carry one.
 func (w *Worker) jobEnv(job wire.Job) ([]string, error) {
@@ -73,10 +75,14 @@ func (w *Worker) jobEnv(job wire.Job) ([]string, error) {
 		}
 		env = append(env, k+"="+job.Env[k])
 	}
-	return append(env,
+	env = append(env,
 		"WORKRON_JOB_ID="+job.ID,
 		"WORKRON_ATTEMPT="+strconv.Itoa(job.Attempts),
-	), nil
+	)
+	if job.TraceParent != "" {
+		env = append(env, traceparent.Env+"="+job.TraceParent)
+	}
+	return env, nil
 }
 
 // identity is the user commands run as (Config.RunAs).

@@ -35,7 +35,7 @@ func (p *pendingReport) wire() wire.BatchReport {
 		JobID:  p.job.ID,
 		Status: wire.StatusDone,
 		ReportRequest: wire.ReportRequest{Lease: p.job.Lease, ExitCode: p.out.exitCode, Output: p.out.output,
-			Result: p.out.result, Progress: p.out.progress},
+			Result: p.out.result, Progress: p.out.progress, TraceParent: p.job.TraceParent},
 	}
 	if p.out.err != nil {
 		r.Status = wire.StatusFailed

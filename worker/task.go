@@ -84,8 +84,10 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 		log.Debug("job started", "command", job.Command, "type", job.Type)
 		job, ck := w.withCheckpoint(log, job)
 		defer ck.remove()
+		ctx, job, endRun := w.traceRun(ctx, job)
 		began := time.Now()
 		out := w.execute(ctx, job)
+		endRun(out.err)
 		cancel(nil)
 		out.progress, _ = t.progress.pending() // the report carries it
 		if out.err != nil {
@@ -169,6 +171,7 @@ func (w *Worker) runHandler(ctx context.Context, job wire.Job) (out outcome) {
 		Metadata:      job.Metadata,
 		Env:           job.Env,
 		ParentResults: job.ParentResults,
+		TraceParent:   job.TraceParent,
 		progress:      progressOf(ctx),
 	}
 	err := h(ctx, hj)

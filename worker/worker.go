@@ -13,6 +13,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/worker/client"
 )
@@ -53,6 +56,10 @@ type Job struct {
 	// ParentResults are the results of the jobs this one depends on, by
 	// id (those that returned none left out); see ParentResult.
 	ParentResults map[string]json.RawMessage
+	// TraceParent is the W3C traceparent of the attempt's run span (the
+	// job's trace; "" when it has none). A handler with OpenTelemetry gets
+	// the span from its context instead.
+	TraceParent string
 
 	progress *progressSlot   // nil: not given by a Worker
 	result   json.RawMessage // set by SetResult
@@ -71,6 +78,7 @@ type Worker struct {
 	runAs     *identity         // nil: commands run as the worker's user
 	allowed   map[string]string // Config.AllowCommands, resolved; nil: any command
 	watch     *watcher          // set while Run runs shell jobs
+	tracer    trace.Tracer      // Config.Tracer's, or a no-op one
 
 	mu       sync.Mutex
 	handlers map[string]HandlerFunc
@@ -127,6 +135,11 @@ func New(cfg Config) (*Worker, error) {
 		// clock went back.
 		claimsFrom: uint64(time.Now().UnixNano()),
 	}
+	tp := cfg.Tracer
+	if tp == nil {
+		tp = noop.NewTracerProvider()
+	}
+	w.tracer = tp.Tracer(tracerName)
 	if w.client == nil {
 		ccfg := client.DefaultConfig()
 		ccfg.Servers = cfg.Servers

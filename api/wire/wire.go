@@ -127,6 +127,11 @@ type Job struct {
 	Unschedulable string `json:"unschedulable,omitempty"`
 	// ConcurrencyKey is the job's key for its queue's per-key limits.
 	ConcurrencyKey string `json:"concurrency_key,omitempty"`
+	// TraceParent is the W3C traceparent of the job's trace: the span of
+	// its submit (or, on a node that exports no spans, the caller's
+	// traceparent header). A worker runs each attempt as a child of it and
+	// gives it to the job's process as TRACEPARENT.
+	TraceParent string `json:"traceparent,omitempty"`
 	// Waiting says, for a job that is neither running nor finished, why
 	// it waits, and WaitingCode which reason that is (one of the Wait*
 	// codes), e.g. "no_worker" and "no active worker serves queue emails".
@@ -276,6 +281,9 @@ type ReportRequest struct {
 	// attempt's last progress when no heartbeat carried it: the job keeps it.
 	Result   json.RawMessage `json:"result,omitempty"`
 	Progress *ProgressUpdate `json:"progress,omitempty"`
+	// TraceParent is the W3C traceparent of the attempt's run span: the
+	// node's span of the report is its child. Empty: the job's trace.
+	TraceParent string `json:"traceparent,omitempty"`
 }
 
 // MaxHoldOff bounds a report's RateLimitedFor and SnoozeFor.

@@ -64,6 +64,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		grace: 30 * time.Second, killGrace: 5 * time.Second, wait: 30 * time.Second, passEnv: passEnv}
 	wcfg := wf.config(logger) // worker.New adds component=worker
 	wcfg.ID = "dev-worker"
+	wcfg.Tracer = srv.n.Tracer() // the node's spans and exporter
 	if wcfg.Client, err = sf.sec.selfClient(srv.advertise, wcfg.Logger); err != nil {
 		srv.shutdown()
 		return err

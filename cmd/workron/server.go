@@ -16,6 +16,7 @@ import (
 	"github.com/workron/workron/api"
 	"github.com/workron/workron/internal/leader"
 	wnode "github.com/workron/workron/internal/node" // "node" is a type of the e2e tests
+	"github.com/workron/workron/internal/telemetry"
 	"github.com/workron/workron/raftnode"
 )
 
@@ -36,6 +37,7 @@ type serverFlags struct {
 	snapshotInterval                time.Duration
 	maxBatch, maxInflight           int
 	pprof                           bool
+	otlpEndpoint                    string
 	fsyncDelay, clockOffset         time.Duration // test hooks
 	logs                            logFlags
 	sec                             securityFlags
@@ -72,6 +74,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go runtime profiles (net/http/pprof) at /debug/pprof/ on the HTTP API; admin token only with --auth-token-file (default off)")
 	// Test hooks for the chaos harness (internal/chaos); never needed in
 	// production.
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", otlpUsage)
 	fs.DurationVar(&f.fsyncDelay, "raft-fsync-delay", 0, "test hook: sleep this long before each Raft log write (a slow disk)")
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "test hook: add this to the node's clock (a clock that jumped)")
 	f.logs.register(fs)
@@ -239,6 +242,7 @@ func (f *serverFlags) nodeConfig(logger *slog.Logger) (wnode.Config, error) {
 	lc := &nc.Leader
 	lc.Reaper.Interval, lc.Sweeper.Interval = f.reapInterval, f.sweepInterval
 	lc.Scheduler.Grace, lc.Scheduler.MaxCatchup = f.scheduleGrace, f.scheduleMaxCatchup
+	nc.Tracing = telemetry.Config{Endpoint: f.otlpEndpoint, ServiceName: "workron"}
 	f.gang.configure(&nc)
 	return nc, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/telemetry"
 	"github.com/workron/workron/worker"
 )
 
@@ -22,6 +23,7 @@ type workerFlags struct {
 	execAddr                   string
 	passEnv, allowCommands     listFlag
 	runAs                      string
+	otlpEndpoint               string
 	logs                       logFlags
 	sec                        clientSecurity
 }
@@ -43,9 +45,14 @@ func (f *workerFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.runAs, "run-as", "", "`USER` (name or uid) that jobs run as; the worker must run as root")
 	fs.Var(&f.allowCommands, "allow-command", "the only programs (`PROG,...`, names or absolute paths) a job's command may run, split into words without a shell; "+
 		"comma-separated, repeatable; with none, any command runs with sh -c")
+	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", otlpUsage)
 	f.logs.register(fs)
 	f.sec.register(fs, "token-file")
 }
+
+// otlpUsage explains --otlp-endpoint.
+const otlpUsage = "base `URL` of an OTLP/HTTP collector to send traces to, e.g. http://127.0.0.1:4318 " +
+	"(default: the OTEL_EXPORTER_OTLP_ENDPOINT variable; with neither, no spans are recorded)"
 
 func (f *workerFlags) config(logger *slog.Logger) worker.Config {
 	cfg := worker.DefaultConfig()
@@ -81,6 +88,20 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer cfg.Client.Close()
+	traces, err := telemetry.New(ctx, telemetry.Config{Endpoint: f.otlpEndpoint, ServiceName: "workron-worker", InstanceID: cfg.ID})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		tctx, cancel := context.WithTimeout(context.Background(), telemetry.ShutdownTimeout)
+		defer cancel()
+		if err := traces.Shutdown(tctx); err != nil {
+			logger.Warn("traces", "err", err)
+		}
+	}()
+	if traces.Recording() {
+		cfg.Tracer = traces
+	}
 	w, err := worker.New(cfg)
 	if err != nil {
 		return err

@@ -19,8 +19,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/workron/workron/api"
 	"github.com/workron/workron/internal/leader"
+	"github.com/workron/workron/internal/telemetry"
 	"github.com/workron/workron/raftnode"
 )
 
@@ -65,6 +68,10 @@ type Config struct {
 	// Logger receives every component's logs unless its own config names
 	// another. Defaults to discarding them.
 	Logger *slog.Logger
+	// Tracing configures the node's spans (internal/telemetry): exported
+	// over OTLP when it names an endpoint (or the OTEL_* variables do),
+	// else none. Start sets its InstanceID to the Raft ID when empty.
+	Tracing telemetry.Config
 }
 
 // DefaultConfig returns a Config with every optional field at its default.
@@ -94,6 +101,9 @@ func (c *Config) Validate() error {
 	case c.ShutdownTimeout < 0:
 		return fmt.Errorf("node: ShutdownTimeout must not be negative, got %s", c.ShutdownTimeout)
 	}
+	if err := c.Tracing.Validate(); err != nil {
+		return fmt.Errorf("node: Tracing: %w", err)
+	}
 	return nil
 }
 
@@ -101,6 +111,7 @@ func (c *Config) Validate() error {
 type Node struct {
 	raft   *raftnode.Node
 	api    *api.Server
+	traces *telemetry.Provider
 	http   *http.Server
 	addr   string // the HTTP listener's host:port
 	url    string // API.AdvertiseHTTP
@@ -174,20 +185,30 @@ func start(cfg Config, ln net.Listener) (*Node, error) {
 		case <-ctx.Done():
 		}
 	}
+	tc := cfg.Tracing
+	if tc.InstanceID == "" {
+		tc.InstanceID = rc.ID
+	}
 	var err error
-	if n.raft, err = raftnode.Open(rc); err != nil {
+	if n.traces, err = telemetry.New(context.Background(), tc); err != nil {
 		return nil, err
+	}
+	if n.traces.Recording() {
+		ac.Tracer = n.traces
+	}
+	if n.raft, err = raftnode.Open(rc); err != nil {
+		return nil, errors.Join(err, n.traces.Shutdown(context.Background()))
 	}
 	ac.Node, ac.State = n.raft, n.raft.FSM()
 	if ac.Now == nil {
 		ac.Now = n.raft.Now // the cluster time: never behind the log's
 	}
 	if n.api, err = api.New(ac); err != nil {
-		return nil, errors.Join(err, n.raft.Shutdown())
+		return nil, errors.Join(err, n.raft.Shutdown(), n.traces.Shutdown(context.Background()))
 	}
 	l, err := newLeadership(cfg, ac, n)
 	if err != nil {
-		return nil, errors.Join(err, n.raft.Shutdown())
+		return nil, errors.Join(err, n.raft.Shutdown(), n.traces.Shutdown(context.Background()))
 	}
 	loops <- l
 	n.url = ac.AdvertiseHTTP
@@ -231,8 +252,9 @@ func newLeadership(cfg Config, ac api.Config, n *Node) (*leader.Leadership, erro
 // end at once; other requests in flight finish or, after ShutdownTimeout,
 // answer 503 or 504; see api.Server.Shutdown), then the API's background
 // work, then Raft (a leader hands leadership to a peer first, which stops
-// its leader loops). Safe to call twice; later calls return the first
-// call's error.
+// its leader loops), then the spans still buffered are sent (for at most
+// telemetry.ShutdownTimeout). Safe to call twice; later calls return the
+// first call's error.
 func (n *Node) Shutdown() error {
 	n.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), n.wait)
@@ -242,7 +264,10 @@ func (n *Node) Shutdown() error {
 			err = errors.Join(err, serr)
 		}
 		n.bg.Wait()
-		n.err = errors.Join(err, n.raft.Shutdown())
+		err = errors.Join(err, n.raft.Shutdown())
+		tctx, tcancel := context.WithTimeout(context.Background(), telemetry.ShutdownTimeout)
+		defer tcancel()
+		n.err = errors.Join(err, n.traces.Shutdown(tctx))
 	})
 	return n.err
 }
@@ -252,6 +277,16 @@ func (n *Node) Raft() *raftnode.Node { return n.raft }
 
 // API is the node's HTTP API.
 func (n *Node) API() *api.Server { return n.api }
+
+// Tracer is the node's tracer provider (Config.Tracing): one that exports
+// spans, or nil when the node records none. A worker in the same process
+// (workron dev) shares it.
+func (n *Node) Tracer() trace.TracerProvider {
+	if !n.traces.Recording() {
+		return nil
+	}
+	return n.traces
+}
 
 // URL is the base URL the node advertises, e.g. "http://127.0.0.1:7001".
 func (n *Node) URL() string { return n.url }

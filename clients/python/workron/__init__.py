@@ -16,6 +16,7 @@ from .client import (
     Schedule,
     WorkronError,
 )
+from .tracing import TraceHook, valid_traceparent
 from .worker import JobContext, NoRetry, RateLimited, Snooze, Worker
 
 __all__ = [
@@ -32,6 +33,8 @@ __all__ = [
     "Resources",
     "Schedule",
     "Snooze",
+    "TraceHook",
     "Worker",
     "WorkronError",
+    "valid_traceparent",
 ]

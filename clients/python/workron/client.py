@@ -230,6 +230,11 @@ class Progress:
         return cls(percent=int(d.get("percent", 0)), message=d.get("message", ""), at=_parse_time(d.get("at")))
 
 
+def trace_headers(traceparent: Optional[str]) -> Optional[Dict[str, str]]:
+    """The traceparent header for a W3C trace context (None: none)."""
+    return {"traceparent": traceparent} if traceparent else None
+
+
 @dataclass
 class Job:
     """A job as the API shows it; ``raw`` holds the whole JSON object,
@@ -265,6 +270,7 @@ class Job:
     schedule: str = ""
     gang_id: str = ""
     unschedulable: str = ""
+    traceparent: str = ""
     progress: Optional[Progress] = None
     result: Any = None  # the JSON the job returned, None when none
     parent_results: Dict[str, Any] = field(default_factory=dict)  # in a claim reply only
@@ -291,7 +297,7 @@ class Job:
             attempt_history=[Attempt.from_dict(a) for a in d.get("attempt_history") or []],
             schedule=d.get("schedule", ""), gang_id=d.get("gang_id", ""), unschedulable=d.get("unschedulable", ""),
             progress=Progress.from_dict(d.get("progress")), result=d.get("result"),
-            parent_results=d.get("parent_results") or {}, raw=d,
+            parent_results=d.get("parent_results") or {}, traceparent=d.get("traceparent", ""), raw=d,
         )
 
 
@@ -417,10 +423,12 @@ class Client:
     # ---- transport
 
     def request(self, method: str, path: str, body: Any = None, *, query: Optional[Dict[str, Any]] = None,
-                timeout: Optional[float] = None, abort: Optional[Abort] = None) -> Tuple[int, Any]:
-        """Sends one request (body JSON-encoded unless None) and returns the
-        status and the decoded JSON reply (None when empty). Raises
-        WorkronError for a status of 400 or more."""
+                timeout: Optional[float] = None, abort: Optional[Abort] = None,
+                headers: Optional[Dict[str, str]] = None) -> Tuple[int, Any]:
+        """Sends one request (body JSON-encoded unless None, with the extra
+        headers) and returns the status and the decoded JSON reply (None
+        when empty). Raises WorkronError for a status of 400 or more."""
+        extra = headers
         if query:
             q = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in query.items() if v is not None]
             if q:
@@ -431,6 +439,7 @@ class Client:
             headers["Content-Type"] = "application/json"
         if self._token:
             headers["Authorization"] = "Bearer " + self._token
+        headers.update(extra or {})
         tries = 3 * len(self._servers)
         last: Optional[WorkronError] = None
         for i in range(tries):
@@ -498,13 +507,14 @@ class Client:
 
     # ---- jobs
 
-    def submit(self, spec: Optional[JobSpec] = None, **fields_: Any) -> Job:
+    def submit(self, spec: Optional[JobSpec] = None, *, traceparent: Optional[str] = None, **fields_: Any) -> Job:
         """Submits one job: a JobSpec, or its fields as keywords
         (``submit(command="echo hi", queue="q")``). Returns the job (the
         existing one when its idempotency_key matched). For a gang_size,
-        use submit_gang."""
+        use submit_gang. traceparent (a W3C trace context, e.g. a job's
+        own TRACEPARENT) makes the job's trace a part of that trace."""
         spec = spec or JobSpec(**fields_)
-        _, reply = self.request("POST", "/jobs", spec.to_dict())
+        _, reply = self.request("POST", "/jobs", spec.to_dict(), headers=trace_headers(traceparent))
         return Job.from_dict(reply)
 
     def submit_gang(self, spec: JobSpec) -> Tuple[str, List[str]]:
@@ -513,10 +523,12 @@ class Client:
         _, reply = self.request("POST", "/jobs", spec.to_dict())
         return reply["gang_id"], list(reply["tasks"])
 
-    def batch(self, specs: Sequence[JobSpec]) -> List[Job]:
+    def batch(self, specs: Sequence[JobSpec], *, traceparent: Optional[str] = None) -> List[Job]:
         """Submits up to 1,000 jobs at once, all or nothing; depends_on may
-        name earlier members as "$0", "$1"... Returns them in order."""
-        _, reply = self.request("POST", "/jobs/batch", {"jobs": [s.to_dict() for s in specs]})
+        name earlier members as "$0", "$1"... Returns them in order.
+        traceparent is as for submit."""
+        _, reply = self.request("POST", "/jobs/batch", {"jobs": [s.to_dict() for s in specs]},
+                                headers=trace_headers(traceparent))
         return [Job.from_dict(j) for j in reply["jobs"]]
 
     def get(self, job_id: str) -> Job:

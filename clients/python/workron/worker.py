@@ -36,6 +36,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .client import (MAX_PROGRESS_MESSAGE, MAX_RESULT_BYTES, Abort, Client, Duration, Job, Resources, WorkronError,
                      go_duration, parse_go_duration)
+from .tracing import TraceHook, traced
 
 Handler = Callable[["JobContext"], Any]
 
@@ -96,6 +97,9 @@ class JobContext:
     job: Job
     stopping: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""
+    # The W3C traceparent the attempt runs in: the job's trace, or the span
+    # a trace_hook yielded ("" when the job has no trace). See tracing.py.
+    traceparent: str = ""
     _progress_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _progress: Optional[Tuple[int, str]] = field(default=None, repr=False)
     _progress_seq: int = field(default=0, repr=False)
@@ -128,6 +132,18 @@ class JobContext:
         """The results of the jobs this one depends on, by id (those that
         returned none left out)."""
         return self.job.parent_results
+
+    def environ(self) -> Dict[str, str]:
+        """An environment for the handler's processes: the worker's, the
+        job's env, WORKRON_JOB_ID, WORKRON_ATTEMPT and, when the job has a
+        trace, TRACEPARENT (os.environ is shared by every running job, so
+        the worker sets none of these there)."""
+        env = {k: v for k, v in os.environ.items() if k not in ("TRACEPARENT", "TRACESTATE")}
+        env.update(self.job.env)
+        env.update(WORKRON_JOB_ID=self.job.id, WORKRON_ATTEMPT=str(self.job.attempts))
+        if self.traceparent:
+            env["TRACEPARENT"] = self.traceparent
+        return env
 
     @property
     def id(self) -> str:
@@ -166,7 +182,8 @@ class Worker:
     in order of preference; ``concurrency`` is how many jobs run at once (the
     slots it registers); ``poll_wait`` the seconds one claim long-polls;
     ``grace`` how long running jobs may finish after stop() or SIGTERM
-    before they are reported failed.
+    before they are reported failed. ``trace_hook`` wraps each handler to
+    continue the job's trace (see workron.tracing).
     """
 
     def __init__(self, servers: Union[str, Sequence[str]], *, id: Optional[str] = None,
@@ -174,7 +191,7 @@ class Worker:
                  token_file: Optional[str] = None, tls_ca: Optional[str] = None, poll_wait: float = 30.0,
                  grace: float = 30.0,
                  tags: Sequence[str] = (), resources: Optional[Resources] = None,
-                 logger: Optional[logging.Logger] = None) -> None:
+                 logger: Optional[logging.Logger] = None, trace_hook: Optional[TraceHook] = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency: must be at least 1, got {concurrency}")
         if poll_wait < 0 or grace < 0:
@@ -191,6 +208,7 @@ class Worker:
             self.resources.slots = concurrency
         self.log = logger or logging.getLogger("workron.worker")
         self._handlers: Dict[str, Handler] = {}
+        self._trace_hook = trace_hook
         self._lock = threading.Lock()
         self._cond = threading.Condition(self._lock)
         self._stop = threading.Event()  # stop claiming
@@ -336,7 +354,7 @@ class Worker:
 
     def _start(self, job: Job) -> None:
         """Starts job's handler; called with the lock held."""
-        task = _Task(JobContext(job))
+        task = _Task(JobContext(job, traceparent=job.traceparent))
         self._running[(job.id, job.lease)] = task
         timeout = parse_go_duration(job.timeout)
         if timeout:
@@ -351,7 +369,8 @@ class Worker:
         try:
             if handler is None:
                 raise NoRetry(f"no handler for job type {task.ctx.type!r}")
-            value = handler(task.ctx)
+            with traced(self._trace_hook, task.ctx):
+                value = handler(task.ctx)
         except NoRetry:
             self._settle(task, "failed", error=traceback.format_exc(), retry=False)
         except RateLimited as e:
@@ -401,6 +420,8 @@ class Worker:
             pending = task.ctx._pending_progress()  # the last progress no heartbeat carried
             if pending is not None:
                 rep["progress"] = {"percent": pending[0][0], "message": pending[0][1]}
+            if task.ctx.traceparent != job.traceparent:  # a trace_hook's span
+                rep["traceparent"] = task.ctx.traceparent
             self._reports.append(rep)  # queued before it leaves the running set, in one step
             self._cond.notify_all()
         if task.timer is not None:
