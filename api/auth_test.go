@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/workron/workron/api/wire"
 )
 
@@ -142,6 +144,36 @@ func TestAuth(t *testing.T) {
 			_, got := e.srv.mux.Handler(httptest.NewRequest(method, path, nil))
 			if got != pattern {
 				t.Errorf("%s %s is routed to %q, not %q", method, path, got, pattern)
+			}
+		}
+	})
+
+	t.Run("RequestsAreCountedByRoute", func(t *testing.T) {
+		reg := prometheus.NewRegistry()
+		e, _ := authEnv(t, func(c *Config) { c.Registry = reg })
+		e.request(http.MethodGet, "/jobs", clientToken, "")
+		e.request(http.MethodGet, "/jobs", "", "") // refused: 401
+		e.request(http.MethodGet, "/no/such/route", adminToken, "")
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() != "workron_http_requests_total" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				l := map[string]string{}
+				for _, p := range m.GetLabel() {
+					l[p.GetName()] = p.GetValue()
+				}
+				n[l["route"]+" "+l["status"]] += m.GetCounter().GetValue()
+			}
+		}
+		for key, want := range map[string]float64{"GET /jobs 200": 1, "GET /jobs 401": 1, "/ 404": 1} {
+			if n[key] != want {
+				t.Errorf("requests %q = %v, want %v (all: %v)", key, n[key], want, n)
 			}
 		}
 	})

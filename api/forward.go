@@ -343,6 +343,10 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		r = r.WithContext(ctx)
 		next.ServeHTTP(sw, r)
 		route := r.Pattern
+		if route == "" && s.cfg.Auth != nil {
+			// withAuth hands the mux a copy of r, which got the pattern.
+			_, route = s.mux.Handler(r)
+		}
 		if route == "" {
 			route = "unmatched"
 		}
