@@ -38,7 +38,7 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 				return nil, err
 			}
 			if len(res.Jobs) > 0 {
-				s.jobsClaimed(ctx, res.Jobs)
+				s.jobsClaimed(ctx, res.Jobs, res.Held)
 				return res.Jobs, nil
 			}
 			changed = nil // lost a race: pause briefly rather than spin

@@ -29,7 +29,13 @@ type metrics struct {
 	// could start to its claim, and from its claim to its report.
 	startLatency *prometheus.HistogramVec
 	runDuration  *prometheus.HistogramVec
+	// limitWait is observed per attempt claimed from a queue with limits:
+	// the part of its wait that the limits held it back.
+	limitWait *prometheus.HistogramVec
 }
+
+// waitBuckets are the buckets of the histograms of time waited, in seconds.
+var waitBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600}
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	m := &metrics{
@@ -58,7 +64,13 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		startLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "workron_job_start_latency_seconds",
 			Help:    "From when an attempt could start (submission, run_at, unblocking or retry) to its claim.",
-			Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600},
+			Buckets: waitBuckets,
+		}, []string{"queue"}),
+		limitWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "workron_queue_limit_wait_seconds",
+			Help: "Per attempt claimed from a queue with flow-control limits: how long, since it became due, its queue's or its key's limits held it back " +
+				"(counted by the leader's state machine since it last started).",
+			Buckets: waitBuckets,
 		}, []string{"queue"}),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "workron_job_run_duration_seconds",
@@ -74,7 +86,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		}, []string{"route"}),
 	}
 	reg.MustRegister(m.submitted, m.completed, m.failed, m.retried, m.expired, m.claimed, m.cancelled, m.requests, m.latency,
-		m.startLatency, m.runDuration)
+		m.startLatency, m.runDuration, m.limitWait)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(&stateCollector{s: s}, &raftCollector{s: s})
 	return m

@@ -36,6 +36,7 @@ func (a *applier) claim(c *Claim) Result {
 		if !a.takeTokens(it) {
 			continue // its queue or key is out of tokens, and now closed
 		}
+		a.noteHeld(it)
 		j.WorkerID = c.WorkerID
 		a.startAttempt(j, c)
 		out = append(out, j)

@@ -90,6 +90,13 @@ type flowIndex struct {
 	qBucket  map[string]store.TokenBucket
 	kBucket  map[qkey]store.TokenBucket
 	waits    *btree.BTreeG[waitItem]
+	// now is the time of the entry being applied (of the rebuild, while
+	// rebuilding); the held clocks read it.
+	now int64
+	// qHeld and kHeld measure how long queues and keys held their due
+	// jobs back (see heldClock); a key's only while it has due jobs.
+	qHeld map[string]heldClock
+	kHeld map[qkey]heldClock
 	// reopened are the queues (key "") and keys that reopened during the
 	// entry; settle says whether any is still open at its end (a renewal
 	// frees and takes a key's slot at once, and must wake nobody).
@@ -111,6 +118,8 @@ func newFlowIndex() *flowIndex {
 		qBucket:  make(map[string]store.TokenBucket),
 		kBucket:  make(map[qkey]store.TokenBucket),
 		waits:    btree.NewG(16, waitLess),
+		qHeld:    make(map[string]heldClock),
+		kHeld:    make(map[qkey]heldClock),
 		reopened: make(map[qkey]bool),
 	}
 }
@@ -148,6 +157,7 @@ func (fx *flowIndex) queueHeld(q string) bool {
 // (and the ready tree if it is the group's new head and the key is open).
 func (x *index) addReady(it readyItem) {
 	fx := x.flow
+	it.heldBase = fx.heldFor(it.kind.queue, it.key, min(it.runAt, fx.now))
 	fx.ready[it.kind.queue]++
 	if it.key == "" {
 		x.readyTree(it.kind).ReplaceOrInsert(it)
@@ -199,6 +209,9 @@ func (x *index) removeReady(it readyItem) {
 	fx.keyReady[k]--
 	if fx.keyReady[k] == 0 {
 		delete(fx.keyReady, k)
+		if fx.keyOpen(k) {
+			delete(fx.kHeld, k)
+		}
 	}
 	if fx.keyOpen(k) && head.id == it.id {
 		x.ready[it.kind].Delete(it)
@@ -218,13 +231,23 @@ func (x *index) removeReady(it readyItem) {
 // setKey changes a key's state by fn, moving its heads in or out of the
 // ready trees when it opens or closes.
 func (x *index) setKey(k qkey, fn func()) {
+	x.setKeyAt(k, x.flow.now, fn)
+}
+
+// setKeyAt is setKey for a change that took effect at end (a bucket that
+// refilled then): a hold of the key ends at end.
+func (x *index) setKeyAt(k qkey, end int64, fn func()) {
 	fx := x.flow
+	if !fx.keyOpen(k) {
+		x.holdEnds()
+	}
 	was := fx.keyOpen(k)
 	fn()
 	now := fx.keyOpen(k)
 	if was == now {
 		return
 	}
+	fx.keyHeld(k, !now, end)
 	for _, typ := range sortedKeys(fx.types[k]) {
 		kd := kind{k.queue, typ}
 		head, ok := fx.groups[gkey{kd, k.key}].Min()
@@ -256,10 +279,14 @@ func sortedKeys[V any](m map[string]V) []string {
 func (x *index) run(queue, key string, d int) {
 	fx := x.flow
 	was := fx.queueHeld(queue)
+	if was && d < 0 {
+		x.holdEnds()
+	}
 	fx.running[queue] += d
 	if fx.running[queue] == 0 {
 		delete(fx.running, queue)
 	}
+	fx.queueMoved(queue, was, fx.now)
 	if was && d < 0 {
 		fx.reopened[qkey{queue, ""}] = true
 	}
@@ -288,7 +315,9 @@ func (x *index) keyAtLimit(k qkey) bool {
 func (x *index) closeUntil(queue, key string, isKey bool, until int64) {
 	fx := x.flow
 	if !isKey {
+		was := fx.queueHeld(queue)
 		fx.qUntil[queue] = until
+		fx.queueMoved(queue, was, fx.now)
 	} else {
 		k := qkey{queue, key}
 		x.setKey(k, func() { fx.keyUntil[k] = until })
@@ -312,16 +341,22 @@ func (x *index) reopen(now int64) {
 // clearUntil ends a bucket's wait, if w is still its wait.
 func (x *index) clearUntil(w waitItem) {
 	fx := x.flow
+	end := min(w.until, fx.now) // the bucket had a token again then
 	if !w.isKey {
 		if fx.qUntil[w.queue] == w.until {
+			was := fx.queueHeld(w.queue)
+			if was {
+				x.holdEnds()
+			}
 			delete(fx.qUntil, w.queue)
+			fx.queueMoved(w.queue, was, end)
 			fx.reopened[qkey{w.queue, ""}] = true
 		}
 		return
 	}
 	k := qkey{w.queue, w.key}
 	if fx.keyUntil[k] == w.until {
-		x.setKey(k, func() { delete(fx.keyUntil, k) })
+		x.setKeyAt(k, end, func() { delete(fx.keyUntil, k) })
 	}
 }
 
@@ -473,11 +508,16 @@ func (a *applier) setQueueLimits(s *SetQueueLimits) Result {
 	}
 	l := s.Limits
 	a.must(a.tx.PutQueueLimits(q, &l, a.index))
+	was := fx.queueHeld(q)
+	if was {
+		x.holdEnds()
+	}
 	if l.IsZero() {
 		delete(fx.limits, q)
 	} else {
 		fx.limits[q] = &l
 	}
+	fx.queueMoved(q, was, fx.now)
 	if old.Rate != l.Rate || old.Burst != l.Burst {
 		a.must(a.tx.DeleteTokenBuckets(q, false))
 		delete(fx.qBucket, q)
@@ -541,6 +581,7 @@ func (x *index) queueKeys(q string) []qkey {
 // counts the running attempts and groups the pending jobs.
 func (x *index) rebuildFlow(tx *store.Tx, now int64) error {
 	fx := x.flow
+	fx.now = now
 	err := tx.ForEachQueueLimits(func(q string, l *store.QueueLimits) error {
 		fx.limits[q] = l
 		return nil
@@ -577,7 +618,8 @@ type QueueFlow struct {
 	Limits  store.QueueLimits
 	Running int // attempts running in the queue
 	// Held counts the due jobs each kind of limit holds back: a queue's
-	// "concurrency" and "rate", its keys' "key_concurrency" and "key_rate".
+	// "concurrency" and "rate", its keys' "key_concurrency" and "key_rate";
+	// a job counts once, under the first of these that holds it.
 	Held map[string]int
 	// RateLimitedUntil is when the queue's bucket has a token again, 0 if
 	// it has one.
@@ -604,22 +646,29 @@ func (x *index) queueFlow(q string, now int64) QueueFlow {
 	if u := fx.qUntil[q]; u > now {
 		out.RateLimitedUntil = u
 	}
+	// A job counts once, under the first limit that holds it (HeldBy's
+	// order): a queue's limit holds all its due jobs.
+	queueHeld := true
 	switch {
 	case out.Limits.Concurrency > 0 && out.Running >= out.Limits.Concurrency:
 		out.Held["concurrency"] = fx.ready[q]
 	case out.RateLimitedUntil != 0:
 		out.Held["rate"] = fx.ready[q]
+	default:
+		queueHeld = false
 	}
 	for k := range fx.keyFull {
 		if k.queue == q {
 			out.KeysFull++
-			out.Held["key_concurrency"] += fx.keyReady[k]
+			if !queueHeld {
+				out.Held["key_concurrency"] += fx.keyReady[k]
+			}
 		}
 	}
 	for k, u := range fx.keyUntil {
 		if k.queue == q && u > now {
 			out.KeysRateLimited++
-			if !fx.keyFull[k] {
+			if !queueHeld && !fx.keyFull[k] {
 				out.Held["key_rate"] += fx.keyReady[k]
 			}
 		}
@@ -665,3 +714,106 @@ func (f *FSM) HeldBy(j *store.Job, now int64) string {
 }
 
 func rfc3339(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
+
+// heldClock measures how long a queue, or a key, held its due jobs back:
+// held is the time it held them before since, and since is when its
+// current hold began (0: it holds none back now). A key's clock counts only
+// the time its queue did not hold the jobs too, so that a job's time held
+// is its queue's clock plus its key's, each read when the job became due
+// and when it was claimed: qAt is the queue's clock when the key's hold
+// began.
+//
+// A delayed job is indexed as due by the first claim after its run time;
+// it reads the clocks at its run time, and before a hold ends the due
+// jobs are indexed (holdEnds), so that none misses a hold it was due in.
+// A hold of a current segment read before its start counts as none.
+//
+// The clocks are in memory: a node counts from its last start or restore,
+// and a job that was due then counts from then. Their readings only go to
+// the leader's metrics (Result.Held), never into the store.
+type heldClock struct {
+	held, since, qAt int64
+}
+
+// queueClock is the time queue q has held its jobs back, as of t (at most
+// fx.now).
+func (fx *flowIndex) queueClock(q string, t int64) int64 {
+	c := fx.qHeld[q]
+	if c.since != 0 && t > c.since {
+		return c.held + t - c.since
+	}
+	return c.held
+}
+
+// heldFor is the clock a job of queue q and key reads at t: the time its
+// queue held jobs back, plus the time its key did while the queue did not.
+func (fx *flowIndex) heldFor(q, key string, t int64) int64 {
+	qc := fx.queueClock(q, t)
+	if key == "" {
+		return qc
+	}
+	c := fx.kHeld[qkey{q, key}]
+	if c.since != 0 && t > c.since {
+		return qc + c.held + max((t-c.since)-(qc-c.qAt), 0)
+	}
+	return qc + c.held
+}
+
+// holdEnds indexes the delayed jobs due by now before a queue's or a key's
+// hold may end, so that they read its clock while it runs.
+func (x *index) holdEnds() { x.promote(x.flow.now) }
+
+// queueMoved starts or stops q's clock, at end, if the queue's hold
+// changed from was.
+func (fx *flowIndex) queueMoved(q string, was bool, end int64) {
+	now := fx.queueHeld(q)
+	if now == was {
+		return
+	}
+	c := fx.qHeld[q]
+	if now {
+		c.since = fx.now
+	} else {
+		c.held, c.since = c.held+max(end-c.since, 0), 0
+	}
+	fx.qHeld[q] = c
+}
+
+// keyHeld starts (closed) or stops k's clock, at end. A key that opens
+// with no due jobs forgets its clock: no job's reading refers to it.
+func (fx *flowIndex) keyHeld(k qkey, closed bool, end int64) {
+	c := fx.kHeld[k]
+	switch {
+	case closed:
+		c.since, c.qAt = fx.now, fx.queueClock(k.queue, fx.now)
+	case fx.keyReady[k] == 0:
+		delete(fx.kHeld, k)
+		return
+	default:
+		c.held = fx.heldFor(k.queue, k.key, end) - fx.queueClock(k.queue, end)
+		c.since, c.qAt = 0, 0
+	}
+	fx.kHeld[k] = c
+}
+
+// heldTime is how long limits held a job back that is being claimed at
+// fx.now: its clock now less its clock when it became due, at most its
+// time since its run time.
+func (fx *flowIndex) heldTime(it readyItem) int64 {
+	d := fx.heldFor(it.kind.queue, it.key, fx.now) - it.heldBase
+	return max(min(d, fx.now-it.runAt), 0)
+}
+
+// noteHeld records, before the claim takes it, how long limits held back a
+// job of a queue with limits (or one that has just lost them).
+func (a *applier) noteHeld(it readyItem) {
+	fx := a.f.idx.flow
+	d := fx.heldTime(it)
+	if fx.limits[it.kind.queue] == nil && d == 0 {
+		return
+	}
+	if a.held == nil {
+		a.held = make(map[string]int64)
+	}
+	a.held[it.id] = d
+}
