@@ -21,9 +21,7 @@ import (
 // known on a one-node cluster and compares the series: counters and queue
 // gauges exactly, histograms by their counts, Raft figures by what must hold.
 func TestMetricsAfterAKnownWorkload(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	c := clustertest.New(t, 1, clustertest.WithLeaseTTL(time.Second),
-		clustertest.WithConfig(func(i int, nc *node.Config) { nc.API.Registry = reg }))
+	reg, c := metricsNode(t, time.Second)
 	hc := httpClient(t)
 	base := c.URL(0)
 	one, never := 1, false
@@ -209,6 +207,16 @@ workron_queue_paused{queue="q3"} 0
 	})
 }
 
+// metricsNode starts a one-node cluster with leases of ttl whose series go
+// to the registry it returns.
+func metricsNode(t *testing.T, ttl time.Duration) (*prometheus.Registry, *clustertest.Cluster) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	c := clustertest.New(t, 1, clustertest.WithLeaseTTL(ttl),
+		clustertest.WithConfig(func(i int, nc *node.Config) { nc.API.Registry = reg }))
+	return reg, c
+}
+
 // gauges reads a gauge or counter family by the value of one label ("" for
 // a family without labels).
 func gauges(t *testing.T, reg *prometheus.Registry, name, label string) map[string]float64 {
@@ -291,9 +299,7 @@ func histogramCounts(t *testing.T, reg *prometheus.Registry, name, label string)
 // exact: the one job held so far waited from its key's running attempt's
 // claim to its report, the times the attempt's history shows.
 func TestMetricsOfFlowControl(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	c := clustertest.New(t, 1, clustertest.WithLeaseTTL(time.Hour),
-		clustertest.WithConfig(func(i int, nc *node.Config) { nc.API.Registry = reg }))
+	reg, c := metricsNode(t, time.Hour)
 	hc := httpClient(t)
 	base := c.URL(0)
 	submit := func(queue, key string) string {
