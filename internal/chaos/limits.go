@@ -77,9 +77,6 @@ func checkLimits(jobs []wire.Job, res *checkResult) {
 	for _, p := range problems {
 		res.anomaly("queue %s: %s", limitedQueue, p)
 	}
-	if len(limited) == 0 {
-		res.anomaly("queue %s has no jobs: the limits were not exercised", limitedQueue)
-	}
 }
 
 func (r limitResult) String() string {

@@ -313,8 +313,11 @@ func (r *runner) check(ctx context.Context) {
 		rep.Anomalies = append(rep.Anomalies, "final listing: "+err.Error())
 	}
 	limited, err := listAll(ctx, r.c, limitedQueue)
-	if err != nil {
+	switch {
+	case err != nil:
 		rep.Anomalies = append(rep.Anomalies, "final listing of the limited queue: "+err.Error())
+	case len(limited) == 0:
+		rep.Anomalies = append(rep.Anomalies, "queue "+limitedQueue+" has no jobs: its limits were not exercised")
 	}
 	jobs = append(jobs, limited...)
 	cronJobs, err := listAll(ctx, r.c, cronQueue)
