@@ -20,6 +20,7 @@
 //	gangs                                  gang.go, gang_reserve.go, gang_drain.go, gang_checkpoint.go
 //	resources and what a worker has free   resources.go
 //	flow control (limits, buckets, keys)   flow.go
+//	time limits held a job (Result.Held)   flow.go (heldClock; in memory only)
 //	in-memory indexes (ready, leases)      index.go
 //	retention (expiry and delete)          retention.go
 //	workers (register, offline, forget)    worker.go
