@@ -47,20 +47,45 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 		if left <= 0 || !s.node.IsLeader() || s.isDraining() {
 			return nil, nil
 		}
-		timer := time.NewTimer(min(left, s.untilNextDue(changed == nil)))
-		select {
-		case <-s.draining:
-			timer.Stop()
-			return nil, nil
-		case <-changed:
-		case <-finished: // a claim in flight ended: the jobs it left may be ours
-		case <-timer.C:
-		case <-ctx.Done():
-			timer.Stop()
-			return nil, nil
+		jobs, over, err := s.await(ctx, &a, min(left, s.untilNextDue(changed == nil)), changed, finished)
+		if over {
+			return jobs, err
 		}
-		timer.Stop()
 	}
+}
+
+// await is a long-poll's wait for something to claim: a change of the
+// state, the end of another claim, d, or the end of ctx or of the node's
+// serving; meanwhile a submit may take it (handoff.go) and propose its
+// claim. over says the poll ends, with jobs (a submit's claim got them), an
+// error, or nothing.
+func (s *Server) await(ctx context.Context, a *claimArgs, d time.Duration, changed, finished <-chan struct{}) (jobs []*store.Job, over bool, err error) {
+	var w *waiter
+	var taken <-chan handoff
+	if parks(a) {
+		w = s.waiters.park(a.cmd)
+		taken = w.result
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-s.draining:
+		over = true
+	case <-changed:
+	case <-finished: // a claim in flight ended: the jobs it left may be ours
+	case <-timer.C:
+	case h := <-taken:
+		return s.handedOff(ctx, h)
+	case <-ctx.Done():
+		over = true
+	}
+	if w != nil && !s.waiters.leave(w) {
+		// A submit took it: its claim is proposed, and is answered even
+		// if the poll ends now (see handoff.go). The submit's proposal
+		// ends within proposeTimeout.
+		return s.handedOff(ctx, <-w.result)
+	}
+	return nil, over, nil
 }
 
 // claimGate keeps the long-polls of one leader from sending many more
@@ -136,30 +161,80 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 	}
 	fc := s.fenceFields(r)
 	fc.claim(&args.cmd, true, req.ClaimSeq)
-	var reports func() []wire.BatchReportResult
+	var reps []*fsm.Report
 	if len(req.Reports) > 0 {
-		reps, err := batchReports(req.Reports)
-		if err != nil {
+		if reps, err = batchReports(req.Reports); err != nil {
 			s.fail(w, r, err)
 			return
 		}
 		for _, rep := range reps {
 			fc.report(rep)
 		}
-		// Proposed now, beside the claim: one log entry carries both.
-		reports = s.startReports(r.Context(), reps)
 	}
-	jobs, err := s.boundedClaim(r.Context(), args)
-	out := wire.ClaimResponse{LeaseTTLMillis: s.cfg.LeaseTTL.Milliseconds()}
-	if reports != nil {
-		out.Reports = reports()
-	}
+	jobs, reports, err := s.claimReporting(r.Context(), args, reps)
+	out := wire.ClaimResponse{LeaseTTLMillis: s.cfg.LeaseTTL.Milliseconds(), Reports: reports}
 	if err != nil && out.Reports == nil {
 		s.fail(w, r, err)
 		return
 	}
 	out.Jobs = toWireList(jobs, s.now())
+	s.withParentResults(out.Jobs)
 	writeJSON(w, http.StatusOK, out)
+}
+
+// maxReportsBesideClaim is the most reports a claim carries in the log
+// entry of its claim (claimReporting); more are proposed on their own.
+const maxReportsBesideClaim = 64
+
+// claimReporting ends the attempts reps report, then claims. When a job is
+// ready for the claim at once, the reports and the claim go in one log
+// entry, the reports first (ProposeTogether): the worker's round trip
+// costs one commit, and the claim sees what the reports freed (a slot of a
+// limit, say). Otherwise the reports are proposed at once and the claim
+// waits as usual. The reports' results are nil only without reports.
+func (s *Server) claimReporting(ctx context.Context, a claimArgs, reps []*fsm.Report) ([]*store.Job, []wire.BatchReportResult, error) {
+	if len(reps) == 0 {
+		jobs, err := s.boundedClaim(ctx, a)
+		return jobs, nil, err
+	}
+	if len(reps) <= maxReportsBesideClaim {
+		ready := s.state.ClaimableCount(a.cmd.WorkerID, a.cmd.Queues, a.cmd.Types, a.cmd.Shell, s.now())
+		if ready > 0 && s.claiming.acquire(ready) {
+			return s.reportsThenClaim(ctx, a, reps)
+		}
+	}
+	reports := s.startReports(ctx, reps)
+	jobs, err := s.boundedClaim(ctx, a)
+	return jobs, reports(), err
+}
+
+// reportsThenClaim proposes reps and a's claim in one entry, with a slot
+// of s.claiming taken; a claim that lost its job to another goes on as
+// usual.
+func (s *Server) reportsThenClaim(ctx context.Context, a claimArgs, reps []*fsm.Report) ([]*store.Job, []wire.BatchReportResult, error) {
+	res, err := s.proposeTogether(ctx, append(reportCmds(reps), fsm.Cmd{Op: fsm.OpClaim, Claim: &a.cmd}))
+	s.claiming.release()
+	out := make([]wire.BatchReportResult, len(reps))
+	errs := make([]error, len(reps))
+	for i := range reps {
+		if errs[i] = err; err == nil {
+			errs[i] = res[i].Err
+		}
+	}
+	s.reportResults(ctx, reps, res, errs, out)
+	if err != nil {
+		return nil, out, err
+	}
+	c := res[len(reps)]
+	switch {
+	case c.Err != nil:
+		return nil, out, c.Err
+	case len(c.Jobs) > 0:
+		s.jobsClaimed(ctx, c.Jobs, c.Held)
+		return c.Jobs, out, nil
+	}
+	jobs, err := s.boundedClaim(ctx, a)
+	return jobs, out, err
 }
 
 // handleNext is the seed's claim: GET /jobs/next?worker_id=W[&wait=][&queue=].

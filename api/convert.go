@@ -59,6 +59,7 @@ func toWire(j *store.Job, now int64) wire.Job {
 	out.ExpiresAt = optTime(j.ExpireAt)
 	out.Schedule, out.ScheduledFor, out.After = j.Schedule, optTime(j.ScheduledFor), j.After
 	needsWire(&out, j)
+	progressWire(&out, j)
 	if j.Status.Leased() {
 		out.Lease = j.Lease
 		out.LeaseExpiresAt = optTime(j.LeaseDeadline)

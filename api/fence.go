@@ -15,6 +15,7 @@ import (
 type fence struct {
 	on    bool
 	token string
+	fair  bool // claims take turns over keys (fsm.ProtocolFair)
 }
 
 // fenceFields is the one place that decides the fields of
@@ -22,7 +23,8 @@ type fence struct {
 // cluster runs that protocol (an older node would stop at them), left empty
 // while an upgrade is under way.
 func (s *Server) fenceFields(r *http.Request) fence {
-	return fence{on: s.node.ClusterProtocol() >= fsm.ProtocolFence, token: tokenName(r.Context())}
+	p := s.node.ClusterProtocol()
+	return fence{on: p >= fsm.ProtocolFence, token: tokenName(r.Context()), fair: p >= fsm.ProtocolFair}
 }
 
 // claim marks a claim with its caller; leased says its reply hands the
@@ -32,6 +34,7 @@ func (f fence) claim(c *fsm.Claim, leased bool, seq uint64) {
 	if f.on {
 		c.Token, c.Fenced, c.Seq = f.token, leased, seq
 	}
+	c.Fair = f.fair
 }
 
 // heartbeat marks a job heartbeat with its caller.

@@ -46,6 +46,18 @@ func (s *Server) propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
 	return res, err
 }
 
+// proposeTogether is propose for commands that must share one log entry
+// (raftnode's ProposeTogether); the error is the group's.
+func (s *Server) proposeTogether(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, error) {
+	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proposeTimeout)
+	defer cancel()
+	res, err := s.node.ProposeTogether(pctx, cmds)
+	if err == nil || !nothingDone(err) {
+		markTouched(ctx)
+	}
+	return res, err
+}
+
 // proposeAll is propose for several commands at once.
 func (s *Server) proposeAll(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, []error) {
 	pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proposeTimeout)
@@ -82,7 +94,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpSubmit, Submit: &fsm.Submit{Jobs: []fsm.NewJob{nj}}})
+	res, err := s.proposeSubmit(r.Context(), []fsm.NewJob{nj})
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -127,7 +139,7 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpSubmit, Submit: &fsm.Submit{Jobs: jobs}})
+	res, err := s.proposeSubmit(r.Context(), jobs)
 	if err != nil {
 		s.fail(w, r, err)
 		return

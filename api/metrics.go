@@ -23,6 +23,7 @@ type metrics struct {
 	expired   *prometheus.CounterVec
 	claimed   *prometheus.CounterVec
 	cancelled *prometheus.CounterVec
+	handedOff *prometheus.CounterVec
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	// startLatency and runDuration are observed per attempt: from when it
@@ -61,6 +62,9 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		cancelled: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "workron_jobs_cancelled_total", Help: "Jobs cancelled through the API (a running job counts when it is told to stop).",
 		}, []string{"queue"}),
+		handedOff: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "workron_jobs_handed_off_total", Help: "Jobs leased to a waiting worker in the log entry that submitted them (one commit round from submit to start).",
+		}, []string{"queue"}),
 		startLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "workron_job_start_latency_seconds",
 			Help:    "From when an attempt could start (submission, run_at, unblocking or retry) to its claim.",
@@ -68,8 +72,8 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		}, []string{"queue"}),
 		limitWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "workron_queue_limit_wait_seconds",
-			Help: "Per attempt claimed from a queue with flow-control limits: how long, since it became due, its queue's or its key's limits held it back " +
-				"(counted by the leader's state machine since it last started).",
+			Help: "Per attempt claimed from a queue with flow-control limits, or held back by a pause a rate-limited attempt asked for: " +
+				"how long, since it became due, its queue's or its key's limits or pauses held it back (counted by the leader's state machine since it last started).",
 			Buckets: waitBuckets,
 		}, []string{"queue"}),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -85,7 +89,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"route"}),
 	}
-	reg.MustRegister(m.submitted, m.completed, m.failed, m.retried, m.expired, m.claimed, m.cancelled, m.requests, m.latency,
+	reg.MustRegister(m.submitted, m.completed, m.failed, m.retried, m.expired, m.claimed, m.cancelled, m.handedOff, m.requests, m.latency,
 		m.startLatency, m.runDuration, m.limitWait)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(&stateCollector{s: s}, &raftCollector{s: s})
@@ -123,11 +127,12 @@ var (
 		"How long the longest-waiting job that is due to run has waited since it became runnable (0 if none), by queue (this node's state).", []string{"queue"}, nil)
 	descPaused = prometheus.NewDesc("workron_queue_paused", "1 if the queue is paused.", []string{"queue"}, nil)
 	descHeld   = prometheus.NewDesc("workron_queue_jobs_held",
-		"Due jobs that a flow-control limit holds back, by queue and limit (concurrency, rate, key_concurrency, key_rate); queues with limits only.", []string{"queue", "limit"}, nil)
+		"Due jobs that a flow-control limit or a pause holds back, by queue and limit (concurrency, rate, paused, key_concurrency, key_rate, key_paused; "+
+			"a job counts once, under the first that holds it); queues with limits or a pause in force only.", []string{"queue", "limit"}, nil)
 )
 
 // heldLimits are the values of descHeld's limit label.
-var heldLimits = []string{"concurrency", "rate", "key_concurrency", "key_rate"}
+var heldLimits = []string{"concurrency", "rate", "paused", "key_concurrency", "key_rate", "key_paused"}
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descDepth
@@ -150,7 +155,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, age, q.Name)
 		ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, boolValue(q.Paused), q.Name)
 	}
-	for _, q := range c.s.state.LimitedQueues() {
+	for _, q := range c.s.flowQueues(now) {
 		held := c.s.state.QueueLimits(q).Held
 		for _, l := range heldLimits {
 			ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(held[l]), q, l)

@@ -27,6 +27,9 @@ var (
 	descCommands = prometheus.NewDesc("workron_raft_commands_proposed_total", "Commands packed into those entries.", nil, nil)
 	descPerEntry = prometheus.NewDesc("workron_raft_commands_per_entry", "Commands packed into each log entry this node proposed.", nil, nil)
 	descApply    = prometheus.NewDesc("workron_raft_apply_duration_seconds", "From handing a proposed entry to Raft to having its results (committed and applied on this node).", nil, nil)
+	descStage    = prometheus.NewDesc("workron_raft_stage_seconds", "Where the time of each log entry this node proposed as leader went, by stage in order: queue (in the proposer's queue), dispatch (to Raft's leader loop), leader_write (the leader's log write), replicate (to the first follower's answer), commit_notice (to the start of its apply), apply, reply (to the proposer).", []string{"stage"}, nil)
+	descLogWrite = prometheus.NewDesc("workron_raft_log_write_seconds", "Each write to this node's Raft log (fsync'd): on a follower, the follower's write.", nil, nil)
+	descAppend   = prometheus.NewDesc("workron_raft_append_rpc_seconds", "Each AppendEntries round trip this node sent as leader, to one follower: the network and the follower's log write.", nil, nil)
 	descSnapIdx  = prometheus.NewDesc("workron_raft_snapshot_index", "Last log index covered by the newest snapshot (0 if none).", nil, nil)
 	descSnapSize = prometheus.NewDesc("workron_raft_snapshot_bytes", "Size of the newest snapshot.", nil, nil)
 	descSnapTime = prometheus.NewDesc("workron_raft_snapshot_duration_seconds", "How long the newest snapshot took to capture and write (0 if taken before this process started).", nil, nil)
@@ -39,7 +42,7 @@ var (
 
 func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLeader, descRole, descTerm, descCommit, descApplied, descLastLog, descContact,
-		descEntries, descCommands, descPerEntry, descApply, descSnapIdx, descSnapSize, descSnapTime, descSnapAt, descSnaps, descAhead, descProto, descClProto} {
+		descEntries, descCommands, descPerEntry, descApply, descStage, descLogWrite, descAppend, descSnapIdx, descSnapSize, descSnapTime, descSnapAt, descSnaps, descAhead, descProto, descClProto} {
 		ch <- d
 	}
 }
@@ -67,6 +70,11 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descCommands, prometheus.CounterValue, float64(st.Commands))
 	ch <- constHistogram(descPerEntry, st.CommandsPerEntry)
 	ch <- constHistogram(descApply, st.ApplyLatency)
+	for _, name := range raftnode.StageNames() {
+		ch <- constHistogram(descStage, st.Stages.Stages[name], name)
+	}
+	ch <- constHistogram(descLogWrite, st.Stages.LogWrite)
+	ch <- constHistogram(descAppend, st.Stages.AppendRPC)
 	sn := st.Snapshot
 	gauge(descSnapIdx, float64(sn.Index))
 	gauge(descSnapSize, float64(sn.Bytes))
@@ -82,10 +90,10 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(descClProto, float64(c.s.node.ClusterProtocol()))
 }
 
-func constHistogram(d *prometheus.Desc, h raftnode.HistogramSnapshot) prometheus.Metric {
+func constHistogram(d *prometheus.Desc, h raftnode.HistogramSnapshot, labels ...string) prometheus.Metric {
 	buckets := make(map[float64]uint64, len(h.Buckets))
 	for _, b := range h.Buckets {
 		buckets[b.UpperBound] = b.Count
 	}
-	return prometheus.MustNewConstHistogram(d, h.Count, h.Sum, buckets)
+	return prometheus.MustNewConstHistogram(d, h.Count, h.Sum, buckets, labels...)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/clustertest"
 	"github.com/workron/workron/internal/node"
+	"github.com/workron/workron/raftnode"
 )
 
 // TestMetricsAfterAKnownWorkload runs a workload whose every transition is
@@ -172,6 +173,21 @@ workron_queue_paused{queue="q3"} 0
 		if apply := histograms(t, reg, "workron_raft_apply_duration_seconds")[""]; apply.count == 0 || apply.sum <= 0 {
 			t.Errorf("apply latency: %d observations summing to %v", apply.count, apply.sum)
 		}
+		stages := histograms(t, reg, "workron_raft_stage_seconds", "stage")
+		for _, name := range raftnode.StageNames() {
+			if h := stages[name]; h.count == 0 || (name != "queue" && float64(h.count) > entries) {
+				t.Errorf("stage %s: %d observations for %v entries", name, h.count, entries)
+			}
+		}
+		if w := stages["leader_write"]; w.sum <= 0 {
+			t.Errorf("leader_write stage sums to %v, want above 0", w.sum)
+		}
+		if w := histograms(t, reg, "workron_raft_log_write_seconds")[""]; w.count < stages["leader_write"].count || w.sum <= 0 {
+			t.Errorf("log writes: %d summing to %v, want at least one per entry", w.count, w.sum)
+		}
+		if rpc := histograms(t, reg, "workron_raft_append_rpc_seconds")[""]; rpc.count != 0 {
+			t.Errorf("%d AppendEntries round trips on a cluster of one", rpc.count)
+		}
 		if g("workron_raft_snapshots_total") != 1 || g("workron_raft_snapshot_bytes") <= 0 || g("workron_raft_snapshot_index") < applied ||
 			g("workron_raft_snapshot_duration_seconds") <= 0 || g("workron_raft_snapshot_timestamp_seconds") < float64(time.Now().Add(-time.Minute).Unix()) {
 			t.Errorf("snapshots %v, bytes %v, index %v (applied %v), duration %v, at %v", g("workron_raft_snapshots_total"), g("workron_raft_snapshot_bytes"),
@@ -296,8 +312,9 @@ func histogramCounts(t *testing.T, reg *prometheus.Registry, name, label string)
 // TestMetricsOfFlowControl: per queue with limits, the due jobs each kind
 // of limit holds back (a gauge by limit), and for each job claimed from it
 // how long the limits held it back (a histogram). The histogram's sum is
-// exact: the one job held so far waited from its key's running attempt's
-// claim to its report, the times the attempt's history shows.
+// exact: the one job held so far waited from the claim that filled its
+// queue to the report of one of those attempts, the times the attempt's
+// history shows.
 func TestMetricsOfFlowControl(t *testing.T) {
 	reg, c := metricsNode(t, time.Hour)
 	hc := httpClient(t)
@@ -321,7 +338,7 @@ func TestMetricsOfFlowControl(t *testing.T) {
 	two, one := 2, 1
 	doHTTP(t, hc, http.StatusOK, "PUT", base+"/queues/tenants", wire.QueueLimits{Concurrency: &two, KeyConcurrency: &one})
 	a, b, c2 := submit("tenants", "acme"), submit("tenants", "acme"), submit("tenants", "globex")
-	submit("tenants", "initech")
+	d := submit("tenants", "initech")
 	submit("plain", "acme")
 	if got := ids(claim("tenants")); got != a+","+c2 {
 		t.Fatalf("claimed %s, want %s,%s: b waits for acme, d for the queue", got, a, c2)
@@ -331,7 +348,8 @@ func TestMetricsOfFlowControl(t *testing.T) {
 	t.Run("HeldJobsByLimit", func(t *testing.T) {
 		// b waits for its key too, but counts once: under the queue's
 		// limit, the first that holds it.
-		want := map[string]float64{"tenants concurrency": 2, "tenants key_concurrency": 0, "tenants rate": 0, "tenants key_rate": 0}
+		want := map[string]float64{"tenants concurrency": 2, "tenants key_concurrency": 0, "tenants rate": 0, "tenants key_rate": 0,
+			"tenants paused": 0, "tenants key_paused": 0}
 		if got := counters(t, reg, "workron_queue_jobs_held", "queue", "limit"); !maps.Equal(got, want) {
 			t.Errorf("held %v, want %v", got, want)
 		}
@@ -340,15 +358,16 @@ func TestMetricsOfFlowControl(t *testing.T) {
 	t.Run("TimeHeldPerClaimedJob", func(t *testing.T) {
 		aJob := decodeJSON[wire.Job](t, doHTTP(t, hc, http.StatusOK, "GET", base+"/jobs/"+a, nil))
 		doHTTP(t, hc, http.StatusOK, "POST", base+"/jobs/"+a+"/done", wire.ReportRequest{Lease: aJob.Lease})
-		if got := ids(claim("tenants")); got != b {
-			t.Fatalf("claimed %s after a's report, want %s (d still waits for the queue)", got, b)
+		// Claims take the keys in turns: initech's after globex's.
+		if got := ids(claim("tenants")); got != d {
+			t.Fatalf("claimed %s after a's report, want %s (initech's turn; %s waits for the queue)", got, d, b)
 		}
 		aJob = decodeJSON[wire.Job](t, doHTTP(t, hc, http.StatusOK, "GET", base+"/jobs/"+a, nil))
 		att := aJob.AttemptHistory[0]
 		held := att.Ended.Sub(att.Started).Seconds()
 		h := histograms(t, reg, "workron_queue_limit_wait_seconds", "queue")
 		if got := h["tenants"]; got.count != 3 || math.Abs(got.sum-held) > 1e-9 {
-			t.Errorf("tenants: %d observations summing %vs, want 3 (a, c and b) summing %vs (b, while a ran)", got.count, got.sum, held)
+			t.Errorf("tenants: %d observations summing %vs, want 3 (a, c and d) summing %vs (d, while a ran)", got.count, got.sum, held)
 		}
 		if _, ok := h["plain"]; ok {
 			t.Errorf("a queue without limits has a series: %v", h)

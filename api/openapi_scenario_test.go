@@ -57,6 +57,13 @@ func TestOpenAPIScenario(t *testing.T) {
 	call(409, "POST", "/jobs/"+c.ID+"/cancel", nil, nil)
 	call(200, "POST", "/jobs/claim", `{"worker_id":"w1","queues":["q"],"shell":true,"claim_seq":3}`, nil)
 	call(0, "POST", "/jobs/"+c.ID+"/fail", `{"lease":1,"error":"late"}`, nil)
+	// A rate-limited attempt pauses its key (GET /queues shows it below).
+	call(201, "POST", "/jobs", `{"command":"d","queue":"q","concurrency_key":"acme"}`, &c)
+	call(200, "POST", "/jobs/claim", `{"worker_id":"w1","queues":["q"],"shell":true,"claim_seq":4}`, &claim)
+	if len(claim.Jobs) != 1 {
+		t.Fatalf("claimed %d jobs, want 1", len(claim.Jobs))
+	}
+	call(200, "POST", "/jobs/"+claim.Jobs[0].ID+"/fail", fmt.Sprintf(`{"lease":%d,"error":"429","rate_limited_for":"1m"}`, claim.Jobs[0].Lease), nil)
 
 	var gang wire.GangSubmitResponse
 	call(201, "POST", "/jobs", `{"command":"g","gang_size":2}`, &gang)
@@ -66,7 +73,7 @@ func TestOpenAPIScenario(t *testing.T) {
 
 	call(200, "GET", "/workers", nil, nil)
 	call(409, "DELETE", "/workers/w1", nil, nil) // active: refused
-	call(200, "PUT", "/queues/q", `{"concurrency":5,"key_concurrency":2,"rate":"100/s","burst":10,"key_rate":"600/m","key_burst":3}`, nil)
+	call(200, "PUT", "/queues/q", `{"concurrency":5,"key_concurrency":2,"rate":"100/s","burst":10,"key_rate":"600/m","key_burst":3,"key_weights":{"acme":3}}`, nil)
 	call(200, "GET", "/queues", nil, nil)
 	call(200, "GET", "/queues/q", nil, nil)
 	call(200, "POST", "/queues/q/pause", nil, nil)

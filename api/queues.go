@@ -22,7 +22,7 @@ func (s *Server) queues() []wire.Queue {
 	var out []wire.Queue
 	now := s.now()
 	oldest := s.state.OldestReady(now)
-	limited := s.state.LimitedQueues()
+	limited := s.flowQueues(now)
 	stats := s.state.Queues()
 	for _, name := range limited {
 		if !slices.ContainsFunc(stats, func(q fsm.QueueStats) bool { return q.Name == name }) {
@@ -37,6 +37,19 @@ func (s *Server) queues() []wire.Queue {
 		out = append(out, qi)
 	}
 	slices.SortFunc(out, func(a, b wire.Queue) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// flowQueues lists the queues whose flow GET /queues and the metrics show:
+// those with limits or with a pause in force at now, by name.
+func (s *Server) flowQueues(now int64) []string {
+	out := s.state.LimitedQueues()
+	for _, q := range s.state.RateLimitedQueues(now) {
+		if !slices.Contains(out, q) {
+			out = append(out, q)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 
@@ -136,7 +149,7 @@ func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
 	l := fl.Limits
 	out := &wire.QueueFlow{
 		QueueLimits: wire.QueueLimits{Concurrency: wire.Limit(l.Concurrency), KeyConcurrency: wire.Limit(l.KeyConcurrency),
-			Burst: wire.Limit(l.Burst), KeyBurst: wire.Limit(l.KeyBurst)},
+			Burst: wire.Limit(l.Burst), KeyBurst: wire.Limit(l.KeyBurst), KeyWeights: l.KeyWeights},
 		Running: fl.Running, KeysAtLimit: fl.KeysFull, KeysRateLimited: fl.KeysRateLimited, Waiting: fl.Held,
 	}
 	if !l.Rate.IsZero() {
@@ -146,6 +159,9 @@ func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
 		out.KeyRate = wire.FormatRate(l.KeyRate.Count, time.Duration(l.KeyRate.Per))
 	}
 	out.RateLimitedUntil = optTime(fl.RateLimitedUntil)
+	for _, p := range fl.Paused {
+		out.Paused = append(out.Paused, wire.KeyPause{Key: p.Key, Until: time.Unix(0, p.Until).UTC(), Reason: p.Reason})
+	}
 	return out
 }
 

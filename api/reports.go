@@ -37,25 +37,36 @@ func (s *Server) startReports(ctx context.Context, reps []*fsm.Report) func() []
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cmds := make([]fsm.Cmd, len(reps))
-		for i, rep := range reps {
-			cmds[i] = fsm.Cmd{Op: fsm.OpReport, Report: rep}
-		}
-		results, errs := s.proposeAll(ctx, cmds)
-		for i, rep := range reps {
-			out[i].JobID = rep.JobID
-			if errs[i] != nil {
-				out[i].Code, out[i].Error = reply(errs[i])
-				continue
-			}
-			j := results[i].Jobs[0]
-			out[i].Status = string(j.Status)
-			s.attemptEnded(ctx, j, false)
-		}
+		results, errs := s.proposeAll(ctx, reportCmds(reps))
+		s.reportResults(ctx, reps, results, errs, out)
 	}()
 	return func() []wire.BatchReportResult {
 		<-done
 		return out
+	}
+}
+
+// reportCmds are the commands of reps.
+func reportCmds(reps []*fsm.Report) []fsm.Cmd {
+	cmds := make([]fsm.Cmd, len(reps))
+	for i, rep := range reps {
+		cmds[i] = fsm.Cmd{Op: fsm.OpReport, Report: rep}
+	}
+	return cmds
+}
+
+// reportResults fills out with what the proposals of reps gave: results[i]
+// or errs[i] is reps[i]'s.
+func (s *Server) reportResults(ctx context.Context, reps []*fsm.Report, results []fsm.Result, errs []error, out []wire.BatchReportResult) {
+	for i, rep := range reps {
+		out[i].JobID = rep.JobID
+		if errs[i] != nil {
+			out[i].Code, out[i].Error = reply(errs[i])
+			continue
+		}
+		j := results[i].Jobs[0]
+		out[i].Status = string(j.Status)
+		s.attemptEnded(ctx, j, false)
 	}
 }
 
@@ -97,6 +108,11 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		s.fail(w, r, err)
 		return
 	}
+	result, progress, err := reportEnd("", &req)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if !s.knownJob(w, r) {
 		return
 	}
@@ -109,6 +125,12 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		Error:    req.Error,
 		Final:    req.Retry != nil && !*req.Retry,
 		Draw:     draw(),
+		Result:   result,
+		Progress: progress,
+	}
+	if err := holdOff(rep, &req, func(f string) string { return f }); err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	s.fenceFields(r).report(rep)
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpReport, Report: rep})

@@ -33,6 +33,7 @@ import (
 type Raft interface {
 	Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error)
 	ProposeAll(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, []error)
+	ProposeTogether(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, error)
 	IsLeader() bool
 	Leader() (id, addr string)
 	LeaderChanged() <-chan struct{}
@@ -187,6 +188,9 @@ type Server struct {
 
 	// claiming limits concurrent long-poll claims to the jobs ready.
 	claiming claimGate
+	// waiters are the long-polls parked for a submit to hand them a job
+	// (handoff.go).
+	waiters waiters
 
 	// draining is closed by Drain: long-polls end, forwarded ones are cut.
 	draining  chan struct{}

@@ -199,6 +199,21 @@ func queueLimits(req *wire.QueueLimits) (store.QueueLimits, error) {
 	if l.KeyRate, err = rateOf("key_rate", req.KeyRate); err != nil {
 		return l, err
 	}
+	if len(req.KeyWeights) > fsm.MaxKeyWeights {
+		return l, invalid("key_weights", "more than %d keys", fsm.MaxKeyWeights)
+	}
+	for _, k := range slices.Sorted(maps.Keys(req.KeyWeights)) {
+		w := req.KeyWeights[k]
+		switch {
+		case k == "" || len(k) > wire.MaxConcurrencyKeyBytes:
+			return l, invalid("key_weights", "a key must be 1 to %d bytes, got %q", wire.MaxConcurrencyKeyBytes, k)
+		case w < 1 || w > fsm.MaxKeyWeight:
+			return l, invalid("key_weights", "weight of %q must be from 1 to %d, got %d", k, fsm.MaxKeyWeight, w)
+		}
+	}
+	if len(req.KeyWeights) > 0 {
+		l.KeyWeights = maps.Clone(req.KeyWeights)
+	}
 	switch {
 	case l.Burst != 0 && l.Rate.IsZero():
 		return l, invalid("burst", "is the burst of a rate; give rate too")
@@ -354,13 +369,48 @@ func batchReports(in []wire.BatchReport) ([]*fsm.Report, error) {
 		if br.Status != wire.StatusDone && br.Status != wire.StatusFailed {
 			return nil, invalid(fmt.Sprintf("reports[%d].status", i), "must be %q or %q, got %q", wire.StatusDone, wire.StatusFailed, br.Status)
 		}
+		result, progress, err := reportEnd(fmt.Sprintf("reports[%d].", i), &br.ReportRequest)
+		if err != nil {
+			return nil, err
+		}
 		reps[i] = &fsm.Report{
 			JobID: br.JobID, Lease: br.Lease, Success: br.Status == wire.StatusDone,
 			ExitCode: br.ExitCode, Output: br.Output, Error: br.Error,
-			Final: br.Retry != nil && !*br.Retry, Draw: draw(),
+			Final: br.Retry != nil && !*br.Retry, Draw: draw(), Result: result, Progress: progress,
+		}
+		f := func(s string) string { return fmt.Sprintf("reports[%d].%s", i, s) }
+		if err := holdOff(reps[i], &br.ReportRequest, f); err != nil {
+			return nil, err
 		}
 	}
 	return reps, nil
+}
+
+// holdOff reads a report's rate_limited_for and snooze_for into r, naming
+// a bad field through f.
+func holdOff(r *fsm.Report, req *wire.ReportRequest, f func(string) string) error {
+	for _, h := range []struct {
+		field, v string
+		to       *int64
+	}{{"rate_limited_for", req.RateLimitedFor, &r.RateLimitedFor}, {"snooze_for", req.SnoozeFor, &r.SnoozeFor}} {
+		if h.v == "" {
+			continue
+		}
+		d, err := time.ParseDuration(h.v)
+		switch {
+		case err != nil:
+			return invalid(f(h.field), "%q is not a duration like \"30s\"", h.v)
+		case d < time.Millisecond || d > wire.MaxHoldOff:
+			return invalid(f(h.field), "must be from 1ms to %s, got %s", wire.MaxHoldOff, h.v)
+		case r.Success:
+			return invalid(f(h.field), "only a failed attempt is rate-limited or snoozed")
+		}
+		*h.to = int64(d)
+	}
+	if r.RateLimitedFor != 0 && r.SnoozeFor != 0 {
+		return invalid(f("snooze_for"), "give rate_limited_for or snooze_for, not both")
+	}
+	return nil
 }
 
 // Limits of resource requests.

@@ -79,6 +79,9 @@ func (v *waitView) waiting(j *store.Job) (code, reason string) {
 	}
 	if at := time.Unix(0, j.RunAt); at.After(v.now) {
 		when := at.UTC().Format(time.RFC3339)
+		if n := len(j.History); n > 0 && j.History[n-1].Status == store.StatusSnoozed {
+			return wire.WaitDelay, fmt.Sprintf("snoozed by attempt %d; runs at %s", j.History[n-1].Attempt, when)
+		}
 		if n := len(j.History); n > 0 && j.Attempts > 0 {
 			last := j.History[n-1]
 			return wire.WaitDelay, fmt.Sprintf("attempt %d of %d failed (%s); attempt %d runs at %s", last.Attempt, j.MaxAttempts, last.Error, j.Attempts+1, when)

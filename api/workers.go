@@ -59,8 +59,13 @@ func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 	s.fenceFields(r).workerHeartbeat(hb, req.ClaimsFrom, req.ClaimsTo)
 	if req.Jobs != nil { // listed, even if empty: only these are renewed
 		hb.Listed = true
-		for _, l := range req.Jobs {
-			hb.Leases = append(hb.Leases, fsm.LeaseRef{JobID: l.JobID, Lease: l.Lease})
+		for i, l := range req.Jobs {
+			p, err := checkProgress(fmt.Sprintf("jobs[%d].progress", i), l.Progress)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			hb.Leases = append(hb.Leases, fsm.LeaseRef{JobID: l.JobID, Lease: l.Lease, Progress: p})
 		}
 	}
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: hb})

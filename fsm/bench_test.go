@@ -199,15 +199,22 @@ func BenchmarkDecode(b *testing.B) {
 
 // BenchmarkClaimWithKeyLimits times claim then report of one job, among
 // 30,000 pending jobs of 10,000 concurrency keys, with and without a limit
-// of one running per key (9,000 keys at it). It measures; it asserts no
-// speed.
+// of one running per key (9,000 keys at it), with claims by priority and
+// Fair ones (in turns over the keys); and, for comparison, of jobs without
+// keys, by both kinds of claim. It measures; it asserts no speed.
 func BenchmarkClaimWithKeyLimits(b *testing.B) {
-	for _, limited := range []bool{false, true} {
-		name := "Unlimited"
-		if limited {
-			name = "KeyConcurrency1"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, bc := range []struct {
+		name                 string
+		keyed, limited, fair bool
+	}{
+		{"NoKeys", false, false, false},
+		{"NoKeysFair", false, false, true},
+		{"Unlimited", true, false, false},
+		{"UnlimitedFair", true, false, true},
+		{"KeyConcurrency1", true, true, false},
+		{"KeyConcurrency1Fair", true, true, true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
 			f := newBenchFSM(b)
 			index := uint64(0)
 			apply := func(cmds ...fsm.Cmd) []fsm.Result {
@@ -218,18 +225,24 @@ func BenchmarkClaimWithKeyLimits(b *testing.B) {
 				}
 				return f.ApplyBatch([]*raft.Log{{Index: index, Type: raft.LogCommand, Data: data}})[0].([]fsm.Result)
 			}
-			if limited {
+			if bc.limited {
 				apply(setLimits(fsm.DefaultQueue, store.QueueLimits{KeyConcurrency: 1}))
 			}
 			const keys = 10000
+			key := func(k int) string {
+				if !bc.keyed {
+					return ""
+				}
+				return fmt.Sprint("tenant-", k)
+			}
 			for round := range 3 {
 				jobs := make([]fsm.NewJob, keys)
 				for k := range jobs {
-					jobs[k] = fsm.NewJob{Command: "x", ConcurrencyKey: fmt.Sprint("tenant-", k), Priority: round}
+					jobs[k] = fsm.NewJob{Command: "x", ConcurrencyKey: key(k), Priority: round}
 				}
 				apply(submit(jobs...))
 			}
-			claim := claimCmd(fsm.Claim{WorkerID: "w", Max: 1, LeaseTTL: int64(time.Hour)})
+			claim := claimCmd(fsm.Claim{WorkerID: "w", Max: 1, LeaseTTL: int64(time.Hour), Fair: bc.fair})
 			for range 9000 { // 9,000 keys at their limit, held for the whole run
 				apply(claim)
 			}

@@ -19,14 +19,16 @@ func (a *applier) claim(c *Claim) Result {
 	}
 	n := min(max(c.Max, 1), MaxClaim)
 	a.f.idx.promote(a.now)
-	a.f.idx.reopen(a.now)
+	a.deletePauses(a.f.idx.reopen(a.now))
 	kinds := claimKinds(c.Queues, c.Types, c.Shell)
 	out := a.claimReserved(c, n)
+	fit := a.f.idx.fitOf(c.WorkerID)
 	for len(out) < n {
-		it, ok := a.f.idx.bestFit(kinds, c.WorkerID)
+		it, ok := a.f.idx.pick(kinds, fit, c.Fair)
 		if !ok {
 			break
 		}
+		turn := c.Fair && a.f.idx.hasKeys(kindsOf(kinds, it.kind.queue))
 		j, err := a.job(it.id)
 		if err != nil {
 			// The index names a job the store lacks: drop the stray entry.
@@ -35,6 +37,9 @@ func (a *applier) claim(c *Claim) Result {
 		}
 		if !a.takeTokens(it) {
 			continue // its queue or key is out of tokens, and now closed
+		}
+		if turn {
+			a.turn(it.kind.queue, it.key)
 		}
 		a.noteHeld(it)
 		j.WorkerID = c.WorkerID
@@ -45,6 +50,16 @@ func (a *applier) claim(c *Claim) Result {
 		a.touchWorker(c.WorkerID, c.Queues, c.Token)
 	}
 	return Result{Jobs: out}
+}
+
+// kindsOf is the kinds of queue q among a claim's.
+func kindsOf(kinds [][]kind, q string) []kind {
+	for _, ks := range kinds {
+		if len(ks) > 0 && ks[0].queue == q {
+			return ks
+		}
+	}
+	return nil
 }
 
 // startAttempt leases a job of the worker's (pending, or reserved for it)
@@ -61,6 +76,7 @@ func (a *applier) startAttempt(j *store.Job, c *Claim) {
 	j.StartedAt = a.now
 	j.DoneAt = 0
 	j.ExitCode = nil
+	j.Progress = nil // a new attempt has reported none yet
 	j.LeaseDeadline = a.deadline(j, c.LeaseTTL)
 	j.ClaimToken, j.Fenced, j.ClaimSeq = c.Token, c.Fenced, c.Seq
 	a.put(j, prev)

@@ -134,6 +134,11 @@ type Claim struct {
 	Token    string   `json:"token,omitempty"`
 	Fenced   bool     `json:"fenced,omitempty"`
 	Seq      uint64   `json:"seq,omitempty"`
+	// Fair (ProtocolFair) takes a queue's keyed jobs in turns over its
+	// keys (fair.go) rather than by priority alone; a claim without it
+	// picks as protocol 2 did, so that every node of a cluster being
+	// upgraded applies it alike.
+	Fair bool `json:"fair,omitempty"`
 }
 
 // Heartbeat renews one job's lease; Lease 0 means the current attempt.
@@ -163,10 +168,13 @@ type WorkerHeartbeat struct {
 	ClaimsTo   uint64     `json:"claims_to,omitempty"`
 }
 
-// LeaseRef names one attempt: a job and its lease.
+// LeaseRef names one attempt: a job and its lease. Progress (nil: none,
+// ProtocolProgress) is the attempt's latest progress, which a worker
+// heartbeat stores with the job.
 type LeaseRef struct {
-	JobID string `json:"job"`
-	Lease uint64 `json:"lease"`
+	JobID    string         `json:"job"`
+	Lease    uint64         `json:"lease"`
+	Progress *LeaseProgress `json:"progress,omitempty"`
 }
 
 // Report ends an attempt. Lease 0 means the current attempt, which only an
@@ -182,6 +190,19 @@ type Report struct {
 	Final    bool    `json:"final,omitempty"`
 	Draw     float64 `json:"draw,omitempty"`
 	Token    string  `json:"token,omitempty"` // the caller's token name (ProtocolFence)
+	// RateLimitedFor and SnoozeFor (ProtocolBackpressure, nanoseconds, at
+	// most MaxPause, one at most, on a failure only) end the attempt
+	// without counting it: rate-limited pauses the job's concurrency key
+	// (or its queue, with no key) for that long and makes the job pending
+	// again; a snooze makes it pending that long from now. See pause.go.
+	RateLimitedFor int64 `json:"rl_for,omitempty"`
+	SnoozeFor      int64 `json:"snooze_for,omitempty"`
+	// Result (nil: none; ProtocolProgress) is the JSON the attempt returned,
+	// at most MaxResultBytes: it replaces the job's result. Progress (nil:
+	// none; ProtocolProgress) is the attempt's last progress, which no
+	// heartbeat carried: the job keeps it.
+	Result   json.RawMessage `json:"result,omitempty"`
+	Progress *LeaseProgress  `json:"progress,omitempty"`
 }
 
 // Expire ends an attempt whose lease ran out, if it is still that attempt

@@ -100,8 +100,44 @@ func (r *entryReader) cmd(c *Cmd) {
 	case opReportFence:
 		c.Op, c.Report = OpReport, r.report()
 		c.Report.Token = r.Str()
+	case opClaimFair, opReport3, opWorkerHeartbeatProgress:
+		if ProtocolVersion < 3 { // as a binary before the codes
+			r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
+			return
+		}
+		r.cmd3(c, code)
 	default:
 		r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
+	}
+}
+
+// cmd3 reads a command of an op code of protocol 3.
+func (r *entryReader) cmd3(c *Cmd, code byte) {
+	switch code {
+	case opClaimFair:
+		c.Op, c.Claim = OpClaim, r.claim()
+		c.Claim.Token, c.Claim.Fenced, c.Claim.Seq = r.Str(), r.Bool(), r.Uvarint()
+		c.Claim.Fair = true
+	case opReport3:
+		c.Op, c.Report = OpReport, r.report()
+		c.Report.Token = r.Str()
+		c.Report.RateLimitedFor, c.Report.SnoozeFor = r.Varint(), r.Varint()
+		c.Report.Result = r.payload()
+		if r.Bool() {
+			c.Report.Progress = &LeaseProgress{Percent: r.Int(), Message: r.Str()}
+		}
+		if r.Err() == nil && !c.Report.backpressure() && !c.Report.progressed() {
+			r.Fail(fmt.Sprintf("report of op code %d without its fields", code))
+		}
+	case opWorkerHeartbeatProgress:
+		c.Op, c.WorkerHeartbeat = OpWorkerHeartbeat, r.workerHeartbeat()
+		h := c.WorkerHeartbeat
+		h.Token, h.ClaimsFrom, h.ClaimsTo = r.Str(), r.Uvarint(), r.Uvarint()
+		for i := range h.Leases {
+			if r.Bool() {
+				h.Leases[i].Progress = &LeaseProgress{Percent: r.Int(), Message: r.Str()}
+			}
+		}
 	}
 }
 
@@ -119,6 +155,13 @@ func (r *entryReader) jsonCmd(c *Cmd) {
 	}
 	if hasCode(c.Op) {
 		r.Fail(fmt.Sprintf("op %q written as JSON, not in its own layout", c.Op))
+	}
+	if c.Op == setQueueLimitsWeighted {
+		c.Op = OpSetQueueLimits
+		if !c.fair() {
+			r.Fail(fmt.Sprintf("op %q without key weights", setQueueLimitsWeighted))
+		}
+		return
 	}
 	for op, name := range fencedJSONOps {
 		if c.Op == name {

@@ -14,6 +14,7 @@
 //	an attempt's start and fencing token   claim.go (startAttempt)
 //	heartbeat, lease renewal, lost replies lease.go
 //	report, expire, retry with backoff     finish.go
+//	progress and results (limits, codes)   progress.go
 //	cancel                                 cancel.go
 //	dependencies (unblock, cascade, cycle) deps.go
 //	schedules and their ticks              schedule.go
@@ -21,6 +22,8 @@
 //	resources and what a worker has free   resources.go
 //	flow control (limits, buckets, keys)   flow.go
 //	time limits held a job (Result.Held)   flow.go (heldClock; in memory only)
+//	fairness (rotation over a queue's keys) fair.go
+//	rate-limited and snoozed attempts      pause.go
 //	in-memory indexes (ready, leases)      index.go
 //	retention (expiry and delete)          retention.go
 //	workers (register, offline, forget)    worker.go

@@ -49,6 +49,20 @@ import (
 //	10 report of ProtocolFence: as 5, then Token
 //	11 submit of ProtocolFlow: as 1, each NewJob followed by its
 //	ConcurrencyKey
+//	12 claim of protocol 3 (ProtocolFair): as 7, of a claim whose Fair
+//	is set
+//	13 report of protocol 3 (ProtocolBackpressure, ProtocolProgress): as
+//	10, then RateLimitedFor, SnoozeFor, Result (as Payload), then a bool
+//	(Progress set), then if set Percent, Message
+//	14 worker_heartbeat of ProtocolProgress: as 9, then for each of
+//	Leases in order a bool (Progress set), then if set Percent, Message
+//
+// Encode writes code 12 only for a Fair claim; code 13 only for a report
+// that sets RateLimitedFor, SnoozeFor, Result or Progress; code 14 only for
+// a worker heartbeat one of whose leases carries progress. A
+// set_queue_limits whose limits have KeyWeights is written (as JSON) under
+// the op name setQueueLimitsWeighted, so that a node of protocol 2 stops at
+// it.
 //
 // Encode writes code 11 only for a submit one of whose jobs has a
 // ConcurrencyKey.
@@ -99,7 +113,14 @@ const (
 	opWorkerHeartbeatFence
 	opReportFence
 	opSubmitKeyed
+	opClaimFair
+	opReport3
+	opWorkerHeartbeatProgress
 )
+
+// setQueueLimitsWeighted is the op name of a set_queue_limits that sets
+// KeyWeights (ProtocolFair).
+const setQueueLimitsWeighted Op = "set_queue_limits_w"
 
 // ProtocolFence is the protocol version that understands the fields of
 // issue #14 (who claimed an attempt, and how) and of lost claims: op codes
@@ -160,7 +181,7 @@ func sizeHint(e *Entry) int {
 					16*(len(j.Env)+len(j.Metadata)+len(j.DependsOn)+len(j.Tags))
 			}
 		case c.Op == OpReport && c.Report != nil:
-			n += 32 + len(c.Report.JobID) + len(c.Report.Output) + len(c.Report.Error)
+			n += 32 + len(c.Report.JobID) + len(c.Report.Output) + len(c.Report.Error) + len(c.Report.Result)
 		default:
 			n += 64
 		}
@@ -189,6 +210,11 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 	if name, ok := fencedJSONOps[c.Op]; ok && c.fenceToken() != "" {
 		alias := *c
 		alias.Op = name
+		c = &alias
+	}
+	if c.Op == OpSetQueueLimits && c.fair() {
+		alias := *c
+		alias.Op = setQueueLimitsWeighted
 		c = &alias
 	}
 	v, err := json.Marshal(c)
@@ -280,8 +306,12 @@ func (c *Cmd) fenceToken() string {
 }
 
 func appendClaim(b []byte, c *Claim) []byte {
-	fence := c.fenced()
-	b = appendText(append(b, codeFor(fence, opClaim, opClaimFence)), c.WorkerID)
+	fence := c.fenced() || c.Fair
+	code := codeFor(fence, opClaim, opClaimFence)
+	if c.Fair {
+		code = opClaimFair
+	}
+	b = appendText(append(b, code), c.WorkerID)
 	b = appendTexts(b, c.Queues)
 	b = appendTexts(b, c.Types)
 	b = binenc.AppendBool(b, c.Shell)
@@ -307,8 +337,10 @@ func appendHeartbeat(b []byte, h *Heartbeat) []byte {
 }
 
 func appendWorkerHeartbeat(b []byte, h *WorkerHeartbeat) []byte {
-	fence := h.fenced()
-	b = appendText(append(b, codeFor(fence, opWorkerHeartbeat, opWorkerHeartbeatFence)), h.WorkerID)
+	progress := h.progressed()
+	fence := progress || h.fenced()
+	code := codeFor(fence, opWorkerHeartbeat, opWorkerHeartbeatFence)
+	b = appendText(append(b, codeFor(progress, code, opWorkerHeartbeatProgress)), h.WorkerID)
 	b = binenc.AppendVarint(b, h.LeaseTTL)
 	b = binenc.AppendBool(b, h.Listed)
 	b = binenc.AppendUvarint(b, uint64(len(h.Leases)))
@@ -321,6 +353,9 @@ func appendWorkerHeartbeat(b []byte, h *WorkerHeartbeat) []byte {
 		b = binenc.AppendUvarint(b, h.ClaimsFrom)
 		b = binenc.AppendUvarint(b, h.ClaimsTo)
 	}
+	if progress {
+		b = appendLeaseProgress(b, h.Leases)
+	}
 	return b
 }
 
@@ -328,8 +363,13 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if !binenc.Finite(r.Draw) {
 		return nil, fmt.Errorf("draw %v is not a number", r.Draw)
 	}
-	fence := r.fenced()
-	b = appendText(append(b, codeFor(fence, opReport, opReportFence)), r.JobID)
+	if len(r.Result) > 0 && !json.Valid(r.Result) {
+		return nil, fmt.Errorf("result is not JSON")
+	}
+	v3 := r.backpressure() || r.progressed()
+	fence := v3 || r.fenced()
+	code := codeFor(fence, opReport, opReportFence)
+	b = appendText(append(b, codeFor(v3, code, opReport3)), r.JobID)
 	b = binenc.AppendUvarint(b, r.Lease)
 	b = binenc.AppendBool(b, r.Success)
 	b = binenc.AppendIntPtr(b, r.ExitCode)
@@ -340,7 +380,30 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if fence {
 		b = appendText(b, r.Token)
 	}
+	if v3 {
+		b = binenc.AppendVarint(b, r.RateLimitedFor)
+		b = binenc.AppendVarint(b, r.SnoozeFor)
+		b = binenc.AppendBytes(b, r.Result)
+		b = binenc.AppendBool(b, r.Progress != nil)
+		if p := r.Progress; p != nil {
+			b = binenc.AppendInt(b, p.Percent)
+			b = appendText(b, p.Message)
+		}
+	}
 	return b, nil
+}
+
+// appendLeaseProgress appends the progress of each of leases: a bool, then
+// if set Percent and Message.
+func appendLeaseProgress(b []byte, leases []LeaseRef) []byte {
+	for _, l := range leases {
+		b = binenc.AppendBool(b, l.Progress != nil)
+		if p := l.Progress; p != nil {
+			b = binenc.AppendInt(b, p.Percent)
+			b = appendText(b, p.Message)
+		}
+	}
+	return b
 }
 
 func appendExpire(b []byte, x *Expire) ([]byte, error) {

@@ -11,6 +11,9 @@ import (
 // repeats one already applied for the same lease (a retry after an unknown
 // outcome) gets the job back and changes nothing.
 func (a *applier) report(r *Report) Result {
+	if err := checkBackpressure(r); err != nil {
+		return Result{Err: err}
+	}
 	j, err := a.ownAttempt(r.JobID, r.Lease, r.Token)
 	if err != nil {
 		if !errors.Is(err, ErrForbidden) && a.alreadyReported(r) {
@@ -19,8 +22,17 @@ func (a *applier) report(r *Report) Result {
 		}
 		return Result{Err: err}
 	}
+	if err := checkResult(r.Result); err != nil {
+		return Result{Err: err}
+	}
 	prev := j.Status
 	a.unindex(j)
+	if len(r.Result) > 0 {
+		j.Result = r.Result
+	}
+	if r.Progress != nil {
+		j.Progress = r.Progress.stored(a.now)
+	}
 	j.ExitCode = r.ExitCode
 	j.Output = tail(r.Output, MaxOutput)
 	if r.Success {
@@ -41,6 +53,9 @@ func (a *applier) report(r *Report) Result {
 		if r.ExitCode != nil {
 			msg = fmt.Sprintf("exit status %d", *r.ExitCode)
 		}
+	}
+	if a.holdOff(j, prev, r, tail(msg, MaxOutput)) {
+		return Result{Jobs: []*store.Job{j}}
 	}
 	a.failAttempt(j, prev, attemptEnd{msg: tail(msg, MaxOutput), final: r.Final, draw: r.Draw})
 	return Result{Jobs: []*store.Job{j}}

@@ -54,12 +54,14 @@ type gkey struct {
 }
 
 // waitItem is a bucket that is empty until until: a queue's (key "" and
-// !isKey) or a key's.
+// !isKey) or a key's; or, with pause set, a pause asked for by the work
+// (pause.go).
 type waitItem struct {
 	until int64
 	queue string
 	key   string
 	isKey bool
+	pause bool
 }
 
 func waitLess(a, b waitItem) bool {
@@ -72,7 +74,10 @@ func waitLess(a, b waitItem) bool {
 	if a.isKey != b.isKey {
 		return b.isKey
 	}
-	return a.key < b.key
+	if a.key != b.key {
+		return a.key < b.key
+	}
+	return !a.pause && b.pause
 }
 
 // flowIndex is the in-memory side of flow control, rebuilt with the index.
@@ -90,11 +95,16 @@ type flowIndex struct {
 	qBucket  map[string]store.TokenBucket
 	kBucket  map[qkey]store.TokenBucket
 	waits    *btree.BTreeG[waitItem]
+	qPause   map[string]store.Pause            // the queue is paused by its work (pause.go)
+	keyPause map[qkey]store.Pause              // the key is paused by its work
+	byKey    map[kind]*btree.BTreeG[readyItem] // the open keys' heads by key (fair.go)
+	rot      map[string]store.Rotation         // each queue's place in its rotation
 	// now is the time of the entry being applied (of the rebuild, while
 	// rebuilding); the held clocks read it.
 	now int64
 	// qHeld and kHeld measure how long queues and keys held their due
-	// jobs back (see heldClock); a key's only while it has due jobs.
+	// jobs back, at a limit or paused (see heldClock); a key's only while
+	// it has due jobs.
 	qHeld map[string]heldClock
 	kHeld map[qkey]heldClock
 	// reopened are the queues (key "") and keys that reopened during the
@@ -118,6 +128,10 @@ func newFlowIndex() *flowIndex {
 		qBucket:  make(map[string]store.TokenBucket),
 		kBucket:  make(map[qkey]store.TokenBucket),
 		waits:    btree.NewG(16, waitLess),
+		qPause:   make(map[string]store.Pause),
+		keyPause: make(map[qkey]store.Pause),
+		byKey:    make(map[kind]*btree.BTreeG[readyItem]),
+		rot:      make(map[string]store.Rotation),
 		qHeld:    make(map[string]heldClock),
 		kHeld:    make(map[qkey]heldClock),
 		reopened: make(map[qkey]bool),
@@ -141,12 +155,12 @@ func (fx *flowIndex) settle() bool {
 
 // keyOpen reports whether a key's jobs may be claimed.
 func (fx *flowIndex) keyOpen(k qkey) bool {
-	return !fx.keyFull[k] && fx.keyUntil[k] == 0
+	return !fx.keyFull[k] && fx.keyUntil[k] == 0 && fx.keyPause[k].Until == 0
 }
 
 // queueHeld reports whether a queue is at its concurrency or out of tokens.
 func (fx *flowIndex) queueHeld(q string) bool {
-	if fx.qUntil[q] != 0 {
+	if fx.qUntil[q] != 0 || fx.qPause[q].Until != 0 {
 		return true
 	}
 	l := fx.limits[q]
@@ -177,11 +191,35 @@ func (x *index) addReady(it readyItem) {
 	head, had := g.Min()
 	g.ReplaceOrInsert(it)
 	if fx.keyOpen(k) && (!had || readyLess(it, head)) {
-		t := x.readyTree(it.kind)
 		if had {
-			t.Delete(head)
+			x.readyTree(it.kind).Delete(head)
 		}
-		t.ReplaceOrInsert(it)
+		x.putHead(it)
+	}
+}
+
+// putHead puts a group's head in its ready tree and its kind's byKey tree
+// (replacing the key's old head there).
+func (x *index) putHead(it readyItem) {
+	x.readyTree(it.kind).ReplaceOrInsert(it)
+	t := x.flow.byKey[it.kind]
+	if t == nil {
+		t = btree.NewG(16, keyLess)
+		x.flow.byKey[it.kind] = t
+	}
+	t.ReplaceOrInsert(it)
+}
+
+// dropHead takes a group's head out of its ready tree and byKey tree.
+func (x *index) dropHead(it readyItem) {
+	if t := x.ready[it.kind]; t != nil {
+		t.Delete(it)
+	}
+	if t := x.flow.byKey[it.kind]; t != nil {
+		t.Delete(it)
+		if t.Len() == 0 {
+			delete(x.flow.byKey, it.kind)
+		}
 	}
 }
 
@@ -214,9 +252,11 @@ func (x *index) removeReady(it readyItem) {
 		}
 	}
 	if fx.keyOpen(k) && head.id == it.id {
-		x.ready[it.kind].Delete(it)
 		if next, ok := g.Min(); ok {
-			x.ready[it.kind].ReplaceOrInsert(next)
+			x.ready[it.kind].Delete(it)
+			x.putHead(next)
+		} else {
+			x.dropHead(it)
 		}
 	}
 	if g.Len() == 0 {
@@ -255,9 +295,9 @@ func (x *index) setKeyAt(k qkey, end int64, fn func()) {
 			continue
 		}
 		if now {
-			x.readyTree(kd).ReplaceOrInsert(head)
+			x.putHead(head)
 		} else {
-			x.ready[kd].Delete(head)
+			x.dropHead(head)
 		}
 	}
 	if now {
@@ -325,23 +365,36 @@ func (x *index) closeUntil(queue, key string, isKey bool, until int64) {
 	fx.waits.ReplaceOrInsert(waitItem{until: until, queue: queue, key: key, isKey: isKey})
 }
 
-// reopen reopens the buckets that have a token again at now.
-func (x *index) reopen(now int64) {
+// reopen reopens the buckets that have a token again at now, and ends the
+// pauses that run out by now, which it returns (their records are the
+// caller's to delete).
+func (x *index) reopen(now int64) []waitItem {
 	fx := x.flow
+	var ended []waitItem
 	for {
 		w, ok := fx.waits.Min()
 		if !ok || w.until > now {
-			return
+			return ended
 		}
 		fx.waits.DeleteMin()
+		if w.pause && !x.pauseIs(w) {
+			continue // replaced by a later pause
+		}
 		x.clearUntil(w)
+		if w.pause {
+			ended = append(ended, w)
+		}
 	}
 }
 
 // clearUntil ends a bucket's wait, if w is still its wait.
 func (x *index) clearUntil(w waitItem) {
 	fx := x.flow
-	end := min(w.until, fx.now) // the bucket had a token again then
+	end := min(w.until, fx.now) // the bucket had a token again, or the pause ran out, then
+	if w.pause {
+		x.endPause(w, end)
+		return
+	}
 	if !w.isKey {
 		if fx.qUntil[w.queue] == w.until {
 			was := fx.queueHeld(w.queue)
@@ -472,7 +525,31 @@ func checkLimits(l *store.QueueLimits) error {
 	if err := checkRate("rate", "burst", l.Rate, l.Burst); err != nil {
 		return err
 	}
+	if err := checkWeights(l.KeyWeights); err != nil {
+		return err
+	}
 	return checkRate("key_rate", "key_burst", l.KeyRate, l.KeyBurst)
+}
+
+// Bounds of a queue's KeyWeights.
+const (
+	MaxKeyWeights = 1000
+	MaxKeyWeight  = 1000
+)
+
+func checkWeights(ws map[string]int) error {
+	if len(ws) > MaxKeyWeights {
+		return &ValidationError{Field: "key_weights", Reason: fmt.Sprintf("more than %d keys", MaxKeyWeights)}
+	}
+	for _, k := range sortedKeys(ws) {
+		if err := keyLen("key_weights", k, false); err != nil {
+			return err
+		}
+		if w := ws[k]; w < 1 || w > MaxKeyWeight {
+			return &ValidationError{Field: "key_weights." + k, Reason: fmt.Sprintf("must be from 1 to %d", MaxKeyWeight)}
+		}
+	}
+	return nil
 }
 
 func checkRate(field, burstField string, r store.Rate, burst int) error {
@@ -589,6 +666,18 @@ func (x *index) rebuildFlow(tx *store.Tx, now int64) error {
 	if err != nil {
 		return err
 	}
+	err = tx.ForEachFlowState(func(q string, r store.Rotation) error {
+		fx.rot[q] = r
+		return nil
+	}, func(q string, isKey bool, key string, p store.Pause) error {
+		// Kept even when it has run out: the next claim deletes its
+		// record, as on a node that applied the log all along.
+		x.setPause(q, key, p)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	return tx.ForEachTokenBucket(func(q string, isKey bool, key string, b store.TokenBucket) error {
 		l := fx.limits[q]
 		if l == nil {
@@ -618,8 +707,10 @@ type QueueFlow struct {
 	Limits  store.QueueLimits
 	Running int // attempts running in the queue
 	// Held counts the due jobs each kind of limit holds back: a queue's
-	// "concurrency" and "rate", its keys' "key_concurrency" and "key_rate";
-	// a job counts once, under the first of these that holds it.
+	// "concurrency", "rate" and "paused" (a pause a rate-limited attempt
+	// asked for, pause.go), its keys' "key_concurrency", "key_rate" and
+	// "key_paused"; a job counts once, under the first of these, in this
+	// order, that holds it.
 	Held map[string]int
 	// RateLimitedUntil is when the queue's bucket has a token again, 0 if
 	// it has one.
@@ -627,6 +718,9 @@ type QueueFlow struct {
 	// Keys is how many keys are at their concurrency, and how many out of
 	// tokens.
 	KeysFull, KeysRateLimited int
+	// Paused lists the pauses rate-limited attempts asked for that are in
+	// force: the queue's own (Key "") first, then its keys' by key.
+	Paused []KeyPause
 }
 
 // QueueLimits returns a queue's flow: its limits (zero when none) and
@@ -639,7 +733,7 @@ func (f *FSM) QueueLimits(queue string) QueueFlow {
 
 func (x *index) queueFlow(q string, now int64) QueueFlow {
 	fx := x.flow
-	out := QueueFlow{Running: fx.running[q], Held: make(map[string]int)}
+	out := QueueFlow{Running: fx.running[q], Held: make(map[string]int), Paused: x.pausesOf(q, now)}
 	if l := fx.limits[q]; l != nil {
 		out.Limits = *l
 	}
@@ -647,13 +741,15 @@ func (x *index) queueFlow(q string, now int64) QueueFlow {
 		out.RateLimitedUntil = u
 	}
 	// A job counts once, under the first limit that holds it (HeldBy's
-	// order): a queue's limit holds all its due jobs.
+	// order): a queue's limit or pause holds all its due jobs.
 	queueHeld := true
 	switch {
 	case out.Limits.Concurrency > 0 && out.Running >= out.Limits.Concurrency:
 		out.Held["concurrency"] = fx.ready[q]
 	case out.RateLimitedUntil != 0:
 		out.Held["rate"] = fx.ready[q]
+	case fx.qPause[q].Until > now:
+		out.Held["paused"] = fx.ready[q]
 	default:
 		queueHeld = false
 	}
@@ -673,6 +769,11 @@ func (x *index) queueFlow(q string, now int64) QueueFlow {
 			}
 		}
 	}
+	for k, p := range fx.keyPause {
+		if k.queue == q && p.Until > now && !queueHeld && !fx.keyFull[k] && fx.keyUntil[k] <= now {
+			out.Held["key_paused"] += fx.keyReady[k]
+		}
+	}
 	return out
 }
 
@@ -684,7 +785,8 @@ func (f *FSM) LimitedQueues() []string {
 }
 
 // HeldBy says which limit holds a pending job back at now, "" if none: its
-// queue's concurrency or rate, or its key's.
+// queue's concurrency, rate or pause, else its key's, in QueueFlow.Held's
+// order.
 func (f *FSM) HeldBy(j *store.Job, now int64) string {
 	if j.Status != store.StatusPending || j.RunAt > now {
 		return ""
@@ -693,16 +795,18 @@ func (f *FSM) HeldBy(j *store.Job, now int64) string {
 	defer f.mu.Unlock()
 	fx := f.idx.flow
 	q := j.Queue
+	k := qkey{q, j.ConcurrencyKey}
 	l := fx.limits[q]
 	if l == nil {
-		return ""
+		l = &store.QueueLimits{}
 	}
-	k := qkey{q, j.ConcurrencyKey}
 	switch {
 	case l.Concurrency > 0 && fx.running[q] >= l.Concurrency:
 		return fmt.Sprintf("queue %s at its limit %d/%d", q, fx.running[q], l.Concurrency)
 	case fx.qUntil[q] > now:
 		return fmt.Sprintf("queue %s rate-limited until %s", q, rfc3339(fx.qUntil[q]))
+	case fx.qPause[q].Until > now:
+		return pauseWaiting("queue "+q, fx.qPause[q], now)
 	case k.key == "":
 		return ""
 	case fx.keyFull[k]:
@@ -710,13 +814,13 @@ func (f *FSM) HeldBy(j *store.Job, now int64) string {
 	case fx.keyUntil[k] > now:
 		return fmt.Sprintf("key %s rate-limited until %s", k.key, rfc3339(fx.keyUntil[k]))
 	}
-	return ""
+	return pauseWaiting("key "+k.key, fx.keyPause[k], now)
 }
 
 func rfc3339(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
 
-// heldClock measures how long a queue, or a key, held its due jobs back:
-// held is the time it held them before since, and since is when its
+// heldClock measures how long a queue, or a key, held its due jobs back
+// (at a limit, out of tokens, or paused by a rate-limited attempt): held is the time it held them before since, and since is when its
 // current hold began (0: it holds none back now). A key's clock counts only
 // the time its queue did not hold the jobs too, so that a job's time held
 // is its queue's clock plus its key's, each read when the job became due
@@ -804,8 +908,9 @@ func (fx *flowIndex) heldTime(it readyItem) int64 {
 	return max(min(d, fx.now-it.runAt), 0)
 }
 
-// noteHeld records, before the claim takes it, how long limits held back a
-// job of a queue with limits (or one that has just lost them).
+// noteHeld records, before the claim takes it, how long limits or pauses
+// held back a job of a queue with limits (or of one without, that has just
+// lost them or whose pause held the job).
 func (a *applier) noteHeld(it readyItem) {
 	fx := a.f.idx.flow
 	d := fx.heldTime(it)

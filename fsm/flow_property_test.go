@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +21,13 @@ import (
 //   - no bucket has handed out more than burst + rate × elapsed tokens
 //     since its first;
 //   - a claim that took fewer jobs than it asked for left no due pending
-//     job that no limit holds back (the picker loses no job).
+//     job that no limit holds back (the picker loses no job);
+//   - no participant of a queue's rotation (a key, or the jobs without
+//     one) starves: while it has a due job that nothing holds back, the
+//     queue's claims take at most the sum of the other participants'
+//     weights (of those with such jobs meanwhile) before one of its own.
+//
+// Reports may also say rate-limited (pausing the key or queue) or snooze.
 func TestFlowProperty(t *testing.T) {
 	seeds := 8
 	if testing.Short() {
@@ -35,6 +42,7 @@ var flowLimits = map[string]store.QueueLimits{
 	"q1": {Concurrency: 4, KeyConcurrency: 2},
 	"q2": {KeyConcurrency: 1, Rate: store.Rate{Count: 5, Per: int64(time.Second)}, Burst: 3, KeyRate: store.Rate{Count: 1, Per: int64(time.Second)}, KeyBurst: 2},
 	"q3": {Concurrency: 3, Rate: store.Rate{Count: 2, Per: int64(time.Second)}},
+	"q4": {KeyWeights: map[string]int{"a": 3, "c": 2}},
 }
 
 // flowTaken counts the tokens a bucket handed out since its first.
@@ -46,10 +54,11 @@ type flowTaken struct {
 func flowRun(t *testing.T, seed uint64) {
 	rng := rand.New(rand.NewPCG(seed, 17))
 	h := setup(t)
-	for _, q := range []string{"q1", "q2", "q3"} {
+	queues := []string{"q1", "q2", "q3", "q4"}
+	for _, q := range queues {
 		h.ok(setLimits(q, flowLimits[q]))
 	}
-	queues := []string{"q1", "q2", "q3"}
+	starve := newFlowStarve()
 	keys := []string{"", "a", "b", "c", "d"}
 	taken := map[string]*flowTaken{} // "q" or "q/key"
 	elapsed := time.Duration(0)
@@ -61,7 +70,7 @@ func flowRun(t *testing.T, seed uint64) {
 			n := 1 + rng.IntN(4)
 			jobs := make([]fsm.NewJob, n)
 			for i := range jobs {
-				jobs[i] = fsm.NewJob{Command: "x", Queue: queues[rng.IntN(3)], ConcurrencyKey: keys[rng.IntN(len(keys))],
+				jobs[i] = fsm.NewJob{Command: "x", Queue: queues[rng.IntN(len(queues))], ConcurrencyKey: keys[rng.IntN(len(keys))],
 					Priority: rng.IntN(3), MaxAttempts: 2, Backoff: store.Backoff{Base: int64(100 * time.Millisecond)}}
 				if rng.IntN(5) == 0 {
 					jobs[i].RunAt = ns(h.now) + int64(rng.IntN(2000))*int64(time.Millisecond)
@@ -70,16 +79,25 @@ func flowRun(t *testing.T, seed uint64) {
 			h.ok(submit(jobs...))
 		case op < 60:
 			max := 1 + rng.IntN(8)
-			got := h.claim(fsm.Claim{WorkerID: fmt.Sprint("w", rng.IntN(3)), Queues: queues, Max: max})
+			before := flowRunnable(t, h)
+			got := h.claim(fsm.Claim{WorkerID: fmt.Sprint("w", rng.IntN(3)), Queues: queues, Max: max, Fair: true})
 			for _, j := range got {
 				flowTake(taken, j, ns(h.now))
 			}
+			starve.claimed(t, step, before, flowRunnable(t, h), got)
 			if len(got) < max {
 				flowNothingLeft(t, h, step)
 			}
 		case op < 75:
 			if j := flowPick(t, h, rng, func(j *store.Job) bool { return j.Status == store.StatusRunning }); j != nil {
-				h.ok(report(fsm.Report{JobID: j.ID, Lease: j.Lease, Success: rng.IntN(2) == 0, ExitCode: intp(rng.IntN(2))}))
+				r := fsm.Report{JobID: j.ID, Lease: j.Lease, Success: rng.IntN(2) == 0, ExitCode: intp(rng.IntN(2))}
+				switch rng.IntN(6) {
+				case 0:
+					r.Success, r.RateLimitedFor = false, int64(1+rng.IntN(2000))*int64(time.Millisecond)
+				case 1:
+					r.Success, r.SnoozeFor = false, int64(1+rng.IntN(2000))*int64(time.Millisecond)
+				}
+				h.ok(report(r))
 			}
 		case op < 82:
 			if j := flowPick(t, h, rng, func(j *store.Job) bool { return j.Status.Leased() }); j != nil {
@@ -190,4 +208,96 @@ func flowNothingLeft(t *testing.T, h *harness, step int) {
 			t.Errorf("step %d: job %s (queue %s, key %q) is due and held by no limit, but the claim left it; flow %+v", step, j.ID, j.Queue, j.ConcurrencyKey, h.f.QueueLimits(j.Queue))
 		}
 	}
+}
+
+// flowRunnable lists, by queue, the participants of its rotation (keys,
+// "" for the jobs without one) that have a due pending job nothing holds
+// back.
+func flowRunnable(t *testing.T, h *harness) map[string]map[string]bool {
+	now := ns(h.now)
+	out := map[string]map[string]bool{}
+	for _, j := range allJobs(t, h.f) {
+		if j.Status == store.StatusPending && j.RunAt <= now && h.f.HeldBy(j, now) == "" {
+			if out[j.Queue] == nil {
+				out[j.Queue] = map[string]bool{}
+			}
+			out[j.Queue][j.ConcurrencyKey] = true
+		}
+	}
+	return out
+}
+
+// flowStarve follows each waiting participant of each queue: the claims of
+// its queue that went to others since it last got one (or began to wait),
+// and the participants that had runnable jobs meanwhile.
+type flowStarve struct {
+	skipped map[string]int             // "queue/key" -> claims to others
+	window  map[string]map[string]bool // "queue/key" -> participants seen
+}
+
+func newFlowStarve() *flowStarve {
+	return &flowStarve{skipped: map[string]int{}, window: map[string]map[string]bool{}}
+}
+
+// claimed accounts for one claim: before and after are the runnable
+// participants around it (one runnable at both was runnable all through
+// the claim: a claim only closes keys), got the jobs it took, in order.
+func (s *flowStarve) claimed(t *testing.T, step int, before, after map[string]map[string]bool, got []*store.Job) {
+	t.Helper()
+	for q, ps := range before {
+		var keys []string
+		for _, j := range got {
+			if j.Queue == q {
+				keys = append(keys, j.ConcurrencyKey)
+			}
+		}
+		for p := range ps {
+			name := q + "/" + p
+			if !after[q][p] {
+				delete(s.skipped, name)
+				delete(s.window, name)
+				continue
+			}
+			others := 0
+			for _, k := range keys {
+				if k == p {
+					others = 0
+					s.skipped[name] = 0
+					s.window[name] = map[string]bool{}
+					continue
+				}
+				others++
+			}
+			if s.window[name] == nil {
+				s.window[name] = map[string]bool{}
+			}
+			for o := range ps {
+				s.window[name][o] = true
+			}
+			s.skipped[name] += others
+			bound := 0
+			for o := range s.window[name] {
+				if o != p {
+					bound += flowWeight(q, o)
+				}
+			}
+			if s.skipped[name] > bound {
+				t.Errorf("step %d: %s waited %d claims of its queue, over the bound %d (participants %v)", step, name, s.skipped[name], bound, s.window[name])
+			}
+		}
+	}
+	for name := range s.skipped {
+		q, p, _ := strings.Cut(name, "/")
+		if !before[q][p] {
+			delete(s.skipped, name)
+			delete(s.window, name)
+		}
+	}
+}
+
+func flowWeight(q, key string) int {
+	if w := flowLimits[q].KeyWeights[key]; w > 0 && key != "" {
+		return w
+	}
+	return 1
 }

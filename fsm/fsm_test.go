@@ -585,6 +585,9 @@ func (g *logGen) limits() store.QueueLimits {
 	if g.r.Intn(2) == 0 {
 		l.KeyRate, l.KeyBurst = store.Rate{Count: 1, Per: int64(time.Duration(1+g.r.Intn(5)) * time.Second)}, g.r.Intn(2)
 	}
+	if g.r.Intn(3) == 0 {
+		l.KeyWeights = map[string]int{"acme": 1 + g.r.Intn(3), g.pick("beta", "gamma"): 2}
+	}
 	return l
 }
 
@@ -599,7 +602,7 @@ func (g *logGen) cmd() fsm.Cmd {
 		}
 		return submit(jobs...)
 	case n < 40:
-		c := fsm.Claim{WorkerID: worker, Shell: g.r.Intn(2) == 0, Max: g.r.Intn(4), LeaseTTL: ttl}
+		c := fsm.Claim{WorkerID: worker, Shell: g.r.Intn(2) == 0, Max: g.r.Intn(4), LeaseTTL: ttl, Fair: g.r.Intn(3) > 0}
 		if g.r.Intn(2) == 0 {
 			c.Types = []string{"img"}
 		}
@@ -625,6 +628,12 @@ func (g *logGen) cmd() fsm.Cmd {
 		}
 		if g.r.Intn(2) == 0 {
 			r.Error = "boom"
+		}
+		switch g.r.Intn(8) {
+		case 0:
+			r.Success, r.RateLimitedFor = false, int64(time.Duration(1+g.r.Intn(10))*time.Second)
+		case 1:
+			r.Success, r.SnoozeFor = false, int64(time.Duration(1+g.r.Intn(10))*time.Second)
 		}
 		return report(r)
 	case n < 80:

@@ -144,6 +144,13 @@ func fuzzSeedCmds() []fsm.Cmd {
 		claimCmd(fsm.Claim{WorkerID: "w", Max: 5, LeaseTTL: 1 << 30}),
 		setLimits("default", store.QueueLimits{Concurrency: -1, Rate: store.Rate{Count: -1, Per: 0}, Burst: -1}),
 		setLimits("default", store.QueueLimits{}),
+		// Fairness and backpressure: weights, fair claims, pauses, snoozes.
+		setLimits("default", store.QueueLimits{KeyWeights: map[string]int{"acme": 3}}),
+		submit(fsm.NewJob{Command: "k", ConcurrencyKey: "acme"}, fsm.NewJob{Command: "k", ConcurrencyKey: "b"}, fsm.NewJob{Command: "k"}),
+		claimCmd(fsm.Claim{WorkerID: "w", Max: 2, LeaseTTL: 1 << 30, Fair: true}),
+		report(fsm.Report{JobID: "job-9", Error: "429", RateLimitedFor: 1e9}),
+		report(fsm.Report{JobID: "job-10", SnoozeFor: 1e9, Token: "t1"}),
+		report(fsm.Report{JobID: "job-9", RateLimitedFor: -1}),
 	}
 }
 

@@ -192,8 +192,20 @@ func claimKinds(queues, types []string, shell bool) [][]kind {
 // This is the one picker of the claim order: a claim and the long-polls'
 // hints read it alike.
 func (x *index) best(kinds [][]kind, fit func(*need) bool) (readyItem, bool) {
+	return x.pick(kinds, fit, false)
+}
+
+// pick is best, or with fair the next job of the first queue's rotation
+// over its keys (fair.go) when that queue has open keys' jobs.
+func (x *index) pick(kinds [][]kind, fit func(*need) bool, fair bool) (readyItem, bool) {
 	for _, ks := range kinds {
 		if len(ks) == 0 || x.paused[ks[0].queue] || x.flow.queueHeld(ks[0].queue) {
+			continue
+		}
+		if fair && x.hasKeys(ks) {
+			if it, ok := x.fairPick(ks, fit); ok {
+				return it, true
+			}
 			continue
 		}
 		var (

@@ -83,20 +83,27 @@ func (a *applier) heartbeat(h *Heartbeat) Result {
 	return r
 }
 
-func (a *applier) renew(j *store.Job, ttl int64) {
+func (a *applier) renew(j *store.Job, ttl int64) { a.renewWith(j, ttl, nil) }
+
+// renewWith renews j's lease and, when p is set, keeps p as the attempt's
+// latest progress, in one write.
+func (a *applier) renewWith(j *store.Job, ttl int64, p *LeaseProgress) {
 	d := a.deadline(j, ttl)
-	if d == j.LeaseDeadline {
+	if d == j.LeaseDeadline && p == nil {
 		return
 	}
 	prev := j.Status
 	a.unindex(j)
 	j.LeaseDeadline = d
+	if p != nil {
+		j.Progress = p.stored(a.now)
+	}
 	a.put(j, prev)
 }
 
 // workerHeartbeat marks a registered worker alive and renews the leases it
-// says it runs (or all it holds, if it does not say), telling it which of
-// its jobs to cancel.
+// says it runs (or all it holds, if it does not say), keeping the progress
+// it gives for them, and tells it which of its jobs to cancel.
 func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 	w, err := a.tx.Worker(h.WorkerID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -111,6 +118,7 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 	a.must(a.tx.PutWorker(w, a.index))
 	r := Result{Worker: w, Deadline: after(a.now, h.LeaseTTL)}
 	var listed map[string]uint64
+	progress := h.leaseProgress()
 	if h.Listed {
 		listed = make(map[string]uint64, len(h.Leases))
 		for _, l := range h.Leases {
@@ -129,7 +137,7 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 			}
 			continue // the worker does not run this attempt: let it expire
 		}
-		a.renew(j, h.LeaseTTL)
+		a.renewWith(j, h.LeaseTTL, progress[id])
 		r.Renewed++
 		if j.Status == store.StatusCancelling {
 			r.Actions = append(r.Actions, Action{JobID: j.ID, Lease: j.Lease, Action: "cancel"})

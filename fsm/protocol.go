@@ -29,7 +29,7 @@ func (op Op) protocol() int {
 }
 
 // Protocol is the least protocol a node needs to apply c: its op's, or
-// ProtocolFence when it sets a field of that protocol (written with an op
+// ProtocolFence, ProtocolFlow or ProtocolProgress when it sets a field of that protocol (written with an op
 // code or name newer than its op's).
 func (c *Cmd) Protocol() int {
 	p := c.Op.protocol()
@@ -39,8 +39,41 @@ func (c *Cmd) Protocol() int {
 	if c.keyed() {
 		p = max(p, ProtocolFlow)
 	}
+	if c.fair() {
+		p = max(p, ProtocolFair)
+	}
+	if c.Op == OpReport && c.Report != nil && c.Report.backpressure() {
+		p = max(p, ProtocolBackpressure)
+	}
+	if c.progressed() {
+		p = max(p, ProtocolProgress)
+	}
 	return p
 }
+
+// ProtocolFair is the protocol of fairness within a queue (issue #17): a
+// Claim's Fair (op code opClaimFair) and a queue's KeyWeights (op name
+// setQueueLimitsWeighted).
+const ProtocolFair = 3
+
+// ProtocolBackpressure is the protocol of a report's RateLimitedFor and
+// SnoozeFor (op code opReport3).
+const ProtocolBackpressure = 3
+
+// fair reports whether c sets a field of ProtocolFair.
+func (c *Cmd) fair() bool {
+	switch {
+	case c.Op == OpClaim && c.Claim != nil:
+		return c.Claim.Fair
+	case c.Op == OpSetQueueLimits && c.QueueLimits != nil:
+		return len(c.QueueLimits.Limits.KeyWeights) > 0
+	}
+	return false
+}
+
+// backpressure reports whether r sets a field of ProtocolBackpressure,
+// which Encode then writes with op code opReport3.
+func (r *Report) backpressure() bool { return r.RateLimitedFor != 0 || r.SnoozeFor != 0 }
 
 // ProtocolFlow is the protocol of flow control (issue #17): op
 // set_queue_limits and a submit's concurrency keys (op code opSubmitKeyed).

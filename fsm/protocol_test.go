@@ -54,6 +54,10 @@ func TestProtocol(t *testing.T) {
 			{[]fsm.Cmd{submit(fsm.NewJob{Command: "x"}, fsm.NewJob{Command: "y", ConcurrencyKey: "acme"})}, fsm.ProtocolFlow},
 			{[]fsm.Cmd{submitGang(2, fsm.NewJob{Command: "g", ConcurrencyKey: "acme"})}, fsm.ProtocolFlow},
 			{[]fsm.Cmd{setLimits("q", store.QueueLimits{Concurrency: 1})}, fsm.ProtocolFlow},
+			{[]fsm.Cmd{setLimits("q", store.QueueLimits{KeyWeights: map[string]int{"a": 2}})}, fsm.ProtocolFair},
+			{[]fsm.Cmd{claimCmd(fsm.Claim{WorkerID: "w", LeaseTTL: 1, Fair: true})}, fsm.ProtocolFair},
+			{[]fsm.Cmd{report(fsm.Report{JobID: "job-1", RateLimitedFor: 1})}, fsm.ProtocolBackpressure},
+			{[]fsm.Cmd{report(fsm.Report{JobID: "job-1", Token: "fleet", SnoozeFor: 1})}, fsm.ProtocolBackpressure},
 		}
 		for _, c := range cases {
 			e := fsm.Entry{Cmds: c.cmds}

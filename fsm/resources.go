@@ -124,7 +124,13 @@ func (x *index) fits(worker string, n *need) bool {
 // bestFit is best for one worker: it passes over jobs that do not fit what
 // the worker has free.
 func (x *index) bestFit(kinds [][]kind, worker string) (readyItem, bool) {
-	return x.best(kinds, func(n *need) bool { return x.fits(worker, n) })
+	return x.pick(kinds, x.fitOf(worker), false)
+}
+
+// fitOf is the fit of one worker: whether a job's needs fit what it has
+// free.
+func (x *index) fitOf(worker string) func(*need) bool {
+	return func(n *need) bool { return x.fits(worker, n) }
 }
 
 func (x *index) addReserved(j *store.JobHead) {

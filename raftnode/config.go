@@ -76,7 +76,11 @@ type Config struct {
 	MaxBatch int
 	// MaxInflight is the most entries proposed but not yet applied; while
 	// it is reached, commands queue up and pack into bigger entries.
-	// Defaults to 8.
+	// Defaults to 2: the next entry's leader write overlaps the previous
+	// one's replication, and the commands that arrive meanwhile pack into
+	// one entry instead of paying a log write each on every node (at 16
+	// clients, 5 commands an entry instead of 1.7, and 1.35 times the
+	// submits a second of 8; README Performance).
 	MaxInflight int
 
 	// OnLeader, if set, runs in its own goroutine each time this node becomes
@@ -118,7 +122,7 @@ func DefaultConfig() Config {
 		SnapshotInterval:  30 * time.Second,
 		TrailingLogs:      10240,
 		MaxBatch:          512,
-		MaxInflight:       8,
+		MaxInflight:       2,
 		RaftLogLevel:      "WARN",
 	}
 }

@@ -9,7 +9,17 @@
 // every command waiting at that moment into one log entry, stamps the
 // leader's time on it and hands it to Raft; up to MaxInflight entries are in
 // flight at once. One fsync'd entry then carries hundreds of commands, which
-// is what makes claims and completions cheap.
+// is what makes claims and completions cheap. ProposeTogether proposes
+// commands that must share one entry, in order (a submit and the claim of a
+// worker waiting for it): the proposer never splits them.
+//
+// # Stages
+//
+// stages.go follows each entry the node proposes through Raft (queue,
+// dispatch, leader_write, replicate, commit_notice, apply, reply) from
+// records the log store, the transport and the state machine fill in by
+// index, and times every log write and AppendEntries round trip; Stats
+// carries the histograms, and package api exports them.
 //
 // The proposer refuses (ErrNeedsUpgrade) a command whose fsm.Cmd.Protocol is
 // higher than the cluster's protocol, the lowest that a member runs, which

@@ -126,10 +126,19 @@ func (r *snapshotRecorder) stats() SnapshotStats {
 }
 
 // timedFSM is the state machine as Raft sees it: the FSM, with snapshots
-// timed and measured. Backups (WriteBackup) bypass it and are not counted.
+// timed and measured, and applies timed (tracer). Backups (WriteBackup) bypass it and are not counted.
 type timedFSM struct {
 	*fsm.FSM
-	rec *snapshotRecorder
+	rec    *snapshotRecorder
+	stages *tracer
+}
+
+// ApplyBatch applies logs, timed for the stage histograms.
+func (t *timedFSM) ApplyBatch(logs []*raft.Log) []any {
+	start := time.Now()
+	out := t.FSM.ApplyBatch(logs)
+	t.stages.applied(logs, start, time.Now())
+	return out
 }
 
 // Snapshot captures the state; Raft calls it from its FSM goroutine, so the

@@ -58,6 +58,7 @@ type Node struct {
 	closeOnce    sync.Once
 	closeErr     error
 	metrics      entryMetrics
+	stages       *tracer
 	snapStats    snapshotRecorder
 	clock        clusterClock
 	ready        leaderReady
@@ -108,6 +109,7 @@ func Open(cfg Config) (*Node, error) {
 		notifyCh:     make(chan bool, 16),
 		restored:     make(chan struct{}, 1),
 		metrics:      entryMetrics{perEntry: newHistogram(entryBounds), apply: newHistogram(applyBounds)},
+		stages:       newTracer(),
 		clock:        clusterClock{now: cfg.Now},
 		memberDone:   make(chan struct{}),
 	}
@@ -198,6 +200,7 @@ func (n *Node) open() error {
 	if cfg.FsyncDelay > 0 {
 		logs = &slowLogStore{LogStore: n.logStore, delay: cfg.FsyncDelay}
 	}
+	logs = tracedLogs{LogStore: logs, t: n.stages}
 	cache, err := newLogCache(logs)
 	if err != nil {
 		return err
@@ -206,7 +209,8 @@ func (n *Node) open() error {
 		return err
 	}
 	n.loadRemoved()
-	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats}, cache, n.logStore, n.snaps, serialHeartbeats{n.transport})
+	trans := tracedTransport{serialHeartbeats: serialHeartbeats{n.transport}, t: n.stages}
+	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats, stages: n.stages}, cache, n.logStore, n.snaps, trans)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -432,6 +436,9 @@ type Stats struct {
 	// ApplyLatency is a histogram of the seconds from handing a proposed
 	// entry to Raft to having its results (committed and applied here).
 	ApplyLatency HistogramSnapshot
+	// Stages are where the time of the entries this node proposed went,
+	// stage by stage (see StageStats).
+	Stages StageStats
 	// Snapshot describes the newest Raft snapshot.
 	Snapshot SnapshotStats
 	// ClockAhead is how far the cluster time (what this node stamps as
@@ -451,6 +458,7 @@ func (n *Node) Stats() Stats {
 		Commands:         n.metrics.commands.Load(),
 		CommandsPerEntry: n.metrics.perEntry.snapshot(),
 		ApplyLatency:     n.metrics.apply.snapshot(),
+		Stages:           n.stages.stats(),
 		Snapshot:         n.snapStats.stats(),
 		ClockAhead:       n.clock.ahead(n.fsm.LastNow()),
 	}

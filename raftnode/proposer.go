@@ -11,15 +11,22 @@ import (
 	"github.com/workron/workron/fsm"
 )
 
-// proposal is one command waiting for its result.
+// proposal is one command, or several that must share a log entry, waiting
+// for their results.
 type proposal struct {
-	cmd  fsm.Cmd
-	done chan outcome // buffered, 1
+	cmds   []fsm.Cmd    // in the order they apply; one unless ProposeTogether
+	done   chan outcome // buffered, 1
+	queued time.Time    // when it was enqueued, for the queue stage
 }
 
+// outcome answers a proposal: a result per command, or an error for all.
 type outcome struct {
-	res fsm.Result
+	res []fsm.Result
 	err error
+}
+
+func newProposal(cmds ...fsm.Cmd) *proposal {
+	return &proposal{cmds: cmds, done: make(chan outcome, 1)}
 }
 
 // Propose packs cmd with other pending commands into one log entry, waits
@@ -36,9 +43,42 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
 	if n.raft.State() != raft.Leader {
 		return fsm.Result{}, ErrNotLeader
 	}
-	p := &proposal{cmd: cmd, done: make(chan outcome, 1)}
+	p := newProposal(cmd)
 	if err := n.enqueue(ctx, p); err != nil {
 		return fsm.Result{}, err
+	}
+	res, err := p.await(ctx)
+	if err != nil {
+		return fsm.Result{}, err
+	}
+	return res[0], res[0].Err
+}
+
+// ProposeTogether proposes cmds in one log entry, in this order, with no
+// other command between them, so that the state machine applies them in
+// one go: a submit followed by the claim of a worker waiting for its queue
+// leases the job in the same apply that creates it. Each command is still
+// decided by the state machine on its own, as if proposed alone right
+// after the one before it. Other proposals may share the entry before or
+// after the group.
+//
+// The error is the group's, with Propose's meanings: on it no result is
+// given, and the commands were applied all or none. Otherwise results[i]
+// is cmds[i]'s, a rejection by the FSM in results[i].Err. More commands
+// than Config.MaxBatch are refused with ErrNotCommitted.
+func (n *Node) ProposeTogether(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, error) {
+	if len(cmds) == 0 {
+		return nil, nil
+	}
+	if len(cmds) > n.cfg.MaxBatch {
+		return nil, fmt.Errorf("%w: %d commands to propose together, more than MaxBatch (%d)", ErrNotCommitted, len(cmds), n.cfg.MaxBatch)
+	}
+	if n.raft.State() != raft.Leader {
+		return nil, ErrNotLeader
+	}
+	p := newProposal(cmds...)
+	if err := n.enqueue(ctx, p); err != nil {
+		return nil, err
 	}
 	return p.await(ctx)
 }
@@ -57,14 +97,18 @@ func (n *Node) ProposeAll(ctx context.Context, cmds []fsm.Cmd) (results []fsm.Re
 	}
 	ps := make([]*proposal, len(cmds))
 	for i, cmd := range cmds {
-		ps[i] = &proposal{cmd: cmd, done: make(chan outcome, 1)}
+		ps[i] = newProposal(cmd)
 		if errs[i] = n.enqueue(ctx, ps[i]); errs[i] != nil {
 			ps[i] = nil
 		}
 	}
 	for i, p := range ps {
-		if p != nil {
-			results[i], errs[i] = p.await(ctx)
+		if p == nil {
+			continue
+		}
+		res, err := p.await(ctx)
+		if errs[i] = err; err == nil {
+			results[i], errs[i] = res[0], res[0].Err
 		}
 	}
 	return results, errs
@@ -72,6 +116,7 @@ func (n *Node) ProposeAll(ctx context.Context, cmds []fsm.Cmd) (results []fsm.Re
 
 // enqueue hands p to the proposer, or says why it could not.
 func (n *Node) enqueue(ctx context.Context, p *proposal) error {
+	p.queued = time.Now()
 	select {
 	case n.proposals <- p:
 		return nil
@@ -82,51 +127,57 @@ func (n *Node) enqueue(ctx context.Context, p *proposal) error {
 	}
 }
 
-// await waits for an enqueued proposal's outcome.
-func (p *proposal) await(ctx context.Context) (fsm.Result, error) {
+// await waits for an enqueued proposal's outcome: a result per command,
+// or the error of them all.
+func (p *proposal) await(ctx context.Context) ([]fsm.Result, error) {
 	select {
 	case o := <-p.done:
-		if o.err == nil && o.res.Err != nil {
-			return o.res, o.res.Err
-		}
 		return o.res, o.err
 	case <-ctx.Done():
-		return fsm.Result{}, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
+		return nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
 	}
 }
 
 // runProposer gathers proposals into entries. It hands an entry to Raft as
 // soon as one is free of the MaxInflight slots, so under load commands pile
-// up while entries are in flight and pack into larger entries.
+// up while entries are in flight and pack into larger entries. An entry
+// holds at most MaxBatch commands, and a group (ProposeTogether) is never
+// split: one that does not fit waits for the next entry.
 func (n *Node) runProposer() {
 	defer close(n.proposerDone)
 	sem := make(chan struct{}, n.cfg.MaxInflight)
-	batch := make([]*proposal, 0, n.cfg.MaxBatch)
+	var next *proposal // taken from the queue, but did not fit the last entry
 	for {
 		select {
 		case sem <- struct{}{}:
 		case <-n.shutdownCh:
-			n.drainProposals()
+			n.drainProposals(next)
 			return
 		}
-		select {
-		case p := <-n.proposals:
-			batch = append(batch[:0], p)
-		case <-n.shutdownCh:
-			n.drainProposals()
-			return
+		if next == nil {
+			select {
+			case next = <-n.proposals:
+			case <-n.shutdownCh:
+				n.drainProposals(nil)
+				return
+			}
 		}
+		batch, cmds := []*proposal{next}, len(next.cmds)
+		next = nil
 	gather:
-		for len(batch) < n.cfg.MaxBatch {
+		for cmds < n.cfg.MaxBatch {
 			select {
 			case p := <-n.proposals:
-				batch = append(batch, p)
+				if cmds+len(p.cmds) > n.cfg.MaxBatch {
+					next = p
+					break gather
+				}
+				batch, cmds = append(batch, p), cmds+len(p.cmds)
 			default:
 				break gather
 			}
 		}
 		n.submitEntry(batch, sem)
-		batch = make([]*proposal, 0, n.cfg.MaxBatch)
 	}
 }
 
@@ -139,9 +190,9 @@ func (n *Node) submitEntry(batch []*proposal, sem chan struct{}) {
 		<-sem
 		return
 	}
-	e := fsm.Entry{Now: n.clock.Now().UnixNano(), Cmds: make([]fsm.Cmd, len(batch))}
-	for i, p := range batch {
-		e.Cmds[i] = p.cmd
+	e := fsm.Entry{Now: n.clock.Now().UnixNano()}
+	for _, p := range batch {
+		e.Cmds = append(e.Cmds, p.cmds...)
 	}
 	data, err := fsm.Encode(&e)
 	if err != nil {
@@ -150,22 +201,29 @@ func (n *Node) submitEntry(batch []*proposal, sem chan struct{}) {
 		return
 	}
 	start := time.Now()
+	for _, p := range batch {
+		n.stages.observe(stageQueue, start.Sub(p.queued))
+	}
+	n.stages.proposing.Add(1)
 	fut := n.raft.Apply(data, n.cfg.ApplyTimeout)
-	n.metrics.observeEntry(len(batch))
+	n.metrics.observeEntry(len(e.Cmds))
 	go func() {
 		defer func() { <-sem }()
+		defer n.stages.proposing.Add(-1)
 		if err := fut.Error(); err != nil {
 			fail(batch, mapApplyError(err))
 			return
 		}
+		n.stages.done(fut.Index(), start, time.Now())
 		n.metrics.apply.Observe(time.Since(start).Seconds())
 		res, ok := fut.Response().([]fsm.Result)
-		if !ok || len(res) != len(batch) {
-			fail(batch, fmt.Errorf("raftnode: entry %d applied with %d results for %d commands", fut.Index(), len(res), len(batch)))
+		if !ok || len(res) != len(e.Cmds) {
+			fail(batch, fmt.Errorf("raftnode: entry %d applied with %d results for %d commands", fut.Index(), len(res), len(e.Cmds)))
 			return
 		}
-		for i, p := range batch {
-			p.done <- outcome{res: res[i]}
+		for _, p := range batch {
+			p.done <- outcome{res: res[:len(p.cmds):len(p.cmds)]}
+			res = res[len(p.cmds):]
 		}
 	}()
 }
@@ -176,8 +234,12 @@ func fail(batch []*proposal, err error) {
 	}
 }
 
-// drainProposals answers whatever is still queued at shutdown.
-func (n *Node) drainProposals() {
+// drainProposals answers whatever is still queued at shutdown, and next
+// if it is not nil.
+func (n *Node) drainProposals(next *proposal) {
+	if next != nil {
+		next.done <- outcome{err: ErrShutdown}
+	}
 	for {
 		select {
 		case p := <-n.proposals:

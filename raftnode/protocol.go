@@ -66,19 +66,34 @@ func (n *Node) ClusterProtocol() int {
 }
 
 // refuseNewer answers the proposals of batch that need a newer protocol
-// than the cluster runs with *NeedsUpgradeError, and returns the others.
+// than the cluster runs with *NeedsUpgradeError (a group as a whole, if
+// one of its commands does), and returns the others.
 func (n *Node) refuseNewer(batch []*proposal) []*proposal {
-	if !slices.ContainsFunc(batch, func(p *proposal) bool { return p.cmd.Protocol() > 1 }) {
+	if !slices.ContainsFunc(batch, func(p *proposal) bool { return p.protocol() > 1 }) {
 		return batch // what every member runs: no need to look
 	}
 	have := n.ClusterProtocol()
 	kept := batch[:0]
 	for _, p := range batch {
-		if need := p.cmd.Protocol(); need > have {
-			p.done <- outcome{err: &NeedsUpgradeError{Op: p.cmd.Op, Need: need, Cluster: have}}
-			continue
+		for _, c := range p.cmds {
+			if need := c.Protocol(); need > have {
+				p.done <- outcome{err: &NeedsUpgradeError{Op: c.Op, Need: need, Cluster: have}}
+				p = nil
+				break
+			}
 		}
-		kept = append(kept, p)
+		if p != nil {
+			kept = append(kept, p)
+		}
 	}
 	return kept
+}
+
+// protocol is the highest protocol a command of p needs.
+func (p *proposal) protocol() int {
+	v := 1
+	for _, c := range p.cmds {
+		v = max(v, c.Protocol())
+	}
+	return v
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/raftnode"
+	"github.com/workron/workron/store"
 )
 
 // The proposer refuses a command that needs a newer protocol than a member
@@ -55,6 +56,15 @@ func TestProposeGatesOnClusterProtocol(t *testing.T) {
 			t.Fatalf("errors = %v, want only retry_deps refused", errs)
 		}
 	})
+	t.Run("AGroupIsRefusedWhole", func(t *testing.T) {
+		before := n1.Stats().LastLogIndex
+		if _, err := n1.ProposeTogether(ctx, []fsm.Cmd{submit, retryDeps}); !errors.Is(err, raftnode.ErrNeedsUpgrade) {
+			t.Fatalf("a group holding retry_deps at protocol 1: %v, want ErrNeedsUpgrade", err)
+		}
+		if after := n1.Stats().LastLogIndex; after != before {
+			t.Fatalf("last log index went from %d to %d: part of a refused group reached the log", before, after)
+		}
+	})
 	t.Run("ProposedOnceEveryMemberRunsIt", func(t *testing.T) {
 		n1.SetMemberProtocols(map[string]int{"n2": 2})
 		if got := n1.ClusterProtocol(); got != 2 {
@@ -63,6 +73,20 @@ func TestProposeGatesOnClusterProtocol(t *testing.T) {
 		_, err := n1.Propose(ctx, retryDeps)
 		if !errors.Is(err, fsm.ErrConflict) { // job-1 is pending: applied, and refused by the FSM
 			t.Fatalf("retry_deps at protocol 2: %v, want the FSM's ErrConflict", err)
+		}
+		if fsm.ProtocolVersion >= 3 {
+			// Flow control's fields of protocol 3 wait for every member.
+			for _, c := range []fsm.Cmd{
+				{Op: fsm.OpClaim, Claim: &fsm.Claim{WorkerID: "w", LeaseTTL: 1, Fair: true}},
+				{Op: fsm.OpReport, Report: &fsm.Report{JobID: "job-1", RateLimitedFor: 1}},
+				{Op: fsm.OpReport, Report: &fsm.Report{JobID: "job-1", SnoozeFor: 1}},
+				{Op: fsm.OpSetQueueLimits, QueueLimits: &fsm.SetQueueLimits{Name: "q", Limits: store.QueueLimits{KeyWeights: map[string]int{"a": 2}}}},
+			} {
+				var ue *raftnode.NeedsUpgradeError
+				if _, err := n1.Propose(ctx, c); !errors.As(err, &ue) || ue.Need != 3 || ue.Cluster != 2 {
+					t.Errorf("%s of protocol 3 in a cluster at 2: %v, want a NeedsUpgradeError", c.Op, err)
+				}
+			}
 		}
 		n1.SetMemberProtocols(map[string]int{"n2": 99})
 		if got := n1.ClusterProtocol(); got != fsm.ProtocolVersion {

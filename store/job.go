@@ -24,6 +24,14 @@ const (
 // codes.
 const StatusReturned Status = "returned"
 
+// StatusRateLimited and StatusSnoozed appear in attempt histories only: the
+// worker said the attempt met a rate limit downstream (and paused its key)
+// or asked to run the job again later. Neither counts against MaxAttempts.
+const (
+	StatusRateLimited Status = "rate_limited"
+	StatusSnoozed     Status = "snoozed"
+)
+
 // Statuses lists every stored status, in lifecycle order.
 var Statuses = []Status{StatusBlocked, StatusPending, StatusReserved, StatusRunning, StatusCancelling, StatusDone, StatusFailed, StatusCancelled}
 

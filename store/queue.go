@@ -34,13 +34,16 @@ type QueueLimits struct {
 	Burst          int  `json:"burst,omitempty"`
 	KeyRate        Rate `json:"key_rate,omitzero"`
 	KeyBurst       int  `json:"key_burst,omitempty"`
+	// KeyWeights gives some concurrency keys more turns in the queue's
+	// rotation over its keys (default 1 each); see fsm's fair.go.
+	KeyWeights map[string]int `json:"key_w,omitempty"`
 
 	ModifyIndex uint64 `json:"mod"`
 }
 
 // IsZero reports whether l sets no limit.
 func (l *QueueLimits) IsZero() bool {
-	return l.Concurrency == 0 && l.KeyConcurrency == 0 && l.Rate.IsZero() && l.KeyRate.IsZero()
+	return l.Concurrency == 0 && l.KeyConcurrency == 0 && l.Rate.IsZero() && l.KeyRate.IsZero() && len(l.KeyWeights) == 0
 }
 
 // TokenBucket is a rate limit's state: Level tokens, in units of 1/Per of

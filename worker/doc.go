@@ -46,6 +46,25 @@
 // ends on the job's timeout, on cancellation and on hard shutdown; a handler
 // must return soon after, because Run waits for it. A panic is recovered and
 // reported as a failure; wrap an error with NoRetry to make it final.
+// Return RateLimited (the work met a rate limit downstream: the job's
+// concurrency key pauses cluster-wide) or Snooze (run again later) to end
+// the attempt without counting it; a shell job does the same by exiting
+// with ExitRateLimited (holdoff.go).
+//
+// # Progress and results
+//
+// A handler reports progress with Job.Progress and returns a result with
+// Job.SetResult; Job.ParentResults (and ParentResult) hold the results of
+// the jobs it depends on. A shell job reports progress by printing a line
+// "::workron-progress PERCENT MESSAGE" (ProgressLinePrefix), returns a
+// result by writing JSON into the file $WORKRON_RESULT_FILE names (a file
+// that is not JSON fails the attempt), and finds its parents' results in
+// $WORKRON_PARENT_RESULTS, a JSON object by parent id (or, when that is
+// over 64 KiB, in the file $WORKRON_PARENT_RESULTS_FILE names). Progress
+// rides on the worker's next heartbeat, only the latest update of each job
+// since the one before, and the report carries the last one no heartbeat
+// did; a cluster with a member of an older release gets none for a minute,
+// and reports without result or progress.
 //
 // # Gangs
 //

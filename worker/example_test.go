@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/workron/workron/worker"
 )
@@ -38,4 +39,26 @@ func Example() {
 	if err := w.Run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 	}
+}
+
+// A handler that meets a rate limit downstream returns RateLimited: the
+// attempt does not count, and the job's concurrency key pauses for every
+// worker of the cluster. Snooze only runs the job again later.
+func ExampleRateLimited() {
+	cfg := worker.DefaultConfig()
+	cfg.Servers = []string{"http://127.0.0.1:7001"}
+	w, err := worker.New(cfg)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	w.Handle("send", func(ctx context.Context, job *worker.Job) error {
+		// resp, err := api.Send(ctx, job.Payload) ...; on a 429:
+		return worker.RateLimited(30*time.Second, "429 from the mail API")
+	})
+	fmt.Println(worker.RateLimited(30*time.Second, "429 from the mail API"))
+	fmt.Println(worker.Snooze(5 * time.Minute))
+	// Output:
+	// rate limited for 30s: 429 from the mail API
+	// snoozed for 5m0s
 }

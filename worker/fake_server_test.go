@@ -46,6 +46,7 @@ type fakeServer struct {
 	loseNext  int           // lease the jobs of this many more claims, then answer 502
 	lost      []uint64      // the ClaimSeq of each claim whose reply was lost
 	beatReqs  []wire.WorkerHeartbeatRequest
+	protocol2 bool // refuse progress and results as a cluster at protocol 2 does
 }
 
 func newFakeServer(t *testing.T) *fakeServer {
@@ -216,6 +217,10 @@ func (f *fakeServer) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Reques
 	if err := json.NewDecoder(r.Body).Decode(&req); err == nil {
 		f.beatReqs = append(f.beatReqs, req)
 	}
+	if f.protocol2 && carriesProgress(req) {
+		writeError(w, http.StatusServiceUnavailable, wire.CodeUpgradeInProgress, "upgrade in progress")
+		return
+	}
 	var resp wire.WorkerHeartbeatResponse
 	for _, job := range f.jobs {
 		if job.WorkerID != id || (job.Status != wire.StatusRunning && job.Status != wire.StatusCancelling) {
@@ -385,6 +390,10 @@ func (f *fakeServer) applyReports(reps []wire.BatchReport) []wire.BatchReportRes
 		kind := "done"
 		if br.Status == wire.StatusFailed {
 			kind = "fail"
+		}
+		if f.protocol2 && (br.Result != nil || br.Progress != nil) {
+			out[i] = wire.BatchReportResult{JobID: br.JobID, Code: wire.CodeUpgradeInProgress, Error: "upgrade in progress"}
+			continue
 		}
 		job, _, code := f.applyReport(br.JobID, kind, br.ReportRequest)
 		out[i] = wire.BatchReportResult{JobID: br.JobID, Status: string(job.Status), Code: code}

@@ -72,7 +72,7 @@ func (w *Worker) heartbeatOnce(ctx context.Context) error {
 		req.ClaimsFrom = w.claimsFrom
 	}
 	req.Jobs = w.runningLeases() // after ClaimsTo: its claims' jobs are in
-	resp, err := w.client.HeartbeatWorker(ctx, w.cfg.ID, req)
+	resp, err := w.sendHeartbeat(ctx, req)
 	if client.IsNotFound(err) {
 		w.reregister(ctx)
 		return nil

@@ -32,13 +32,15 @@ func (p *pendingReport) verb() string {
 
 func (p *pendingReport) wire() wire.BatchReport {
 	r := wire.BatchReport{
-		JobID:         p.job.ID,
-		Status:        wire.StatusDone,
-		ReportRequest: wire.ReportRequest{Lease: p.job.Lease, ExitCode: p.out.exitCode, Output: p.out.output},
+		JobID:  p.job.ID,
+		Status: wire.StatusDone,
+		ReportRequest: wire.ReportRequest{Lease: p.job.Lease, ExitCode: p.out.exitCode, Output: p.out.output,
+			Result: p.out.result, Progress: p.out.progress},
 	}
 	if p.out.err != nil {
 		r.Status = wire.StatusFailed
 		r.Error, r.Retry = p.out.err.Error(), p.out.retry
+		p.out.hold.reportFields(&r.ReportRequest)
 	}
 	return r
 }
@@ -205,7 +207,20 @@ func (w *Worker) settleReports(ps []*pendingReport, results []wire.BatchReportRe
 			p.log.Debug("reported", "report", p.verb(), "status", r.Status)
 		case r.Code == wire.CodeStaleLease, r.Code == wire.CodeNotFound, r.Code == wire.CodeNotRunning, r.Code == wire.CodeConflict:
 			p.log.Warn("report dropped: the lease is no longer current", "report", p.verb(), "err", r.Error)
+		case r.Code == wire.CodeUpgradeInProgress && (p.out.result != nil || p.out.progress != nil):
+			// A member does not take results yet: report the end without them.
+			p.log.Warn("result and progress dropped: a member of the cluster runs a release without them", "err", r.Error)
+			p.out.result, p.out.progress = nil, nil
+			again, why = append(again, p), r.Error
+			continue
 		case wire.RetryReport(r.Code), r.Code == codeUnavailable:
+			again, why = append(again, p), r.Error
+			continue
+		case r.Code == wire.CodeUpgradeInProgress && p.out.hold.set():
+			// A node of the cluster cannot take rate-limited or snoozed
+			// yet: report a plain failure instead.
+			p.log.Warn("report sent again as a plain failure: the cluster is being upgraded", "err", r.Error)
+			p.out.hold = holdOff{}
 			again, why = append(again, p), r.Error
 			continue
 		default:

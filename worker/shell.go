@@ -27,6 +27,11 @@ func (w *Worker) runShell(ctx context.Context, job wire.Job) outcome {
 	if err != nil {
 		return failFinal(err)
 	}
+	files, err := w.prepareFiles(cmd, job)
+	if err != nil {
+		return outcome{err: err}
+	}
+	defer files.remove()
 	tail := newRing(w.cfg.OutputTail)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -46,7 +51,7 @@ func (w *Worker) runShell(ctx context.Context, job wire.Job) outcome {
 	copied := make(chan struct{})
 	go func() {
 		defer close(copied)
-		_, _ = io.Copy(tail, pr)
+		_, _ = io.Copy(progressOutput(ctx, tail), pr)
 	}()
 
 	waitErr, cause := w.waitOrStop(ctx, cmd, pgid)
@@ -62,9 +67,13 @@ func (w *Worker) runShell(ctx context.Context, job wire.Job) outcome {
 	case err != nil:
 		return outcome{exitCode: code, output: tail.String(), err: err}
 	case *code != 0:
-		return outcome{exitCode: code, output: tail.String(), err: fmt.Errorf("exit status %d", *code)}
+		out := tail.String()
+		if h, err, ok := shellHoldOff(*code, out); ok {
+			return outcome{exitCode: code, output: out, err: err, hold: h}
+		}
+		return outcome{exitCode: code, output: out, err: fmt.Errorf("exit status %d", *code)}
 	}
-	return outcome{exitCode: code, output: tail.String()}
+	return files.withResult(outcome{exitCode: code, output: tail.String()})
 }
 
 // jobCommand builds the process of a command job, not yet started: "sh -c

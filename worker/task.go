@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime/debug"
@@ -40,8 +41,9 @@ func NoRetry(err error) error {
 
 // task is one claimed job while it runs and reports.
 type task struct {
-	job    wire.Job
-	cancel context.CancelCauseFunc
+	job      wire.Job
+	cancel   context.CancelCauseFunc
+	progress progressSlot
 }
 
 // outcome is how one run ended: err nil means success.
@@ -49,7 +51,10 @@ type outcome struct {
 	exitCode *int
 	output   string
 	err      error
-	retry    *bool // nil leaves the decision to the server
+	retry    *bool                // nil leaves the decision to the server
+	hold     holdOff              // a failure that asks not to count (holdoff.go)
+	result   json.RawMessage      // a successful run's result, nil: none
+	progress *wire.ProgressUpdate // the last progress no heartbeat carried
 }
 
 // failFinal is an outcome that must not be retried.
@@ -62,6 +67,7 @@ func failFinal(err error) outcome {
 func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 	ctx, cancel := context.WithCancelCause(jobCtx)
 	t := &task{job: job, cancel: cancel}
+	ctx = withTask(ctx, t)
 	w.mu.Lock()
 	if old := w.running[job.ID]; old != nil {
 		w.log.Warn("job claimed again while running: stopping the old attempt",
@@ -81,6 +87,7 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 		began := time.Now()
 		out := w.execute(ctx, job)
 		cancel(nil)
+		out.progress, _ = t.progress.pending() // the report carries it
 		if out.err != nil {
 			log.Info("job failed", "err", out.err, "exit_code", deref(out.exitCode), "took", time.Since(began))
 		} else {
@@ -153,21 +160,27 @@ func (w *Worker) runHandler(ctx context.Context, job wire.Job) (out outcome) {
 			out = outcome{err: fmt.Errorf("panic: %v", r)}
 		}
 	}()
-	err := h(ctx, &Job{
-		ID:       job.ID,
-		Type:     job.Type,
-		Queue:    job.Queue,
-		Payload:  job.Payload,
-		Attempt:  job.Attempts,
-		Metadata: job.Metadata,
-		Env:      job.Env,
-	})
+	hj := &Job{
+		ID:            job.ID,
+		Type:          job.Type,
+		Queue:         job.Queue,
+		Payload:       job.Payload,
+		Attempt:       job.Attempts,
+		Metadata:      job.Metadata,
+		Env:           job.Env,
+		ParentResults: job.ParentResults,
+		progress:      progressOf(ctx),
+	}
+	err := h(ctx, hj)
 	if err == nil {
-		return outcome{}
+		return outcome{result: hj.result}
 	}
 	var nr *noRetryError
 	if errors.As(err, &nr) {
 		return failFinal(err)
+	}
+	if h, ok := holdOffOf(err); ok && stopCause(ctx) == nil {
+		return outcome{err: err, hold: h}
 	}
 	if cause := stopCause(ctx); cause != nil &&
 		(errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, cause)) {

@@ -40,7 +40,8 @@ const defaultLeaseTTL = 15 * time.Second
 // waits for it.
 type HandlerFunc func(ctx context.Context, job *Job) error
 
-// Job is what a handler sees of a claimed job.
+// Job is what a handler sees of a claimed job. Its methods Progress and
+// SetResult report how far it is and what it returns (progress.go).
 type Job struct {
 	ID       string
 	Type     string
@@ -49,6 +50,12 @@ type Job struct {
 	Attempt  int // 1 on the first run
 	Metadata map[string]string
 	Env      map[string]string
+	// ParentResults are the results of the jobs this one depends on, by
+	// id (those that returned none left out); see ParentResult.
+	ParentResults map[string]json.RawMessage
+
+	progress *progressSlot   // nil: not given by a Worker
+	result   json.RawMessage // set by SetResult
 }
 
 // Worker claims and runs jobs. Create it with New, register handlers with
@@ -80,6 +87,8 @@ type Worker struct {
 	claimsFrom  uint64
 	claimsEnded atomic.Uint64
 	claimLost   atomic.Uint64
+
+	progressOff atomic.Int64 // Unix nanoseconds: send no progress until then
 }
 
 // New validates cfg and returns a Worker. It builds a client for

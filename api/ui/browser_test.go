@@ -101,7 +101,14 @@ func TestDashboardInBrowser(t *testing.T) {
 			`!!document.querySelector('[data-test="graph-node"][data-job-id=%q]') && !!document.querySelector('[data-test="graph-node"][data-job-id=%q]')`,
 			jobs.fetch, jobs.publish))
 		b.waitFor("a cancel button", `!!document.querySelector('.page-head button[data-action="cancel"]')`)
+		b.waitFor("its progress", `document.querySelector('[data-test="progress"]').dataset.percent === "45" && document.querySelector('[data-test="progress-message"]').textContent === "epoch 9/20"`)
 		b.screenshot("dashboard-job.png")
+	})
+
+	t.Run("JobPageShowsItsResult", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/jobs/" + jobs.fetch))
+		b.waitFor("the result", `JSON.parse(document.querySelector('[data-test="result-json"]').textContent).files === 412`)
 	})
 
 	t.Run("GangTaskPageShowsItsGang", func(t *testing.T) {
@@ -177,7 +184,10 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.waitFor("the job page names the limit", `(document.querySelector('[data-test="waiting"]')?.textContent || "").includes("key acme at its limit 1/1")`)
 
 		// Editing starts from the limits as they are: one field changed,
-		// the others kept.
+		// the others kept, key weights too (set through the API; the form
+		// does not show them).
+		cl.call(http.MethodPut, "/queues/tenants", wire.QueueLimits{Concurrency: wire.Limit(3), KeyConcurrency: wire.Limit(1), Rate: "600/m",
+			KeyWeights: map[string]int{"acme": 3}}, nil, http.StatusOK)
 		b.do(chromedp.Navigate(dash + "#/queues"))
 		b.click(`tr[data-queue="tenants"] button[data-action="limits"]`)
 		b.waitFor("the form filled in", `document.querySelector('form[data-test="limits-form"] input[name="key_concurrency"]').value === "1"`)
@@ -189,7 +199,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			}
 			return nil
 		})
-		if l := cl.limits("tenants"); deref(l.Concurrency) != 3 || l.Rate != "600/m" {
+		if l := cl.limits("tenants"); deref(l.Concurrency) != 3 || l.Rate != "600/m" || l.KeyWeights["acme"] != 3 {
 			t.Fatalf("the edit changed more than key_concurrency: %+v", l)
 		}
 		b.waitFor("the held job released", `document.querySelector('tr[data-queue="tenants"] [data-test="held"]')?.dataset.held === "0"`)
@@ -702,7 +712,8 @@ func seed(c *client) seeded {
 	// again; publish waits for it.
 	j := c.claim("gpu-worker-1", "etl")
 	c.call(http.MethodPost, "/jobs/"+j.ID+"/done", wire.ReportRequest{Lease: j.Lease, ExitCode: intp(0),
-		Output: "downloading s3://datasets/2026-11-20 ...\n412 files, 3.1 GiB\nchecksums ok\n"}, nil, http.StatusOK)
+		Output: "downloading s3://datasets/2026-11-20 ...\n412 files, 3.1 GiB\nchecksums ok\n",
+		Result: json.RawMessage(`{"files":412,"path":"/data/2026-11-20"}`)}, nil, http.StatusOK)
 	j = c.claim("gpu-worker-1", "etl")
 	c.call(http.MethodPost, "/jobs/"+j.ID+"/fail", wire.ReportRequest{Lease: j.Lease, ExitCode: intp(137), Error: "exit status 137",
 		Output: "loading /data/2026-11-20\nepoch 1/20 loss=0.912 acc=0.701\nepoch 2/20 loss=0.744 acc=0.768\nepoch 3/20 loss=0.651 acc=0.802\nKilled\n"}, nil, http.StatusOK)
@@ -710,6 +721,8 @@ func seed(c *client) seeded {
 	if j.ID != s.train || j.Attempts != 2 {
 		c.t.Fatalf("claimed %s attempt %d, want %s attempt 2", j.ID, j.Attempts, s.train)
 	}
+	c.call(http.MethodPost, "/workers/gpu-worker-1/heartbeat", wire.WorkerHeartbeatRequest{Jobs: []wire.JobLease{
+		{JobID: j.ID, Lease: j.Lease, Progress: &wire.ProgressUpdate{Percent: 45, Message: "epoch 9/20"}}}}, nil, http.StatusOK)
 
 	j = c.claim("gpu-worker-1", "email")
 	c.call(http.MethodPost, "/jobs/"+j.ID+"/fail", wire.ReportRequest{Lease: j.Lease, ExitCode: intp(1), Error: "exit status 1",

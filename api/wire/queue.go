@@ -23,6 +23,10 @@ type QueueLimits struct {
 	Burst          *int   `json:"burst,omitempty"`
 	KeyRate        string `json:"key_rate,omitempty"`
 	KeyBurst       *int   `json:"key_burst,omitempty"`
+	// KeyWeights gives concurrency keys more turns in the queue's rotation
+	// over its keys: a key of weight 3 gets up to 3 claims in a row where
+	// others get 1 (the default). From 1 to 1000 each.
+	KeyWeights map[string]int `json:"key_weights,omitempty"`
 }
 
 // Limit is a QueueLimits field's value: nil when n is 0 (no limit).
@@ -47,8 +51,21 @@ type QueueFlow struct {
 	// is empty.
 	RateLimitedUntil *time.Time `json:"rate_limited_until,omitempty"`
 	// Waiting counts the due jobs each limit holds back: "concurrency",
-	// "rate", "key_concurrency", "key_rate".
+	// "rate", "key_concurrency", "key_rate", and the pauses of Paused:
+	// "paused" (the queue's) and "key_paused".
 	Waiting map[string]int `json:"waiting"`
+	// Paused lists the pauses that rate-limited attempts asked for and
+	// that are in force: the queue's own (no key) first, then by key.
+	Paused []KeyPause `json:"paused,omitempty"`
+}
+
+// KeyPause is a queue's or concurrency key's pause: a job of it reported
+// rate-limited (rate_limited_for), so no worker claims its jobs until
+// Until.
+type KeyPause struct {
+	Key    string    `json:"key,omitempty"` // absent for the queue itself
+	Until  time.Time `json:"until"`
+	Reason string    `json:"reason,omitempty"` // the report's error
 }
 
 // ParseRate reads a rate "N/s", "N/m" or "N/h" (also "N/sec", "N/min",

@@ -136,6 +136,13 @@ type Job struct {
 	// Warnings, in the reply of a submission only, name what the server
 	// ignored in the request, e.g. `unknown field "priorty"`.
 	Warnings []string `json:"warnings,omitempty"`
+	// Progress is the latest progress of the running (or last) attempt,
+	// absent when it reported none; Result is the JSON the job returned,
+	// absent when none. ParentResults, in a claim reply only, are the
+	// results of the jobs it depends on, by id (those without one left out).
+	Progress      *Progress                  `json:"progress,omitempty"`
+	Result        json.RawMessage            `json:"result,omitempty"`
+	ParentResults map[string]json.RawMessage `json:"parent_results,omitempty"`
 }
 
 // The codes of Job.WaitingCode: why a job that is not running waits.
@@ -247,13 +254,38 @@ type ClaimResponse struct {
 // ReportRequest is the optional body of POST /jobs/{id}/done and /fail. A zero
 // Lease means "the current attempt" (the seed's workers send no body). Retry
 // false on /fail makes the failure final.
+//
+// RateLimitedFor and SnoozeFor (Go durations such as "30s", at most
+// MaxHoldOff; one at most, on a failure only) end the attempt without
+// counting it against max_attempts, and the job is pending again.
+// RateLimitedFor says the work met a rate limit downstream: the job's
+// concurrency_key (with none, its queue) is paused for that long for every
+// worker, and Error says why. SnoozeFor runs the job again that long from
+// now, pausing nothing. The attempt's history status is "rate_limited" or
+// "snoozed".
 type ReportRequest struct {
-	Lease    uint64 `json:"lease,omitempty"`
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Output   string `json:"output,omitempty"`
-	Error    string `json:"error,omitempty"`
-	Retry    *bool  `json:"retry,omitempty"`
+	Lease          uint64 `json:"lease,omitempty"`
+	ExitCode       *int   `json:"exit_code,omitempty"`
+	Output         string `json:"output,omitempty"`
+	Error          string `json:"error,omitempty"`
+	Retry          *bool  `json:"retry,omitempty"`
+	RateLimitedFor string `json:"rate_limited_for,omitempty"`
+	SnoozeFor      string `json:"snooze_for,omitempty"`
+	// Result is the JSON the attempt returned (at most MaxResultBytes;
+	// null or absent: none): it replaces the job's result. Progress is the
+	// attempt's last progress when no heartbeat carried it: the job keeps it.
+	Result   json.RawMessage `json:"result,omitempty"`
+	Progress *ProgressUpdate `json:"progress,omitempty"`
 }
+
+// MaxHoldOff bounds a report's RateLimitedFor and SnoozeFor.
+const MaxHoldOff = 24 * time.Hour
+
+// History statuses of attempts that did not count (see ReportRequest).
+const (
+	AttemptRateLimited = "rate_limited"
+	AttemptSnoozed     = "snoozed"
+)
 
 // BatchReportRequest is the body of POST /jobs/reports: several attempts
 // ended at once (at most MaxBatchReports). Status is "done" or "failed".
@@ -368,10 +400,12 @@ type WorkerHeartbeatRequest struct {
 	ClaimsTo   uint64     `json:"claims_to,omitempty"`
 }
 
-// JobLease names one attempt a worker is running.
+// JobLease names one attempt a worker is running, and (Progress, when
+// set) how far it is: the cluster keeps the latest with the job.
 type JobLease struct {
-	JobID string `json:"job_id"`
-	Lease uint64 `json:"lease"`
+	JobID    string          `json:"job_id"`
+	Lease    uint64          `json:"lease"`
+	Progress *ProgressUpdate `json:"progress,omitempty"`
 }
 
 // WorkerHeartbeatResponse is the reply of POST /workers/{id}/heartbeat: how

@@ -335,12 +335,14 @@ func (c *cli) printJob(j *wire.Job) {
 	row("concurrency_key", j.ConcurrencyKey)
 	row("priority", fmt.Sprint(j.Priority))
 	row("attempts", fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts))
+	row("not_counted", notCounted(j.AttemptHistory))
 	row("depends_on", strings.Join(j.DependsOn, ","))
 	row("schedule", j.Schedule)
 	if j.ScheduledFor != nil {
 		row("scheduled_for", j.ScheduledFor.Local().Format(time.DateTime))
 	}
 	row("worker", j.WorkerID)
+	row("progress", progressText(j.Progress))
 	if j.ExitCode != nil {
 		row("exit_code", fmt.Sprint(*j.ExitCode))
 	}
@@ -352,6 +354,24 @@ func (c *cli) printJob(j *wire.Job) {
 			fmt.Fprintln(c.out)
 		}
 	}
+	printResult(c.out, j.Result)
+}
+
+// notCounted lists the attempts that did not count against max_attempts
+// because their worker said rate-limited or snoozed, "" if none.
+func notCounted(h []wire.Attempt) string {
+	var out []string
+	for _, a := range h {
+		if a.Status != wire.AttemptRateLimited && a.Status != wire.AttemptSnoozed {
+			continue
+		}
+		s := fmt.Sprintf("%s at %s", a.Status, a.Ended.Local().Format(time.DateTime))
+		if a.Error != "" {
+			s += " (" + a.Error + ")"
+		}
+		out = append(out, s)
+	}
+	return strings.Join(out, "; ")
 }
 
 func truncate(s string, n int) string {
@@ -457,6 +477,7 @@ func (c *cli) printQueues(qs []wire.Queue) {
 		fmt.Fprintf(tw, "%s\t%v\t%d\t%d\t%d\t%d\t%d\t%d\n", q.Name, q.Paused, n["blocked"], n["pending"], n["running"]+n["cancelling"], n["done"], n["failed"], n["cancelled"])
 	}
 	tw.Flush()
+	c.printPauses(qs) // queuelimits.go
 }
 
 func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) error {

@@ -5,15 +5,19 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/workron/workron/api/wire"
 )
 
 const queueLimitUsage = `queues limit: give the queue's name, then its limits (those left out are removed):
   queues limit NAME                     (shows the limits)
-  queues limit NAME [--concurrency N] [--key-concurrency N] [--rate N/s|N/m|N/h] [--burst N] [--key-rate R] [--key-burst N]
+  queues limit NAME [--concurrency N] [--key-concurrency N] [--rate N/s|N/m|N/h] [--burst N] [--key-rate R] [--key-burst N] [--key-weight KEY=N ...]
   queues limit NAME --clear             (removes them all)`
 
 // queueLimit shows or sets a queue's flow-control limits
@@ -31,6 +35,7 @@ func (c *cli) queueLimit(ctx context.Context, fs *flag.FlagSet, args []string) e
 	fs.StringVar(&req.KeyRate, "key-rate", "", "claims per period of each concurrency key")
 	fs.IntVar(&keyBurst, "key-burst", 0, "the key rate's bucket size (default: its count)")
 	fs.BoolVar(&clear, "clear", false, "remove every limit of the queue")
+	fs.Var(keyWeights{&req.KeyWeights}, "key-weight", "KEY=N: give a concurrency key N turns in the queue's rotation over its keys (default 1); repeatable")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -41,11 +46,11 @@ func (c *cli) queueLimit(ctx context.Context, fs *flag.FlagSet, args []string) e
 	set := clear
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "concurrency", "key-concurrency", "rate", "burst", "key-rate", "key-burst":
+		case "concurrency", "key-concurrency", "rate", "burst", "key-rate", "key-burst", "key-weight":
 			set = true
 		}
 	})
-	if clear && (req.Rate != "" || req.KeyRate != "" || conc != 0 || keyConc != 0 || burst != 0 || keyBurst != 0) {
+	if clear && (req.Rate != "" || req.KeyRate != "" || conc != 0 || keyConc != 0 || burst != 0 || keyBurst != 0 || len(req.KeyWeights) > 0) {
 		return errors.New("queues limit: --clear takes no limits")
 	}
 	if err := c.connect(); err != nil {
@@ -101,7 +106,7 @@ func (c *cli) printQueueLimits(q *wire.Queue) {
 		return r
 	}
 	var waiting []string
-	for _, k := range []string{"concurrency", "rate", "key_concurrency", "key_rate"} {
+	for _, k := range []string{"concurrency", "rate", "key_concurrency", "key_rate", "paused", "key_paused"} {
 		if n := l.Waiting[k]; n > 0 {
 			waiting = append(waiting, fmt.Sprintf("%d on %s", n, k))
 		}
@@ -112,4 +117,55 @@ func (c *cli) printQueueLimits(q *wire.Queue) {
 	fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", q.Name, show(l.Concurrency), show(l.KeyConcurrency),
 		rate(l.Rate, l.Burst), rate(l.KeyRate, l.KeyBurst), l.Running, strings.Join(waiting, ", "))
 	tw.Flush()
+	if len(l.KeyWeights) > 0 {
+		var ws []string
+		for _, k := range slices.Sorted(maps.Keys(l.KeyWeights)) {
+			ws = append(ws, fmt.Sprintf("%s=%d", k, l.KeyWeights[k]))
+		}
+		fmt.Fprintf(c.out, "key weights: %s\n", strings.Join(ws, " "))
+	}
+	c.printPauses([]wire.Queue{*q})
+}
+
+// printPauses lists the queues and keys that rate-limited attempts paused.
+func (c *cli) printPauses(qs []wire.Queue) {
+	for _, q := range qs {
+		if q.Limits == nil {
+			continue
+		}
+		for _, p := range q.Limits.Paused {
+			what := "queue " + q.Name
+			if p.Key != "" {
+				what = fmt.Sprintf("queue %s key %s", q.Name, p.Key)
+			}
+			line := fmt.Sprintf("%s rate-limited until %s", what, p.Until.Local().Format(time.DateTime))
+			if p.Reason != "" {
+				line += " (" + p.Reason + ")"
+			}
+			fmt.Fprintln(c.out, line)
+		}
+	}
+}
+
+// keyWeights is the --key-weight flag: KEY=N, repeatable.
+type keyWeights struct{ m *map[string]int }
+
+func (k keyWeights) String() string {
+	if k.m == nil || *k.m == nil {
+		return ""
+	}
+	return fmt.Sprint(*k.m)
+}
+
+func (k keyWeights) Set(v string) error {
+	key, n, ok := strings.Cut(v, "=")
+	w, err := strconv.Atoi(n)
+	if !ok || key == "" || err != nil {
+		return fmt.Errorf("want KEY=N, got %q", v)
+	}
+	if *k.m == nil {
+		*k.m = make(map[string]int)
+	}
+	(*k.m)[key] = w
+	return nil
 }

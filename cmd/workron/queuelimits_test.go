@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -56,6 +57,40 @@ func TestQueueLimitCLI(t *testing.T) {
 		out, err = cmd("queues", "limit", "emails", "--clear")
 		if err != nil || !strings.Contains(out, "no limits") {
 			t.Fatalf("clear: %v\n%s", err, out)
+		}
+	})
+
+	t.Run("KeyWeightsPausedKeysAndUncountedAttemptsShow", func(t *testing.T) {
+		out, err := cmd("queues", "limit", "api", "--key-weight", "acme=3", "--key-weight", "beta=2")
+		if err != nil || !strings.Contains(out, "key weights: acme=3 beta=2") {
+			t.Fatalf("set weights: %v\n%s", err, out)
+		}
+		out, err = cmd("submit", "--queue", "api", "--concurrency-key", "beta", "-o", "json", "--", "true")
+		if err != nil {
+			t.Fatalf("submit: %v\n%s", err, out)
+		}
+		var j wire.Job
+		if err := json.Unmarshal([]byte(out), &j); err != nil {
+			t.Fatal(err)
+		}
+		hc := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+		t.Cleanup(hc.CloseIdleConnections)
+		var res wire.ClaimResponse
+		decodeInto(t, post(t, hc, c.URL(0)+"/jobs/claim", wire.ClaimRequest{WorkerID: "w2", Queues: []string{"api"}, Shell: true}), &res)
+		if len(res.Jobs) != 1 {
+			t.Fatalf("claimed %d jobs, want 1", len(res.Jobs))
+		}
+		post(t, hc, c.URL(0)+"/jobs/"+j.ID+"/fail", wire.ReportRequest{Lease: res.Jobs[0].Lease, Error: "429 from api", RateLimitedFor: "1h"})
+		out, err = cmd("queues")
+		if err != nil || !strings.Contains(out, "queue api key beta rate-limited until ") || !strings.Contains(out, "(429 from api)") {
+			t.Fatalf("queues: %v\n%s", err, out)
+		}
+		out, err = cmd("jobs", "get", j.ID)
+		if err != nil || !strings.Contains(out, "not_counted:") || !strings.Contains(out, "rate_limited at ") || !strings.Contains(out, "waiting:          key beta rate-limited until") {
+			t.Fatalf("jobs get: %v\n%s", err, out)
+		}
+		if _, err := cmd("queues", "limit", "api", "--key-weight", "acme"); err == nil {
+			t.Error("--key-weight without =N was accepted")
 		}
 	})
 

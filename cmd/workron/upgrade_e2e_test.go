@@ -52,7 +52,7 @@ func TestRollingUpgradeWithTwoVersions(t *testing.T) {
 	up := c.followerOf(t)
 	c.replace(t, up, newBin)
 	c.makeLeader(t, up)
-	c.waitProtocols(ctx, t, 1, map[string]int{up.Name: 2})
+	c.waitProtocols(ctx, t, 1, map[string]int{up.Name: fsm.ProtocolVersion})
 	t.Logf("%s upgraded and leading; the others run protocol 1", up.Name)
 
 	status, raw, err := c.send(ctx, http.MethodPost, up.URL+"/jobs/"+parent.ID+"/retry", nil, nil)
@@ -81,7 +81,8 @@ func TestRollingUpgradeWithTwoVersions(t *testing.T) {
 	}
 	c.replace(t, leader, newBin)
 	c.leader(t)
-	c.waitProtocols(ctx, t, 2, map[string]int{"n1": 2, "n2": 2, "n3": 2})
+	v := fsm.ProtocolVersion
+	c.waitProtocols(ctx, t, v, map[string]int{"n1": v, "n2": v, "n3": v})
 
 	var retried wire.Job
 	if status, raw := c.post(ctx, t, "/jobs/"+parent.ID+"/retry", nil, &retried); status != http.StatusOK || retried.Status != wire.StatusPending {

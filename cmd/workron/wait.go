@@ -24,23 +24,31 @@ func (c *cli) wait(ctx context.Context, id string, timeout time.Duration) error 
 	}
 	c.learnMembers(ctx)
 	var last string
+	bar := newProgressView(c.errOut)
+	defer bar.endLine()
 	server := c.client.Server()
 	tick := time.NewTicker(c.poll)
 	defer tick.Stop()
 	for {
 		job, err := c.client.Get(ctx, id)
 		if now := c.client.Server(); now != server {
+			bar.endLine()
 			fmt.Fprintf(c.errOut, "%s: %s did not answer; asking %s\n", id, server, now)
 			server = now
 		}
 		switch {
 		case err == nil:
 			if line := progress(job); line != last {
+				bar.endLine()
 				fmt.Fprintf(c.errOut, "%s: %s\n", id, line)
 				last = line
 			}
 			if client.Terminal(job.Status) {
+				bar.endLine()
 				return c.finished(job)
+			}
+			if job.Status == wire.StatusRunning {
+				bar.show(id, job.Progress)
 			}
 		case ctx.Err() != nil:
 			return fmt.Errorf("wait for job %s: %w", id, ctx.Err())
@@ -48,6 +56,7 @@ func (c *cli) wait(ctx context.Context, id string, timeout time.Duration) error 
 			return fmt.Errorf("wait for job %s: %w", id, err)
 		default:
 			if line := "no node answers: " + err.Error() + "; still trying"; line != last {
+				bar.endLine()
 				fmt.Fprintf(c.errOut, "%s: %s\n", id, line)
 				last = line
 			}

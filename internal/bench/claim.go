@@ -87,12 +87,15 @@ func (w *benchWorker) run(ctx context.Context) {
 		w.runPiggyback(ctx)
 		return
 	}
-	body := mustJSON(wire.ClaimRequest{WorkerID: w.id, Queues: []string{w.queue}, Max: w.max, Wait: w.wait})
+	// Numbered like the Go worker's claims (worker.Worker), so that a
+	// long-poll may take a job in the entry that submits it.
+	req := wire.ClaimRequest{WorkerID: w.id, Queues: []string{w.queue}, Max: w.max, Wait: w.wait}
 	for ctx.Err() == nil {
 		var reply struct {
 			Jobs []jobRef `json:"jobs"`
 		}
-		st, err := w.b.do(ctx, http.MethodPost, w.base+"/jobs/claim", body, &reply, w.errs)
+		req.ClaimSeq++
+		st, err := w.b.do(ctx, http.MethodPost, w.base+"/jobs/claim", mustJSON(req), &reply, w.errs)
 		at := time.Now()
 		if classify(st, err) != outOK {
 			if ctx.Err() != nil {

@@ -180,22 +180,27 @@ func (b *bencher) rolesOnce(ctx context.Context) (leader string, followers []str
 	return "", nil, fmt.Errorf("find the leader: %w", err)
 }
 
+// metricsText is a node's GET /metrics, or "" if it does not answer.
+func (b *bencher) metricsText(ctx context.Context, node string) string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, node+"/metrics", nil)
+	if err != nil {
+		return ""
+	}
+	resp, err := b.hc.Do(req)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	return string(data)
+}
+
 // raftCounters reads the leader's proposer counters and term from
 // /metrics: entries, commands and term (zeros if unreadable).
 func (b *bencher) raftCounters(ctx context.Context, leader string) [3]float64 {
 	var out [3]float64
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, leader+"/metrics", nil)
-	if err != nil {
-		return out
-	}
-	resp, err := b.hc.Do(req)
-	if err != nil {
-		return out
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
 	names := []string{"workron_raft_entries_proposed_total", "workron_raft_commands_proposed_total", "workron_raft_term"}
-	for line := range strings.Lines(string(data)) {
+	for line := range strings.Lines(b.metricsText(ctx, leader)) {
 		name, val, _ := strings.Cut(strings.TrimSpace(line), " ")
 		if i := slices.Index(names, name); i >= 0 {
 			out[i], _ = strconv.ParseFloat(val, 64)

@@ -18,10 +18,11 @@ type phase struct {
 	start  time.Time
 	cpu    time.Duration
 	raft   [3]float64
+	stages map[string][2]float64
 }
 
 func (b *bencher) startPhase(ctx context.Context, name, leader string) *phase {
-	p := &phase{b: b, leader: leader, raft: b.raftCounters(ctx, leader)}
+	p := &phase{b: b, leader: leader, raft: b.raftCounters(ctx, leader), stages: b.stageSums(ctx, leader)}
 	if err := b.startProfile(name); err != nil {
 		b.progress("bench: cpu profile: %v", err)
 	}
@@ -39,6 +40,8 @@ func (p *phase) end(ctx context.Context, t time.Time, fg *Figure) time.Duration 
 	fg.CPUCores = (cpuTime() - p.cpu).Seconds() / time.Since(p.start).Seconds()
 	fg.Load1 = loadAverage()
 	r := p.b.raftCounters(ctx, p.leader)
+	stages := p.b.stageSums(ctx, p.leader)
+	fg.StagesMS, fg.HandedOff = stageMeans(p.stages, stages), handedOffDuring(p.stages, stages)
 	fg.Entries, fg.Elections = r[0]-p.raft[0], r[2]-p.raft[2]
 	if fg.Entries > 0 {
 		fg.CmdsPerEntry = (r[1] - p.raft[1]) / fg.Entries

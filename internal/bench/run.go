@@ -117,9 +117,15 @@ type Figure struct {
 	CPUCores     float64 `json:"cpu_cores"`
 	Load1        float64 `json:"load1,omitempty"`
 	Elections    float64 `json:"elections,omitempty"` // Raft terms that began during the phase
-	Correct      bool    `json:"correct"`
-	Problems     string  `json:"problems,omitempty"`
-	Note         string  `json:"note,omitempty"`
+	// StagesMS is the mean milliseconds of each stage of the leader's
+	// entries during the phase (workron_raft_stage_seconds).
+	StagesMS map[string]float64 `json:"stages_ms,omitempty"`
+	// HandedOff is the jobs the leader leased to a waiting worker in the
+	// entry that submitted them during the phase.
+	HandedOff float64 `json:"handed_off,omitempty"`
+	Correct   bool    `json:"correct"`
+	Problems  string  `json:"problems,omitempty"`
+	Note      string  `json:"note,omitempty"`
 }
 
 // check records the correctness problems found for the figure.

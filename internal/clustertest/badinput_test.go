@@ -24,6 +24,8 @@ func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
 	call(t, http.StatusOK, http.MethodPost, url+"/jobs/"+done.ID+"/done", wire.ReportRequest{Lease: claimed.Lease})
 
 	huge := `{"command":"` + strings.Repeat("a", 1<<20+1) + `"}`
+	bigResult := `"` + strings.Repeat("r", wire.MaxResultBytes) + `"`
+	longMessage := strings.Repeat("m", wire.MaxProgressMessage+1)
 	cases := []struct {
 		name           string
 		method, path   string
@@ -84,8 +86,18 @@ func TestBadInputIsRejectedAndChangesNothing(t *testing.T) {
 		{"ListWithBadLimit", "GET", "/jobs?limit=0", nil, 400, "invalid", []string{"limit"}, false},
 		{"ListWithBadStatus", "GET", "/jobs?status=sleeping", nil, 400, "invalid", []string{"status"}, false},
 		{"PauseQueueWithABadName", "POST", "/queues/bad%20name/pause", nil, 400, "invalid", []string{"name"}, false},
+		{"KeyWeightZero", "PUT", "/queues/bad-input", `{"key_weights":{"acme":0}}`, 400, "invalid", []string{"key_weights"}, false},
+		{"RateLimitedForNotADuration", "POST", "/jobs/" + done.ID + "/fail", `{"rate_limited_for":"soon"}`, 400, "invalid", []string{"rate_limited_for"}, false},
+		{"SnoozeForOverADay", "POST", "/jobs/" + done.ID + "/fail", `{"snooze_for":"25h"}`, 400, "invalid", []string{"snooze_for", "24h"}, false},
+		{"RateLimitedAndSnoozed", "POST", "/jobs/" + done.ID + "/fail", `{"snooze_for":"1s","rate_limited_for":"1s"}`, 400, "invalid", []string{"snooze_for"}, false},
+		{"RateLimitedDoneInABatch", "POST", "/jobs/reports", `{"reports":[{"job_id":"` + done.ID + `","status":"done","rate_limited_for":"1s"}]}`, 400, "invalid", []string{"reports[0].rate_limited_for"}, false},
 		{"GetUnknownJob", "GET", "/jobs/job-999999", nil, 404, "not_found", []string{"job-999999"}, false},
 		{"UnknownRoute", "GET", "/nope", nil, 404, "not_found", nil, false},
+		{"ProgressPercentOver100", "POST", "/workers/bad-input-worker/heartbeat", `{"jobs":[{"job_id":"job-1","lease":1,"progress":{"percent":101}}]}`, 400, "invalid", []string{"jobs[0].progress.percent"}, false},
+		{"ProgressMessageTooLong", "POST", "/workers/bad-input-worker/heartbeat", `{"jobs":[{"job_id":"job-1","lease":1,"progress":{"percent":1,"message":"` + longMessage + `"}}]}`, 400, "invalid", []string{"jobs[0].progress.message"}, false},
+		{"ResultTooLarge", "POST", "/jobs/" + done.ID + "/done", `{"lease":1,"result":` + bigResult + `}`, 413, "too_large", []string{"result", "65536"}, false},
+		{"ReportProgressOver100", "POST", "/jobs/" + done.ID + "/done", `{"lease":1,"progress":{"percent":101}}`, 400, "invalid", []string{"progress.percent"}, false},
+		{"BatchReportResultTooLarge", "POST", "/jobs/reports", `{"reports":[{"job_id":"job-1","status":"done","lease":1,"result":` + bigResult + `}]}`, 413, "too_large", []string{"reports[0].result"}, false},
 		{"CancelUnknownJob", "POST", "/jobs/job-999999/cancel", nil, 404, "not_found", []string{"job-999999"}, true},
 		{"RetryUnknownJob", "POST", "/jobs/job-999999/retry", nil, 404, "not_found", []string{"job-999999"}, true},
 		{"DoneUnknownJob", "POST", "/jobs/job-999999/done", nil, 404, "not_found", []string{"job-999999"}, true},

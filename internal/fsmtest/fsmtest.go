@@ -77,17 +77,27 @@ func NewApplier(t testing.TB, start time.Time) *Applier {
 
 // Propose applies cmd at once and returns its result; a refusal is both
 // the result's Err and the error, as raftnode's Propose returns it.
-func (a *Applier) Propose(_ context.Context, cmd fsm.Cmd) (fsm.Result, error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	data, err := fsm.Encode(&fsm.Entry{Now: a.Clock.Now().UnixNano(), Cmds: []fsm.Cmd{cmd}})
+func (a *Applier) Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
+	res, err := a.ProposeTogether(ctx, []fsm.Cmd{cmd})
 	if err != nil {
 		return fsm.Result{}, err
 	}
+	return res[0], res[0].Err
+}
+
+// ProposeTogether applies cmds as one entry, in order, as raftnode's
+// ProposeTogether does: the error is the entry's, each command's rejection
+// is in its Result.Err.
+func (a *Applier) ProposeTogether(_ context.Context, cmds []fsm.Cmd) ([]fsm.Result, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	data, err := fsm.Encode(&fsm.Entry{Now: a.Clock.Now().UnixNano(), Cmds: cmds})
+	if err != nil {
+		return nil, err
+	}
 	a.index++
 	out := a.FSM.ApplyBatch([]*raft.Log{{Index: a.index, Type: raft.LogCommand, Data: data}})
-	res := out[0].([]fsm.Result)[0]
-	return res, res.Err
+	return out[0].([]fsm.Result), nil
 }
 
 // Index is the index of the last entry applied: how many commands were

@@ -545,6 +545,7 @@
               h('h2', null, 'Gang ', h('span', { class: 'mono' }, j.gang_id), gang && badge(gang.status, 'gang-status')),
               gangView(gang, j.id)),
             h('section', { class: 'card' }, h('h2', null, 'Dependencies'), graph(j, parents, dependents, dependentsComplete)),
+            resultCard(j),
             h('section', { class: 'card' },
               h('h2', null, 'Output', h('span', { class: 'muted small-note' }, ' last 4 KiB of the latest report')),
               j.output ? h('pre', { class: 'output', dataset: { test: 'output' } }, j.output) : empty('No output recorded yet.')))),
@@ -581,6 +582,7 @@
       j.payload && ['Payload', h('code', { class: 'wrap' }, JSON.stringify(j.payload))],
       ['Priority', j.priority],
       ['Attempts', `${j.attempts} of ${j.max_attempts}`],
+      j.progress && ['Progress', progressMeter(j.progress)],
       j.waiting && ['Waiting', h('span', { dataset: { test: 'waiting', code: j.waiting_code } }, j.waiting)],
       j.worker_id && ['Worker', h('span', { class: 'mono' }, j.worker_id)],
       j.lease && ['Lease', h('span', { class: 'mono' }, `${j.lease}`, j.lease_expires_at && h('span', { class: 'muted' }, ' expires ', when(j.lease_expires_at)))],
@@ -748,7 +750,10 @@
     ['key_burst', 'Per-key burst', 'defaults to the rate\'s count', true],
   ];
   // HELD_LABELS name the limits of a queue's "waiting" counts.
-  const HELD_LABELS = { concurrency: 'queue concurrency', rate: 'queue rate', key_concurrency: 'key concurrency', key_rate: 'key rate' };
+  const HELD_LABELS = {
+    concurrency: 'queue concurrency', rate: 'queue rate', paused: 'queue paused by its work',
+    key_concurrency: 'key concurrency', key_rate: 'key rate', key_paused: 'key paused by its work',
+  };
 
   // limitsSummary says a queue's limits and what runs against them.
   function limitsSummary(l) {
@@ -792,6 +797,11 @@
         const v = text(f, k);
         if (v) body[k] = whole ? intFrom(v, k) : v;
       }
+      // The form does not edit key weights; PUT replaces the limits whole,
+      // so it keeps the queue's (set with the CLI or the API).
+      const shown = queues.find((q) => q.name === name);
+      const weights = shown && shown.limits && shown.limits.key_weights;
+      if (weights && Object.keys(weights).length) body.key_weights = weights;
       await call('PUT', `queues/${encodeURIComponent(name)}`, body);
     });
     view.append(h('div', { class: 'page-head' }, h('h1', null, 'Queues'),
@@ -867,6 +877,26 @@
       },
     };
   };
+
+  // progressMeter shows the progress a job's attempt reported: a bar, the
+  // percent, its message and when it came.
+  function progressMeter(p) {
+    const pct = Math.min(100, Math.max(0, p.percent));
+    const meter = h('span', { class: 'meter', role: 'progressbar', 'aria-valuemin': 0, 'aria-valuemax': 100, 'aria-valuenow': pct },
+      h('span', { class: 'meter-fill' }));
+    meter.firstChild.style.width = `${pct}%`; // through the CSSOM, as capacity does
+    return h('span', { class: 'capacity', dataset: { test: 'progress', percent: pct } }, meter,
+      h('span', { class: 'num' }, `${pct}%`), p.message && h('span', { dataset: { test: 'progress-message' } }, p.message),
+      h('span', { class: 'muted' }, when(p.at)));
+  }
+
+  // resultCard shows the JSON a job returned, if any.
+  function resultCard(j) {
+    if (j.result === undefined) return null;
+    return h('section', { class: 'card', dataset: { test: 'result' } },
+      h('h2', null, 'Result', h('span', { class: 'muted small-note' }, ' what the job returned; its dependents read it')),
+      h('pre', { class: 'output', dataset: { test: 'result-json' } }, JSON.stringify(j.result, null, 2)));
+  }
 
   function capacity(running, slots) {
     if (!slots) return h('span', { class: 'num' }, `${running} running`);

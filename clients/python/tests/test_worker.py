@@ -15,7 +15,7 @@ import unittest
 
 from tests.helpers import (CA, LEASE_TTL, URL, WORKER, RunningWorker, client, eventually, needs_node, new_worker,
                            unique)
-from workron import Backoff, JobContext, NoRetry, WorkronError
+from workron import Backoff, JobContext, NoRetry, RateLimited, Snooze, WorkronError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -84,6 +84,49 @@ class WorkerTest(unittest.TestCase):
         self.assertIn("ValueError: boom 7", j.last_error)
         self.assertEqual((f.status, f.attempts), ("failed", 1), "NoRetry: no more attempts")
         self.assertIn("NoRetry: bad payload", f.last_error)
+
+    def test_rate_limited_and_snooze_use_no_attempt(self) -> None:
+        w = new_worker(self.queue)
+        runs: dict = {}
+        lock = threading.Lock()
+
+        def count(job: JobContext) -> int:
+            with lock:
+                runs[job.id] = runs.get(job.id, 0) + 1
+                return runs[job.id]
+
+        @w.handle("py.limited")
+        def limited(job: JobContext) -> None:
+            if count(job) == 1:
+                raise RateLimited(2.0, "429 from the api")
+
+        @w.handle("py.snooze")
+        def snooze(job: JobContext) -> None:
+            if count(job) == 1:
+                raise Snooze("300ms")
+
+        rw = RunningWorker(w)
+        try:
+            a = self.c.submit(type="py.limited", queue=self.queue, concurrency_key="acme", max_attempts=1)
+            s = self.c.submit(type="py.snooze", queue=self.queue, max_attempts=1)
+
+            def paused() -> bool:
+                _, q = self.c.request("GET", f"/queues/{self.queue}")
+                return any(p.get("key") == "acme" and p.get("reason") == "429 from the api"
+                           for p in (q.get("limits") or {}).get("paused") or [])
+
+            eventually(paused, what="key acme paused by the rate-limited attempt")
+            a = self.c.wait(a.id, timeout=30, poll=0.05)
+            s = self.c.wait(s.id, timeout=30, poll=0.05)
+        finally:
+            rw.stop()
+        self.assertEqual((a.status, a.attempts), ("done", 1), "the rate-limited attempt did not count")
+        self.assertEqual([h.status for h in a.attempt_history], ["rate_limited", "done"])
+        self.assertEqual(a.attempt_history[0].error, "429 from the api")
+        self.assertEqual((s.status, s.attempts), ("done", 1), "the snoozed attempt did not count")
+        self.assertEqual([h.status for h in s.attempt_history], ["snoozed", "done"])
+        gap = a.attempt_history[1].started_at - a.attempt_history[0].ended_at
+        self.assertGreaterEqual(gap.total_seconds(), 2.0, "the key stayed paused for the time asked")
 
     def test_timeout_honoured(self) -> None:
         w = new_worker(self.queue)

@@ -10,12 +10,13 @@ from .client import (
     Job,
     JobList,
     JobSpec,
+    Progress,
     Queue,
     Resources,
     Schedule,
     WorkronError,
 )
-from .worker import JobContext, NoRetry, Worker
+from .worker import JobContext, NoRetry, RateLimited, Snooze, Worker
 
 __all__ = [
     "Backoff",
@@ -25,9 +26,12 @@ __all__ = [
     "JobList",
     "JobSpec",
     "NoRetry",
+    "Progress",
     "Queue",
+    "RateLimited",
     "Resources",
     "Schedule",
+    "Snooze",
     "Worker",
     "WorkronError",
 ]

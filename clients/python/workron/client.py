@@ -158,6 +158,7 @@ class JobSpec:
     resources: Optional[Resources] = None
     tags: Optional[List[str]] = None
     gang_size: Optional[int] = None
+    concurrency_key: Optional[str] = None
 
     def to_dict(self) -> Dict[str, Any]:
         return _drop_none({
@@ -180,6 +181,7 @@ class JobSpec:
             "resources": self.resources.to_dict() if self.resources else None,
             "tags": self.tags,
             "gang_size": self.gang_size,
+            "concurrency_key": self.concurrency_key,
         })
 
 
@@ -206,6 +208,26 @@ class Attempt:
 
 
 FINISHED = ("done", "failed", "cancelled")
+
+# Limits of progress and results (README "Progress and results").
+MAX_PROGRESS_MESSAGE = 200
+MAX_RESULT_BYTES = 64 << 10
+
+
+@dataclass
+class Progress:
+    """How far a job's running (or last) attempt said it was: percent from 0
+    to 100, a short message, and when the cluster recorded it."""
+
+    percent: int
+    message: str = ""
+    at: Optional[_dt.datetime] = None
+
+    @classmethod
+    def from_dict(cls, d: Optional[Dict[str, Any]]) -> Optional["Progress"]:
+        if not d:
+            return None
+        return cls(percent=int(d.get("percent", 0)), message=d.get("message", ""), at=_parse_time(d.get("at")))
 
 
 @dataclass
@@ -243,6 +265,9 @@ class Job:
     schedule: str = ""
     gang_id: str = ""
     unschedulable: str = ""
+    progress: Optional[Progress] = None
+    result: Any = None  # the JSON the job returned, None when none
+    parent_results: Dict[str, Any] = field(default_factory=dict)  # in a claim reply only
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -265,7 +290,8 @@ class Job:
             output=d.get("output", ""), last_error=d.get("last_error", ""),
             attempt_history=[Attempt.from_dict(a) for a in d.get("attempt_history") or []],
             schedule=d.get("schedule", ""), gang_id=d.get("gang_id", ""), unschedulable=d.get("unschedulable", ""),
-            raw=d,
+            progress=Progress.from_dict(d.get("progress")), result=d.get("result"),
+            parent_results=d.get("parent_results") or {}, raw=d,
         )
 
 
@@ -522,14 +548,17 @@ class Client:
     def wait(self, job_id: str, *, timeout: Optional[float] = None, poll: float = 0.5,
              on_progress: Optional[Callable[[Job], None]] = None) -> Job:
         """Polls the job until it is done, failed or cancelled and returns
-        it. on_progress is called with the job whenever its status or
-        attempt count changes. Raises TimeoutError after timeout seconds."""
+        it. on_progress is called with the job whenever its status, attempt
+        count or progress (job.progress) changes. Raises TimeoutError after
+        timeout seconds."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        seen: Optional[Tuple[str, int]] = None
+        seen: Optional[Tuple[str, int, Any]] = None
         while True:
             job = self.get(job_id)
-            if on_progress is not None and (job.status, job.attempts) != seen:
-                seen = (job.status, job.attempts)
+            p = job.progress
+            now = (job.status, job.attempts, (p.percent, p.message) if p else None)
+            if on_progress is not None and now != seen:
+                seen = now
                 on_progress(job)
             if job.finished:
                 return job
@@ -652,12 +681,15 @@ class Client:
                 list(reply.get("reports") or []))
 
     def heartbeat_worker(self, worker_id: str, jobs: Sequence[Tuple[str, int]], *, claims_from: int = 0,
-                         claims_to: int = 0) -> Dict[str, Any]:
+                         claims_to: int = 0,
+                         progress: Optional[Dict[Tuple[str, int], Tuple[int, str]]] = None) -> Dict[str, Any]:
         """Renews the leases of the (job id, lease) pairs listed; a job a
         claim numbered claims_from..claims_to leased to the worker and not
-        listed goes back to pending, its attempt not counted. Returns the
-        reply ({"renewed", "actions"})."""
-        body: Dict[str, Any] = {"jobs": [{"job_id": j, "lease": lease} for j, lease in jobs]}
+        listed goes back to pending, its attempt not counted. progress maps
+        a listed pair to its attempt's (percent, message), which the cluster
+        keeps with the job. Returns the reply ({"renewed", "actions"})."""
+        body: Dict[str, Any] = {"jobs": [_lease_entry(j, lease, (progress or {}).get((j, lease)))
+                                         for j, lease in jobs]}
         if claims_to:
             body["claims_from"], body["claims_to"] = claims_from, claims_to
         _, reply = self.request("POST", f"/workers/{urllib.parse.quote(worker_id, safe='')}/heartbeat", body)
@@ -665,15 +697,16 @@ class Client:
 
     def reports(self, reports: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         """Ends several attempts: each {"job_id", "status": "done"|"failed",
-        "lease", "output", "error", "retry"}. Returns one answer per report,
+        "lease", "output", "error", "retry", "result"}. Returns one answer per report,
         in order ({"job_id","status"} or {"job_id","error","code"})."""
         _, reply = self.request("POST", "/jobs/reports", {"reports": reports})
         return list(reply.get("results") or [])
 
-    def done(self, job_id: str, lease: int, *, output: str = "") -> Job:
-        """Reports the attempt with this lease done; 409 stale_lease when the
-        job moved on to another attempt."""
-        return self._report(job_id, "done", _drop_none({"lease": lease, "output": output or None}))
+    def done(self, job_id: str, lease: int, *, output: str = "", result: Any = None) -> Job:
+        """Reports the attempt with this lease done, with its result (any
+        JSON value, at most MAX_RESULT_BYTES; None: none); 409 stale_lease
+        when the job moved on to another attempt."""
+        return self._report(job_id, "done", _drop_none({"lease": lease, "output": output or None, "result": result}))
 
     def fail(self, job_id: str, lease: int, *, error: str = "", output: str = "", retry: bool = True) -> Job:
         """Reports the attempt with this lease failed (retry False: no more
@@ -694,3 +727,11 @@ class _Retryable(Exception):
         super().__init__(str(err))
         self.err = err
         self.retry_after = retry_after
+
+
+def _lease_entry(job_id: str, lease: int, progress: Optional[Tuple[int, str]]) -> Dict[str, Any]:
+    """One lease of a worker heartbeat, with its attempt's progress if any."""
+    entry: Dict[str, Any] = {"job_id": job_id, "lease": lease}
+    if progress is not None:
+        entry["progress"] = {"percent": progress[0], "message": progress[1]}
+    return entry

@@ -8,6 +8,12 @@ TTL, naming the claims that had ended so that a job whose claim reply was
 lost goes back at once; and reports every attempt's end with its lease,
 carried on the next claim or batched on POST /jobs/reports.
 
+A handler reports progress with ``job.progress(percent, message)``: the
+latest update of each job rides on the next heartbeat (none costs a request
+of its own). What a handler returns is the job's result (any JSON value;
+None: none), and ``job.parent_results`` holds the results of the jobs it
+depends on.
+
 Python cannot kill a thread: when a job times out, is cancelled, or is still
 running when the shutdown grace ends, its attempt is reported failed and its
 JobContext.stopping event is set; the handler's thread is abandoned, and what
@@ -17,6 +23,7 @@ it returns later is ignored. Handlers that run long should check
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
@@ -27,9 +34,14 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from .client import Abort, Client, Job, Resources, WorkronError, parse_go_duration
+from .client import (MAX_PROGRESS_MESSAGE, MAX_RESULT_BYTES, Abort, Client, Duration, Job, Resources, WorkronError,
+                     go_duration, parse_go_duration)
 
-Handler = Callable[["JobContext"], None]
+Handler = Callable[["JobContext"], Any]
+
+# How long a worker sends no progress after the cluster refused it (a member
+# runs a release without progress, during a rolling upgrade).
+_PROGRESS_OFF_FOR = 60.0
 
 # Report answers whose codes mean nothing was done: the report is sent again.
 _RESEND_CODES = ("no_leader", "internal", "outcome_unknown", "upgrade_in_progress")
@@ -38,6 +50,41 @@ _RESEND_CODES = ("no_leader", "internal", "outcome_unknown", "upgrade_in_progres
 class NoRetry(Exception):
     """Raised by a handler: the attempt fails and the job gets no more
     attempts."""
+
+
+# What a rate-limited or snoozed attempt may ask for, as the server takes it.
+_MIN_HOLD_OFF, _MAX_HOLD_OFF = 0.001, 24 * 3600.0
+
+
+def _hold_off(after: Duration) -> str:
+    secs = parse_go_duration(after) if isinstance(after, str) else after
+    if hasattr(secs, "total_seconds"):
+        secs = secs.total_seconds()
+    return go_duration(min(max(float(secs or 0), _MIN_HOLD_OFF), _MAX_HOLD_OFF)) or "1ms"
+
+
+class RateLimited(Exception):
+    """Raised by a handler whose work met a rate limit downstream (an API's
+    429): the attempt does not count against max_attempts, the job is
+    pending again, and no worker of the cluster claims a job of the same
+    concurrency key (with no key, of the same queue) for ``after`` (seconds,
+    a timedelta or a Go duration; 1ms to 24h). ``reason`` is reported as
+    the attempt's error."""
+
+    def __init__(self, after: Duration, reason: str = "") -> None:
+        super().__init__(reason or f"rate limited for {after}")
+        self.after = after
+        self.reason = reason
+
+
+class Snooze(Exception):
+    """Raised by a handler to run its job again ``after`` from now (seconds,
+    a timedelta or a Go duration; 1ms to 24h), without using an attempt and
+    without pausing anything else."""
+
+    def __init__(self, after: Duration) -> None:
+        super().__init__(f"snoozed for {after}")
+        self.after = after
 
 
 @dataclass
@@ -49,6 +96,38 @@ class JobContext:
     job: Job
     stopping: threading.Event = field(default_factory=threading.Event)
     stop_reason: str = ""
+    _progress_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    _progress: Optional[Tuple[int, str]] = field(default=None, repr=False)
+    _progress_seq: int = field(default=0, repr=False)
+    _progress_sent: int = field(default=0, repr=False)
+
+    def progress(self, percent: int, message: str = "") -> None:
+        """Records how far the job is: percent from 0 to 100 (held to those
+        bounds) and a short message (cut to 200 bytes). It does not block:
+        the worker's next heartbeat carries the latest update since the one
+        before, so calling it often costs nothing more."""
+        raw = message.encode("utf-8")[:MAX_PROGRESS_MESSAGE]
+        msg = raw.decode("utf-8", "ignore")
+        with self._progress_lock:
+            self._progress = (min(max(int(percent), 0), 100), msg)
+            self._progress_seq += 1
+
+    def _pending_progress(self) -> Optional[Tuple[Tuple[int, str], int]]:
+        """The update no heartbeat has carried yet, and its number."""
+        with self._progress_lock:
+            if self._progress is None or self._progress_seq == self._progress_sent:
+                return None
+            return self._progress, self._progress_seq
+
+    def _delivered(self, seq: int) -> None:
+        with self._progress_lock:
+            self._progress_sent = max(self._progress_sent, seq)
+
+    @property
+    def parent_results(self) -> Dict[str, Any]:
+        """The results of the jobs this one depends on, by id (those that
+        returned none left out)."""
+        return self.job.parent_results
 
     @property
     def id(self) -> str:
@@ -125,12 +204,15 @@ class Worker:
         self._claims_from = time.time_ns()
         self._claims_ended = 0
         self._claim_lost = 0
+        self._progress_off_until = 0.0
 
     def handle(self, job_type: str, fn: Optional[Handler] = None) -> Any:
         """Registers fn for jobs of job_type; usable as a decorator
         (``@worker.handle("email.send")``). A handler that returns ends the
-        attempt done; one that raises fails it, with the traceback as its
-        error (NoRetry: no more attempts)."""
+        attempt done, what it returns (any JSON value, at most 64 KiB; None:
+        nothing) being the job's result; one that raises fails it, with the
+        traceback as its error (NoRetry: no more attempts; RateLimited and
+        Snooze: the attempt does not count, see them)."""
         if not job_type:
             raise ValueError("job_type: must not be empty")
 
@@ -269,15 +351,37 @@ class Worker:
         try:
             if handler is None:
                 raise NoRetry(f"no handler for job type {task.ctx.type!r}")
-            handler(task.ctx)
+            value = handler(task.ctx)
         except NoRetry:
             self._settle(task, "failed", error=traceback.format_exc(), retry=False)
+        except RateLimited as e:
+            self._settle(task, "failed", error=e.reason or str(e), hold={"rate_limited_for": _hold_off(e.after)})
+        except Snooze as e:
+            self._settle(task, "failed", error=str(e), hold={"snooze_for": _hold_off(e.after)})
         except BaseException:  # noqa: B036 - any failure fails the attempt, not the worker
             self._settle(task, "failed", error=traceback.format_exc())
         else:
-            self._settle(task, "done")
+            self._settle_result(task, value)
 
-    def _settle(self, task: _Task, status: str, *, error: str = "", retry: bool = True) -> None:
+    def _settle_result(self, task: _Task, value: Any) -> None:
+        """Ends task's attempt done with value as its result, or failed for
+        good when value is not JSON or too large."""
+        if value is None:
+            self._settle(task, "done")
+            return
+        try:
+            size = len(json.dumps(value, separators=(",", ":")).encode("utf-8"))
+        except (TypeError, ValueError) as e:
+            self._settle(task, "failed", error=f"the handler's result is not JSON: {e}", retry=False)
+            return
+        if size > MAX_RESULT_BYTES:
+            self._settle(task, "failed", retry=False,
+                         error=f"the handler's result is {size} bytes of JSON, more than {MAX_RESULT_BYTES}")
+            return
+        self._settle(task, "done", result=value)
+
+    def _settle(self, task: _Task, status: str, *, error: str = "", retry: bool = True, result: Any = None,
+                hold: Optional[Dict[str, str]] = None) -> None:
         """Ends task's attempt once: the first of its handler, its timeout, a
         cancel and the end of the grace period wins."""
         with self._cond:
@@ -291,6 +395,12 @@ class Worker:
                 rep["error"] = error[-4096:]
             if not retry:
                 rep["retry"] = False
+            rep.update(hold or {})
+            if result is not None:
+                rep["result"] = result
+            pending = task.ctx._pending_progress()  # the last progress no heartbeat carried
+            if pending is not None:
+                rep["progress"] = {"percent": pending[0][0], "message": pending[0][1]}
             self._reports.append(rep)  # queued before it leaves the running set, in one step
             self._cond.notify_all()
         if task.timer is not None:
@@ -313,6 +423,14 @@ class Worker:
                 self._cond.notify_all()
                 return
             again = [r for r, a in zip(reps, answers) if a.get("code") in _RESEND_CODES]
+            for r, a in zip(reps, answers):
+                if a.get("code") == "upgrade_in_progress":
+                    # A node cannot take rate-limited or snoozed yet: a plain failure.
+                    r.pop("rate_limited_for", None)
+                    r.pop("snooze_for", None)
+                    if (r.pop("result", None), r.pop("progress", None)) != (None, None):
+                        self.log.warning("result and progress of job %s dropped: a member of the cluster runs a "
+                                         "release without them", r["job_id"])
             self._reports[:0] = again
             if again:
                 self._cond.notify_all()
@@ -384,8 +502,7 @@ class Worker:
             leases = list(self._running) + [k for k in self._sending if k not in self._running]
             leases += [(r["job_id"], r["lease"]) for r in self._reports]
         try:
-            reply = self.client.heartbeat_worker(self.id, sorted(set(leases)), claims_from=self._claims_from,
-                                                 claims_to=claims_to)
+            reply = self._send_heartbeat(sorted(set(leases)), claims_to)
         except WorkronError as e:
             if e.status == 404:  # the cluster forgot this worker
                 self._register()
@@ -399,6 +516,33 @@ class Worker:
                 task = self._running.get((a.get("job_id"), a.get("lease")))
             if task is not None and a.get("action") == "cancel":
                 self._settle(task, "failed", error="cancelled")
+
+    def _send_heartbeat(self, leases: List[Tuple[str, int]], claims_to: int) -> Dict[str, Any]:
+        """Sends one heartbeat with the progress of the running jobs that no
+        heartbeat has carried yet; refused for it (a member runs an older
+        release), it is sent again without, and none for a while."""
+        progress: Dict[Tuple[str, int], Tuple[int, str]] = {}
+        delivered: List[Tuple[JobContext, int]] = []
+        if time.monotonic() >= self._progress_off_until:
+            with self._cond:
+                tasks = [t for k, t in self._running.items() if k in set(leases)]
+            for t in tasks:
+                pending = t.ctx._pending_progress()
+                if pending is not None:
+                    progress[(t.ctx.id, t.ctx.lease)] = pending[0]
+                    delivered.append((t.ctx, pending[1]))
+        try:
+            reply = self.client.heartbeat_worker(self.id, leases, claims_from=self._claims_from,
+                                                 claims_to=claims_to, progress=progress)
+        except WorkronError as e:
+            if not progress or e.code != "upgrade_in_progress":
+                raise
+            self.log.warning("the cluster does not take progress yet (a member runs an older release)")
+            self._progress_off_until = time.monotonic() + _PROGRESS_OFF_FOR
+            return self.client.heartbeat_worker(self.id, leases, claims_from=self._claims_from, claims_to=claims_to)
+        for ctx, seq in delivered:
+            ctx._delivered(seq)
+        return reply
 
     def _final_heartbeat(self) -> None:
         with self._cond:

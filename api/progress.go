@@ -1,0 +1,83 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// checkProgress checks the progress of a heartbeat's lease or a report,
+// field naming it ("jobs[0].progress"): a percent from 0 to 100 and a
+// message of at most wire.MaxProgressMessage bytes (400 naming the field
+// beyond).
+func checkProgress(field string, p *wire.ProgressUpdate) (*fsm.LeaseProgress, error) {
+	if p == nil {
+		return nil, nil
+	}
+	if p.Percent < 0 || p.Percent > 100 {
+		return nil, invalid(field+".percent", "must be from 0 to 100, got %d", p.Percent)
+	}
+	if len(p.Message) > wire.MaxProgressMessage {
+		return nil, invalid(field+".message", "must be at most %d bytes, got %d", wire.MaxProgressMessage, len(p.Message))
+	}
+	return &fsm.LeaseProgress{Percent: p.Percent, Message: p.Message}, nil
+}
+
+// reportEnd checks a report's result and progress, prefix naming the
+// report ("" or "reports[0].").
+func reportEnd(prefix string, req *wire.ReportRequest) (json.RawMessage, *fsm.LeaseProgress, error) {
+	result, err := reportResult(prefix+"result", req.Result)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := checkProgress(prefix+"progress", req.Progress)
+	return result, p, err
+}
+
+// reportResult checks a report's result: at most wire.MaxResultBytes of
+// JSON (413 naming field beyond). JSON null is no result.
+func reportResult(field string, r json.RawMessage) (json.RawMessage, error) {
+	if wire.IsNullResult(r) {
+		return nil, nil
+	}
+	if len(r) > wire.MaxResultBytes {
+		return nil, &badRequest{field: field, reason: fmt.Sprintf("a result is at most %d bytes of JSON, got %d", wire.MaxResultBytes, len(r)), tooBig: true}
+	}
+	return r, nil
+}
+
+// progressWire shows a job's latest progress and its result.
+func progressWire(out *wire.Job, j *store.Job) {
+	if p := j.Progress; p != nil {
+		out.Progress = &wire.Progress{Percent: p.Percent, Message: p.Message, At: time.Unix(0, p.At).UTC()}
+	}
+	out.Result = j.Result
+}
+
+// withParentResults gives each claimed job that depends on others the
+// results of those that returned one, so that its worker can hand them to
+// it. A parent gone meanwhile (deleted after its retention) is left out.
+func (s *Server) withParentResults(jobs []wire.Job) {
+	for i := range jobs {
+		if len(jobs[i].DependsOn) == 0 {
+			continue
+		}
+		parents, err := s.state.Jobs(jobs[i].DependsOn)
+		if err != nil {
+			continue
+		}
+		for _, p := range parents {
+			if p == nil || len(p.Result) == 0 {
+				continue
+			}
+			if jobs[i].ParentResults == nil {
+				jobs[i].ParentResults = make(map[string]json.RawMessage)
+			}
+			jobs[i].ParentResults[p.ID] = p.Result
+		}
+	}
+}
