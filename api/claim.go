@@ -38,7 +38,7 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 				return nil, err
 			}
 			if len(res.Jobs) > 0 {
-				s.jobsClaimed(ctx, res.Jobs)
+				s.jobsClaimed(ctx, res.Jobs, res.Held)
 				return res.Jobs, nil
 			}
 			changed = nil // lost a race: pause briefly rather than spin
@@ -231,7 +231,7 @@ func (s *Server) reportsThenClaim(ctx context.Context, a claimArgs, reps []*fsm.
 	case c.Err != nil:
 		return nil, out, c.Err
 	case len(c.Jobs) > 0:
-		s.jobsClaimed(ctx, c.Jobs)
+		s.jobsClaimed(ctx, c.Jobs, c.Held)
 		return c.Jobs, out, nil
 	}
 	jobs, err := s.boundedClaim(ctx, a)

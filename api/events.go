@@ -48,13 +48,18 @@ func (s *Server) jobsSubmitted(ctx context.Context, jobs []*store.Job) {
 }
 
 // jobsClaimed records jobs leased to a worker: each attempt's wait from
-// when it could start (its run time) to its claim.
-func (s *Server) jobsClaimed(ctx context.Context, jobs []*store.Job) {
+// when it could start (its run time) to its claim, and, for a job of a
+// queue with limits, how long of that wait the limits held it back (held,
+// fsm.Result.Held).
+func (s *Server) jobsClaimed(ctx context.Context, jobs []*store.Job, held map[string]int64) {
 	s.traceClaimed(ctx, jobs)
 	for _, j := range jobs {
 		s.metrics.claimed.WithLabelValues(j.Queue).Inc()
 		if j.StartedAt >= j.RunAt {
 			s.metrics.startLatency.WithLabelValues(j.Queue).Observe(time.Duration(j.StartedAt - j.RunAt).Seconds())
+		}
+		if d, ok := held[j.ID]; ok {
+			s.metrics.limitWait.WithLabelValues(j.Queue).Observe(time.Duration(d).Seconds())
 		}
 		s.logJob(ctx, slog.LevelDebug, "job claimed", j)
 	}

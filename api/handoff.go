@@ -159,7 +159,7 @@ func (s *Server) handedOff(ctx context.Context, h handoff) (jobs []*store.Job, o
 	case h.err != nil:
 		return nil, true, h.err
 	case len(h.res.Jobs) > 0:
-		s.jobsClaimed(ctx, h.res.Jobs)
+		s.jobsClaimed(ctx, h.res.Jobs, h.res.Held)
 		for _, j := range h.res.Jobs {
 			s.metrics.handedOff.WithLabelValues(j.Queue).Inc()
 		}

@@ -30,7 +30,13 @@ type metrics struct {
 	// could start to its claim, and from its claim to its report.
 	startLatency *prometheus.HistogramVec
 	runDuration  *prometheus.HistogramVec
+	// limitWait is observed per attempt claimed from a queue with limits:
+	// the part of its wait that the limits held it back.
+	limitWait *prometheus.HistogramVec
 }
+
+// waitBuckets are the buckets of the histograms of time waited, in seconds.
+var waitBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600}
 
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	m := &metrics{
@@ -62,7 +68,13 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		startLatency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "workron_job_start_latency_seconds",
 			Help:    "From when an attempt could start (submission, run_at, unblocking or retry) to its claim.",
-			Buckets: []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600},
+			Buckets: waitBuckets,
+		}, []string{"queue"}),
+		limitWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "workron_queue_limit_wait_seconds",
+			Help: "Per attempt claimed from a queue with flow-control limits, or held back by a pause a rate-limited attempt asked for: " +
+				"how long, since it became due, its queue's or its key's limits or pauses held it back (counted by the leader's state machine since it last started).",
+			Buckets: waitBuckets,
 		}, []string{"queue"}),
 		runDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "workron_job_run_duration_seconds",
@@ -78,7 +90,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		}, []string{"route"}),
 	}
 	reg.MustRegister(m.submitted, m.completed, m.failed, m.retried, m.expired, m.claimed, m.cancelled, m.handedOff, m.requests, m.latency,
-		m.startLatency, m.runDuration)
+		m.startLatency, m.runDuration, m.limitWait)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(&stateCollector{s: s}, &raftCollector{s: s})
 	return m
@@ -115,11 +127,12 @@ var (
 		"How long the longest-waiting job that is due to run has waited since it became runnable (0 if none), by queue (this node's state).", []string{"queue"}, nil)
 	descPaused = prometheus.NewDesc("workron_queue_paused", "1 if the queue is paused.", []string{"queue"}, nil)
 	descHeld   = prometheus.NewDesc("workron_queue_jobs_held",
-		"Due jobs that a flow-control limit holds back, by queue and limit (concurrency, rate, key_concurrency, key_rate); queues with limits only.", []string{"queue", "limit"}, nil)
+		"Due jobs that a flow-control limit or a pause holds back, by queue and limit (concurrency, rate, paused, key_concurrency, key_rate, key_paused; "+
+			"a job counts once, under the first that holds it); queues with limits or a pause in force only.", []string{"queue", "limit"}, nil)
 )
 
 // heldLimits are the values of descHeld's limit label.
-var heldLimits = []string{"concurrency", "rate", "key_concurrency", "key_rate"}
+var heldLimits = []string{"concurrency", "rate", "paused", "key_concurrency", "key_rate", "key_paused"}
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- descDepth
@@ -142,7 +155,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descOldest, prometheus.GaugeValue, age, q.Name)
 		ch <- prometheus.MustNewConstMetric(descPaused, prometheus.GaugeValue, boolValue(q.Paused), q.Name)
 	}
-	for _, q := range c.s.state.LimitedQueues() {
+	for _, q := range c.s.flowQueues(now) {
 		held := c.s.state.QueueLimits(q).Held
 		for _, l := range heldLimits {
 			ch <- prometheus.MustNewConstMetric(descHeld, prometheus.GaugeValue, float64(held[l]), q, l)

@@ -2,6 +2,8 @@ package api_test
 
 import (
 	"fmt"
+	"maps"
+	"math"
 	"net/http"
 	"strings"
 	"testing"
@@ -20,9 +22,7 @@ import (
 // known on a one-node cluster and compares the series: counters and queue
 // gauges exactly, histograms by their counts, Raft figures by what must hold.
 func TestMetricsAfterAKnownWorkload(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	c := clustertest.New(t, 1, clustertest.WithLeaseTTL(time.Second),
-		clustertest.WithConfig(func(i int, nc *node.Config) { nc.API.Registry = reg }))
+	reg, c := metricsNode(t, time.Second)
 	hc := httpClient(t)
 	base := c.URL(0)
 	one, never := 1, false
@@ -223,6 +223,16 @@ workron_queue_paused{queue="q3"} 0
 	})
 }
 
+// metricsNode starts a one-node cluster with leases of ttl whose series go
+// to the registry it returns.
+func metricsNode(t *testing.T, ttl time.Duration) (*prometheus.Registry, *clustertest.Cluster) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	c := clustertest.New(t, 1, clustertest.WithLeaseTTL(ttl),
+		clustertest.WithConfig(func(i int, nc *node.Config) { nc.API.Registry = reg }))
+	return reg, c
+}
+
 // gauges reads a gauge or counter family by the value of one label ("" for
 // a family without labels).
 func gauges(t *testing.T, reg *prometheus.Registry, name, label string) map[string]float64 {
@@ -297,4 +307,70 @@ func histogramCounts(t *testing.T, reg *prometheus.Registry, name, label string)
 		out[k] = h.count
 	}
 	return out
+}
+
+// TestMetricsOfFlowControl: per queue with limits, the due jobs each kind
+// of limit holds back (a gauge by limit), and for each job claimed from it
+// how long the limits held it back (a histogram). The histogram's sum is
+// exact: the one job held so far waited from the claim that filled its
+// queue to the report of one of those attempts, the times the attempt's
+// history shows.
+func TestMetricsOfFlowControl(t *testing.T) {
+	reg, c := metricsNode(t, time.Hour)
+	hc := httpClient(t)
+	base := c.URL(0)
+	submit := func(queue, key string) string {
+		req := wire.SubmitRequest{Command: "true", Queue: queue, ConcurrencyKey: key}
+		return decodeJSON[wire.Job](t, doHTTP(t, hc, http.StatusCreated, "POST", base+"/jobs", req)).ID
+	}
+	claim := func(queue string) []wire.Job {
+		req := wire.ClaimRequest{WorkerID: "w1", Queues: []string{queue}, Shell: true, Max: 10}
+		return decodeJSON[wire.ClaimResponse](t, doHTTP(t, hc, http.StatusOK, "POST", base+"/jobs/claim", req)).Jobs
+	}
+	ids := func(jobs []wire.Job) string {
+		var out []string
+		for _, j := range jobs {
+			out = append(out, j.ID)
+		}
+		return strings.Join(out, ",")
+	}
+
+	two, one := 2, 1
+	doHTTP(t, hc, http.StatusOK, "PUT", base+"/queues/tenants", wire.QueueLimits{Concurrency: &two, KeyConcurrency: &one})
+	a, b, c2 := submit("tenants", "acme"), submit("tenants", "acme"), submit("tenants", "globex")
+	d := submit("tenants", "initech")
+	submit("plain", "acme")
+	if got := ids(claim("tenants")); got != a+","+c2 {
+		t.Fatalf("claimed %s, want %s,%s: b waits for acme, d for the queue", got, a, c2)
+	}
+	claim("plain")
+
+	t.Run("HeldJobsByLimit", func(t *testing.T) {
+		// b waits for its key too, but counts once: under the queue's
+		// limit, the first that holds it.
+		want := map[string]float64{"tenants concurrency": 2, "tenants key_concurrency": 0, "tenants rate": 0, "tenants key_rate": 0,
+			"tenants paused": 0, "tenants key_paused": 0}
+		if got := counters(t, reg, "workron_queue_jobs_held", "queue", "limit"); !maps.Equal(got, want) {
+			t.Errorf("held %v, want %v", got, want)
+		}
+	})
+
+	t.Run("TimeHeldPerClaimedJob", func(t *testing.T) {
+		aJob := decodeJSON[wire.Job](t, doHTTP(t, hc, http.StatusOK, "GET", base+"/jobs/"+a, nil))
+		doHTTP(t, hc, http.StatusOK, "POST", base+"/jobs/"+a+"/done", wire.ReportRequest{Lease: aJob.Lease})
+		// Claims take the keys in turns: initech's after globex's.
+		if got := ids(claim("tenants")); got != d {
+			t.Fatalf("claimed %s after a's report, want %s (initech's turn; %s waits for the queue)", got, d, b)
+		}
+		aJob = decodeJSON[wire.Job](t, doHTTP(t, hc, http.StatusOK, "GET", base+"/jobs/"+a, nil))
+		att := aJob.AttemptHistory[0]
+		held := att.Ended.Sub(att.Started).Seconds()
+		h := histograms(t, reg, "workron_queue_limit_wait_seconds", "queue")
+		if got := h["tenants"]; got.count != 3 || math.Abs(got.sum-held) > 1e-9 {
+			t.Errorf("tenants: %d observations summing %vs, want 3 (a, c and d) summing %vs (d, while a ran)", got.count, got.sum, held)
+		}
+		if _, ok := h["plain"]; ok {
+			t.Errorf("a queue without limits has a series: %v", h)
+		}
+	})
 }

@@ -22,12 +22,7 @@ func (s *Server) queues() []wire.Queue {
 	var out []wire.Queue
 	now := s.now()
 	oldest := s.state.OldestReady(now)
-	limited := s.state.LimitedQueues()
-	for _, q := range s.state.RateLimitedQueues(now) {
-		if !slices.Contains(limited, q) {
-			limited = append(limited, q)
-		}
-	}
+	limited := s.flowQueues(now)
 	stats := s.state.Queues()
 	for _, name := range limited {
 		if !slices.ContainsFunc(stats, func(q fsm.QueueStats) bool { return q.Name == name }) {
@@ -42,6 +37,19 @@ func (s *Server) queues() []wire.Queue {
 		out = append(out, qi)
 	}
 	slices.SortFunc(out, func(a, b wire.Queue) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// flowQueues lists the queues whose flow GET /queues and the metrics show:
+// those with limits or with a pause in force at now, by name.
+func (s *Server) flowQueues(now int64) []string {
+	out := s.state.LimitedQueues()
+	for _, q := range s.state.RateLimitedQueues(now) {
+		if !slices.Contains(out, q) {
+			out = append(out, q)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 

@@ -18,6 +18,8 @@ type applier struct {
 	index        uint64
 	now          int64
 	readyChanged bool
+	// held collects a claim's Result.Held (flow.go's noteHeld).
+	held map[string]int64
 }
 
 func (a *applier) apply(c *Cmd) Result {
@@ -28,7 +30,10 @@ func (a *applier) apply(c *Cmd) Result {
 	case OpSubmit:
 		return a.submit(c.Submit)
 	case OpClaim:
-		return a.claim(c.Claim)
+		a.held = nil
+		r := a.claim(c.Claim)
+		r.Held = a.held
+		return r
 	case OpHeartbeat:
 		return a.heartbeat(c.Heartbeat)
 	case OpWorkerHeartbeat:

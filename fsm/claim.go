@@ -41,6 +41,7 @@ func (a *applier) claim(c *Claim) Result {
 		if turn {
 			a.turn(it.kind.queue, it.key)
 		}
+		a.noteHeld(it)
 		j.WorkerID = c.WorkerID
 		a.startAttempt(j, c)
 		out = append(out, j)

@@ -99,6 +99,14 @@ type flowIndex struct {
 	keyPause map[qkey]store.Pause              // the key is paused by its work
 	byKey    map[kind]*btree.BTreeG[readyItem] // the open keys' heads by key (fair.go)
 	rot      map[string]store.Rotation         // each queue's place in its rotation
+	// now is the time of the entry being applied (of the rebuild, while
+	// rebuilding); the held clocks read it.
+	now int64
+	// qHeld and kHeld measure how long queues and keys held their due
+	// jobs back, at a limit or paused (see heldClock); a key's only while
+	// it has due jobs.
+	qHeld map[string]heldClock
+	kHeld map[qkey]heldClock
 	// reopened are the queues (key "") and keys that reopened during the
 	// entry; settle says whether any is still open at its end (a renewal
 	// frees and takes a key's slot at once, and must wake nobody).
@@ -124,6 +132,8 @@ func newFlowIndex() *flowIndex {
 		keyPause: make(map[qkey]store.Pause),
 		byKey:    make(map[kind]*btree.BTreeG[readyItem]),
 		rot:      make(map[string]store.Rotation),
+		qHeld:    make(map[string]heldClock),
+		kHeld:    make(map[qkey]heldClock),
 		reopened: make(map[qkey]bool),
 	}
 }
@@ -161,6 +171,7 @@ func (fx *flowIndex) queueHeld(q string) bool {
 // (and the ready tree if it is the group's new head and the key is open).
 func (x *index) addReady(it readyItem) {
 	fx := x.flow
+	it.heldBase = fx.heldFor(it.kind.queue, it.key, min(it.runAt, fx.now))
 	fx.ready[it.kind.queue]++
 	if it.key == "" {
 		x.readyTree(it.kind).ReplaceOrInsert(it)
@@ -236,6 +247,9 @@ func (x *index) removeReady(it readyItem) {
 	fx.keyReady[k]--
 	if fx.keyReady[k] == 0 {
 		delete(fx.keyReady, k)
+		if fx.keyOpen(k) {
+			delete(fx.kHeld, k)
+		}
 	}
 	if fx.keyOpen(k) && head.id == it.id {
 		if next, ok := g.Min(); ok {
@@ -257,13 +271,23 @@ func (x *index) removeReady(it readyItem) {
 // setKey changes a key's state by fn, moving its heads in or out of the
 // ready trees when it opens or closes.
 func (x *index) setKey(k qkey, fn func()) {
+	x.setKeyAt(k, x.flow.now, fn)
+}
+
+// setKeyAt is setKey for a change that took effect at end (a bucket that
+// refilled then): a hold of the key ends at end.
+func (x *index) setKeyAt(k qkey, end int64, fn func()) {
 	fx := x.flow
+	if !fx.keyOpen(k) {
+		x.holdEnds()
+	}
 	was := fx.keyOpen(k)
 	fn()
 	now := fx.keyOpen(k)
 	if was == now {
 		return
 	}
+	fx.keyHeld(k, !now, end)
 	for _, typ := range sortedKeys(fx.types[k]) {
 		kd := kind{k.queue, typ}
 		head, ok := fx.groups[gkey{kd, k.key}].Min()
@@ -295,10 +319,14 @@ func sortedKeys[V any](m map[string]V) []string {
 func (x *index) run(queue, key string, d int) {
 	fx := x.flow
 	was := fx.queueHeld(queue)
+	if was && d < 0 {
+		x.holdEnds()
+	}
 	fx.running[queue] += d
 	if fx.running[queue] == 0 {
 		delete(fx.running, queue)
 	}
+	fx.queueMoved(queue, was, fx.now)
 	if was && d < 0 {
 		fx.reopened[qkey{queue, ""}] = true
 	}
@@ -327,7 +355,9 @@ func (x *index) keyAtLimit(k qkey) bool {
 func (x *index) closeUntil(queue, key string, isKey bool, until int64) {
 	fx := x.flow
 	if !isKey {
+		was := fx.queueHeld(queue)
 		fx.qUntil[queue] = until
+		fx.queueMoved(queue, was, fx.now)
 	} else {
 		k := qkey{queue, key}
 		x.setKey(k, func() { fx.keyUntil[k] = until })
@@ -360,20 +390,26 @@ func (x *index) reopen(now int64) []waitItem {
 // clearUntil ends a bucket's wait, if w is still its wait.
 func (x *index) clearUntil(w waitItem) {
 	fx := x.flow
+	end := min(w.until, fx.now) // the bucket had a token again, or the pause ran out, then
 	if w.pause {
-		x.endPause(w)
+		x.endPause(w, end)
 		return
 	}
 	if !w.isKey {
 		if fx.qUntil[w.queue] == w.until {
+			was := fx.queueHeld(w.queue)
+			if was {
+				x.holdEnds()
+			}
 			delete(fx.qUntil, w.queue)
+			fx.queueMoved(w.queue, was, end)
 			fx.reopened[qkey{w.queue, ""}] = true
 		}
 		return
 	}
 	k := qkey{w.queue, w.key}
 	if fx.keyUntil[k] == w.until {
-		x.setKey(k, func() { delete(fx.keyUntil, k) })
+		x.setKeyAt(k, end, func() { delete(fx.keyUntil, k) })
 	}
 }
 
@@ -549,11 +585,16 @@ func (a *applier) setQueueLimits(s *SetQueueLimits) Result {
 	}
 	l := s.Limits
 	a.must(a.tx.PutQueueLimits(q, &l, a.index))
+	was := fx.queueHeld(q)
+	if was {
+		x.holdEnds()
+	}
 	if l.IsZero() {
 		delete(fx.limits, q)
 	} else {
 		fx.limits[q] = &l
 	}
+	fx.queueMoved(q, was, fx.now)
 	if old.Rate != l.Rate || old.Burst != l.Burst {
 		a.must(a.tx.DeleteTokenBuckets(q, false))
 		delete(fx.qBucket, q)
@@ -617,6 +658,7 @@ func (x *index) queueKeys(q string) []qkey {
 // counts the running attempts and groups the pending jobs.
 func (x *index) rebuildFlow(tx *store.Tx, now int64) error {
 	fx := x.flow
+	fx.now = now
 	err := tx.ForEachQueueLimits(func(q string, l *store.QueueLimits) error {
 		fx.limits[q] = l
 		return nil
@@ -665,7 +707,10 @@ type QueueFlow struct {
 	Limits  store.QueueLimits
 	Running int // attempts running in the queue
 	// Held counts the due jobs each kind of limit holds back: a queue's
-	// "concurrency" and "rate", its keys' "key_concurrency" and "key_rate".
+	// "concurrency", "rate" and "paused" (a pause a rate-limited attempt
+	// asked for, pause.go), its keys' "key_concurrency", "key_rate" and
+	// "key_paused"; a job counts once, under the first of these, in this
+	// order, that holds it.
 	Held map[string]int
 	// RateLimitedUntil is when the queue's bucket has a token again, 0 if
 	// it has one.
@@ -695,6 +740,9 @@ func (x *index) queueFlow(q string, now int64) QueueFlow {
 	if u := fx.qUntil[q]; u > now {
 		out.RateLimitedUntil = u
 	}
+	// A job counts once, under the first limit that holds it (HeldBy's
+	// order): a queue's limit or pause holds all its due jobs.
+	queueHeld := true
 	switch {
 	case out.Limits.Concurrency > 0 && out.Running >= out.Limits.Concurrency:
 		out.Held["concurrency"] = fx.ready[q]
@@ -702,23 +750,27 @@ func (x *index) queueFlow(q string, now int64) QueueFlow {
 		out.Held["rate"] = fx.ready[q]
 	case fx.qPause[q].Until > now:
 		out.Held["paused"] = fx.ready[q]
+	default:
+		queueHeld = false
 	}
 	for k := range fx.keyFull {
 		if k.queue == q {
 			out.KeysFull++
-			out.Held["key_concurrency"] += fx.keyReady[k]
+			if !queueHeld {
+				out.Held["key_concurrency"] += fx.keyReady[k]
+			}
 		}
 	}
 	for k, u := range fx.keyUntil {
 		if k.queue == q && u > now {
 			out.KeysRateLimited++
-			if !fx.keyFull[k] {
+			if !queueHeld && !fx.keyFull[k] {
 				out.Held["key_rate"] += fx.keyReady[k]
 			}
 		}
 	}
 	for k, p := range fx.keyPause {
-		if k.queue == q && p.Until > now && !fx.keyFull[k] && fx.keyUntil[k] <= now {
+		if k.queue == q && p.Until > now && !queueHeld && !fx.keyFull[k] && fx.keyUntil[k] <= now {
 			out.Held["key_paused"] += fx.keyReady[k]
 		}
 	}
@@ -733,7 +785,8 @@ func (f *FSM) LimitedQueues() []string {
 }
 
 // HeldBy says which limit holds a pending job back at now, "" if none: its
-// queue's concurrency or rate, or its key's.
+// queue's concurrency, rate or pause, else its key's, in QueueFlow.Held's
+// order.
 func (f *FSM) HeldBy(j *store.Job, now int64) string {
 	if j.Status != store.StatusPending || j.RunAt > now {
 		return ""
@@ -743,21 +796,17 @@ func (f *FSM) HeldBy(j *store.Job, now int64) string {
 	fx := f.idx.flow
 	q := j.Queue
 	k := qkey{q, j.ConcurrencyKey}
-	if w := pauseWaiting("queue "+q, fx.qPause[q], now); w != "" {
-		return w
-	}
-	if w := pauseWaiting("key "+k.key, fx.keyPause[k], now); w != "" && k.key != "" {
-		return w
-	}
 	l := fx.limits[q]
 	if l == nil {
-		return ""
+		l = &store.QueueLimits{}
 	}
 	switch {
 	case l.Concurrency > 0 && fx.running[q] >= l.Concurrency:
 		return fmt.Sprintf("queue %s at its limit %d/%d", q, fx.running[q], l.Concurrency)
 	case fx.qUntil[q] > now:
 		return fmt.Sprintf("queue %s rate-limited until %s", q, rfc3339(fx.qUntil[q]))
+	case fx.qPause[q].Until > now:
+		return pauseWaiting("queue "+q, fx.qPause[q], now)
 	case k.key == "":
 		return ""
 	case fx.keyFull[k]:
@@ -765,7 +814,111 @@ func (f *FSM) HeldBy(j *store.Job, now int64) string {
 	case fx.keyUntil[k] > now:
 		return fmt.Sprintf("key %s rate-limited until %s", k.key, rfc3339(fx.keyUntil[k]))
 	}
-	return ""
+	return pauseWaiting("key "+k.key, fx.keyPause[k], now)
 }
 
 func rfc3339(ns int64) string { return time.Unix(0, ns).UTC().Format(time.RFC3339Nano) }
+
+// heldClock measures how long a queue, or a key, held its due jobs back
+// (at a limit, out of tokens, or paused by a rate-limited attempt): held is the time it held them before since, and since is when its
+// current hold began (0: it holds none back now). A key's clock counts only
+// the time its queue did not hold the jobs too, so that a job's time held
+// is its queue's clock plus its key's, each read when the job became due
+// and when it was claimed: qAt is the queue's clock when the key's hold
+// began.
+//
+// A delayed job is indexed as due by the first claim after its run time;
+// it reads the clocks at its run time, and before a hold ends the due
+// jobs are indexed (holdEnds), so that none misses a hold it was due in.
+// A hold of a current segment read before its start counts as none.
+//
+// The clocks are in memory: a node counts from its last start or restore,
+// and a job that was due then counts from then. Their readings only go to
+// the leader's metrics (Result.Held), never into the store.
+type heldClock struct {
+	held, since, qAt int64
+}
+
+// queueClock is the time queue q has held its jobs back, as of t (at most
+// fx.now).
+func (fx *flowIndex) queueClock(q string, t int64) int64 {
+	c := fx.qHeld[q]
+	if c.since != 0 && t > c.since {
+		return c.held + t - c.since
+	}
+	return c.held
+}
+
+// heldFor is the clock a job of queue q and key reads at t: the time its
+// queue held jobs back, plus the time its key did while the queue did not.
+func (fx *flowIndex) heldFor(q, key string, t int64) int64 {
+	qc := fx.queueClock(q, t)
+	if key == "" {
+		return qc
+	}
+	c := fx.kHeld[qkey{q, key}]
+	if c.since != 0 && t > c.since {
+		return qc + c.held + max((t-c.since)-(qc-c.qAt), 0)
+	}
+	return qc + c.held
+}
+
+// holdEnds indexes the delayed jobs due by now before a queue's or a key's
+// hold may end, so that they read its clock while it runs.
+func (x *index) holdEnds() { x.promote(x.flow.now) }
+
+// queueMoved starts or stops q's clock, at end, if the queue's hold
+// changed from was.
+func (fx *flowIndex) queueMoved(q string, was bool, end int64) {
+	now := fx.queueHeld(q)
+	if now == was {
+		return
+	}
+	c := fx.qHeld[q]
+	if now {
+		c.since = fx.now
+	} else {
+		c.held, c.since = c.held+max(end-c.since, 0), 0
+	}
+	fx.qHeld[q] = c
+}
+
+// keyHeld starts (closed) or stops k's clock, at end. A key that opens
+// with no due jobs forgets its clock: no job's reading refers to it.
+func (fx *flowIndex) keyHeld(k qkey, closed bool, end int64) {
+	c := fx.kHeld[k]
+	switch {
+	case closed:
+		c.since, c.qAt = fx.now, fx.queueClock(k.queue, fx.now)
+	case fx.keyReady[k] == 0:
+		delete(fx.kHeld, k)
+		return
+	default:
+		c.held = fx.heldFor(k.queue, k.key, end) - fx.queueClock(k.queue, end)
+		c.since, c.qAt = 0, 0
+	}
+	fx.kHeld[k] = c
+}
+
+// heldTime is how long limits held a job back that is being claimed at
+// fx.now: its clock now less its clock when it became due, at most its
+// time since its run time.
+func (fx *flowIndex) heldTime(it readyItem) int64 {
+	d := fx.heldFor(it.kind.queue, it.key, fx.now) - it.heldBase
+	return max(min(d, fx.now-it.runAt), 0)
+}
+
+// noteHeld records, before the claim takes it, how long limits or pauses
+// held back a job of a queue with limits (or of one without, that has just
+// lost them or whose pause held the job).
+func (a *applier) noteHeld(it readyItem) {
+	fx := a.f.idx.flow
+	d := fx.heldTime(it)
+	if fx.limits[it.kind.queue] == nil && d == 0 {
+		return
+	}
+	if a.held == nil {
+		a.held = make(map[string]int64)
+	}
+	a.held[it.id] = d
+}

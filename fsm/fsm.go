@@ -43,6 +43,10 @@ type Result struct {
 	Worker   *store.Worker
 	Schedule *store.Schedule // schedule commands: the schedule after the command
 	Gang     *store.Gang     // gang commands: the gang after the command
+	// Held, for a claim, is how long flow-control limits held back each
+	// job it took from a queue with limits, in nanoseconds, by job id
+	// (see heldClock in flow.go): the leader's metrics read it.
+	Held map[string]int64
 }
 
 // Action tells a worker to act on a job it runs.
@@ -135,6 +139,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 						"(if the cluster runs mixed versions, upgrade this node's binary): %v", l.Index, err))
 				}
 				a := &applier{f: f, tx: tx, index: l.Index, now: max(e.Now, f.lastNow)}
+				f.idx.flow.now = a.now
 				res := make([]Result, len(e.Cmds))
 				for k := range e.Cmds {
 					res[k] = a.apply(&e.Cmds[k])

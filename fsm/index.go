@@ -29,6 +29,8 @@ type readyItem struct {
 	kind  kind
 	key   string // its concurrency key; see flow.go
 	need  *need  // nil: the job asks for no resources or tags
+	// heldBase is its held clock when it became due (flow.go's heldFor).
+	heldBase int64
 }
 
 func readyLess(a, b readyItem) bool {

@@ -85,7 +85,9 @@ const maxPauseReason = 256
 func (x *index) setPause(queue, key string, p store.Pause) {
 	fx := x.flow
 	if key == "" {
+		was := fx.queueHeld(queue)
 		fx.qPause[queue] = p
+		fx.queueMoved(queue, was, fx.now)
 	} else {
 		k := qkey{queue, key}
 		x.setKey(k, func() { fx.keyPause[k] = p })
@@ -101,19 +103,25 @@ func (x *index) pauseIs(w waitItem) bool {
 	return x.flow.keyPause[qkey{w.queue, w.key}].Until == w.until
 }
 
-// endPause ends a pause, if w is still its pause.
-func (x *index) endPause(w waitItem) {
+// endPause ends a pause, if w is still its pause; end is when it ran out
+// (the hold clocks stop then, flow.go's heldClock).
+func (x *index) endPause(w waitItem, end int64) {
 	fx := x.flow
 	if !x.pauseIs(w) {
 		return
 	}
 	if !w.isKey {
+		was := fx.queueHeld(w.queue)
+		if was {
+			x.holdEnds()
+		}
 		delete(fx.qPause, w.queue)
+		fx.queueMoved(w.queue, was, end)
 		fx.reopened[qkey{w.queue, ""}] = true
 		return
 	}
 	k := qkey{w.queue, w.key}
-	x.setKey(k, func() { delete(fx.keyPause, k) })
+	x.setKeyAt(k, end, func() { delete(fx.keyPause, k) })
 }
 
 // deletePauses deletes the records of pauses that ended.

@@ -141,11 +141,75 @@ func TestDashboardInBrowser(t *testing.T) {
 		if !cl.paused("email") {
 			t.Fatal("the API does not show queue email paused after the click")
 		}
-		b.screenshot("dashboard-queues.png")
 		b.do(chromedp.Click(chromedp.CSS(`tr[data-queue="email"] button[data-action="resume"]`)))
 		b.waitFor("the queue shown active", `document.querySelector('tr[data-queue="email"]').dataset.paused === "0"`)
 		if cl.paused("email") {
 			t.Fatal("the API still shows queue email paused after resume")
+		}
+	})
+
+	t.Run("QueueLimitsAreSetFromThePage", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/queues"))
+		// Ahead of time: the queue has no jobs yet.
+		b.click(`button[data-action="new-limits"]`)
+		form := `form[data-test="limits-form"] `
+		b.do(
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="name"]`), "tenants"),
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="concurrency"]`), "3"),
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="key_concurrency"]`), "1"),
+			chromedp.SendKeys(chromedp.CSS(form+`input[name="rate"]`), "600/m"),
+		)
+		b.click(form + `button[data-action="save"]`)
+		b.waitFor("the queue listed with its limits", `document.querySelector('tr[data-queue="tenants"]')?.dataset.limited === "1"`)
+		if l := cl.limits("tenants"); l == nil || deref(l.Concurrency) != 3 || deref(l.KeyConcurrency) != 1 || l.Rate != "600/m" || l.KeyRate != "" {
+			t.Fatalf("the API shows the limits the page set as %+v", l)
+		}
+
+		// A job held back by its key's limit says so, in the list and on
+		// its page, and the queue counts it held.
+		cl.call(http.MethodPost, "/workers/register", wire.Worker{ID: "tenant-worker-1", Resources: wire.Resources{Slots: 4}, Queues: []string{"tenants"}}, nil, http.StatusCreated)
+		first := cl.submit(wire.SubmitRequest{Command: "./sync-tenant.sh acme", Queue: "tenants", ConcurrencyKey: "acme"})
+		second := cl.submit(wire.SubmitRequest{Command: "./sync-tenant.sh acme --full", Queue: "tenants", ConcurrencyKey: "acme"})
+		if j := cl.claim("tenant-worker-1", "tenants"); j.ID != first {
+			t.Fatalf("claimed %s from tenants, want %s", j.ID, first)
+		}
+		b.waitFor("one job held, by the key's limit", `(() => { const el = document.querySelector('tr[data-queue="tenants"] [data-test="held"]');
+			return el?.dataset.held === "1" && el.title.includes("key concurrency"); })()`)
+		b.waitFor("the running count against the queue's limit", `document.querySelector('tr[data-queue="tenants"] [data-limit="concurrency"]')?.textContent === "1 / 3 running"`)
+		b.screenshot("dashboard-queues.png")
+		b.do(chromedp.Navigate(dash + "#/jobs?queue=tenants"))
+		b.waitFor("the held job's row says why", fmt.Sprintf(`document.querySelector('tr[data-job-id=%q] [data-test="row-waiting"]')?.dataset.code === "limit"`, second))
+		b.do(chromedp.Navigate(dash + "#/jobs/" + second))
+		b.waitFor("the job page names the limit", `(document.querySelector('[data-test="waiting"]')?.textContent || "").includes("key acme at its limit 1/1")`)
+
+		// Editing starts from the limits as they are: one field changed,
+		// the others kept, key weights too (set through the API; the form
+		// does not show them).
+		cl.call(http.MethodPut, "/queues/tenants", wire.QueueLimits{Concurrency: wire.Limit(3), KeyConcurrency: wire.Limit(1), Rate: "600/m",
+			KeyWeights: map[string]int{"acme": 3}}, nil, http.StatusOK)
+		b.do(chromedp.Navigate(dash + "#/queues"))
+		b.click(`tr[data-queue="tenants"] button[data-action="limits"]`)
+		b.waitFor("the form filled in", `document.querySelector('form[data-test="limits-form"] input[name="key_concurrency"]').value === "1"`)
+		b.do(chromedp.SetValue(chromedp.CSS(form+`input[name="key_concurrency"]`), "2"))
+		b.click(form + `button[data-action="save"]`)
+		clustertest.WaitFor(t, 10*time.Second, func() error {
+			if l := cl.limits("tenants"); l == nil || deref(l.KeyConcurrency) != 2 {
+				return fmt.Errorf("limits %+v after the edit", l)
+			}
+			return nil
+		})
+		if l := cl.limits("tenants"); deref(l.Concurrency) != 3 || l.Rate != "600/m" || l.KeyWeights["acme"] != 3 {
+			t.Fatalf("the edit changed more than key_concurrency: %+v", l)
+		}
+		b.waitFor("the held job released", `document.querySelector('tr[data-queue="tenants"] [data-test="held"]')?.dataset.held === "0"`)
+
+		del := `tr[data-queue="tenants"] button[data-action="clear-limits"]`
+		b.click(del)
+		b.click(del + `[data-armed="1"]`)
+		b.waitFor("the queue shown without limits", `document.querySelector('tr[data-queue="tenants"]')?.dataset.limited === "0"`)
+		if l := cl.limits("tenants"); l != nil {
+			t.Fatalf("the API still shows limits after clearing them: %+v", l)
 		}
 	})
 
@@ -565,6 +629,22 @@ func (c *client) paused(queue string) bool {
 	}
 	c.t.Fatalf("no queue %s", queue)
 	return false
+}
+
+// limits is a queue's limits as GET /queues/{name} shows them, nil when
+// it has none.
+func (c *client) limits(queue string) *wire.QueueFlow {
+	c.t.Helper()
+	var q wire.Queue
+	c.call(http.MethodGet, "/queues/"+queue, nil, &q, http.StatusOK)
+	return q.Limits
+}
+
+func deref(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return *n
 }
 
 // claim claims one job from queue for worker, as a worker would.

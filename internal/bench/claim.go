@@ -27,6 +27,14 @@ func (b *bencher) claimDone(ctx context.Context, name string, claimMax int) ([]F
 	if got := t.accepted(); got != n {
 		return nil, fmt.Errorf("pre-submitted %d of %d jobs", got, n)
 	}
+	return []Figure{b.drainQueue(ctx, name, leader, queue, claimMax, t, &errs)}, nil
+}
+
+// drainQueue has --clients virtual workers claim up to claimMax at a time
+// (waiting 1s) from queue and report each job done, until the jobs of t
+// are; the figure is jobs done per second.
+func (b *bencher) drainQueue(ctx context.Context, name, leader, queue string, claimMax int, t *tracker, errs *atomic.Int64) Figure {
+	n := t.accepted()
 	runCtx, cancel := context.WithTimeout(ctx, 60*time.Second+time.Duration(n)*10*time.Millisecond)
 	defer cancel()
 	left := newCountdown(n, cancel)
@@ -34,7 +42,7 @@ func (b *bencher) claimDone(ctx context.Context, name string, claimMax int) ([]F
 	var wg sync.WaitGroup
 	for i := range b.cfg.Clients {
 		w := benchWorker{b: b, base: leader, id: fmt.Sprintf("bench-%s-w%d", b.runID, i), queue: queue,
-			max: claimMax, wait: "1s", t: t, errs: &errs, onDone: left.done, piggyback: name == "claim_done_piggyback"}
+			max: claimMax, wait: "1s", t: t, errs: errs, onDone: left.done, piggyback: name == "claim_done_piggyback"}
 		wg.Go(func() { w.run(runCtx) })
 	}
 	wg.Wait()
@@ -54,7 +62,7 @@ func (b *bencher) claimDone(ctx context.Context, name string, claimMax int) ([]F
 		fg.Note = fmt.Sprintf("claim max %d (wait 1s) then one POST /jobs/reports per claim", claimMax)
 	}
 	fg.check(problems, t.check(true), b.verifyQueue(ctx, leader, queue, wire.StatusDone, t))
-	return []Figure{fg}, nil
+	return fg
 }
 
 // benchWorker is a virtual worker: it claims from one queue and reports

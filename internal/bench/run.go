@@ -24,6 +24,8 @@ import (
 //   - submit_batch: benchBatchClients clients POST /jobs/batch;
 //   - claim_done, claim_done_batched: Clients virtual workers claim (max 1,
 //     or benchBatchedClaimMax) and report done until Jobs jobs are done;
+//   - claim_done_limits: claim_done without keys, with 10,000 concurrency
+//     keys, and with them under a per-key limit, and the ratio (limits.go);
 //   - latency: submits at Rate for Duration while benchLatencyWorkers
 //     long-polling workers claim; submit→start percentiles;
 //   - real_workers, failover, large_store: real processes (see each).
@@ -86,6 +88,8 @@ func (b *bencher) run(ctx context.Context, name string) ([]Figure, error) {
 		return b.claimDone(ctx, name, 1)
 	case "claim_done_batched":
 		return b.claimDone(ctx, name, benchBatchedClaimMax)
+	case "claim_done_limits":
+		return b.claimDoneLimits(ctx)
 	case "latency":
 		return b.latency(ctx)
 	case "real_workers":

@@ -24,7 +24,7 @@ type checkInput struct {
 	ops      []Op
 	specs    map[string]jobSpec // by key
 	accepted map[string]string  // key -> job id from a 2xx
-	jobs     []wire.Job         // the final listing (consistent read)
+	jobs     []wire.Job         // the final listing of the load's queues (consistent read)
 	schedule *wire.Schedule     // the run's schedule at the end; nil if it could not be read
 	cronJobs []wire.Job         // its queue's final listing
 	virtual  func(string) bool
@@ -39,6 +39,7 @@ type checkResult struct {
 	Ops, Checked, Unknown       int
 	Synthesized                 int
 	Cron                        cronResult
+	Limits                      limitResult
 	Anomalies                   []string
 	Visualizations              []string
 }
@@ -52,7 +53,7 @@ func checkJobs(in checkInput) *checkResult {
 	res := &checkResult{Ops: len(in.ops)}
 	var jobs []wire.Job
 	for _, j := range in.jobs {
-		if j.Queue == chaosQueue {
+		if j.Queue == chaosQueue || j.Queue == limitedQueue {
 			jobs = append(jobs, j)
 		}
 	}
@@ -63,6 +64,7 @@ func checkJobs(in checkInput) *checkResult {
 	checkAttempts(in, byKey, res)
 	checkClaims(in, res)
 	checkLinearizable(in, byKey, res)
+	checkLimits(jobs, res)
 	res.Cron = checkSchedule(in.schedule, in.cronJobs, res)
 	return res
 }

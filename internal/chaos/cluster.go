@@ -119,7 +119,7 @@ func (c *cluster) restartNode(ctx context.Context, n *node) error {
 func (c *cluster) startWorker(i int) error {
 	w := c.workers[i]
 	_, err := w.Start("worker", "--server", strings.Join(c.pc.URLs(), ","), "--id", w.Name,
-		"--concurrency", "3", "--queues", cronQueue+","+chaosQueue, "--poll-wait", "2s", "--grace", "1s",
+		"--concurrency", "3", "--queues", cronQueue+","+chaosQueue+","+limitedQueue, "--poll-wait", "2s", "--grace", "1s",
 		"--kill-grace", "200ms", "--log-level", "warn")
 	return err
 }

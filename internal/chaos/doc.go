@@ -21,12 +21,13 @@
 // unknown outcomes. Virtual workers (vworker.go) claim, heartbeat and
 // report over HTTP like `workron worker`, pretending to run each job as its
 // metadata says (succeed, fail, fail once, time out, outlive a lease), and
-// sometimes walk away mid-job. Readers GET random jobs. A schedule fires
-// every second into its own queue, which the real workers serve first
-// (schedule.go). Every request is an
-// Op with call and return times and an Outcome: ok, rejected (409), not
-// found, no effect (503, 429: the API promises nothing was done) or unknown
-// (timeouts, lost connections, 502, 504).
+// sometimes walk away mid-job. A third of the jobs go to a queue with a
+// concurrency limit and a per-key limit (limits.go). Readers GET random
+// jobs. A schedule fires every second into its own queue, which the real
+// workers serve first (schedule.go). Every request is an Op with call and
+// return times and an Outcome: ok, rejected (409), not found, no effect
+// (503, 429: the API promises nothing was done) or unknown (timeouts, lost
+// connections, 502, 504).
 //
 // # Faults
 //
@@ -44,5 +45,6 @@
 // used by two attempts; equal digests at equal applied indexes, with no
 // unapplied or missing log entries; and each job's history is linearizable
 // against the model in model.go, checked with porcupine; every tick of the
-// schedule ran once or was counted missed, never twice.
+// schedule ran once or was counted missed, never twice; the limited queue's
+// leases (limits.go) never exceeded its limits at any moment.
 package chaos

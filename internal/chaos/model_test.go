@@ -8,6 +8,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/jobcheck"
 )
 
 // at builds an operation that ran from call to ret (in ms).
@@ -217,4 +218,47 @@ func TestCheckAttempts(t *testing.T) {
 	if !found {
 		t.Errorf("a job done twice was not reported: %v", res.Anomalies)
 	}
+}
+
+func TestCheckLimits(t *testing.T) {
+	ts := func(ms int) time.Time { return time.UnixMilli(int64(1_700_000_000_000 + ms)) }
+	job := func(id, key string, from, to int) wire.Job {
+		return wire.Job{ID: id, Queue: limitedQueue, ConcurrencyKey: key, Status: wire.StatusDone, AttemptHistory: []wire.Attempt{
+			{Attempt: 1, WorkerID: "v1", Lease: uint64(10 + from), Status: wire.StatusDone, Started: ts(from), Ended: ts(to)}}}
+	}
+	limitAnomalies := func(jobs []wire.Job) (*checkResult, []string) {
+		res := &checkResult{}
+		checkLimits(jobs, res)
+		return res, res.Anomalies
+	}
+
+	t.Run("AKeyOverItsLimitIsAnAnomaly", func(t *testing.T) {
+		jobs := []wire.Job{job("a", "acme", 0, 100), job("b", "acme", 10, 100), job("c", "acme", 20, 30), job("d", "globex", 0, 50)}
+		res, got := limitAnomalies(jobs)
+		if len(got) != 1 || !strings.Contains(got[0], "3 leases of key acme held at once, over its limit 2") {
+			t.Errorf("anomalies %q", got)
+		}
+		if res.Limits.Peaks.Key != 3 || res.Limits.Attempts != 4 {
+			t.Errorf("limits seen: %+v", res.Limits)
+		}
+	})
+	t.Run("TheQueueOverItsLimitIsAnAnomaly", func(t *testing.T) {
+		jobs := []wire.Job{job("a", "acme", 0, 100), job("b", "globex", 10, 100), job("c", "initech", 20, 100), job("d", "acme", 30, 100),
+			job("e", "globex", 40, 100)}
+		if _, got := limitAnomalies(jobs); len(got) != 1 || !strings.Contains(got[0], "5 leases held at once, over the queue's limit 4") {
+			t.Errorf("anomalies %q", got)
+		}
+	})
+	t.Run("LeasesWithinTheLimitsAreNot", func(t *testing.T) {
+		jobs := []wire.Job{job("a", "acme", 0, 100), job("b", "acme", 10, 100), job("c", "acme", 100, 200), job("d", "globex", 20, 150),
+			job("e", "initech", 30, 40), job("x", "", 0, 1000)}
+		jobs[5].Queue = chaosQueue // another queue's jobs do not count
+		res, got := limitAnomalies(jobs)
+		if len(got) != 0 {
+			t.Errorf("anomalies %q", got)
+		}
+		if res.Limits.Peaks != (jobcheck.LimitPeaks{Queue: 4, Key: 2}) {
+			t.Errorf("peaks %+v", res.Limits.Peaks)
+		}
+	})
 }

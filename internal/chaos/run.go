@@ -80,17 +80,23 @@ type Report struct {
 	Failed    int `json:"failed"`
 	Pending   int `json:"pending"` // waiting for a retry due later
 
-	Requests     int64  `json:"requests"`
-	Ops          int    `json:"ops"`           // recorded operations
-	UnknownOps   int    `json:"unknown_ops"`   // of them with an unknown outcome
-	Synthesized  int    `json:"synthesized"`   // unknown claims matched to attempts
-	Linearizable int    `json:"linearizable"`  // jobs whose history was checked
-	CronTicks    int    `json:"cron_ticks"`    // the schedule's ticks, first to last
-	CronJobs     int    `json:"cron_jobs"`     // of them, run
-	CronMissed   int    `json:"cron_missed"`   // of them, missed beyond catch-up
-	Abandoned    int64  `json:"abandoned"`     // jobs a virtual worker walked away from
-	AppliedIndex uint64 `json:"applied_index"` // every node's, at the end
-	Digest       string `json:"digest"`
+	Requests     int64 `json:"requests"`
+	Ops          int   `json:"ops"`          // recorded operations
+	UnknownOps   int   `json:"unknown_ops"`  // of them with an unknown outcome
+	Synthesized  int   `json:"synthesized"`  // unknown claims matched to attempts
+	Linearizable int   `json:"linearizable"` // jobs whose history was checked
+	CronTicks    int   `json:"cron_ticks"`   // the schedule's ticks, first to last
+	CronJobs     int   `json:"cron_jobs"`    // of them, run
+	CronMissed   int   `json:"cron_missed"`  // of them, missed beyond catch-up
+	// LimitedAttempts are the attempts of the limited queue's jobs, and
+	// LimitPeak and KeyLimitPeak the most of them that held a lease at
+	// once, in all and of one key (see limits.go).
+	LimitedAttempts int    `json:"limited_attempts"`
+	LimitPeak       int    `json:"limit_peak"`
+	KeyLimitPeak    int    `json:"key_limit_peak"`
+	Abandoned       int64  `json:"abandoned"`     // jobs a virtual worker walked away from
+	AppliedIndex    uint64 `json:"applied_index"` // every node's, at the end
+	Digest          string `json:"digest"`
 
 	Anomalies      []string `json:"anomalies"`
 	Visualizations []string `json:"visualizations,omitempty"`
@@ -163,6 +169,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	defer r.c.pc.HTTP.CloseIdleConnections()
 	if err := createSchedule(ctx, r.c); err != nil {
 		return r.rep, fmt.Errorf("chaos: create the schedule: %w", err)
+	}
+	if err := setLimits(ctx, r.c); err != nil {
+		return r.rep, fmt.Errorf("chaos: set the limits of %s: %w", limitedQueue, err)
 	}
 	r.l = newLoad(r.c, newRecorder(), cfg.Seed, cfg.VirtualWorkers)
 	defer r.l.closeIdle()
@@ -303,6 +312,14 @@ func (r *runner) check(ctx context.Context) {
 	if err != nil {
 		rep.Anomalies = append(rep.Anomalies, "final listing: "+err.Error())
 	}
+	limited, err := listAll(ctx, r.c, limitedQueue)
+	switch {
+	case err != nil:
+		rep.Anomalies = append(rep.Anomalies, "final listing of the limited queue: "+err.Error())
+	case len(limited) == 0:
+		rep.Anomalies = append(rep.Anomalies, "queue "+limitedQueue+" has no jobs: its limits were not exercised")
+	}
+	jobs = append(jobs, limited...)
 	cronJobs, err := listAll(ctx, r.c, cronQueue)
 	if err != nil {
 		rep.Anomalies = append(rep.Anomalies, "final listing of the schedule's queue: "+err.Error())
@@ -345,6 +362,8 @@ func (r *runner) check(ctx context.Context) {
 	rep.Anomalies = append(rep.Anomalies, res.Anomalies...)
 	rep.Visualizations = res.Visualizations
 	rep.CronTicks, rep.CronJobs, rep.CronMissed = res.Cron.Ticks, res.Cron.Jobs, res.Cron.Missed
+	rep.LimitedAttempts, rep.LimitPeak, rep.KeyLimitPeak = res.Limits.Attempts, res.Limits.Peaks.Queue, res.Limits.Peaks.Key
+	r.logf("limited queue %s: %s", limitedQueue, res.Limits)
 	rep.Requests = l.stats.submits.Load() + l.stats.claims.Load() + l.stats.heartbeats.Load() + l.stats.reports.Load() + l.stats.gets.Load()
 }
 
@@ -424,7 +443,7 @@ func waitFinished(ctx context.Context, c *cluster, stall time.Duration, logf fun
 	}
 }
 
-// queueCounts reads the jobs of the chaos queue and the schedule's queue
+// queueCounts reads the jobs of the load's queues and the schedule's queue
 // by status, added up (GET /queues).
 func queueCounts(ctx context.Context, c *cluster) (map[string]int, error) {
 	var out struct {
@@ -439,7 +458,7 @@ func queueCounts(ctx context.Context, c *cluster) (map[string]int, error) {
 		if err == nil && status == http.StatusOK {
 			counts := make(map[string]int)
 			for _, q := range out.Queues {
-				if q.Name == chaosQueue || q.Name == cronQueue {
+				if q.Name == chaosQueue || q.Name == limitedQueue || q.Name == cronQueue {
 					for st, k := range q.Counts {
 						counts[st] += k
 					}

@@ -33,6 +33,11 @@ func cronRequest() wire.ScheduleRequest {
 // postAny sends body to path through each running node in turn until one
 // answers with a status ok accepts, or ctx ends.
 func (c *cluster) postAny(ctx context.Context, path string, body any, ok func(int) bool) error {
+	return c.sendAny(ctx, http.MethodPost, path, body, ok)
+}
+
+// sendAny is postAny with another method.
+func (c *cluster) sendAny(ctx context.Context, method, path string, body any, ok func(int) bool) error {
 	data, err := json.Marshal(body)
 	if err != nil {
 		return err
@@ -43,7 +48,7 @@ func (c *cluster) postAny(ctx context.Context, path string, body any, ok func(in
 			if !n.Running() || n.Paused() {
 				continue
 			}
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.URL+path, bytes.NewReader(data))
+			req, err := http.NewRequestWithContext(ctx, method, n.URL+path, bytes.NewReader(data))
 			if err != nil {
 				return err
 			}
@@ -62,7 +67,7 @@ func (c *cluster) postAny(ctx context.Context, path string, body any, ok func(in
 		}
 		sleep(ctx, 250*time.Millisecond)
 	}
-	return fmt.Errorf("POST %s: %s (%w)", path, last, ctx.Err())
+	return fmt.Errorf("%s %s: %s (%w)", method, path, last, ctx.Err())
 }
 
 // createSchedule creates the run's schedule; a 409 means an earlier try

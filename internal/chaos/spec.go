@@ -24,6 +24,9 @@ const (
 type jobSpec struct {
 	key, outcome string
 	runMS        int
+	// tenant, when set, sends the job to limitedQueue with this
+	// concurrency key (see limits.go).
+	tenant string
 }
 
 func (s jobSpec) request() wire.SubmitRequest {
@@ -43,6 +46,9 @@ func (s jobSpec) request() wire.SubmitRequest {
 		req.Command, req.Timeout, attempts = "sleep 30", "1s", 2
 	}
 	req.MaxAttempts = &attempts
+	if s.tenant != "" {
+		req.Queue, req.ConcurrencyKey = limitedQueue, s.tenant
+	}
 	return req
 }
 
@@ -61,5 +67,6 @@ func randomSpec(rng *rand.Rand, i int) jobSpec {
 	default:
 		s.outcome, s.runMS = outcomeSlow, 2500+rng.IntN(1500)
 	}
+	s.tenant = randomTenant(rng)
 	return s
 }

@@ -46,7 +46,7 @@ func (w *vworker) run(ctx context.Context, seed uint64) {
 
 // claim asks for one job; false if none came (or the outcome is unknown).
 func (w *vworker) claim(ctx context.Context) (*wire.Job, bool) {
-	req := wire.ClaimRequest{WorkerID: w.id, Queues: []string{chaosQueue}, Shell: true, Max: 1, Wait: "1s"}
+	req := wire.ClaimRequest{WorkerID: w.id, Queues: []string{chaosQueue, limitedQueue}, Shell: true, Max: 1, Wait: "1s"}
 	op := Op{Client: w.client, Kind: OpClaim, Worker: w.id, Call: w.l.rec.now()}
 	r := w.l.do(ctx, w.api, w.rng, http.MethodPost, "/jobs/claim", req)
 	op.Return, op.Code, op.Outcome, op.Err = w.l.rec.now(), r.code, r.outcome(), r.errText()

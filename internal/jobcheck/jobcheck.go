@@ -1,5 +1,6 @@
 // Package jobcheck is the one check that every accepted job finished once,
-// shared by the end-to-end tests, the bench and the chaos harness. It reads
+// shared by the end-to-end tests, the bench and the chaos harness, and the
+// check that a queue's leases never exceeded its limits (limits.go). It reads
 // the jobs a cluster lists (wire.Job) and what the clients were told, and
 // returns the problems it finds as sentences; it never talks to a cluster.
 package jobcheck

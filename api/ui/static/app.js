@@ -678,6 +678,7 @@
     delay: 'waits for its run time',
     gang: 'gang waits for workers',
     claim: 'waits for its worker',
+    limit: 'held by a limit',
     worker: 'ready',
   };
 
@@ -738,31 +739,107 @@
     ];
   }
 
+  // LIMIT_FIELDS are PUT /queues/{name}'s fields, as the limits form
+  // edits them: [name, label, placeholder, whole number?].
+  const LIMIT_FIELDS = [
+    ['concurrency', 'Concurrency', 'running at most, in all', true],
+    ['key_concurrency', 'Per-key concurrency', 'running at most, per key', true],
+    ['rate', 'Rate', '100/s, 600/m or 1000/h', false],
+    ['burst', 'Burst', 'defaults to the rate\'s count', true],
+    ['key_rate', 'Per-key rate', '10/s', false],
+    ['key_burst', 'Per-key burst', 'defaults to the rate\'s count', true],
+  ];
+  // HELD_LABELS name the limits of a queue's "waiting" counts.
+  const HELD_LABELS = {
+    concurrency: 'queue concurrency', rate: 'queue rate', paused: 'queue paused by its work',
+    key_concurrency: 'key concurrency', key_rate: 'key rate', key_paused: 'key paused by its work',
+  };
+
+  // limitsSummary says a queue's limits and what runs against them.
+  function limitsSummary(l) {
+    if (!l) return h('span', { class: 'muted', dataset: { test: 'limits' } }, 'none');
+    const parts = [
+      l.concurrency && h('span', { class: 'chip', dataset: { limit: 'concurrency' } }, `${l.running} / ${l.concurrency} running`),
+      l.key_concurrency && h('span', { class: 'chip', dataset: { limit: 'key_concurrency' } }, `${l.key_concurrency} per key`, l.keys_at_limit ? ` (${l.keys_at_limit} at it)` : ''),
+      l.rate && h('span', { class: 'chip', dataset: { limit: 'rate' } }, `${l.rate}`, l.burst ? ` burst ${l.burst}` : '',
+        l.rate_limited_until ? [' until ', when(l.rate_limited_until)] : ''),
+      l.key_rate && h('span', { class: 'chip', dataset: { limit: 'key_rate' } }, `${l.key_rate} per key`, l.key_burst ? ` burst ${l.key_burst}` : '',
+        l.keys_rate_limited ? ` (${l.keys_rate_limited} waiting)` : ''),
+    ].filter(Boolean);
+    return h('span', { class: 'pairs', dataset: { test: 'limits' } }, parts);
+  }
+
+  // held shows how many due jobs the queue's limits hold back, by limit.
+  function held(q) {
+    const l = q.limits;
+    const w = (l && l.waiting) || {};
+    const total = Object.values(w).reduce((a, b) => a + b, 0);
+    if (!total) return h('span', { class: 'muted', dataset: { test: 'held', held: '0' } }, '0');
+    const why = Object.entries(w).filter(([, n]) => n).map(([k, n]) => `${n} by ${HELD_LABELS[k] || k}`).join(', ');
+    return h('a', { href: `#/jobs?queue=${encodeURIComponent(q.name)}&status=pending`, title: why, dataset: { test: 'held', held: String(total) } }, total);
+  }
+
   pages.queues = (view) => {
     const table = h('div', { id: 'queues-table' });
-    view.append(h('div', { class: 'page-head' }, h('h1', null, 'Queues')), h('div', { class: 'card flush' }, table),
-      h('p', { class: 'muted' }, 'A paused queue keeps its jobs and accepts new ones; workers claim nothing from it until it is resumed.'));
+    // The limits form sets a queue's limits whole (PUT replaces them): it
+    // starts from the queue's current limits; an empty field is no limit.
+    const limitsForm = formCard('Limits', 'limits-form', (q) => [
+      h('div', { class: 'field-row' }, field('Queue', 'name', { value: q ? q.name : '', placeholder: 'emails', readonly: !!q,
+        hint: q ? null : 'A queue needs no jobs to have limits.' })),
+      h('div', { class: 'field-row' }, LIMIT_FIELDS.slice(0, 2).map(([k, label, ph]) => field(label, k, { value: String((q && q.limits && q.limits[k]) || ''), placeholder: ph }))),
+      h('div', { class: 'field-row' }, LIMIT_FIELDS.slice(2).map(([k, label, ph]) => field(label, k, { value: String((q && q.limits && q.limits[k]) || ''), placeholder: ph }))),
+      h('p', { class: 'muted small-note' }, 'Leave a field empty for no limit. Changing a rate or its burst refills its buckets.'),
+    ], async (f) => {
+      const name = text(f, 'name');
+      if (!name) throw new InputError('name', 'name the queue');
+      const body = {};
+      for (const [k, , , whole] of LIMIT_FIELDS) {
+        const v = text(f, k);
+        if (v) body[k] = whole ? intFrom(v, k) : v;
+      }
+      // The form does not edit key weights; PUT replaces the limits whole,
+      // so it keeps the queue's (set with the CLI or the API).
+      const shown = queues.find((q) => q.name === name);
+      const weights = shown && shown.limits && shown.limits.key_weights;
+      if (weights && Object.keys(weights).length) body.key_weights = weights;
+      await call('PUT', `queues/${encodeURIComponent(name)}`, body);
+    });
+    view.append(h('div', { class: 'page-head' }, h('h1', null, 'Queues'),
+      h('button', { type: 'button', dataset: { action: 'new-limits' }, onclick: () => limitsForm.open() }, 'Set limits')),
+    limitsForm.card, h('div', { class: 'card flush' }, table),
+    h('p', { class: 'muted' }, 'A paused queue keeps its jobs and accepts new ones; workers claim nothing from it until it is resumed. ',
+      'Limits cap the attempts running and the claims per second, in all and per concurrency key, across the cluster; "held" counts the due jobs they hold back.'));
     const cols = ['pending', 'running', 'blocked', 'done', 'failed', 'cancelled'];
     let queues = [];
-    const render = () => replace(table, queues, () => {
-      if (!queues.length) return empty('No queues yet.', 'A queue appears when its first job is submitted.');
+    const render = () => replace(table, { queues, armed: [...armed.keys()] }, () => {
+      if (!queues.length) return empty('No queues yet.', 'A queue appears when its first job is submitted, or when it is paused or given limits.');
       return h('table', { class: 'table', dataset: { test: 'queues' } },
-        h('thead', null, h('tr', null, h('th', null, 'Queue'), h('th', null, 'State'), cols.map((c) => h('th', { class: 'num' }, c)), h('th', { class: 'num' }, 'total'), h('th', null, ''))),
+        h('thead', null, h('tr', null, h('th', null, 'Queue'), h('th', null, 'State'), cols.map((c) => h('th', { class: 'num' }, c)), h('th', { class: 'num' }, 'total'),
+          h('th', null, 'Limits'), h('th', { class: 'num' }, 'held'), h('th', null, ''))),
         h('tbody', null, queues.map((q) => {
           const counts = q.counts || {};
           const total = Object.values(counts).reduce((a, b) => a + b, 0);
           const name = encodeURIComponent(q.name);
-          return h('tr', { dataset: { queue: q.name, paused: q.paused ? '1' : '0' } },
+          return h('tr', { dataset: { queue: q.name, paused: q.paused ? '1' : '0', limited: q.limits ? '1' : '0' } },
             h('td', null, h('a', { href: `#/jobs?queue=${name}`, class: 'strong' }, q.name)),
             h('td', null, q.paused ? h('span', { class: 'badge st-paused', dataset: { test: 'queue-state' } }, 'paused') : h('span', { class: 'badge st-active', dataset: { test: 'queue-state' } }, 'active')),
             cols.map((c) => h('td', { class: 'num' }, counts[c] ? h('a', { href: `#/jobs?queue=${name}&status=${c}` }, counts[c]) : h('span', { class: 'muted' }, '0'))),
             h('td', { class: 'num strong' }, total),
-            h('td', { class: 'actions' }, q.paused
-              ? h('button', { type: 'button', class: 'small', dataset: { action: 'resume', queue: q.name }, onclick: () => act(() => post(`queues/${name}/resume`)) }, 'Resume')
-              : h('button', { type: 'button', class: 'small', dataset: { action: 'pause', queue: q.name }, onclick: () => act(() => post(`queues/${name}/pause`)) }, 'Pause')));
+            h('td', null, limitsSummary(q.limits)),
+            h('td', { class: 'num' }, held(q)),
+            h('td', { class: 'actions' },
+              h('button', { type: 'button', class: 'small ghost', dataset: { action: 'limits', queue: q.name }, onclick: () => limitsForm.open(q) }, 'Limits'),
+              q.limits && confirmButton({
+                key: `clear-limits:${q.name}`, label: 'Clear limits', confirm: 'Confirm clear', action: 'clear-limits', cls: 'small ghost',
+                data: { queue: q.name }, run: () => call('PUT', `queues/${name}`, {}),
+              }),
+              q.paused
+                ? h('button', { type: 'button', class: 'small', dataset: { action: 'resume', queue: q.name }, onclick: () => act(() => post(`queues/${name}/resume`)) }, 'Resume')
+                : h('button', { type: 'button', class: 'small', dataset: { action: 'pause', queue: q.name }, onclick: () => act(() => post(`queues/${name}/pause`)) }, 'Pause')));
         })));
     });
     return {
+      rerender: render,
       async refresh() {
         queues = ((await get('queues')).queues || []).slice().sort((a, b) => a.name.localeCompare(b.name));
         render();
