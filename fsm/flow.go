@@ -274,6 +274,20 @@ func (x *index) setKey(k qkey, fn func()) {
 	x.setKeyAt(k, x.flow.now, fn)
 }
 
+// openQueueAt makes fn's change to what holds queue q back, one that took
+// effect at end (a bucket that refilled, a pause that ran out): a hold of
+// the queue ends at end, and the queue may take claims again.
+func (x *index) openQueueAt(q string, end int64, fn func()) {
+	fx := x.flow
+	was := fx.queueHeld(q)
+	if was {
+		x.holdEnds()
+	}
+	fn()
+	fx.queueMoved(q, was, end)
+	fx.reopened[qkey{q, ""}] = true
+}
+
 // setKeyAt is setKey for a change that took effect at end (a bucket that
 // refilled then): a hold of the key ends at end.
 func (x *index) setKeyAt(k qkey, end int64, fn func()) {
@@ -397,13 +411,7 @@ func (x *index) clearUntil(w waitItem) {
 	}
 	if !w.isKey {
 		if fx.qUntil[w.queue] == w.until {
-			was := fx.queueHeld(w.queue)
-			if was {
-				x.holdEnds()
-			}
-			delete(fx.qUntil, w.queue)
-			fx.queueMoved(w.queue, was, end)
-			fx.reopened[qkey{w.queue, ""}] = true
+			x.openQueueAt(w.queue, end, func() { delete(fx.qUntil, w.queue) })
 		}
 		return
 	}

@@ -111,13 +111,7 @@ func (x *index) endPause(w waitItem, end int64) {
 		return
 	}
 	if !w.isKey {
-		was := fx.queueHeld(w.queue)
-		if was {
-			x.holdEnds()
-		}
-		delete(fx.qPause, w.queue)
-		fx.queueMoved(w.queue, was, end)
-		fx.reopened[qkey{w.queue, ""}] = true
+		x.openQueueAt(w.queue, end, func() { delete(fx.qPause, w.queue) })
 		return
 	}
 	k := qkey{w.queue, w.key}
