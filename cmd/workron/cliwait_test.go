@@ -42,15 +42,7 @@ func TestCLIWaitTellsProgress(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"submit", "--server", c.URL(follower), "--wait", "--max-attempts", "2", "--backoff", "1s,1s,0", "--", "work"}, &stdout, &stderr)
 	}()
-	waitFor := func(says string) {
-		t.Helper()
-		clustertest.WaitFor(t, 20*time.Second, func() error {
-			if !strings.Contains(stderr.String(), says) {
-				return fmt.Errorf("wait has not said %q yet:\n%s", says, stderr.String())
-			}
-			return nil
-		})
-	}
+	waitFor := func(says string) { t.Helper(); waitSays(t, &stderr, says) }
 	waitFor("job-1: pending")
 	j, ok := claim()
 	if !ok {
@@ -101,4 +93,15 @@ func TestShellCommand(t *testing.T) {
 	if got := shellCommand([]string{"echo", "hello"}); got != "echo hello" {
 		t.Errorf("plain words are quoted: %q", got)
 	}
+}
+
+// waitSays waits until what the wait printed to out contains what.
+func waitSays(t *testing.T, out *syncbuf.Buffer, what string) {
+	t.Helper()
+	clustertest.WaitFor(t, 20*time.Second, func() error {
+		if !strings.Contains(out.String(), what) {
+			return fmt.Errorf("wait has not said %q yet:\n%s", what, out.String())
+		}
+		return nil
+	})
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"strings"
 	"testing"
 	"time"
 
@@ -76,15 +75,7 @@ func TestCLIWaitShowsProgressAndResult(t *testing.T) {
 	go func() {
 		done <- run(ctx, []string{"submit", "--server", url, "--wait", "--", "work"}, &stdout, &stderr)
 	}()
-	says := func(what string) {
-		t.Helper()
-		clustertest.WaitFor(t, 20*time.Second, func() error {
-			if !strings.Contains(stderr.String(), what) {
-				return fmt.Errorf("wait has not said %q yet:\n%s", what, stderr.String())
-			}
-			return nil
-		})
-	}
+	says := func(what string) { t.Helper(); waitSays(t, &stderr, what) }
 	says("job-1: pending")
 	var res wire.ClaimResponse
 	decodeInto(t, post(t, hc, url+"/jobs/claim", wire.ClaimRequest{WorkerID: "w1", Shell: true}), &res)
