@@ -102,17 +102,22 @@ func (a *applier) submit(s *Submit) Result {
 		}
 	}
 	jobs := make([]*store.Job, len(s.Jobs))
-	for i, nj := range s.Jobs {
+	var seq uint64 // the next of the batch's seqs, allocated in one write
+	if fresh > 0 {
+		var err error
+		seq, err = a.tx.NextSeqs(fresh)
+		a.must(err)
+	}
+	for i := range s.Jobs {
 		if existing[i] != nil {
 			jobs[i] = existing[i]
 			continue
 		}
-		seq, err := a.tx.NextSeq()
-		a.must(err)
 		if ids[i] == "" {
 			ids[i] = JobIDPrefix + strconv.FormatUint(seq, 10)
 		}
-		jobs[i] = a.newJob(&nj, ids[i], seq)
+		jobs[i] = a.newJob(&s.Jobs[i], ids[i], seq)
+		seq++
 	}
 	// Wire dependencies, then store.
 	for i := range s.Jobs {
