@@ -108,6 +108,7 @@ func (a *applier) submit(s *Submit) Result {
 		seq, err = a.tx.NextSeqs(fresh)
 		a.must(err)
 	}
+	made := make([]store.Job, fresh) // the new jobs, in one allocation
 	for i := range s.Jobs {
 		if existing[i] != nil {
 			jobs[i] = existing[i]
@@ -116,7 +117,9 @@ func (a *applier) submit(s *Submit) Result {
 		if ids[i] == "" {
 			ids[i] = JobIDPrefix + strconv.FormatUint(seq, 10)
 		}
-		jobs[i] = a.newJob(&s.Jobs[i], ids[i], seq)
+		jobs[i] = &made[0]
+		made = made[1:]
+		a.newJob(jobs[i], &s.Jobs[i], ids[i], seq)
 		seq++
 	}
 	// Wire dependencies, then store.
@@ -187,7 +190,8 @@ func (a *applier) keepKey(key, id string, uniqueFor int64) {
 	a.must(a.tx.PutIdempotencyKey(key, id, until))
 }
 
-func (a *applier) newJob(nj *NewJob, id string, seq uint64) *store.Job {
+// newJob fills j, a zero Job, with the job nj asks for.
+func (a *applier) newJob(j *store.Job, nj *NewJob, id string, seq uint64) {
 	q := nj.Queue
 	if q == "" {
 		q = DefaultQueue
@@ -200,7 +204,7 @@ func (a *applier) newJob(nj *NewJob, id string, seq uint64) *store.Job {
 	if runAt < a.now {
 		runAt = a.now
 	}
-	return &store.Job{
+	*j = store.Job{
 		ID:             id,
 		Seq:            seq,
 		Command:        nj.Command,
