@@ -41,10 +41,16 @@ func Decode(data []byte) (*Entry, error) {
 }
 
 // entryReader reads a version 2 entry.
-type entryReader struct{ binenc.Reader }
+type entryReader struct {
+	binenc.Reader
+	// names interns the strings a batch's jobs tend to share (queues,
+	// types, the keys and values of env and metadata), so each is
+	// allocated once an entry; made by the first job read.
+	names binenc.Interner
+}
 
 func decodeBinary(data []byte) (*Entry, error) {
-	r := entryReader{binenc.NewUTF8Reader(data)}
+	r := entryReader{Reader: binenc.NewUTF8Reader(data)}
 	r.Byte() // the version
 	e := &Entry{Now: r.Varint()}
 	n := r.Count(minCmdLen)
@@ -205,11 +211,14 @@ func (r *entryReader) submit(keyed, traced bool) *Submit {
 func (r *entryReader) newJob(j *NewJob) {
 	j.ID = r.Str()
 	j.Command = r.Str()
-	j.Type = r.Str()
+	if r.names == nil {
+		r.names = make(binenc.Interner)
+	}
+	j.Type = r.Name(r.names)
 	j.Payload = r.payload()
-	j.Env = r.StringMap()
-	j.Metadata = r.StringMap()
-	j.Queue = r.Str()
+	j.Env = r.NameMap(r.names)
+	j.Metadata = r.NameMap(r.names)
+	j.Queue = r.Name(r.names)
 	j.Priority = r.Int()
 	j.DependsOn = r.Strings()
 	j.MaxAttempts = r.Int()

@@ -155,9 +155,10 @@ func CheckBatchCycles(jobs []NewJob) error {
 		state[i] = finished
 		return nil
 	}
+	path := make([]int, 0, 16) // one buffer for the walks from every root
 	for i := range jobs {
 		if state[i] == unseen {
-			if err := visit(i, nil); err != nil {
+			if err := visit(i, path[:0]); err != nil {
 				return err
 			}
 		}

@@ -212,3 +212,21 @@ func entryBytes(tb testing.TB, cmds ...fsm.Cmd) []byte {
 	}
 	return data
 }
+
+// TestUnstorableKeyNamesItsJob: a key too long for the store, on a later
+// job of a batch, is rejected naming that job's field.
+func TestUnstorableKeyNamesItsJob(t *testing.T) {
+	long := strings.Repeat("k", fsm.MaxKeyBytes+1)
+	for field, nj := range map[string]fsm.NewJob{
+		"jobs[2].id":              {ID: long, Command: "c"},
+		"jobs[2].idempotency_key": {IdempotencyKey: long, Command: "c"},
+		"jobs[2].concurrency_key": {ConcurrencyKey: long, Command: "c"},
+	} {
+		f := newTestFSM(t)
+		res := applyCmd(t, f, 1, t0, submit(fsm.NewJob{Command: "a"}, fsm.NewJob{Command: "b"}, nj))
+		var ve *fsm.ValidationError
+		if !errors.As(res[0].Err, &ve) || ve.Field != field {
+			t.Errorf("result error = %v, want a ValidationError of %s", res[0].Err, field)
+		}
+	}
+}

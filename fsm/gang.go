@@ -121,7 +121,8 @@ func (a *applier) submitGang(s *SubmitGang) Result {
 		if i == 0 {
 			g.ID, g.Seq = GangIDPrefix+strconv.FormatUint(seq, 10), seq
 		}
-		j := a.newJob(&nj, JobIDPrefix+strconv.FormatUint(seq, 10), seq)
+		j := new(store.Job)
+		a.newJob(j, &nj, JobIDPrefix+strconv.FormatUint(seq, 10), seq)
 		if i > 0 {
 			j.IdempotencyKey = "" // the key names the gang through its first task
 		}

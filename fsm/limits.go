@@ -18,7 +18,13 @@ const MaxKeyBytes = 32768
 func checkKeys(c *Cmd) error {
 	switch c.Op {
 	case OpSubmit:
-		for i, nj := range c.Submit.Jobs {
+		for i := range c.Submit.Jobs {
+			nj := &c.Submit.Jobs[i]
+			// The three may be empty, so only a long one fails: name the
+			// fields (an allocation each) only then.
+			if len(nj.ID) <= MaxKeyBytes && len(nj.IdempotencyKey) <= MaxKeyBytes && len(nj.ConcurrencyKey) <= MaxKeyBytes {
+				continue
+			}
 			if err := keyLen(fmt.Sprintf("jobs[%d].id", i), nj.ID, true); err != nil {
 				return err
 			}

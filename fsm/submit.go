@@ -102,17 +102,25 @@ func (a *applier) submit(s *Submit) Result {
 		}
 	}
 	jobs := make([]*store.Job, len(s.Jobs))
-	for i, nj := range s.Jobs {
+	var seq uint64 // the next of the batch's seqs, allocated in one write
+	if fresh > 0 {
+		var err error
+		seq, err = a.tx.NextSeqs(fresh)
+		a.must(err)
+	}
+	made := make([]store.Job, fresh) // the new jobs, in one allocation
+	for i := range s.Jobs {
 		if existing[i] != nil {
 			jobs[i] = existing[i]
 			continue
 		}
-		seq, err := a.tx.NextSeq()
-		a.must(err)
 		if ids[i] == "" {
 			ids[i] = JobIDPrefix + strconv.FormatUint(seq, 10)
 		}
-		jobs[i] = a.newJob(&nj, ids[i], seq)
+		jobs[i] = &made[0]
+		made = made[1:]
+		a.newJob(jobs[i], &s.Jobs[i], ids[i], seq)
+		seq++
 	}
 	// Wire dependencies, then store.
 	for i := range s.Jobs {
@@ -182,7 +190,8 @@ func (a *applier) keepKey(key, id string, uniqueFor int64) {
 	a.must(a.tx.PutIdempotencyKey(key, id, until))
 }
 
-func (a *applier) newJob(nj *NewJob, id string, seq uint64) *store.Job {
+// newJob fills j, a zero Job, with the job nj asks for.
+func (a *applier) newJob(j *store.Job, nj *NewJob, id string, seq uint64) {
 	q := nj.Queue
 	if q == "" {
 		q = DefaultQueue
@@ -195,7 +204,7 @@ func (a *applier) newJob(nj *NewJob, id string, seq uint64) *store.Job {
 	if runAt < a.now {
 		runAt = a.now
 	}
-	return &store.Job{
+	*j = store.Job{
 		ID:             id,
 		Seq:            seq,
 		Command:        nj.Command,

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/store"
 )
@@ -217,6 +219,13 @@ func TestSubmitRejections(t *testing.T) {
 		return h
 	}
 	job := func(deps ...string) fsm.NewJob { return fsm.NewJob{Command: "x", DependsOn: deps} }
+	chain := func(n int) []fsm.NewJob { // $0 -> $1 -> ... -> $n-1 -> $0
+		jobs := make([]fsm.NewJob, n)
+		for i := range jobs {
+			jobs[i] = job("$" + strconv.Itoa((i+1)%n))
+		}
+		return jobs
+	}
 	cases := []struct {
 		name   string
 		jobs   []fsm.NewJob
@@ -233,6 +242,10 @@ func TestSubmitRejections(t *testing.T) {
 		{"BatchRefToItself", []fsm.NewJob{job("$0")}, "depends_on", "$0 -> $0"},
 		{"TwoJobCycle", []fsm.NewJob{job("$1"), job("$0")}, "depends_on", "dependency cycle $0 -> $1 -> $0"},
 		{"CycleBehindAValidJob", []fsm.NewJob{job(), job("$0", "$2"), job("$3"), job("$1")}, "depends_on", "dependency cycle $1 -> $2 -> $3 -> $1"},
+		// The walks from each root share one path buffer: a deep walk first
+		// must not show in a later cycle, nor a path longer than the buffer.
+		{"CycleAfterADeepWalk", []fsm.NewJob{job("$1"), job("$2"), job(), job("$4"), job("$3")}, "depends_on", "dependency cycle $3 -> $4 -> $3"},
+		{"LongCycle", chain(20), "depends_on", "dependency cycle $0 -> $1 -> $2 -> $3 -> $4 -> $5 -> $6 -> $7 -> $8 -> $9 -> $10 -> $11 -> $12 -> $13 -> $14 -> $15 -> $16 -> $17 -> $18 -> $19 -> $0"},
 		{"ExplicitIDInUse", []fsm.NewJob{{ID: "job-4", Command: "x"}}, "jobs[0].id", "already exists"},
 		{"ExplicitIDTwiceInOneBatch", []fsm.NewJob{{ID: "build", Command: "x"}, {ID: "build", Command: "y"}}, "jobs[1].id", "build"},
 		{"ExplicitIDInTheGeneratedRange", []fsm.NewJob{{ID: "job-6", Command: "x"}}, "jobs[0].id", "reserved"},
@@ -286,4 +299,44 @@ func TestSubmitRejections(t *testing.T) {
 			t.Fatal("a rejected submit changed the jobs")
 		}
 	})
+}
+
+// TestSubmitAllocationsPerJob bounds the heap allocations of applying a
+// batch submit, per job (allocation counts are deterministic, unlike
+// times). About 20 are left: bbolt's cursors and key copies (3 Puts a job),
+// the env and metadata maps, the command and the id; 45 before the
+// changes BenchmarkSubmitBatch measured.
+func TestSubmitAllocationsPerJob(t *testing.T) {
+	if raceScale != 1 {
+		t.Skip("the race detector allocates on its own")
+	}
+	f := newTestFSM(t)
+	const per = 1000
+	jobs := make([]fsm.NewJob, per)
+	for i := range jobs {
+		jobs[i] = fsm.NewJob{Command: "/usr/local/bin/report --customer " + strconv.Itoa(i), Queue: "etl", MaxAttempts: 3,
+			Env:      map[string]string{"REPORT_FORMAT": "pdf", "REGION": "eu-west-1"},
+			Metadata: map[string]string{"source": "api", "customer": strconv.Itoa(i)}}
+	}
+	var logs []*raft.Log
+	for i := range 4 {
+		data, err := fsm.Encode(&fsm.Entry{Now: t0.UnixNano() + int64(i), Cmds: []fsm.Cmd{submit(jobs...)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs = append(logs, &raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data})
+	}
+	next := 0
+	allocs := testing.AllocsPerRun(len(logs)-1, func() {
+		res := f.ApplyBatch(logs[next : next+1])[0].([]fsm.Result)[0]
+		if res.Err != nil || len(res.Jobs) != per {
+			t.Fatalf("submit: %d jobs, %v", len(res.Jobs), res.Err)
+		}
+		next++
+	})
+	const most = 22
+	if perJob := allocs / per; perJob > most {
+		t.Errorf("a batch submit allocates %.1f times a job, want at most %d", perJob, most)
+	}
+	t.Logf("%.1f allocations a job", allocs/per)
 }

@@ -241,6 +241,7 @@ func TestTxArenaKeepsEveryRecord(t *testing.T) {
 			}
 			j := typicalJob()
 			j.ID, j.Seq, j.Output = fmt.Sprintf("job-%d", seq), seq, strings.Repeat("x", i*i/10)
+			j.ExpireAt = 0 // no expiry entry, so that Check below holds
 			if err := tx.InsertJob(j, seq); err != nil {
 				return err
 			}
@@ -264,6 +265,10 @@ func TestTxArenaKeepsEveryRecord(t *testing.T) {
 		return nil
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+	// The seq and status index entries hold ids kept in the arena too.
+	if err := st.Check(); err != nil {
 		t.Fatal(err)
 	}
 }

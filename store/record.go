@@ -60,25 +60,11 @@ import (
 // downgrade after the upgrade has finished is not supported: its start
 // refuses the record as written by a newer Workron).
 
-// maxInterned bounds an interner.
-const maxInterned = 1024
-
 // interner hands out one string per distinct value, so that a scan of many
 // records (rebuilding the indexes) allocates each queue, type and worker name
 // once, and the indexes hold one copy of it. A nil interner allocates every
 // time.
-type interner map[string]string
-
-func (in interner) string(b []byte) string {
-	if s, ok := in[string(b)]; ok {
-		return s
-	}
-	s := string(b)
-	if in != nil && len(in) < maxInterned {
-		in[s] = s
-	}
-	return s
-}
+type interner = binenc.Interner
 
 // The first bytes of binary job records.
 const (
@@ -389,7 +375,7 @@ func (r *reader) history(worker, lastError string) []Attempt {
 
 // name reads a string that many records share, a queue, type or worker
 // name, through the reader's interner.
-func (r *reader) name() string { return r.names.string(r.Raw()) }
+func (r *reader) name() string { return r.names.String(r.Raw()) }
 
 // stringOr reads a string, returning same if it is equal.
 func (r *reader) stringOr(same string) string {

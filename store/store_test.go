@@ -219,6 +219,25 @@ func TestStoreJobs(t *testing.T) {
 		}
 	})
 
+	t.Run("NextSeqsAllocatesWhatAsManyNextSeqsWould", func(t *testing.T) {
+		st := newTestStore(t)
+		var got []uint64
+		update(t, st, func(tx *store.Tx) error {
+			a, err1 := tx.NextSeq()
+			b, err2 := tx.NextSeqs(1000)
+			c, err3 := tx.NextSeq()
+			_, err4 := tx.NextSeqs(0)
+			got = append(got, a, b, c)
+			if err4 == nil {
+				t.Error("NextSeqs(0) allocated")
+			}
+			return errors.Join(err1, err2, err3)
+		})
+		if want := []uint64{1, 2, 1002}; !slices.Equal(got, want) {
+			t.Fatalf("NextSeq, NextSeqs(1000), NextSeq = %v, want %v", got, want)
+		}
+	})
+
 	t.Run("IdempotencyKeysHoldAnIDAndAnEnd", func(t *testing.T) {
 		st := newTestStore(t)
 		jobs := insertJobs(t, st, 2)

@@ -11,7 +11,8 @@ import (
 // Tx is one read or write transaction. Write methods fail on a read Tx.
 type Tx struct {
 	tx    *bolt.Tx
-	arena []byte // encoded records; see encodeJob
+	arena []byte // encoded records and kept values; see encodeJob
+	key   []byte // scratch for keys, which bbolt copies
 }
 
 func putUint(v uint64) []byte {
@@ -28,7 +29,10 @@ func getUint(b []byte) uint64 {
 }
 
 func statusKey(st Status, seq uint64) []byte {
-	k := make([]byte, 0, len(st)+9)
+	return appendStatusKey(make([]byte, 0, len(st)+9), st, seq)
+}
+
+func appendStatusKey(k []byte, st Status, seq uint64) []byte {
 	k = append(k, st...)
 	k = append(k, 0)
 	return binary.BigEndian.AppendUint64(k, seq)
@@ -62,9 +66,17 @@ func (t *Tx) NextLease(index uint64) (uint64, error) {
 }
 
 // NextSeq allocates the next job sequence number (starting at 1).
-func (t *Tx) NextSeq() (uint64, error) {
-	n := t.metaUint(keyNextSeq) + 1
-	return n, t.putMetaUint(keyNextSeq, n)
+func (t *Tx) NextSeq() (uint64, error) { return t.NextSeqs(1) }
+
+// NextSeqs allocates n consecutive job sequence numbers (n >= 1) and
+// returns the first: the same numbers, and the same stored counter, as n
+// calls of NextSeq, in one write.
+func (t *Tx) NextSeqs(n int) (uint64, error) {
+	if n < 1 {
+		return 0, fmt.Errorf("store: allocate %d job seqs: want at least 1", n)
+	}
+	first := t.metaUint(keyNextSeq) + 1
+	return first, t.putMetaUint(keyNextSeq, first+uint64(n)-1)
 }
 
 // Job returns the job with the given id, or ErrNotFound.
@@ -91,10 +103,16 @@ func (t *Tx) InsertJob(j *Job, index uint64) error {
 	if err := t.putJob(j); err != nil {
 		return err
 	}
-	if err := t.tx.Bucket(bucketSeq).Put(putUint(j.Seq), []byte(j.ID)); err != nil {
+	// bbolt copies keys but keeps values until the transaction ends: the
+	// keys are built in one scratch buffer, the id (the value of both
+	// index entries) is kept once, in the arena.
+	id := t.keep(j.ID)
+	t.key = binary.BigEndian.AppendUint64(t.key[:0], j.Seq)
+	if err := t.tx.Bucket(bucketSeq).Put(t.key, id); err != nil {
 		return fmt.Errorf("index job %s: %w", j.ID, err)
 	}
-	return t.tx.Bucket(bucketStatus).Put(statusKey(j.Status, j.Seq), []byte(j.ID))
+	t.key = appendStatusKey(t.key[:0], j.Status, j.Seq)
+	return t.tx.Bucket(bucketStatus).Put(t.key, id)
 }
 
 // UpdateJob stores a changed job; prev is its status before the change.
@@ -173,7 +191,8 @@ func (t *Tx) putJob(j *Job) error {
 	if err != nil {
 		return err
 	}
-	if err := t.tx.Bucket(bucketJobs).Put([]byte(j.ID), v); err != nil {
+	t.key = append(t.key[:0], j.ID...)
+	if err := t.tx.Bucket(bucketJobs).Put(t.key, v); err != nil {
 		return fmt.Errorf("put job %s: %w", j.ID, err)
 	}
 	return nil
@@ -189,18 +208,36 @@ const (
 // a Put until the transaction ends, so records are appended to the arena,
 // never written over, and one allocation holds many of them.
 func (t *Tx) encodeJob(j *Job) ([]byte, error) {
-	if cap(t.arena)-len(t.arena) < minArena/4 {
-		t.arena = make([]byte, 0, min(max(2*cap(t.arena), minArena), maxArena))
-	}
-	free := t.arena[len(t.arena):]
+	free := t.arenaRoom()
 	v, err := appendJob(free, j)
 	if err != nil {
 		return nil, err
 	}
-	if cap(v) == cap(free) { // it fit: claim the room; else append made v its own
+	return t.claim(free, v), nil
+}
+
+// keep copies s into the arena, for a value bbolt keeps until the
+// transaction ends.
+func (t *Tx) keep(s string) []byte {
+	free := t.arenaRoom()
+	return t.claim(free, append(free, s...))
+}
+
+// arenaRoom is the arena's free room, a new chunk when little is left.
+func (t *Tx) arenaRoom() []byte {
+	if cap(t.arena)-len(t.arena) < minArena/4 {
+		t.arena = make([]byte, 0, min(max(2*cap(t.arena), minArena), maxArena))
+	}
+	return t.arena[len(t.arena):]
+}
+
+// claim takes v, appended to free (the arena's room), out of the room: if
+// it fit, the arena grows over it; else append made v its own.
+func (t *Tx) claim(free, v []byte) []byte {
+	if cap(v) == cap(free) {
 		t.arena = t.arena[:len(t.arena)+len(v)]
 	}
-	return v[:len(v):len(v)], nil
+	return v[:len(v):len(v)]
 }
 
 // IdempotencyKey returns the id of the job holding key and until when the
