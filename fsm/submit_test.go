@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/store"
 )
@@ -299,44 +298,4 @@ func TestSubmitRejections(t *testing.T) {
 			t.Fatal("a rejected submit changed the jobs")
 		}
 	})
-}
-
-// TestSubmitAllocationsPerJob bounds the heap allocations of applying a
-// batch submit, per job (allocation counts are deterministic, unlike
-// times). About 20 are left: bbolt's cursors and key copies (3 Puts a job),
-// the env and metadata maps, the command and the id; 45 before the
-// changes BenchmarkSubmitBatch measured.
-func TestSubmitAllocationsPerJob(t *testing.T) {
-	if raceScale != 1 {
-		t.Skip("the race detector allocates on its own")
-	}
-	f := newTestFSM(t)
-	const per = 1000
-	jobs := make([]fsm.NewJob, per)
-	for i := range jobs {
-		jobs[i] = fsm.NewJob{Command: "/usr/local/bin/report --customer " + strconv.Itoa(i), Queue: "etl", MaxAttempts: 3,
-			Env:      map[string]string{"REPORT_FORMAT": "pdf", "REGION": "eu-west-1"},
-			Metadata: map[string]string{"source": "api", "customer": strconv.Itoa(i)}}
-	}
-	var logs []*raft.Log
-	for i := range 4 {
-		data, err := fsm.Encode(&fsm.Entry{Now: t0.UnixNano() + int64(i), Cmds: []fsm.Cmd{submit(jobs...)}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		logs = append(logs, &raft.Log{Index: uint64(i + 1), Type: raft.LogCommand, Data: data})
-	}
-	next := 0
-	allocs := testing.AllocsPerRun(len(logs)-1, func() {
-		res := f.ApplyBatch(logs[next : next+1])[0].([]fsm.Result)[0]
-		if res.Err != nil || len(res.Jobs) != per {
-			t.Fatalf("submit: %d jobs, %v", len(res.Jobs), res.Err)
-		}
-		next++
-	})
-	const most = 22
-	if perJob := allocs / per; perJob > most {
-		t.Errorf("a batch submit allocates %.1f times a job, want at most %d", perJob, most)
-	}
-	t.Logf("%.1f allocations a job", allocs/per)
 }
