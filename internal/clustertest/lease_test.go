@@ -3,6 +3,7 @@ package clustertest_test
 import (
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -65,6 +66,23 @@ func TestFencingRejectsStaleLease(t *testing.T) {
 	if b.ID != job.ID || b.Lease <= a.Lease || b.Attempts != 2 {
 		t.Fatalf("B's claim = lease %d attempts %d, want a lease above A's %d and attempt 2", b.Lease, b.Attempts, a.Lease)
 	}
+	// B keeps its lease while the subtests look, however slow the machine:
+	// a heartbeat every third of the lease.
+	stop := make(chan struct{})
+	beats := make(chan struct{})
+	go func() {
+		defer close(beats)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(ttl / 3):
+				_, _ = try(http.MethodPost, urlB+"/jobs/"+job.ID+"/heartbeat", wire.HeartbeatRequest{Lease: b.Lease})
+			}
+		}
+	}()
+	stopBeats := sync.OnceFunc(func() { close(stop); <-beats })
+	t.Cleanup(stopBeats)
 
 	t.Run("StaleDoneIs409AndChangesNothing", func(t *testing.T) {
 		zero := 0
@@ -84,6 +102,7 @@ func TestFencingRejectsStaleLease(t *testing.T) {
 	})
 
 	t.Run("CurrentLeaseDoneIsRecorded", func(t *testing.T) {
+		stopBeats()
 		zero := 0
 		call(t, http.StatusOK, http.MethodPost, urlB+"/jobs/"+job.ID+"/done", wire.ReportRequest{Lease: b.Lease, ExitCode: &zero, Output: "from B"})
 		got := getJob(t, urlA, job.ID)
