@@ -1,3 +1,5 @@
+//go:build !workron_protocol1 && !workron_protocol2
+
 package fsm_test
 
 import (
@@ -131,6 +133,10 @@ func TestPruneBuckets(t *testing.T) {
 		}
 		if p := e.Cmds[0].Protocol(); p != 3 {
 			t.Fatalf("protocol %d, want 3", p)
+		}
+		// The entry protocol2_prune_test.go checks a protocol 2 binary refuses.
+		if e, err := fsm.Decode(pruneEntry); err != nil || e.Cmds[0].Op != fsm.OpPruneBuckets || e.Cmds[0].PruneBuckets.Limit != 1 {
+			t.Fatalf("Decode of %q: %+v, %v", pruneEntry, e, err)
 		}
 	})
 }
