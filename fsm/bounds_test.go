@@ -120,6 +120,9 @@ func TestApplyCostIsBounded(t *testing.T) {
 	// A prune_buckets visits at most its Limit buckets: one of Limit 1
 	// writes what a small entry does however many buckets the state holds.
 	t.Run("PruningIdleKeyBuckets", func(t *testing.T) {
+		if fsm.ProtocolVersion < 3 {
+			t.Skip("prune_buckets is protocol 3")
+		}
 		n := fsm.MaxPruneBuckets / raceScale
 		h.ok(setLimits("rated", store.QueueLimits{KeyRate: store.Rate{Count: 1, Per: int64(time.Minute)}, KeyBurst: 1}))
 		var batch []fsm.NewJob
