@@ -82,6 +82,8 @@ func (a *applier) apply(c *Cmd) Result {
 		return a.forgetWorker(c.ForgetWorker)
 	case OpSetQueueLimits:
 		return a.setQueueLimits(c.QueueLimits)
+	case OpPruneBuckets:
+		return a.pruneBuckets(c.PruneBuckets)
 	}
 	// Decode refuses unknown ops, so this is a bug, not input.
 	panic(fmt.Sprintf("workron: unknown command %q at index %d", c.Op, a.index))

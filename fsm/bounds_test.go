@@ -116,6 +116,46 @@ func TestApplyCostIsBounded(t *testing.T) {
 		measure(fmt.Sprintf("retry reviving %d dependents", dependents), retryDeps(hot))
 		h.status(store.StatusBlocked, long("zz-hot-child"))
 	})
+
+	// A prune_buckets visits at most its Limit buckets: one of Limit 1
+	// writes what a small entry does however many buckets the state holds.
+	t.Run("PruningIdleKeyBuckets", func(t *testing.T) {
+		if fsm.ProtocolVersion < 3 {
+			t.Skip("prune_buckets is protocol 3")
+		}
+		n := fsm.MaxPruneBuckets / raceScale
+		h.ok(setLimits("rated", store.QueueLimits{KeyRate: store.Rate{Count: 1, Per: int64(time.Minute)}, KeyBurst: 1}))
+		var batch []fsm.NewJob
+		for i := range n {
+			batch = append(batch, fsm.NewJob{Command: "x", Queue: "rated", ConcurrencyKey: fmt.Sprintf("tenant-%06d", i)})
+			if len(batch) == maxBatchJobs || i == n-1 {
+				h.submit(batch...)
+				batch = batch[:0]
+			}
+		}
+		for claimed := 0; claimed < n; {
+			got := h.claim(fsm.Claim{WorkerID: "w", Queues: []string{"rated"}, Max: fsm.MaxClaim})
+			if len(got) == 0 {
+				t.Fatalf("claimed %d of %d", claimed, n)
+			}
+			claimed += len(got)
+		}
+		if got := h.f.KeyBuckets(); got != n {
+			t.Fatalf("%d key buckets, want %d", got, n)
+		}
+		h.now = h.now.Add(time.Minute)
+		r, one := measure(fmt.Sprintf("prune 1 of %d idle key buckets", n), fsm.Cmd{Op: fsm.OpPruneBuckets, PruneBuckets: &fsm.PruneBuckets{Limit: 1}})
+		if r.Deleted != 1 || r.Next == nil {
+			t.Fatalf("pruned %d, next %q, want 1 and more to come", r.Deleted, r.Next)
+		}
+		if one > first+4*4096 {
+			t.Errorf("pruning one of %d buckets wrote %d bytes, a small submit %d", n, one, first)
+		}
+		r, _ = measure(fmt.Sprintf("prune the other %d idle key buckets", n-1), fsm.Cmd{Op: fsm.OpPruneBuckets, PruneBuckets: &fsm.PruneBuckets{After: r.Next, Limit: fsm.MaxPruneBuckets}})
+		if r.Deleted != n-1 || h.f.KeyBuckets() != 0 {
+			t.Fatalf("pruned %d, %d left, want %d and none", r.Deleted, h.f.KeyBuckets(), n-1)
+		}
+	})
 }
 
 // dependentCount is how many jobs depend on the job.

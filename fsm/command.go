@@ -38,6 +38,7 @@ const (
 	OpCheckpoint      Op = "checkpoint"
 	OpForgetWorker    Op = "forget_worker" // protocol 2, see opProtocol
 	OpSetQueueLimits  Op = "set_queue_limits"
+	OpPruneBuckets    Op = "prune_buckets" // protocol 3, see opProtocol
 )
 
 // Entry is what one Raft log entry carries: the leader's clock reading,
@@ -74,6 +75,7 @@ type Cmd struct {
 	Checkpoint      *Checkpoint      `json:"ckpt,omitempty"`
 	ForgetWorker    *ForgetWorker    `json:"forget,omitempty"`
 	QueueLimits     *SetQueueLimits  `json:"qlimits,omitempty"`
+	PruneBuckets    *PruneBuckets    `json:"prune,omitempty"`
 }
 
 // Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
@@ -309,6 +311,8 @@ func (c *Cmd) valid() bool {
 		return c.ForgetWorker != nil
 	case OpSetQueueLimits:
 		return c.QueueLimits != nil
+	case OpPruneBuckets:
+		return c.PruneBuckets != nil
 	}
 	return false
 }

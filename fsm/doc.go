@@ -21,6 +21,7 @@
 //	gangs                                  gang.go, gang_reserve.go, gang_drain.go, gang_checkpoint.go
 //	resources and what a worker has free   resources.go
 //	flow control (limits, buckets, keys)   flow.go
+//	pruning idle key buckets               prune.go
 //	time limits held a job (Result.Held)   flow.go (heldClock; in memory only), pause.go (pauses run it)
 //	fairness (rotation over a queue's keys) fair.go
 //	rate-limited and snoozed attempts      pause.go

@@ -25,6 +25,10 @@ func (h *harness) claimFair(worker string, n int) []string {
 	return keys
 }
 
+// pruneEntry is a prune_buckets entry (protocol 3, prune_test.go and
+// protocol2_prune_test.go).
+var pruneEntry = []byte("\x02\x02\x01\x00" + withLen(`{"op":"prune_buckets","prune":{"limit":1}}`))
+
 // protocol3Entries are entries of the op codes and names this file's
 // features add: a protocol 2 binary refuses them (protocol2_test.go).
 var protocol3Entries = [][]byte{

@@ -37,7 +37,7 @@ type Result struct {
 	Jobs     []*store.Job
 	Existing bool // submit: an idempotency key matched; Jobs[0] is the old job
 	Renewed  int  // worker heartbeat: leases renewed
-	Deleted  int  // delete: jobs removed
+	Deleted  int  // delete: jobs removed; prune_buckets: buckets removed
 	Deadline int64
 	Actions  []Action
 	Worker   *store.Worker
@@ -47,6 +47,9 @@ type Result struct {
 	// job it took from a queue with limits, in nanoseconds, by job id
 	// (see heldClock in flow.go): the leader's metrics read it.
 	Held map[string]int64
+	// Next, for prune_buckets, is where the next one starts (its After),
+	// nil when the scan reached the last bucket.
+	Next []byte
 }
 
 // Action tells a worker to act on a job it runs.

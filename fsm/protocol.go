@@ -18,6 +18,7 @@ var opProtocol = map[Op]int{
 	OpRetryDependents: 2,
 	OpForgetWorker:    2,
 	OpSetQueueLimits:  2,
+	OpPruneBuckets:    3,
 }
 
 // protocol is the least protocol a node needs to apply op.

@@ -144,11 +144,62 @@ func (t *Tx) DeleteTokenBuckets(queue string, keys bool) error {
 // queue, whether it is a concurrency key's, the key, and its state.
 func (t *Tx) ForEachTokenBucket(fn func(queue string, isKey bool, key string, tb TokenBucket) error) error {
 	return t.tx.Bucket(bucketTokens).ForEach(func(k, v []byte) error {
-		i := bytes.IndexByte(k, 0)
-		if i < 0 || i+1 >= len(k) || len(v) != 16 {
-			return fmt.Errorf("token bucket %q: malformed", k)
+		queue, isKey, key, tb, err := parseTokenBucket(k, v)
+		if err != nil {
+			return err
 		}
-		tb := TokenBucket{Level: int64(binary.BigEndian.Uint64(v)), At: int64(binary.BigEndian.Uint64(v[8:]))}
-		return fn(string(k[:i]), k[i+1] == 'k', string(k[i+2:]), tb)
+		return fn(queue, isKey, key, tb)
 	})
+}
+
+// parseTokenBucket reads a stored bucket's key and value.
+func parseTokenBucket(k, v []byte) (queue string, isKey bool, key string, tb TokenBucket, err error) {
+	i := bytes.IndexByte(k, 0)
+	if i < 0 || i+1 >= len(k) || len(v) != 16 {
+		return "", false, "", tb, fmt.Errorf("token bucket %q: malformed", k)
+	}
+	tb = TokenBucket{Level: int64(binary.BigEndian.Uint64(v)), At: int64(binary.BigEndian.Uint64(v[8:]))}
+	return string(k[:i]), k[i+1] == 'k', string(k[i+2:]), tb, nil
+}
+
+// PruneTokenBuckets visits, in key order, at most limit stored buckets
+// that follow the one whose key is after (from the first when after is
+// empty), and deletes those drop says to. It returns how many it deleted
+// and the key of the last one it visited, nil when it visited fewer than
+// limit: no bucket follows them.
+func (t *Tx) PruneTokenBuckets(after []byte, limit int, drop func(queue string, isKey bool, key string, tb TokenBucket) bool) (int, []byte, error) {
+	b := t.tx.Bucket(bucketTokens)
+	c := b.Cursor()
+	k, v := c.First()
+	if len(after) > 0 {
+		k, v = c.Seek(after)
+		if k != nil && bytes.Equal(k, after) {
+			k, v = c.Next()
+		}
+	}
+	var del [][]byte
+	var last []byte
+	n := 0
+	for ; k != nil && n < limit; k, v = c.Next() {
+		queue, isKey, key, tb, err := parseTokenBucket(k, v)
+		if err != nil {
+			return 0, nil, err
+		}
+		n++
+		last = k
+		if drop(queue, isKey, key, tb) {
+			del = append(del, bytes.Clone(k))
+		}
+	}
+	if n < limit {
+		last = nil
+	} else {
+		last = bytes.Clone(last)
+	}
+	for _, k := range del { // not while the cursor walks the bucket
+		if err := b.Delete(k); err != nil {
+			return 0, nil, fmt.Errorf("delete token bucket %q: %w", k, err)
+		}
+	}
+	return len(del), last, nil
 }

@@ -54,6 +54,8 @@ type ReaperState interface {
 // SweeperState is what the sweeper reads of the state.
 type SweeperState interface {
 	ExpiredJobs(now int64, limit int) []string
+	// KeyBuckets is how many concurrency keys have a token bucket.
+	KeyBuckets() int
 }
 
 // SchedulerState is what the scheduler reads of the state.

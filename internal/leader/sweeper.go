@@ -43,10 +43,15 @@ func (c *SweeperConfig) Validate() error {
 
 // Sweeper is the leader's loop that deletes finished jobs whose retention
 // ran out, in batched commands, so history never grows the replicated state
-// without bound. The FSM re-checks each job's expiry when it applies.
+// without bound. The FSM re-checks each job's expiry when it applies. It
+// also prunes the token buckets of concurrency keys gone idle (full again),
+// which change no claim's decision (fsm.PruneBuckets), once the cluster
+// runs protocol 3.
 type Sweeper struct {
 	cfg SweeperConfig
 	run runner
+	// pruneBatch is the buckets one prune_buckets visits; tests lower it.
+	pruneBatch int
 }
 
 // NewSweeper checks cfg and returns a Sweeper, not yet started.
@@ -55,17 +60,18 @@ func NewSweeper(cfg SweeperConfig) (*Sweeper, error) {
 		return nil, err
 	}
 	cfg.Logger, cfg.Now = orDiscard(cfg.Logger), orNow(cfg.Now)
-	return &Sweeper{cfg: cfg}, nil
+	return &Sweeper{cfg: cfg, pruneBatch: fsm.MaxPruneBuckets}, nil
 }
 
 // Start runs the sweeper until ctx ends or Stop: every Interval it deletes
-// batches until one comes back short.
+// batches until one comes back short, then prunes idle key buckets.
 func (w *Sweeper) Start(ctx context.Context) {
 	w.run.start(ctx, func(ctx context.Context) {
 		every(ctx, w.cfg.Interval, func() {
 			for n := sweepBatch; n == sweepBatch && ctx.Err() == nil; {
 				n = w.runOnce(ctx)
 			}
+			w.prune(ctx)
 		})
 	})
 }
@@ -87,4 +93,34 @@ func (w *Sweeper) runOnce(ctx context.Context) int {
 	}
 	w.cfg.Logger.Debug("retention sweep", "deleted", res.Deleted)
 	return res.Deleted
+}
+
+// prune proposes prune_buckets, each starting where the last stopped,
+// until one reaches the last bucket, and returns how many buckets they
+// deleted. While a member runs a protocol before 3 the proposer refuses the
+// command (raftnode.ErrNeedsUpgrade) and the pass ends: the next sweep
+// tries again.
+func (w *Sweeper) prune(ctx context.Context) int {
+	if w.cfg.State.KeyBuckets() == 0 {
+		return 0
+	}
+	var after []byte
+	total := 0
+	for ctx.Err() == nil {
+		cmd := fsm.Cmd{Op: fsm.OpPruneBuckets, PruneBuckets: &fsm.PruneBuckets{After: after, Limit: w.pruneBatch}}
+		res, err := propose(ctx, w.cfg.Proposer, cmd)
+		if err != nil {
+			w.cfg.Logger.Debug("bucket prune not applied", "err", err)
+			break
+		}
+		total += res.Deleted
+		if res.Next == nil {
+			break
+		}
+		after = res.Next
+	}
+	if total > 0 {
+		w.cfg.Logger.Debug("bucket prune", "deleted", total)
+	}
+	return total
 }
