@@ -24,6 +24,7 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 	s.lastPoll.Store(a.cmd.WorkerID, time.Now())
 	defer s.lastPoll.Store(a.cmd.WorkerID, time.Now())
 	deadline := time.Now().Add(a.wait)
+	gatedLooks := 0
 	for {
 		changed := s.state.Changed()
 		if a.anyQueue {
@@ -31,19 +32,34 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 		}
 		finished := s.claimsFinished()
 		ready := s.state.ClaimableCount(a.cmd.WorkerID, a.cmd.Queues, a.cmd.Types, a.cmd.Shell, s.now())
-		if ready > 0 && s.claiming.acquire(ready) {
-			res, err := s.propose(ctx, fsm.Cmd{Op: fsm.OpClaim, Claim: &a.cmd})
-			s.claiming.release()
-			if err != nil {
-				return nil, err
+		gated := false
+		if ready > 0 {
+			if gated = !s.claiming.acquire(ready); !gated {
+				res, err := s.propose(ctx, fsm.Cmd{Op: fsm.OpClaim, Claim: &a.cmd})
+				s.claiming.release()
+				if err != nil {
+					return nil, err
+				}
+				if len(res.Jobs) > 0 {
+					s.jobsClaimed(ctx, res.Jobs, res.Held)
+					return res.Jobs, nil
+				}
+				changed = nil // lost a race: pause briefly rather than spin
 			}
-			if len(res.Jobs) > 0 {
-				s.jobsClaimed(ctx, res.Jobs, res.Held)
-				return res.Jobs, nil
-			}
-			changed = nil // lost a race: pause briefly rather than spin
 		}
 		left := time.Until(deadline)
+		if left <= 0 && gated && gatedLooks < maxGatedLooks && s.node.IsLeader() && !s.isDraining() {
+			// Jobs are ready but as many claims are in flight, and one of
+			// them may already have taken its job (its slot is freed only
+			// after its reply): a claim that may not wait still waits for
+			// one to finish, then looks again, rather than answer empty
+			// beside a ready job.
+			gatedLooks++
+			if !s.awaitClaimInFlight(ctx, finished) {
+				return nil, nil
+			}
+			continue
+		}
 		if left <= 0 || !s.node.IsLeader() || s.isDraining() {
 			return nil, nil
 		}
@@ -51,6 +67,32 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 		if over {
 			return jobs, err
 		}
+	}
+}
+
+// maxGatedLooks bounds how often a claim that may not wait looks again after
+// finding its jobs' claims all in flight (see claim).
+const maxGatedLooks = 3
+
+// claimInFlightWait bounds each of those waits: a claim in flight ends
+// within a commit round unless the cluster has lost its leader.
+const claimInFlightWait = time.Second
+
+// awaitClaimInFlight waits until a claim in flight finishes (finished),
+// for at most claimInFlightWait; false if ctx ended or the node drains
+// first.
+func (s *Server) awaitClaimInFlight(ctx context.Context, finished <-chan struct{}) bool {
+	timer := time.NewTimer(claimInFlightWait)
+	defer timer.Stop()
+	select {
+	case <-finished:
+		return true
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	case <-s.draining:
+		return false
 	}
 }
 
