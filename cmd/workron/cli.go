@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/traceparent"
 	"github.com/workron/workron/worker/client"
 )
 
@@ -342,6 +343,7 @@ func (c *cli) printJob(j *wire.Job) {
 		row("scheduled_for", j.ScheduledFor.Local().Format(time.DateTime))
 	}
 	row("worker", j.WorkerID)
+	row("trace", traceparent.TraceID(j.TraceParent))
 	row("progress", progressText(j.Progress))
 	if j.ExitCode != nil {
 		row("exit_code", fmt.Sprint(*j.ExitCode))

@@ -328,3 +328,20 @@ func requests(t *testing.T, hc *http.Client, server, route string) int {
 	}
 	return 0
 }
+
+// TestJobShowsItsTraceID: `jobs get` prints the trace id of a job's
+// traceparent, what a tracing backend finds its trace by, and no trace row
+// for a job without one.
+func TestJobShowsItsTraceID(t *testing.T) {
+	var out bytes.Buffer
+	c := &cli{out: &out}
+	c.printJob(&wire.Job{ID: "job-1", Status: wire.StatusDone, TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"})
+	if !regexp.MustCompile(`(?m)^trace:\s+4bf92f3577b34da6a3ce929d0e0e4736$`).MatchString(out.String()) {
+		t.Errorf("jobs get of a traced job:\n%s", out.String())
+	}
+	out.Reset()
+	c.printJob(&wire.Job{ID: "job-2", Status: wire.StatusDone})
+	if strings.Contains(out.String(), "trace") {
+		t.Errorf("jobs get of a job without a trace:\n%s", out.String())
+	}
+}

@@ -65,3 +65,13 @@ func Parse(tp string) (string, bool) {
 	out := Of(Context(context.Background(), tp))
 	return out, out != ""
 }
+
+// TraceID is the trace id of traceparent tp (32 hex digits), what a tracing
+// backend finds the trace by; "" when tp is not a valid traceparent.
+func TraceID(tp string) string {
+	sc := trace.SpanContextFromContext(Context(context.Background(), tp))
+	if !sc.IsValid() {
+		return ""
+	}
+	return sc.TraceID().String()
+}

@@ -24,6 +24,14 @@ func TestTraceparent(t *testing.T) {
 			}
 		}
 	})
+	t.Run("TraceIDIsTheSecondField", func(t *testing.T) {
+		if got := traceparent.TraceID(tp); got != "4bf92f3577b34da6a3ce929d0e0e4736" {
+			t.Errorf("TraceID(%q) = %q", tp, got)
+		}
+		if got := traceparent.TraceID("garbage"); got != "" {
+			t.Errorf("TraceID of garbage = %q, want empty", got)
+		}
+	})
 	t.Run("HeadersCarryIt", func(t *testing.T) {
 		in := http.Header{"Traceparent": {tp}}
 		ctx := traceparent.FromHeader(context.Background(), in)
