@@ -171,9 +171,11 @@ func TestDashboardInBrowser(t *testing.T) {
 		cl.call(http.MethodPost, "/workers/register", wire.Worker{ID: "tenant-worker-1", Resources: wire.Resources{Slots: 4}, Queues: []string{"tenants"}}, nil, http.StatusCreated)
 		first := cl.submit(wire.SubmitRequest{Command: "./sync-tenant.sh acme", Queue: "tenants", ConcurrencyKey: "acme"})
 		second := cl.submit(wire.SubmitRequest{Command: "./sync-tenant.sh acme --full", Queue: "tenants", ConcurrencyKey: "acme"})
-		if j := cl.claim("tenant-worker-1", "tenants"); j.ID != first {
+		j := cl.claim("tenant-worker-1", "tenants")
+		if j.ID != first {
 			t.Fatalf("claimed %s from tenants, want %s", j.ID, first)
 		}
+		firstLease := j.Lease
 		b.waitFor("one job held, by the key's limit", `(() => { const el = document.querySelector('tr[data-queue="tenants"] [data-test="held"]');
 			return el?.dataset.held === "1" && el.title.includes("key concurrency"); })()`)
 		b.waitFor("the running count against the queue's limit", `document.querySelector('tr[data-queue="tenants"] [data-limit="concurrency"]')?.textContent === "1 / 3 running"`)
@@ -203,6 +205,7 @@ func TestDashboardInBrowser(t *testing.T) {
 			t.Fatalf("the edit changed more than key_concurrency: %+v", l)
 		}
 		b.waitFor("the held job released", `document.querySelector('tr[data-queue="tenants"] [data-test="held"]')?.dataset.held === "0"`)
+		b.waitFor("the key weights shown", `document.querySelector('tr[data-queue="tenants"] [data-limit="key_weights"]')?.textContent === "weights acme 3"`)
 
 		del := `tr[data-queue="tenants"] button[data-action="clear-limits"]`
 		b.click(del)
@@ -211,6 +214,12 @@ func TestDashboardInBrowser(t *testing.T) {
 		if l := cl.limits("tenants"); l != nil {
 			t.Fatalf("the API still shows limits after clearing them: %+v", l)
 		}
+
+		// A rate-limited attempt pauses its key, limits or none: the row
+		// says until when, and why on hover.
+		cl.call(http.MethodPost, "/jobs/"+first+"/fail", wire.ReportRequest{Lease: firstLease, Error: "429 from the tenant API", RateLimitedFor: "1h"}, nil, http.StatusOK)
+		b.waitFor("the key's pause shown", `(() => { const el = document.querySelector('tr[data-queue="tenants"] [data-limit="paused"][data-key="acme"]');
+			return !!el && el.textContent.startsWith("key acme paused until ") && el.title === "429 from the tenant API"; })()`)
 	})
 
 	t.Run("WorkersShowCapacity", func(t *testing.T) {

@@ -765,8 +765,26 @@
         l.rate_limited_until ? [' until ', when(l.rate_limited_until)] : ''),
       l.key_rate && h('span', { class: 'chip', dataset: { limit: 'key_rate' } }, `${l.key_rate} per key`, l.key_burst ? ` burst ${l.key_burst}` : '',
         l.keys_rate_limited ? ` (${l.keys_rate_limited} waiting)` : ''),
+      l.key_weights && Object.keys(l.key_weights).length && h('span', { class: 'chip', dataset: { limit: 'key_weights' },
+        title: 'Claims take turns over the keys; a key takes up to its weight in a row (others 1).' },
+        'weights ', Object.keys(l.key_weights).sort().map((k) => `${k} ${l.key_weights[k]}`).join(', ')),
+      ...pausesOf(l),
     ].filter(Boolean);
     return h('span', { class: 'pairs', dataset: { test: 'limits' } }, parts);
+  }
+
+  // MAX_PAUSES_SHOWN bounds the pauses a queue's row lists; the rest are
+  // counted.
+  const MAX_PAUSES_SHOWN = 3;
+
+  // pausesOf shows the pauses rate-limited attempts asked for: the queue's,
+  // then its keys', each until when (the reason on hover).
+  function pausesOf(l) {
+    const ps = l.paused || [];
+    const out = ps.slice(0, MAX_PAUSES_SHOWN).map((p) => h('span', { class: 'chip', dataset: { limit: 'paused', key: p.key || '' }, title: p.reason || '' },
+      p.key ? `key ${p.key} paused until ` : 'paused until ', when(p.until)));
+    if (ps.length > MAX_PAUSES_SHOWN) out.push(h('span', { class: 'chip muted', dataset: { limit: 'paused-more' } }, `+${ps.length - MAX_PAUSES_SHOWN} more paused`));
+    return out;
   }
 
   // held shows how many due jobs the queue's limits hold back, by limit.
