@@ -135,9 +135,7 @@ func (r *entryReader) cmd3(c *Cmd, code byte) {
 		c.Report.Token = r.Str()
 		c.Report.RateLimitedFor, c.Report.SnoozeFor = r.Varint(), r.Varint()
 		c.Report.Result = r.payload()
-		if r.Bool() {
-			c.Report.Progress = &LeaseProgress{Percent: r.Int(), Message: r.Str()}
-		}
+		c.Report.Progress = r.progress()
 		if r.Err() == nil && !c.Report.backpressure() && !c.Report.progressed() {
 			r.Fail(fmt.Sprintf("report of op code %d without its fields", code))
 		}
@@ -146,9 +144,7 @@ func (r *entryReader) cmd3(c *Cmd, code byte) {
 		h := c.WorkerHeartbeat
 		h.Token, h.ClaimsFrom, h.ClaimsTo = r.Str(), r.Uvarint(), r.Uvarint()
 		for i := range h.Leases {
-			if r.Bool() {
-				h.Leases[i].Progress = &LeaseProgress{Percent: r.Int(), Message: r.Str()}
-			}
+			h.Leases[i].Progress = r.progress()
 		}
 	}
 }
@@ -237,6 +233,14 @@ func (r *entryReader) newJob(j *NewJob) {
 	j.Resources.CPUMillis = r.Int()
 	j.Resources.Slots = r.Int()
 	j.Tags = r.Strings()
+}
+
+// progress reads what appendProgress wrote: nil when not set.
+func (r *entryReader) progress() *LeaseProgress {
+	if !r.Bool() {
+		return nil
+	}
+	return &LeaseProgress{Percent: r.Int(), Message: r.Str()}
 }
 
 // payload reads a Payload, which must be JSON.

@@ -396,11 +396,7 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 		b = binenc.AppendVarint(b, r.RateLimitedFor)
 		b = binenc.AppendVarint(b, r.SnoozeFor)
 		b = binenc.AppendBytes(b, r.Result)
-		b = binenc.AppendBool(b, r.Progress != nil)
-		if p := r.Progress; p != nil {
-			b = binenc.AppendInt(b, p.Percent)
-			b = appendText(b, p.Message)
-		}
+		b = appendProgress(b, r.Progress)
 	}
 	return b, nil
 }
@@ -409,11 +405,18 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 // if set Percent and Message.
 func appendLeaseProgress(b []byte, leases []LeaseRef) []byte {
 	for _, l := range leases {
-		b = binenc.AppendBool(b, l.Progress != nil)
-		if p := l.Progress; p != nil {
-			b = binenc.AppendInt(b, p.Percent)
-			b = appendText(b, p.Message)
-		}
+		b = appendProgress(b, l.Progress)
+	}
+	return b
+}
+
+// appendProgress appends an optional progress: a bool (set), then if set
+// Percent and Message.
+func appendProgress(b []byte, p *LeaseProgress) []byte {
+	b = binenc.AppendBool(b, p != nil)
+	if p != nil {
+		b = binenc.AppendInt(b, p.Percent)
+		b = appendText(b, p.Message)
 	}
 	return b
 }
