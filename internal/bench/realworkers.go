@@ -73,7 +73,7 @@ func (b *bencher) realWorkers(ctx context.Context) ([]Figure, error) {
 	workerCPU := procsCPU(workers)
 	b.submitMany(ctx, leader, queue, n, benchBatchSize, benchBatchClients, time.Time{}, t, &errs)
 	var problems []string
-	end, err := b.waitQueueDone(ctx, leader, queue, t.accepted(), 60*time.Second+time.Duration(n)*20*time.Millisecond)
+	end, err := b.waitQueueDone(ctx, leader, queue, t.accepted(), 60*time.Second+time.Duration(n)*20*time.Millisecond, 50*time.Millisecond)
 	if err != nil {
 		problems = append(problems, err.Error())
 	}
@@ -140,11 +140,11 @@ func procsCPU(ps []*proccluster.Proc) time.Duration {
 	return total
 }
 
-// waitQueueDone polls the leader's queue counts every 20ms until want jobs
-// of queue are done, and returns when it saw that.
-func (b *bencher) waitQueueDone(ctx context.Context, leader, queue string, want int, timeout time.Duration) (time.Time, error) {
+// waitQueueDone polls the leader's queue counts every interval until want
+// jobs of queue are done, and returns when it saw that.
+func (b *bencher) waitQueueDone(ctx context.Context, leader, queue string, want int, timeout, interval time.Duration) (time.Time, error) {
 	done := 0
-	err := poll.True(ctx, timeout, 50*time.Millisecond, func() bool {
+	err := poll.True(ctx, timeout, interval, func() bool {
 		var qs struct {
 			Queues []struct {
 				Name   string         `json:"name"`

@@ -22,8 +22,11 @@ import (
 //   - submit_single: Clients clients POST /jobs one job at a time, to the
 //     leader and (submit_single_follower, a quarter as many) via a follower;
 //   - submit_batch: benchBatchClients clients POST /jobs/batch;
-//   - claim_done, claim_done_batched: Clients virtual workers claim (max 1,
-//     or benchBatchedClaimMax) and report done until Jobs jobs are done;
+//   - claim_done, claim_done_piggyback, claim_done_batched: Clients
+//     virtual workers claim (max 1, or benchBatchedClaimMax) and report done
+//     (on its own, or on the next claim) until Jobs jobs are done;
+//   - claim_done_worker: one Go SDK worker with Clients slots runs Jobs
+//     typed jobs (goworker.go);
 //   - claim_done_limits: claim_done without keys, with 10,000 concurrency
 //     keys, and with them under a per-key limit, and the ratio (limits.go);
 //   - latency: submits at Rate for Duration while benchLatencyWorkers
@@ -88,6 +91,8 @@ func (b *bencher) run(ctx context.Context, name string) ([]Figure, error) {
 		return b.claimDone(ctx, name, 1)
 	case "claim_done_batched":
 		return b.claimDone(ctx, name, benchBatchedClaimMax)
+	case "claim_done_worker":
+		return b.claimDoneWorker(ctx)
 	case "claim_done_limits":
 		return b.claimDoneLimits(ctx)
 	case "latency":

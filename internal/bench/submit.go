@@ -42,12 +42,17 @@ func (b *bencher) submit(ctx context.Context, target string, body []byte, size i
 	b.noteError("submit", st, err)
 }
 
-// submitMany has clients clients submit n jobs (or submit until the
-// deadline, if set) to target, per jobs to a request.
+// submitMany has clients clients submit n jobs of `true` to queue (or
+// submit until the deadline, if set) on target, per jobs to a request.
 func (b *bencher) submitMany(ctx context.Context, target, queue string, n, per, clients int, deadline time.Time, t *tracker, errs *atomic.Int64) {
+	b.submitJobs(ctx, target, wire.SubmitRequest{Command: "true", Queue: queue}, n, per, clients, deadline, t, errs)
+}
+
+// submitJobs is submitMany for n copies of job.
+func (b *bencher) submitJobs(ctx context.Context, target string, job wire.SubmitRequest, n, per, clients int, deadline time.Time, t *tracker, errs *atomic.Int64) {
 	jobs := make([]wire.SubmitRequest, per)
 	for i := range jobs {
-		jobs[i] = wire.SubmitRequest{Command: "true", Queue: queue}
+		jobs[i] = job
 	}
 	single := mustJSON(jobs[0])
 	var next atomic.Int64

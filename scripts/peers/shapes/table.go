@@ -23,21 +23,23 @@ type column struct {
 // tableRow is one line of the comparison: the subject's Figure and the
 // peers' Figure of the same shape.
 type tableRow struct {
-	label   string
+	label   string // with %d for the subject's clients when slots is set
 	subject string // Figure name in the first column (Workron)
 	peer    string // Figure name in the others
+	slots   bool
 }
 
 // tableRows are the comparison's lines.
 var tableRows = []tableRow{
-	{"single submit (jobs/s)", "submit_single", "submit_single"},
-	{"batch submit, 1,000 a call, 4 clients (jobs/s)", "submit_batch", "submit_batch"},
-	{"claim → done, one job per claim (jobs/s)", "claim_done", "claim_done"},
-	{"claim → done, the report on the next claim (jobs/s)", "claim_done_piggyback", "claim_done"},
-	{"claim → done, up to 16 a claim, batch reports (jobs/s)", "claim_done_batched", "claim_done"},
-	{"submit → start at a steady rate, 8 workers, p50 (ms)", "latency_p50", "latency_p50"},
-	{"submit → start, p99 (ms)", "latency_p99", "latency_p99"},
-	{"submit → start, max (ms)", "latency_max", "latency_max"},
+	{"single submit (jobs/s)", "submit_single", "submit_single", false},
+	{"batch submit, 1,000 a call, 4 clients (jobs/s)", "submit_batch", "submit_batch", false},
+	{"claim → done, one job per claim (jobs/s)", "claim_done", "claim_done", false},
+	{"claim → done, the report on the next claim (jobs/s)", "claim_done_piggyback", "claim_done", false},
+	{"claim → done, up to 16 a claim, batch reports (jobs/s)", "claim_done_batched", "claim_done", false},
+	{"claim → done, the Go worker, %d slots (jobs/s)", "claim_done_worker", "claim_done", true},
+	{"submit → start at a steady rate, 8 workers, p50 (ms)", "latency_p50", "latency_p50", false},
+	{"submit → start, p99 (ms)", "latency_p99", "latency_p99", false},
+	{"submit → start, max (ms)", "latency_max", "latency_max", false},
 }
 
 // RunTable is `peers-bench table NAME=FILE ...`: the first is the subject,
@@ -104,7 +106,11 @@ func writeTable(w io.Writer, cols []column) {
 	fmt.Fprintln(w, "|"+strings.Repeat(" --- |", len(head)))
 	for _, r := range tableRows {
 		s, sok := subject.figs[r.subject]
-		cells := []string{r.label, cell(s, sok)}
+		label := r.label
+		if r.slots {
+			label = fmt.Sprintf(label, clients)
+		}
+		cells := []string{label, cell(s, sok)}
 		for _, c := range cols[1:] {
 			p, pok := c.figs[r.peer]
 			cells = append(cells, cell(p, pok), ratio(s, sok, p, pok))

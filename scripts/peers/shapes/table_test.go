@@ -14,6 +14,7 @@ func TestTableRatiosAndMissingShapes(t *testing.T) {
 		`{"Figure":"submit_single","value":2000,"unit":"jobs/s","clients":16,"correct":true}` + "\n" +
 		`{"Figure":"submit_batch","value":30000,"unit":"jobs/s","correct":true}` + "\n" +
 		`{"Figure":"claim_done_piggyback","value":1500,"unit":"jobs/s","correct":true}` + "\n" +
+		`{"Figure":"claim_done_worker","value":4500,"unit":"jobs/s","clients":16,"correct":true}` + "\n" +
 		`{"Figure":"latency_p50","value":8,"unit":"ms","correct":true}` + "\n"
 	peer := `{"system":"R","settings":"PostgreSQL 15, fsync on","Figure":"submit_single","value":4000,"unit":"jobs/s","correct":true}` + "\n" +
 		`{"Figure":"claim_done","value":3000,"unit":"jobs/s","correct":false,"problems":"job 3 started 2 times, want 1"}` + "\n" +
@@ -36,6 +37,8 @@ func TestTableRatiosAndMissingShapes(t *testing.T) {
 		"| batch submit, 1,000 a call, 4 clients (jobs/s) | 30,000 | — | — |",
 		"| claim → done, one job per claim (jobs/s) | — | 3,000 (FAILED) | — |",
 		"| claim → done, the report on the next claim (jobs/s) | 1,500 | 3,000 (FAILED) | 0.50× |",
+		"| claim → done, up to 16 a claim, batch reports (jobs/s) | — | 3,000 (FAILED) | — |",
+		"| claim → done, the Go worker, 16 slots (jobs/s) | 4,500 | 3,000 (FAILED) | 1.50× |",
 		"| submit → start at a steady rate, 8 workers, p50 (ms) | 8.0 | 2.0 | 4.00× |",
 		"River: PostgreSQL 15, fsync on.",
 		"River claim_done: check FAILED: job 3 started 2 times, want 1",
