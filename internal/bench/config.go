@@ -80,8 +80,9 @@ type Config struct {
 	// NodeArgs are more `workron server` flags for every node the bench
 	// starts, in-process or not (WORKRON_BENCH_NODE_ARGS).
 	NodeArgs []string
-	// NodeLogs shows the in-process nodes' logs on Stderr
-	// (WORKRON_BENCH_LOG); they would bury the figures otherwise.
+	// NodeLogs shows the in-process nodes' logs, and those of the Go
+	// worker of claim_done_worker, on Stderr (WORKRON_BENCH_LOG); they
+	// would bury the figures otherwise.
 	NodeLogs bool
 	// StartNode starts one node of the in-process cluster. Required unless
 	// Servers are given.

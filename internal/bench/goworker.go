@@ -95,8 +95,8 @@ func (b *bencher) claimDoneWorker(ctx context.Context) ([]Figure, error) {
 }
 
 // newBenchWorker is a Go SDK worker with --clients slots serving queue
-// through servers with h for benchJobType jobs only; it logs its warnings
-// and errors on the bench's progress output.
+// through servers with h for benchJobType jobs only; it logs nothing (the
+// SDK's default) unless the nodes' logs are shown (WORKRON_BENCH_LOG).
 func (b *bencher) newBenchWorker(name string, servers []string, queue string, h worker.HandlerFunc) (*worker.Worker, error) {
 	cfg := worker.DefaultConfig()
 	cfg.Servers = servers
@@ -104,7 +104,9 @@ func (b *bencher) newBenchWorker(name string, servers []string, queue string, h 
 	cfg.Concurrency = b.cfg.Clients
 	cfg.Queues = []string{queue}
 	cfg.Shell = false
-	cfg.Logger = slog.New(slog.NewTextHandler(b.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if b.cfg.NodeLogs {
+		cfg.Logger = slog.New(slog.NewTextHandler(b.stderr, nil))
+	}
 	w, err := worker.New(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("bench worker: %w", err)

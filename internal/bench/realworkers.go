@@ -167,10 +167,17 @@ func (b *bencher) waitQueueDone(ctx context.Context, leader, queue string, want 
 	return time.Now(), nil
 }
 
+// attemptReturned is the status of an attempt in a job's history whose
+// claim reply never reached its worker (lost in an election): the cluster
+// gave the job back, the attempt did not count and its number is used again
+// (store.StatusReturned).
+const attemptReturned = "returned"
+
 // trackFromHistory fills the tracker from the jobs of queue the leader
 // lists as done, for workers the bench cannot watch: each attempt in a
-// job's history as a claim, each done attempt as a done report. It returns
-// the jobs that took more than one attempt (a `true` job runs once).
+// job's history as a claim (but a returned one, which no worker received),
+// each done attempt as a done report. It returns the jobs that took more
+// than one attempt (a `true` job runs once).
 func (b *bencher) trackFromHistory(ctx context.Context, leader, queue string, t *tracker) []string {
 	var out []string
 	q := url.Values{"status": {wire.StatusDone}, "queue": {queue}, "limit": {"1000"}}
@@ -185,6 +192,9 @@ func (b *bencher) trackFromHistory(ctx context.Context, leader, queue string, t 
 			}
 			out = append(out, jobcheck.FinishedOnce(j)...)
 			for _, a := range j.AttemptHistory {
+				if a.Status == attemptReturned {
+					continue
+				}
 				t.claimed(j.ID, a.Attempt, a.Lease, a.Started)
 				if a.Status == wire.StatusDone {
 					t.done(j.ID, a.Lease)

@@ -1,9 +1,15 @@
 package bench
 
 import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/workron/workron/api/wire"
 )
 
 func TestPercentile(t *testing.T) {
@@ -81,4 +87,29 @@ func TestTrackerCheck(t *testing.T) {
 			t.Errorf("check = %q, want the claim reported", p)
 		}
 	})
+}
+
+// An attempt the cluster gave back because its claim reply was lost is in
+// the job's history with the number of the attempt that ran after it; it
+// is not a second claim of that attempt.
+func TestTrackFromHistorySkipsReturnedAttempts(t *testing.T) {
+	now := time.Now()
+	job := wire.Job{ID: "a", Queue: "q", Status: wire.StatusDone, Attempts: 1, AttemptHistory: []wire.Attempt{
+		{Attempt: 1, Lease: 10, Status: attemptReturned, Started: now, Ended: now},
+		{Attempt: 1, Lease: 12, Status: wire.StatusDone, Started: now, Ended: now},
+	}}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_ = json.NewEncoder(w).Encode(wire.JobList{Jobs: []wire.Job{job}})
+	}))
+	defer srv.Close()
+	b := newBencher(Config{Clients: 1, Stderr: io.Discard})
+	defer b.hc.CloseIdleConnections()
+	tr := newTracker()
+	tr.submitted("a", now)
+	if p := b.trackFromHistory(t.Context(), srv.URL, "q", tr); len(p) != 0 {
+		t.Fatalf("trackFromHistory = %q, want no problems", p)
+	}
+	if p := tr.check(true); len(p) != 0 {
+		t.Errorf("check = %q, want no problems", p)
+	}
 }
