@@ -9,7 +9,10 @@
 //
 // Run registers the worker (retrying until it succeeds or its context ends),
 // then long-polls POST /jobs/claim whenever it has free slots, asking for at
-// most that many jobs. Each claimed job runs in its own goroutine. While any
+// most that many jobs; one claim is in flight at a time. Once a slot is free
+// while other jobs run, it waits up to a millisecond for more to free, so
+// that jobs ending together (a claim's short jobs) share the next claim,
+// and its round trip. Each claimed job runs in its own goroutine. While any
 // job runs, one worker-level heartbeat renews all of the worker's leases
 // every third of the lease TTL the server announced; it carries the server's
 // requests to cancel or preempt jobs. A heartbeat answered 404 (the server

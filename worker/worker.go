@@ -88,6 +88,7 @@ type Worker struct {
 	jobs      sync.WaitGroup
 	slotFreed chan struct{} // cap 1: a task ended
 	jobsBegan chan struct{} // cap 1: a task started
+	gather    time.Duration // claimGather; tests change it
 
 	// Claim numbers (wire.ClaimRequest.ClaimSeq) of this run: the first,
 	// the last whose request ended (its jobs, if any, started), and the
@@ -131,6 +132,7 @@ func New(cfg Config) (*Worker, error) {
 		reports:   newReportQueue(),
 		slotFreed: make(chan struct{}, 1),
 		jobsBegan: make(chan struct{}, 1),
+		gather:    claimGather,
 		// Above any number an earlier run of this id used, unless the
 		// clock went back.
 		claimsFrom: uint64(time.Now().UnixNano()),
@@ -231,8 +233,11 @@ func (w *Worker) Run(ctx context.Context) error {
 // reports' answers come back at once.
 func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 	bo := newBackoff(100*time.Millisecond, 5*time.Second)
+	gather := time.NewTimer(claimGather) // reset by waitForSlots
+	defer gather.Stop()
+	gather.Stop()
 	for seq := w.claimsFrom; ; seq++ {
-		free, ok := w.waitForSlots(ctx)
+		free, ok := w.waitForSlots(ctx, gather)
 		if !ok {
 			return
 		}
@@ -314,22 +319,44 @@ func (w *Worker) startAll(base, jobCtx context.Context, resp *wire.ClaimResponse
 	}
 }
 
+// claimGather is how long the claim loop waits, once a slot is free while
+// other jobs run, for more slots to free before it claims: jobs that end
+// together (short handlers, the jobs of one claim) then share one claim,
+// which carries their reports, instead of a claim for the first to end and
+// another round trip for the rest. It delays a claim by at most this much
+// when jobs end one by one.
+const claimGather = time.Millisecond
+
 // waitForSlots blocks until at least one slot is free and returns how many
-// are, or false when ctx ends.
-func (w *Worker) waitForSlots(ctx context.Context) (int, bool) {
+// are, or false when ctx ends. While jobs run, it returns when every slot
+// is free or w.gather after it first saw one free. gather is the claim
+// loop's timer, stopped or expired.
+func (w *Worker) waitForSlots(ctx context.Context, gather *time.Timer) (int, bool) {
+	var gathered <-chan time.Time
 	for {
-		w.mu.Lock()
-		free := w.cfg.Concurrency - len(w.running)
-		w.mu.Unlock()
-		if free > 0 {
+		free := w.freeSlots()
+		switch {
+		case free == w.cfg.Concurrency:
 			return free, ctx.Err() == nil
+		case free > 0 && gathered == nil:
+			gather.Reset(w.gather)
+			gathered = gather.C
 		}
 		select {
 		case <-ctx.Done():
 			return 0, false
 		case <-w.slotFreed:
+		case <-gathered:
+			return w.freeSlots(), ctx.Err() == nil
 		}
 	}
+}
+
+// freeSlots is how many more jobs may run now.
+func (w *Worker) freeSlots() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.cfg.Concurrency - len(w.running)
 }
 
 // drain waits up to Grace for running jobs, then stops the rest and waits
