@@ -25,7 +25,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	)
 	fs.BoolVar(&short, "short", false, "quick correctness run: --jobs 2000 and --duration 3s unless given; well under a minute")
 	fs.StringVar(&servers, "server", "", "bench an existing cluster at these node URLs (comma-separated) instead of starting three nodes in-process")
-	fs.IntVar(&c.Clients, "clients", 64, "concurrent single-job submitters, and virtual workers of the claim scenarios")
+	fs.IntVar(&c.Clients, "clients", 64, "concurrent single-job submitters, virtual workers of the claim scenarios, and slots of claim_done_worker's Go worker")
 	fs.IntVar(&c.Jobs, "jobs", 20000, "jobs of submit_single and of each claim scenario; submit_batch sends twice as many")
 	fs.Float64Var(&c.Rate, "rate", 200, "submissions per second in the latency scenario")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long the latency scenario submits")

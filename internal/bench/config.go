@@ -41,8 +41,9 @@ type Config struct {
 	// Servers are the node URLs of an existing cluster to bench; none: a
 	// cluster of three nodes in this process, started with StartNode.
 	Servers []string
-	// Clients is the number of concurrent single-job submitters and of
-	// virtual workers of the claim scenarios (--clients).
+	// Clients is the number of concurrent single-job submitters, of
+	// virtual workers of the claim scenarios and of slots of
+	// claim_done_worker's Go worker (--clients).
 	Clients int
 	// Jobs is the jobs of submit_single and of each claim scenario;
 	// submit_batch sends twice as many (--jobs).
