@@ -22,12 +22,21 @@ func (b *bencher) claimDone(ctx context.Context, name string, claimMax int) ([]F
 	queue := b.queue(name)
 	t := newTracker()
 	var errs atomic.Int64
-	n := b.cfg.Jobs
-	b.submitMany(ctx, leader, queue, n, benchBatchSize, benchBatchClients, time.Time{}, t, &errs)
-	if got := t.accepted(); got != n {
-		return nil, fmt.Errorf("pre-submitted %d of %d jobs", got, n)
+	if err := b.preSubmit(ctx, leader, wire.SubmitRequest{Command: "true", Queue: queue}, t, &errs); err != nil {
+		return nil, err
 	}
 	return []Figure{b.drainQueue(ctx, name, leader, queue, claimMax, t, &errs)}, nil
+}
+
+// preSubmit submits --jobs copies of job to leader in batches, and fails
+// unless every one was accepted.
+func (b *bencher) preSubmit(ctx context.Context, leader string, job wire.SubmitRequest, t *tracker, errs *atomic.Int64) error {
+	n := b.cfg.Jobs
+	b.submitJobs(ctx, leader, job, n, benchBatchSize, benchBatchClients, time.Time{}, t, errs)
+	if got := t.accepted(); got != n {
+		return fmt.Errorf("pre-submitted %d of %d jobs", got, n)
+	}
+	return nil
 }
 
 // drainQueue has --clients virtual workers claim up to claimMax at a time

@@ -35,12 +35,10 @@ func (b *bencher) claimDoneWorker(ctx context.Context) ([]Figure, error) {
 	queue := b.queue(name)
 	t := newTracker()
 	var errs atomic.Int64
-	n := b.cfg.Jobs
-	job := wire.SubmitRequest{Type: benchJobType, Queue: queue}
-	b.submitJobs(ctx, leader, job, n, benchBatchSize, benchBatchClients, time.Time{}, t, &errs)
-	if got := t.accepted(); got != n {
-		return nil, fmt.Errorf("pre-submitted %d of %d jobs", got, n)
+	if err := b.preSubmit(ctx, leader, wire.SubmitRequest{Type: benchJobType, Queue: queue}, t, &errs); err != nil {
+		return nil, err
 	}
+	n := b.cfg.Jobs
 	var runs atomic.Int64
 	ran := make(chan struct{}) // closed when the handler has run n times
 	w, err := b.newBenchWorker(name, append([]string{leader}, followers...), queue, func(context.Context, *worker.Job) error {
