@@ -35,7 +35,7 @@ var tableRows = []tableRow{
 	{"batch submit, 1,000 a call, 4 clients (jobs/s)", "submit_batch", "submit_batch", false},
 	{"claim → done, one job per claim (jobs/s)", "claim_done", "claim_done", false},
 	{"claim → done, the report on the next claim (jobs/s)", "claim_done_piggyback", "claim_done", false},
-	{"claim → done, up to 16 a claim, batch reports (jobs/s)", "claim_done_batched", "claim_done", false},
+	{"claim → done, up to 16 a claim, reports on the next claim (jobs/s)", "claim_done_batched", "claim_done", false},
 	{"claim → done, the Go worker, %d slots (jobs/s)", "claim_done_worker", "claim_done", true},
 	{"submit → start at a steady rate, 8 workers, p50 (ms)", "latency_p50", "latency_p50", false},
 	{"submit → start, p99 (ms)", "latency_p99", "latency_p99", false},

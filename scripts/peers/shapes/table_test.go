@@ -37,7 +37,7 @@ func TestTableRatiosAndMissingShapes(t *testing.T) {
 		"| batch submit, 1,000 a call, 4 clients (jobs/s) | 30,000 | — | — |",
 		"| claim → done, one job per claim (jobs/s) | — | 3,000 (FAILED) | — |",
 		"| claim → done, the report on the next claim (jobs/s) | 1,500 | 3,000 (FAILED) | 0.50× |",
-		"| claim → done, up to 16 a claim, batch reports (jobs/s) | — | 3,000 (FAILED) | — |",
+		"| claim → done, up to 16 a claim, reports on the next claim (jobs/s) | — | 3,000 (FAILED) | — |",
 		"| claim → done, the Go worker, 16 slots (jobs/s) | 4,500 | 3,000 (FAILED) | 1.50× |",
 		"| submit → start at a steady rate, 8 workers, p50 (ms) | 8.0 | 2.0 | 4.00× |",
 		"River: PostgreSQL 15, fsync on.",
