@@ -130,7 +130,18 @@ type leaderCall struct {
 	again bool
 }
 
-func (c *leaderCall) reader() io.ReadCloser { return io.NopCloser(bytes.NewReader(c.body)) }
+func (c *leaderCall) reader() io.ReadCloser {
+	return &callBody{Reader: bytes.NewReader(c.body), body: c.body}
+}
+
+// callBody is a leaderCall's body, read again: readBody takes its bytes
+// as they are rather than copying them once more. Nothing writes to them.
+type callBody struct {
+	*bytes.Reader
+	body []byte
+}
+
+func (*callBody) Close() error { return nil }
 
 func callOf(ctx context.Context) *leaderCall {
 	c, _ := ctx.Value(keyCall).(*leaderCall)
@@ -357,6 +368,9 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		level := slog.LevelDebug
 		if sw.status >= http.StatusInternalServerError && sw.status != http.StatusServiceUnavailable {
 			level = slog.LevelWarn
+		}
+		if !s.logger.Enabled(ctx, level) {
+			return // without building the line's arguments
 		}
 		s.logger.Log(ctx, level, "request", "method", r.Method, "path", r.URL.Path, "route", route, "status", sw.status,
 			"duration", time.Since(start), "request_id", id)

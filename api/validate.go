@@ -307,6 +307,9 @@ func parseBackoff(b *wire.Backoff, f func(string) string) (store.Backoff, error)
 // variable passes wire.CheckEnvVar. Keys are checked in sorted order, so the
 // error names the same one each time.
 func checkEnv(field string, env map[string]string) error {
+	if len(env) == 0 {
+		return nil
+	}
 	if err := checkMap(field, env); err != nil {
 		return err
 	}
