@@ -26,7 +26,7 @@ func TestUnknownMembersMatchDecoder(t *testing.T) {
 		{`{"backoff":null,"resources":{"cpu_millis":1,"gpuz":2},"tags":["a","]"],"payload":{"k":[{"deep":true}]}}`,
 			[]string{`unknown field "resources.gpuz"`}, true},
 		{`{"run_at":"2025-01-01T00:00:00Z","max_attempts":3,"x":-1.5e3,"y":true}`, []string{`unknown field "x"`, `unknown field "y"`}, true},
-		{`{"pri\u006frty":1}`, []string{`unknown field "priorty"`}, false},         // escaped key: the decoder
+		{`{"pri\u006frty":1}`, []string{`unknown field "priorty"`}, false},          // escaped key: the decoder
 		{`{"QUEUEſ":1,"command":"x"}`, []string{`unknown field "QUEUEſ"`}, false},   // not ASCII: the decoder
 		{`{"x":1,"x":2}`, []string{`unknown field "x"`, `unknown field "x"`}, true}, // each time, as the decoder
 	} {

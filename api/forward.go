@@ -25,7 +25,7 @@ import (
 const (
 	headerLeader    = "X-Workron-Leader"
 	headerForwarded = "X-Workron-Forwarded"
-	headerRequestID = "X-Request-ID"
+	headerRequestID = "X-Request-Id" // canonical: Header.Get and Set use it without allocating
 )
 
 type ctxKey int

@@ -193,6 +193,9 @@ func (s *Server) checkDependencies(jobs []fsm.NewJob, batch bool) error {
 			added[d]++
 		}
 	}
+	if total == 0 {
+		return nil // no dependency: nothing to read or check
+	}
 	var counts map[string]int // read only when a stored job is named
 	if len(order) > 0 {
 		var err error
