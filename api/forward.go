@@ -130,12 +130,19 @@ type leaderCall struct {
 	again bool
 }
 
-func (c *leaderCall) reader() io.ReadCloser {
+// reader is the body to forward: an io.NopCloser over a bytes.Reader,
+// which net/http's transport knows is in memory and so sends with the
+// headers in one write (any other reader has the headers flushed first).
+func (c *leaderCall) reader() io.ReadCloser { return io.NopCloser(bytes.NewReader(c.body)) }
+
+// localBody is the body to serve here.
+func (c *leaderCall) localBody() io.ReadCloser {
 	return &callBody{Reader: bytes.NewReader(c.body), body: c.body}
 }
 
-// callBody is a leaderCall's body, read again: readBody takes its bytes
-// as they are rather than copying them once more. Nothing writes to them.
+// callBody is a leaderCall's body, read again on this node: readBody
+// takes its bytes as they are rather than copying them once more.
+// Nothing writes to them.
 type callBody struct {
 	*bytes.Reader
 	body []byte
@@ -251,7 +258,7 @@ func (s *Server) serveLeader(w http.ResponseWriter, r *http.Request, c *leaderCa
 		addressWanted := false
 		if s.node.IsLeader() {
 			c.again = false
-			r.Body = c.reader()
+			r.Body = c.localBody()
 			c.local(w, r)
 			if !c.again {
 				return
