@@ -3,7 +3,9 @@ package api
 import (
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/workron/workron/api/wire"
@@ -64,4 +66,18 @@ func FuzzUnknownMembers(f *testing.F) {
 			t.Errorf("%q: unknownMembers %q, the decoder %q", body, got, dec)
 		}
 	})
+}
+
+// isName accepts exactly what the name pattern it replaced accepted.
+func TestIsNameMatchesPattern(t *testing.T) {
+	pattern := regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
+	names := []string{"", "a", "default", "Q-1.x:y_z", "a b", "a/b", "é", "queue\n", "a\x00", "ä1", "-", strings.Repeat("a", 128), strings.Repeat("a", 129), strings.Repeat("é", 64)}
+	for c := 0; c < 256; c++ {
+		names = append(names, string(rune(c)), "x"+string([]byte{byte(c)}))
+	}
+	for _, n := range names {
+		if got, want := isName(n), pattern.MatchString(n); got != want {
+			t.Errorf("isName(%q) = %v, the pattern says %v", n, got, want)
+		}
+	}
 }
