@@ -21,14 +21,14 @@ import (
 // hashes the labels and allocates on every call.
 type metrics struct {
 	reg       *prometheus.Registry
-	submitted *counterByQueue
-	completed *counterByQueue
-	failed    *counterByQueue
-	retried   *counterByQueue
-	expired   *counterByQueue
-	claimed   *counterByQueue
-	cancelled *counterByQueue
-	handedOff *counterByQueue
+	submitted *byQueue[prometheus.Counter]
+	completed *byQueue[prometheus.Counter]
+	failed    *byQueue[prometheus.Counter]
+	retried   *byQueue[prometheus.Counter]
+	expired   *byQueue[prometheus.Counter]
+	claimed   *byQueue[prometheus.Counter]
+	cancelled *byQueue[prometheus.Counter]
+	handedOff *byQueue[prometheus.Counter]
 	requests  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	// byRequest caches the requests and latency series of a route and
@@ -36,11 +36,11 @@ type metrics struct {
 	byRequest *labelCache[requestKey, requestSeries]
 	// startLatency and runDuration are observed per attempt: from when it
 	// could start to its claim, and from its claim to its report.
-	startLatency *histogramByQueue
-	runDuration  *histogramByQueue
+	startLatency *byQueue[prometheus.Observer]
+	runDuration  *byQueue[prometheus.Observer]
 	// limitWait is observed per attempt claimed from a queue with limits:
 	// the part of its wait that the limits held it back.
-	limitWait *histogramByQueue
+	limitWait *byQueue[prometheus.Observer]
 }
 
 // labelCache keeps what newItem returns for each key, made once: the
@@ -74,35 +74,34 @@ func (c *labelCache[K, V]) get(key K) V {
 	return v
 }
 
-// counterByQueue and histogramByQueue are vectors of one label, the
-// queue, with their series cached: of(queue) is WithLabelValues(queue)
-// without the lookup. The vector is embedded, so it registers and reads
-// as the vector itself.
-type counterByQueue struct {
-	*prometheus.CounterVec
-	series *labelCache[string, prometheus.Counter]
+// byQueue is a vector of one label, the queue, with its series cached:
+// of(queue) is vec.WithLabelValues(queue) without the lookup.
+type byQueue[M any] struct {
+	vec    queueVec[M]
+	series *labelCache[string, M]
 }
 
-func newCounterByQueue(opts prometheus.CounterOpts) *counterByQueue {
-	vec := prometheus.NewCounterVec(opts, []string{"queue"})
-	return &counterByQueue{CounterVec: vec, series: newLabelCache(func(q string) prometheus.Counter { return vec.WithLabelValues(q) })}
+// queueVec is a *prometheus.CounterVec (M a Counter) or HistogramVec (M
+// an Observer) of the label "queue".
+type queueVec[M any] interface {
+	prometheus.Collector
+	WithLabelValues(...string) M
 }
 
-// of is the counter of queue q.
-func (c *counterByQueue) of(q string) prometheus.Counter { return c.series.get(q) }
-
-type histogramByQueue struct {
-	*prometheus.HistogramVec
-	series *labelCache[string, prometheus.Observer]
+func newByQueue[M any](vec queueVec[M]) *byQueue[M] {
+	return &byQueue[M]{vec: vec, series: newLabelCache(func(q string) M { return vec.WithLabelValues(q) })}
 }
 
-func newHistogramByQueue(opts prometheus.HistogramOpts) *histogramByQueue {
-	vec := prometheus.NewHistogramVec(opts, []string{"queue"})
-	return &histogramByQueue{HistogramVec: vec, series: newLabelCache(func(q string) prometheus.Observer { return vec.WithLabelValues(q) })}
+func counterByQueue(opts prometheus.CounterOpts) *byQueue[prometheus.Counter] {
+	return newByQueue[prometheus.Counter](prometheus.NewCounterVec(opts, []string{"queue"}))
 }
 
-// of is the histogram of queue q.
-func (h *histogramByQueue) of(q string) prometheus.Observer { return h.series.get(q) }
+func histogramByQueue(opts prometheus.HistogramOpts) *byQueue[prometheus.Observer] {
+	return newByQueue[prometheus.Observer](prometheus.NewHistogramVec(opts, []string{"queue"}))
+}
+
+// of is the series of queue q.
+func (b *byQueue[M]) of(q string) M { return b.series.get(q) }
 
 // requestKey and requestSeries are a route and status's request series.
 type requestKey struct {
@@ -121,42 +120,42 @@ var waitBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60
 func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	m := &metrics{
 		reg: reg,
-		submitted: newCounterByQueue(prometheus.CounterOpts{
+		submitted: counterByQueue(prometheus.CounterOpts{
 			Name: "workron_jobs_submitted_total", Help: "Jobs accepted by this node while leader.",
 		}),
-		completed: newCounterByQueue(prometheus.CounterOpts{
+		completed: counterByQueue(prometheus.CounterOpts{
 			Name: "workron_jobs_completed_total", Help: "Attempts reported done.",
 		}),
-		failed: newCounterByQueue(prometheus.CounterOpts{
+		failed: counterByQueue(prometheus.CounterOpts{
 			Name: "workron_jobs_failed_total", Help: "Jobs that failed for good.",
 		}),
-		retried: newCounterByQueue(prometheus.CounterOpts{
+		retried: counterByQueue(prometheus.CounterOpts{
 			Name: "workron_jobs_retried_total", Help: "Jobs sent back to pending for another attempt: after a failed or expired attempt, or by POST /jobs/{id}/retry.",
 		}),
-		expired: newCounterByQueue(prometheus.CounterOpts{
+		expired: counterByQueue(prometheus.CounterOpts{
 			Name: "workron_leases_expired_total", Help: "Attempts whose lease ran out.",
 		}),
-		claimed: newCounterByQueue(prometheus.CounterOpts{
+		claimed: counterByQueue(prometheus.CounterOpts{
 			Name: "workron_jobs_claimed_total", Help: "Jobs leased to workers.",
 		}),
-		cancelled: newCounterByQueue(prometheus.CounterOpts{
+		cancelled: counterByQueue(prometheus.CounterOpts{
 			Name: "workron_jobs_cancelled_total", Help: "Jobs cancelled through the API (a running job counts when it is told to stop).",
 		}),
-		handedOff: newCounterByQueue(prometheus.CounterOpts{
+		handedOff: counterByQueue(prometheus.CounterOpts{
 			Name: "workron_jobs_handed_off_total", Help: "Jobs leased to a waiting worker in the log entry that submitted them (one commit round from submit to start).",
 		}),
-		startLatency: newHistogramByQueue(prometheus.HistogramOpts{
+		startLatency: histogramByQueue(prometheus.HistogramOpts{
 			Name:    "workron_job_start_latency_seconds",
 			Help:    "From when an attempt could start (submission, run_at, unblocking or retry) to its claim.",
 			Buckets: waitBuckets,
 		}),
-		limitWait: newHistogramByQueue(prometheus.HistogramOpts{
+		limitWait: histogramByQueue(prometheus.HistogramOpts{
 			Name: "workron_queue_limit_wait_seconds",
 			Help: "Per attempt claimed from a queue with flow-control limits, or held back by a pause a rate-limited attempt asked for: " +
 				"how long, since it became due, its queue's or its key's limits or pauses held it back (counted by the leader's state machine since it last started).",
 			Buckets: waitBuckets,
 		}),
-		runDuration: newHistogramByQueue(prometheus.HistogramOpts{
+		runDuration: histogramByQueue(prometheus.HistogramOpts{
 			Name:    "workron_job_run_duration_seconds",
 			Help:    "From an attempt's claim to its done or fail report.",
 			Buckets: []float64{0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 1800, 3600, 7200, 21600},
@@ -172,8 +171,8 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	m.byRequest = newLabelCache(func(k requestKey) requestSeries {
 		return requestSeries{count: m.requests.WithLabelValues(k.route, strconv.Itoa(k.status)), latency: m.latency.WithLabelValues(k.route)}
 	})
-	reg.MustRegister(m.submitted, m.completed, m.failed, m.retried, m.expired, m.claimed, m.cancelled, m.handedOff, m.requests, m.latency,
-		m.startLatency, m.runDuration, m.limitWait)
+	reg.MustRegister(m.submitted.vec, m.completed.vec, m.failed.vec, m.retried.vec, m.expired.vec, m.claimed.vec, m.cancelled.vec, m.handedOff.vec,
+		m.requests, m.latency, m.startLatency.vec, m.runDuration.vec, m.limitWait.vec)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	reg.MustRegister(&stateCollector{s: s}, &raftCollector{s: s})
 	return m

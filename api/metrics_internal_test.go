@@ -22,10 +22,10 @@ func TestCachedSeriesCount(t *testing.T) {
 	m.observeRequest("POST /jobs", http.StatusBadRequest, time.Millisecond)
 	m.submitted.of("other").Inc()
 
-	if n := testutil.ToFloat64(m.submitted.WithLabelValues("q")); n != 3 {
+	if n := testutil.ToFloat64(m.submitted.vec.WithLabelValues("q")); n != 3 {
 		t.Errorf("workron_jobs_submitted_total{queue=q} = %v, want 3", n)
 	}
-	if n := testutil.ToFloat64(m.submitted.WithLabelValues("other")); n != 1 {
+	if n := testutil.ToFloat64(m.submitted.vec.WithLabelValues("other")); n != 1 {
 		t.Errorf("workron_jobs_submitted_total{queue=other} = %v, want 1", n)
 	}
 	if n := testutil.ToFloat64(m.requests.WithLabelValues("POST /jobs", "201")); n != 3 {
@@ -37,7 +37,7 @@ func TestCachedSeriesCount(t *testing.T) {
 	if n := histogramCount(t, m.latency.WithLabelValues("POST /jobs")); n != 4 {
 		t.Errorf("workron_http_request_duration_seconds{route=POST /jobs} count = %d, want 4", n)
 	}
-	if n := histogramCount(t, m.startLatency.WithLabelValues("q")); n != 3 {
+	if n := histogramCount(t, m.startLatency.vec.WithLabelValues("q")); n != 3 {
 		t.Errorf("workron_job_start_latency_seconds{queue=q} count = %d, want 3", n)
 	}
 	if len(m.submitted.series.m) != 2 || len(m.byRequest.m) != 2 {
