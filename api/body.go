@@ -20,7 +20,12 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 // readBody reads a whole request body of at most limit bytes (413 beyond).
+// A body leaderRoute already read (callBody) is returned without a copy.
 func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
+	if cb, ok := r.Body.(*callBody); ok && cb.Len() == len(cb.body) && int64(len(cb.body)) <= limit {
+		_, _ = cb.Seek(0, io.SeekEnd) // read, as io.ReadAll would leave it
+		return cb.body, nil
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
@@ -95,6 +100,15 @@ func unknownFields(data []byte, t reflect.Type, prefix string) []string {
 	default:
 		return nil
 	}
+	if out, ok := unknownMembers(data, t, prefix); ok {
+		return out
+	}
+	return decodedUnknownFields(data, t, prefix)
+}
+
+// decodedUnknownFields is unknownFields of an object for struct type t,
+// walked with a decoder.
+func decodedUnknownFields(data []byte, t reflect.Type, prefix string) []string {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil
@@ -118,6 +132,146 @@ func unknownFields(data []byte, t reflect.Type, prefix string) []string {
 		out = append(out, unknownFields(val, f.Type, prefix+key+".")...)
 	}
 	return out
+}
+
+// unknownMembers is unknownFields of an object for struct type t without
+// a decoder: it walks data's members in place, and allocates only for
+// what it reports and the members it looks into. ok is false when it
+// cannot tell (data is not an object, or a key is escaped or not plain
+// ASCII): then the decoder's walk answers.
+func unknownMembers(data []byte, t reflect.Type, prefix string) (out []string, ok bool) {
+	fields := jsonFieldsOf(t)
+	ok = eachMember(data, func(key, val []byte) bool {
+		var lower [64]byte
+		k, fits := asciiLower(key, lower[:0])
+		if !fits {
+			return false
+		}
+		f, known := fields[string(k)]
+		switch {
+		case !known:
+			out = append(out, fmt.Sprintf("unknown field %q", prefix+string(key)))
+		case mayHaveFields(f.Type) && string(val) != "null":
+			out = append(out, unknownFields(val, f.Type, prefix+string(key)+".")...)
+		}
+		return true
+	})
+	return out, ok
+}
+
+// asciiLower appends key lower-cased to buf; false if key is not plain
+// printable ASCII, whose case folding strings.ToLower and encoding/json
+// agree on.
+func asciiLower(key, buf []byte) ([]byte, bool) {
+	for _, c := range key {
+		switch {
+		case c < 0x20 || c >= 0x7f:
+			return nil, false
+		case 'A' <= c && c <= 'Z':
+			c += 'a' - 'A'
+		}
+		buf = append(buf, c)
+	}
+	return buf, true
+}
+
+// mayHaveFields reports whether a value of type t may hold objects whose
+// fields unknownFields checks: a struct, or a slice or array of them.
+func mayHaveFields(t reflect.Type) bool {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return true
+	case reflect.Slice, reflect.Array:
+		return mayHaveFields(t.Elem())
+	}
+	return false
+}
+
+// eachMember calls fn with the raw key (between its quotes) and the raw
+// value of each member of the JSON object data, in order, until fn
+// returns false. data is valid JSON (it decoded without error). It
+// reports false when data is not an object, a key holds an escape, or fn
+// returned false.
+func eachMember(data []byte, fn func(key, val []byte) bool) bool {
+	i := skipSpace(data, 0)
+	if i >= len(data) || data[i] != '{' {
+		return false
+	}
+	if i = skipSpace(data, i+1); i < len(data) && data[i] == '}' {
+		return true
+	}
+	for i < len(data) && data[i] == '"' {
+		end := i + 1
+		for end < len(data) && data[end] != '"' && data[end] != '\\' {
+			end++
+		}
+		if end >= len(data) || data[end] != '"' {
+			return false // an escaped key: the decoder unquotes it
+		}
+		key := data[i+1 : end]
+		if i = skipSpace(data, end+1); i >= len(data) || data[i] != ':' {
+			return false
+		}
+		i = skipSpace(data, i+1)
+		vend := skipValue(data, i)
+		if vend <= i || !fn(key, data[i:vend]) {
+			return false
+		}
+		switch i = skipSpace(data, vend); {
+		case i < len(data) && data[i] == '}':
+			return true
+		case i < len(data) && data[i] == ',':
+			i = skipSpace(data, i+1)
+		default:
+			return false
+		}
+	}
+	return false
+}
+
+func skipSpace(data []byte, i int) int {
+	for i < len(data) && (data[i] == ' ' || data[i] == '\t' || data[i] == '\n' || data[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// skipValue returns the end of the valid JSON value starting at i.
+func skipValue(data []byte, i int) int {
+	depth := 0
+	for ; i < len(data); i++ {
+		switch data[i] {
+		case '"':
+			for i++; i < len(data) && data[i] != '"'; i++ {
+				if data[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 0 {
+				return i + 1
+			}
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth--; depth == 0 {
+				return i + 1
+			}
+			if depth < 0 {
+				return i // the end of the enclosing object
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	return i
 }
 
 // jsonField finds the field of struct type t that encoding/json fills from

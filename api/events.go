@@ -42,7 +42,7 @@ func (s *Server) logJob(ctx context.Context, level slog.Level, msg string, j *st
 func (s *Server) jobsSubmitted(ctx context.Context, jobs []*store.Job) {
 	traceJobs(ctx, jobs...)
 	for _, j := range jobs {
-		s.metrics.submitted.WithLabelValues(j.Queue).Inc()
+		s.metrics.submitted.of(j.Queue).Inc()
 		s.logJob(ctx, slog.LevelDebug, "job submitted", j)
 	}
 }
@@ -54,12 +54,12 @@ func (s *Server) jobsSubmitted(ctx context.Context, jobs []*store.Job) {
 func (s *Server) jobsClaimed(ctx context.Context, jobs []*store.Job, held map[string]int64) {
 	s.traceClaimed(ctx, jobs)
 	for _, j := range jobs {
-		s.metrics.claimed.WithLabelValues(j.Queue).Inc()
+		s.metrics.claimed.of(j.Queue).Inc()
 		if j.StartedAt >= j.RunAt {
-			s.metrics.startLatency.WithLabelValues(j.Queue).Observe(time.Duration(j.StartedAt - j.RunAt).Seconds())
+			s.metrics.startLatency.of(j.Queue).Observe(time.Duration(j.StartedAt - j.RunAt).Seconds())
 		}
 		if d, ok := held[j.ID]; ok {
-			s.metrics.limitWait.WithLabelValues(j.Queue).Observe(time.Duration(d).Seconds())
+			s.metrics.limitWait.of(j.Queue).Observe(time.Duration(d).Seconds())
 		}
 		s.logJob(ctx, slog.LevelDebug, "job claimed", j)
 	}
@@ -70,7 +70,7 @@ func (s *Server) jobsClaimed(ctx context.Context, jobs []*store.Job, held map[st
 func (s *Server) attemptEnded(ctx context.Context, j *store.Job, expired bool) {
 	s.traceEnded(ctx, j, expired)
 	if expired {
-		s.metrics.expired.WithLabelValues(j.Queue).Inc()
+		s.metrics.expired.of(j.Queue).Inc()
 	}
 	s.metrics.finished(j)
 	var ran time.Duration
@@ -78,7 +78,7 @@ func (s *Server) attemptEnded(ctx context.Context, j *store.Job, expired bool) {
 		last := j.History[n-1]
 		ran = time.Duration(last.Ended - last.Started)
 		if !expired && ran >= 0 {
-			s.metrics.runDuration.WithLabelValues(j.Queue).Observe(ran.Seconds())
+			s.metrics.runDuration.of(j.Queue).Observe(ran.Seconds())
 		}
 	}
 	level, msg := slog.LevelInfo, "job failed"
@@ -111,14 +111,14 @@ func (s *Server) jobChanged(ctx context.Context, op fsm.Op, j *store.Job) {
 	traceJobs(ctx, j)
 	switch op {
 	case fsm.OpCancel:
-		s.metrics.cancelled.WithLabelValues(j.Queue).Inc()
+		s.metrics.cancelled.of(j.Queue).Inc()
 		msg := "job cancelled"
 		if j.Status == store.StatusCancelling {
 			msg = "job cancelling: its worker is told on its next heartbeat"
 		}
 		s.logJob(ctx, slog.LevelInfo, msg, j)
 	case fsm.OpRetry, fsm.OpRetryDependents:
-		s.metrics.retried.WithLabelValues(j.Queue).Inc()
+		s.metrics.retried.of(j.Queue).Inc()
 		s.logJob(ctx, slog.LevelInfo, "job retried", j, "by", "request")
 	}
 }

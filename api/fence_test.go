@@ -70,7 +70,7 @@ func (e *schedEnv) fenceClaim(token, worker string, seq uint64) wire.Job {
 	return out.Jobs[0]
 }
 
-func mustUnmarshal(t *testing.T, rec *httptest.ResponseRecorder, v any) {
+func mustUnmarshal(t testing.TB, rec *httptest.ResponseRecorder, v any) {
 	t.Helper()
 	if err := json.Unmarshal(rec.Body.Bytes(), v); err != nil {
 		t.Fatalf("reply %q: %v", rec.Body, err)

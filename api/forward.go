@@ -25,7 +25,7 @@ import (
 const (
 	headerLeader    = "X-Workron-Leader"
 	headerForwarded = "X-Workron-Forwarded"
-	headerRequestID = "X-Request-ID"
+	headerRequestID = "X-Request-Id" // canonical: Header.Get and Set use it without allocating
 )
 
 type ctxKey int
@@ -130,7 +130,25 @@ type leaderCall struct {
 	again bool
 }
 
+// reader is the body to forward: an io.NopCloser over a bytes.Reader,
+// which net/http's transport knows is in memory and so sends with the
+// headers in one write (any other reader has the headers flushed first).
 func (c *leaderCall) reader() io.ReadCloser { return io.NopCloser(bytes.NewReader(c.body)) }
+
+// localBody is the body to serve here.
+func (c *leaderCall) localBody() io.ReadCloser {
+	return &callBody{Reader: bytes.NewReader(c.body), body: c.body}
+}
+
+// callBody is a leaderCall's body, read again on this node: readBody
+// takes its bytes as they are rather than copying them once more.
+// Nothing writes to them.
+type callBody struct {
+	*bytes.Reader
+	body []byte
+}
+
+func (*callBody) Close() error { return nil }
 
 func callOf(ctx context.Context) *leaderCall {
 	c, _ := ctx.Value(keyCall).(*leaderCall)
@@ -240,7 +258,7 @@ func (s *Server) serveLeader(w http.ResponseWriter, r *http.Request, c *leaderCa
 		addressWanted := false
 		if s.node.IsLeader() {
 			c.again = false
-			r.Body = c.reader()
+			r.Body = c.localBody()
 			c.local(w, r)
 			if !c.again {
 				return
@@ -357,6 +375,9 @@ func (s *Server) withRequestID(next http.Handler) http.Handler {
 		level := slog.LevelDebug
 		if sw.status >= http.StatusInternalServerError && sw.status != http.StatusServiceUnavailable {
 			level = slog.LevelWarn
+		}
+		if !s.logger.Enabled(ctx, level) {
+			return // without building the line's arguments
 		}
 		s.logger.Log(ctx, level, "request", "method", r.Method, "path", r.URL.Path, "route", route, "status", sw.status,
 			"duration", time.Since(start), "request_id", id)

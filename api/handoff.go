@@ -161,7 +161,7 @@ func (s *Server) handedOff(ctx context.Context, h handoff) (jobs []*store.Job, o
 	case len(h.res.Jobs) > 0:
 		s.jobsClaimed(ctx, h.res.Jobs, h.res.Held)
 		for _, j := range h.res.Jobs {
-			s.metrics.handedOff.WithLabelValues(j.Queue).Inc()
+			s.metrics.handedOff.of(j.Queue).Inc()
 		}
 		return h.res.Jobs, true, nil
 	}

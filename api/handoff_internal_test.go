@@ -142,7 +142,7 @@ func TestHandoffSubmitAndClaimShareAnEntry(t *testing.T) {
 	if got := e.node.proposed(); len(got) != 1 || fmt.Sprint(got[0]) != "[submit claim]" {
 		t.Fatalf("groups proposed: %v, want one of submit then claim", got)
 	}
-	if n := testutil.ToFloat64(e.srv.metrics.handedOff.WithLabelValues("q")); n != 1 {
+	if n := testutil.ToFloat64(e.srv.metrics.handedOff.of("q")); n != 1 {
 		t.Fatalf("workron_jobs_handed_off_total{queue=q} = %v, want 1", n)
 	}
 	if got := e.job(j.ID); got.Status != store.StatusRunning || got.WorkerID != "w1" || got.ModifyIndex != before+1 || got.ClaimSeq != 1 {

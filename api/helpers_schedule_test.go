@@ -56,7 +56,7 @@ func (n *loneNode) Restore(context.Context, io.Reader) (raftnode.RestoreInfo, er
 
 // schedEnv is a Server over a loneNode, driven by a test clock.
 type schedEnv struct {
-	t     *testing.T
+	t     testing.TB
 	clock *fsmtest.Clock
 	node  *loneNode
 	srv   *Server
@@ -64,7 +64,7 @@ type schedEnv struct {
 }
 
 // newSchedEnv starts a Server at start; mutate may change its Config.
-func newSchedEnv(t *testing.T, start time.Time, mutate func(*Config)) *schedEnv {
+func newSchedEnv(t testing.TB, start time.Time, mutate func(*Config)) *schedEnv {
 	t.Helper()
 	a := fsmtest.NewApplier(t, start)
 	clock, f := a.Clock, a.FSM

@@ -193,9 +193,15 @@ func (s *Server) checkDependencies(jobs []fsm.NewJob, batch bool) error {
 			added[d]++
 		}
 	}
-	counts, err := s.state.DependentCounts(order)
-	if err != nil {
-		return err
+	if total == 0 {
+		return nil // no dependency: nothing to read or check
+	}
+	var counts map[string]int // read only when a stored job is named
+	if len(order) > 0 {
+		var err error
+		if counts, err = s.state.DependentCounts(order); err != nil {
+			return err
+		}
 	}
 	for i, nj := range jobs {
 		for _, d := range nj.DependsOn {

@@ -20,7 +20,7 @@ func (s *Server) AttemptEnded(ctx context.Context, j *store.Job, expired bool) {
 
 // JobFired counts a job a schedule created.
 func (s *Server) JobFired(j *store.Job) {
-	s.metrics.submitted.WithLabelValues(j.Queue).Inc()
+	s.metrics.submitted.of(j.Queue).Inc()
 }
 
 // Active reports whether this node counts w as alive at now: heard from

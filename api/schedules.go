@@ -195,7 +195,7 @@ func (s *Server) handleTriggerSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j := res.Jobs[0]
-	s.metrics.submitted.WithLabelValues(j.Queue).Inc()
+	s.metrics.submitted.of(j.Queue).Inc()
 	s.logger.Info("schedule triggered", "schedule", name, "job", j.ID, "request_id", requestID(r.Context()))
 	writeJSON(w, http.StatusCreated, toWire(j, s.now()))
 }

@@ -94,6 +94,9 @@ func (s *Server) traceRoute(mux http.Handler) http.Handler {
 	})
 }
 
+// traceparentKey is the traceparent header's key in an http.Header.
+var traceparentKey = http.CanonicalHeaderKey(traceparent.Header)
+
 // jobTrace is the traceparent a job submitted by r stores: its request's
 // span (the node's, or the caller's header when the node records none);
 // "" when there is none, or while a member of the cluster runs a protocol
@@ -105,6 +108,9 @@ func (s *Server) jobTrace(r *http.Request) string {
 	}
 	ctx := r.Context()
 	if !trace.SpanContextFromContext(ctx).IsValid() {
+		if _, ok := r.Header[traceparentKey]; !ok {
+			return "" // no span, no header: nothing to parse
+		}
 		ctx = traceparent.FromHeader(ctx, r.Header)
 	}
 	return traceparent.Of(ctx)

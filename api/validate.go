@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -46,14 +45,29 @@ const (
 // DefaultBackoff is the retry policy of jobs that give none.
 var DefaultBackoff = store.Backoff{Base: int64(time.Second), Max: int64(time.Hour), Jitter: 0.3}
 
-var namePattern = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,128}$`)
-
-// validName checks a queue or type name.
+// validName checks a queue or type name: 1-128 of A-Z a-z 0-9 _ . : -
+// (the pattern ^[A-Za-z0-9_.:-]{1,128}$, checked byte by byte: every
+// submit checks two names, and the regexp cost more than the rest of
+// the validation).
 func validName(field, s string) error {
-	if !namePattern.MatchString(s) {
+	if !isName(s) {
 		return invalid(field, "%q must be 1-128 letters, digits or _ . : -", s)
 	}
 	return nil
+}
+
+func isName(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == ':', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // newJob validates a submission and turns it into the command's form; field
@@ -307,6 +321,9 @@ func parseBackoff(b *wire.Backoff, f func(string) string) (store.Backoff, error)
 // variable passes wire.CheckEnvVar. Keys are checked in sorted order, so the
 // error names the same one each time.
 func checkEnv(field string, env map[string]string) error {
+	if len(env) == 0 {
+		return nil
+	}
 	if err := checkMap(field, env); err != nil {
 		return err
 	}

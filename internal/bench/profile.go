@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"os"
+	"runtime/metrics"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -10,8 +11,9 @@ import (
 	"time"
 )
 
-// phase measures one timed phase: wall time, CPU time, the leader's Raft
-// entries, commands and term, and (with --cpuprofile) a CPU profile.
+// phase measures one timed phase: wall time, CPU time, heap allocations,
+// the leader's Raft entries, commands and term, and (with --cpuprofile) a
+// CPU profile.
 type phase struct {
 	b      *bencher
 	leader string
@@ -19,6 +21,7 @@ type phase struct {
 	cpu    time.Duration
 	raft   [3]float64
 	stages map[string][2]float64
+	allocs uint64
 }
 
 func (b *bencher) startPhase(ctx context.Context, name, leader string) *phase {
@@ -26,7 +29,7 @@ func (b *bencher) startPhase(ctx context.Context, name, leader string) *phase {
 	if err := b.startProfile(name); err != nil {
 		b.progress("bench: cpu profile: %v", err)
 	}
-	p.start, p.cpu = time.Now(), cpuTime()
+	p.start, p.cpu, p.allocs = time.Now(), cpuTime(), heapAllocs()
 	return p
 }
 
@@ -38,6 +41,7 @@ func (p *phase) end(ctx context.Context, t time.Time, fg *Figure) time.Duration 
 	}
 	p.b.stopProfile()
 	fg.CPUCores = (cpuTime() - p.cpu).Seconds() / time.Since(p.start).Seconds()
+	fg.Allocs = float64(heapAllocs() - p.allocs)
 	fg.Load1 = loadAverage()
 	r := p.b.raftCounters(ctx, p.leader)
 	stages := p.b.stageSums(ctx, p.leader)
@@ -59,6 +63,14 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// heapAllocs counts the heap objects this process has allocated: with an
+// in-process cluster, the servers' and the bench's together.
+func heapAllocs() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // loadAverage is the host's one-minute load average (0 where unknown): a

@@ -120,8 +120,11 @@ type Figure struct {
 	Entries      float64 `json:"raft_entries,omitempty"`
 	CmdsPerEntry float64 `json:"cmds_per_entry,omitempty"`
 	CPUCores     float64 `json:"cpu_cores"`
-	Load1        float64 `json:"load1,omitempty"`
-	Elections    float64 `json:"elections,omitempty"` // Raft terms that began during the phase
+	// Allocs is the heap objects the process allocated during the phase:
+	// with an in-process cluster, the nodes' and the load generator's.
+	Allocs    float64 `json:"allocs,omitempty"`
+	Load1     float64 `json:"load1,omitempty"`
+	Elections float64 `json:"elections,omitempty"` // Raft terms that began during the phase
 	// StagesMS is the mean milliseconds of each stage of the leader's
 	// entries during the phase (workron_raft_stage_seconds).
 	StagesMS map[string]float64 `json:"stages_ms,omitempty"`
