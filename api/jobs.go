@@ -85,7 +85,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.submitGang(w, r, &req, warnings)
 		return
 	}
-	nj, err := newJob(&req, "", s.cfg.Now(), s.cfg.Retention)
+	nj, err := newJob(&req, fieldIn(""), s.cfg.Now(), s.cfg.Retention)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -129,7 +129,7 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 	now, trace := s.cfg.Now(), s.jobTrace(r)
 	jobs := make([]fsm.NewJob, len(req.Jobs))
 	for i := range req.Jobs {
-		nj, err := newJob(&req.Jobs[i], fmt.Sprintf("jobs[%d].", i), now, s.cfg.Retention)
+		nj, err := newJob(&req.Jobs[i], batchField(i), now, s.cfg.Retention)
 		if err != nil {
 			s.fail(w, r, err)
 			return
