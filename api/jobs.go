@@ -147,7 +147,7 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.jobsSubmitted(r.Context(), res.Jobs)
-	writeJSON(w, http.StatusCreated, wire.JobList{Jobs: toWireList(res.Jobs, s.now()), Warnings: warnings})
+	writeJobList(w, http.StatusCreated, wire.JobList{Jobs: toWireList(res.Jobs, s.now()), Warnings: warnings})
 }
 
 // checkDependencies refuses unknown dependencies, more than
@@ -276,7 +276,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	if next != 0 {
 		out.NextCursor = strconv.FormatUint(next, 10)
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJobList(w, http.StatusOK, out)
 }
 
 // listFilter turns query parameters into a status index and a filter.
