@@ -36,7 +36,7 @@ func (s *Server) submitGang(w http.ResponseWriter, r *http.Request, req *wire.Su
 	}
 	one := *req
 	one.GangSize = 0
-	nj, err := newJob(&one, "", s.cfg.Now(), s.cfg.Retention)
+	nj, err := newJob(&one, fieldIn(""), s.cfg.Now(), s.cfg.Retention)
 	if err != nil {
 		s.fail(w, r, err)
 		return

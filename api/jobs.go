@@ -85,7 +85,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.submitGang(w, r, &req, warnings)
 		return
 	}
-	nj, err := newJob(&req, "", s.cfg.Now(), s.cfg.Retention)
+	nj, err := newJob(&req, fieldIn(""), s.cfg.Now(), s.cfg.Retention)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -129,7 +129,7 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 	now, trace := s.cfg.Now(), s.jobTrace(r)
 	jobs := make([]fsm.NewJob, len(req.Jobs))
 	for i := range req.Jobs {
-		nj, err := newJob(&req.Jobs[i], fmt.Sprintf("jobs[%d].", i), now, s.cfg.Retention)
+		nj, err := newJob(&req.Jobs[i], batchField(i), now, s.cfg.Retention)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -147,7 +147,7 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.jobsSubmitted(r.Context(), res.Jobs)
-	writeJSON(w, http.StatusCreated, wire.JobList{Jobs: toWireList(res.Jobs, s.now()), Warnings: warnings})
+	writeJobList(w, http.StatusCreated, wire.JobList{Jobs: toWireList(res.Jobs, s.now()), Warnings: warnings})
 }
 
 // checkDependencies refuses unknown dependencies, more than
@@ -282,7 +282,7 @@ func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
 	if next != 0 {
 		out.NextCursor = strconv.FormatUint(next, 10)
 	}
-	writeJSON(w, http.StatusOK, out)
+	writeJobList(w, http.StatusOK, out)
 }
 
 // listFilter turns query parameters into a status index and a filter.

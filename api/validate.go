@@ -45,10 +45,18 @@ const (
 // DefaultBackoff is the retry policy of jobs that give none.
 var DefaultBackoff = store.Backoff{Base: int64(time.Second), Max: int64(time.Hour), Jitter: 0.3}
 
-// validName checks a queue or type name: 1-128 of A-Z a-z 0-9 _ . : -
-// (the pattern ^[A-Za-z0-9_.:-]{1,128}$, checked byte by byte: every
-// submit checks two names, and the regexp cost more than the rest of
-// the validation).
+// fieldIn names fields with a prefix: fieldIn("job.")("queue") is "job.queue".
+func fieldIn(prefix string) func(name string) string {
+	return func(name string) string { return prefix + name }
+}
+
+// batchField names the fields of a batch's i-th job ("jobs[3].queue"),
+// formatting the prefix only for an error.
+func batchField(i int) func(name string) string {
+	return func(name string) string { return fmt.Sprintf("jobs[%d].%s", i, name) }
+}
+
+// validName checks a queue or type name.
 func validName(field, s string) error {
 	if !isName(s) {
 		return invalid(field, "%q must be 1-128 letters, digits or _ . : -", s)
@@ -56,13 +64,16 @@ func validName(field, s string) error {
 	return nil
 }
 
+// isName says whether s is a queue or type name: 1 to 128 of
+// [A-Za-z0-9_.:-]. A loop, not a regexp: each job of a batch asks.
 func isName(s string) bool {
 	if len(s) == 0 || len(s) > 128 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == ':', c == '-':
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9',
+			c == '_', c == '.', c == ':', c == '-':
 		default:
 			return false
 		}
@@ -70,11 +81,10 @@ func isName(s string) bool {
 	return true
 }
 
-// newJob validates a submission and turns it into the command's form; field
-// names in errors are prefixed with prefix (e.g. "jobs[3].").
-func newJob(req *wire.SubmitRequest, prefix string, now time.Time, retention time.Duration) (fsm.NewJob, error) {
+// newJob validates a submission and turns it into the command's form; f
+// names a field in errors (see fieldIn and batchField).
+func newJob(req *wire.SubmitRequest, f func(name string) string, now time.Time, retention time.Duration) (fsm.NewJob, error) {
 	var nj fsm.NewJob
-	f := func(name string) string { return prefix + name }
 	switch {
 	case req.Command == "" && req.Type == "":
 		return nj, invalid(f("command"), "a job needs a command (or a type for a typed handler)")
@@ -89,10 +99,8 @@ func newJob(req *wire.SubmitRequest, prefix string, now time.Time, retention tim
 	case len(req.Payload) > 0 && !json.Valid(req.Payload):
 		return nj, invalid(f("payload"), "is not valid JSON")
 	}
-	if req.Type != "" {
-		if err := validName(f("type"), req.Type); err != nil {
-			return nj, err
-		}
+	if req.Type != "" && !isName(req.Type) {
+		return nj, validName(f("type"), req.Type)
 	}
 	maxAtt, err := maxAttempts(req, f)
 	if err != nil {
@@ -105,16 +113,16 @@ func newJob(req *wire.SubmitRequest, prefix string, now time.Time, retention tim
 	if queue == "" {
 		queue = fsm.DefaultQueue
 	}
-	if err := validName(f("queue"), queue); err != nil {
-		return nj, err
+	if !isName(queue) { // f only for the error: it allocates
+		return nj, validName(f("queue"), queue)
 	}
 	if req.Priority > MaxPriority || req.Priority < -MaxPriority {
 		return nj, invalid(f("priority"), "must be within ±%d, got %d", MaxPriority, req.Priority)
 	}
-	if err := checkEnv(f("env"), req.Env); err != nil {
+	if err := checkEnv(f, "env", req.Env); err != nil {
 		return nj, err
 	}
-	if err := checkMap(f("metadata"), req.Metadata); err != nil {
+	if err := checkMap(f, "metadata", req.Metadata); err != nil {
 		return nj, err
 	}
 	res, tags, err := jobNeeds(req, f)
@@ -320,13 +328,24 @@ func parseBackoff(b *wire.Backoff, f func(string) string) (store.Backoff, error)
 // checkEnv checks a job's env: a map within the limits whose every
 // variable passes wire.CheckEnvVar. Keys are checked in sorted order, so the
 // error names the same one each time.
-func checkEnv(field string, env map[string]string) error {
-	if len(env) == 0 {
-		return nil
-	}
-	if err := checkMap(field, env); err != nil {
+// checkEnv checks a job's environment, the field f(name): checkMap's
+// bounds, then each variable in the order of their names, so that the
+// error names the first bad one. The names are sorted only for an error.
+func checkEnv(f func(string) string, name string, env map[string]string) error {
+	if err := checkMap(f, name, env); err != nil {
 		return err
 	}
+	bad := false
+	for k, v := range env {
+		if wire.CheckEnvVar("", k, v) != nil {
+			bad = true
+			break
+		}
+	}
+	if !bad {
+		return nil
+	}
+	field := f(name)
 	for _, k := range slices.Sorted(maps.Keys(env)) {
 		if err := wire.CheckEnvVar(field, k, env[k]); err != nil {
 			return invalid("", "%s", err.Error())
@@ -335,16 +354,17 @@ func checkEnv(field string, env map[string]string) error {
 	return nil
 }
 
-func checkMap(field string, m map[string]string) error {
+// checkMap checks the bounds of a map of strings, the field f(name).
+func checkMap(f func(string) string, name string, m map[string]string) error {
 	if len(m) > MaxMapEntries {
-		return invalid(field, "more than %d entries", MaxMapEntries)
+		return invalid(f(name), "more than %d entries", MaxMapEntries)
 	}
 	for k, v := range m {
 		if k == "" || len(k) > MaxMapKeyBytes {
-			return invalid(field, "key %.40q must be 1-%d bytes", k, MaxMapKeyBytes)
+			return invalid(f(name), "key %.40q must be 1-%d bytes", k, MaxMapKeyBytes)
 		}
 		if len(v) > MaxMapValueBytes {
-			return invalid(field+"."+k, "longer than %d bytes", MaxMapValueBytes)
+			return invalid(f(name)+"."+k, "longer than %d bytes", MaxMapValueBytes)
 		}
 	}
 	return nil
@@ -566,7 +586,7 @@ func scheduleJob(req *wire.SubmitRequest, now time.Time, retention time.Duration
 	case req.ConcurrencyKey != "":
 		return fsm.NewJob{}, invalid("job.concurrency_key", "a schedule's jobs take no concurrency key")
 	}
-	return newJob(req, "job.", now, retention)
+	return newJob(req, fieldIn("job."), now, retention)
 }
 
 // claimArgs is a validated claim.

@@ -1,0 +1,162 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/store"
+)
+
+// sameAsWriteJSON fails t unless writeJobList writes list exactly as
+// writeJSON does, and reports whether the jobs took the fast path.
+func sameAsWriteJSON(t *testing.T, list wire.JobList) {
+	t.Helper()
+	want, got := httptest.NewRecorder(), httptest.NewRecorder()
+	writeJSON(want, 201, list)
+	writeJobList(got, 201, list)
+	if got.Code != want.Code || got.Header().Get("Content-Type") != want.Header().Get("Content-Type") {
+		t.Fatalf("status %d %q, writeJSON's %d %q", got.Code, got.Header().Get("Content-Type"), want.Code, want.Header().Get("Content-Type"))
+	}
+	if !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+		t.Fatalf("writeJobList:\n%s\nwriteJSON:\n%s", got.Body.Bytes(), want.Body.Bytes())
+	}
+}
+
+// randomValue sets v (of any wire.Job field's type) to a random value,
+// strings among them with characters encoding/json escapes.
+func randomValue(rng *rand.Rand, v reflect.Value) {
+	strs := []string{"", "a", "echo hi", `q"uote\`, "<b>&amp;</b>", "tab\tnl\n\x01", "é ü 漢", "\u2028", "bad\xffutf8", "x"}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(strs[rng.IntN(len(strs))])
+	case reflect.Int, reflect.Int64:
+		if v.Type() == reflect.TypeFor[time.Duration]() {
+			v.SetInt(rng.Int64N(1e12))
+			return
+		}
+		v.SetInt(rng.Int64N(2_000_001) - 1_000_000)
+	case reflect.Uint64:
+		v.SetUint(rng.Uint64())
+	case reflect.Bool:
+		v.SetBool(rng.IntN(2) == 1)
+	case reflect.Float64:
+		v.SetFloat(rng.Float64())
+	case reflect.Slice:
+		if v.Type() == reflect.TypeFor[json.RawMessage]() {
+			raws := []string{`{"a": 1, "b": [1, 2]}`, `"s"`, `123`, `{"html":"<x>&"}`, `[ ]`, "{\"s\":\"\u2028\"}", `null`}
+			v.SetBytes([]byte(raws[rng.IntN(len(raws))]))
+			return
+		}
+		n := rng.IntN(3)
+		s := reflect.MakeSlice(v.Type(), n, n)
+		for i := range n {
+			randomValue(rng, s.Index(i))
+		}
+		v.Set(s)
+	case reflect.Map:
+		m := reflect.MakeMap(v.Type())
+		for range rng.IntN(5) {
+			k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
+			randomValue(rng, k)
+			randomValue(rng, e)
+			m.SetMapIndex(k, e)
+		}
+		v.Set(m)
+	case reflect.Pointer:
+		p := reflect.New(v.Type().Elem())
+		randomValue(rng, p.Elem())
+		v.Set(p)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeFor[time.Time]() {
+			zones := []*time.Location{time.UTC, time.FixedZone("x", 3600), time.FixedZone("y", 0)}
+			v.Set(reflect.ValueOf(time.Unix(rng.Int64N(4e11)-2e11, rng.Int64N(1e9)).In(zones[rng.IntN(len(zones))])))
+			return
+		}
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				randomValue(rng, v.Field(i))
+			}
+		}
+	default:
+		panic("randomValue: no case for " + v.Type().String())
+	}
+}
+
+// TestWriteJobListFieldByField sets each field of wire.Job alone, then
+// all of them, to random values and compares with encoding/json: a field
+// added to wire.Job that appendJob forgets fails here.
+func TestWriteJobListFieldByField(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	typ := reflect.TypeFor[wire.Job]()
+	for i := range typ.NumField() {
+		for range 30 {
+			var j wire.Job
+			randomValue(rng, reflect.ValueOf(&j).Elem().Field(i))
+			sameAsWriteJSON(t, wire.JobList{Jobs: []wire.Job{j}})
+		}
+	}
+	for range 300 {
+		var j, k wire.Job
+		randomValue(rng, reflect.ValueOf(&j).Elem())
+		randomValue(rng, reflect.ValueOf(&k).Elem())
+		j.Backoff, j.AttemptHistory, j.Resources, j.Progress, j.ParentResults = nil, nil, nil, nil, nil // the fast path's
+		var list wire.JobList
+		randomValue(rng, reflect.ValueOf(&list).Elem())
+		list.Jobs = append(list.Jobs, j, k)
+		sameAsWriteJSON(t, list)
+	}
+	sameAsWriteJSON(t, wire.JobList{})
+	sameAsWriteJSON(t, wire.JobList{Jobs: []wire.Job{}})
+}
+
+// TestWriteJobListOfSubmittedJobs: jobs as a batch submit shows them take
+// the fast path and read as encoding/json writes them.
+func TestWriteJobListOfSubmittedJobs(t *testing.T) {
+	now := time.Date(2026, 11, 23, 20, 0, 0, 123456789, time.UTC).UnixNano()
+	jobs := []*store.Job{
+		{ID: "j-1", Command: "echo 1", Status: store.StatusPending, Queue: "default", MaxAttempts: 3, CreatedAt: now, RunAt: now, Backoff: DefaultBackoff,
+			Env: map[string]string{"B": "2", "A": "1"}, Metadata: map[string]string{"team": "x"}, TraceParent: "00-abc-def-01"},
+		{ID: "j-2", Type: "email", Payload: json.RawMessage(`{"to": "a@b"}`), Status: store.StatusBlocked, Queue: "q", Priority: -5, MaxAttempts: 1,
+			CreatedAt: now, RunAt: now + int64(time.Hour), DependsOn: []string{"j-1"}, Backoff: DefaultBackoff, Retention: int64(time.Hour), Tags: []string{"gpu"}},
+	}
+	list := wire.JobList{Jobs: toWireList(jobs, now), Warnings: []string{`unknown field "jobs[1].priorty"`}}
+	for i := range list.Jobs {
+		if _, ok := appendJobFast(nil, &list.Jobs[i]); !ok {
+			t.Errorf("job %d did not take the fast path", i)
+		}
+	}
+	sameAsWriteJSON(t, list)
+}
+
+func BenchmarkWriteJobList(b *testing.B) {
+	now := time.Now().UnixNano()
+	jobs := make([]*store.Job, 1000)
+	for i := range jobs {
+		jobs[i] = &store.Job{ID: "j-" + strconv.Itoa(i), Command: "echo " + strconv.Itoa(i), Status: store.StatusPending, Queue: "q", Priority: 1,
+			MaxAttempts: 3, CreatedAt: now, RunAt: now, Backoff: DefaultBackoff, Env: map[string]string{"A": "1", "B": "2"},
+			Metadata: map[string]string{"m": "x", "n": "y"}, TraceParent: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+	}
+	list := wire.JobList{Jobs: toWireList(jobs, now)}
+	for _, bc := range []struct {
+		name  string
+		write func(http.ResponseWriter, int, wire.JobList)
+	}{
+		{"appendJob", writeJobList},
+		{"encodingJSON", func(w http.ResponseWriter, status int, l wire.JobList) { writeJSON(w, status, l) }},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				bc.write(httptest.NewRecorder(), 201, list)
+			}
+		})
+	}
+}
