@@ -82,21 +82,28 @@ func (c *cli) connect() error {
 }
 
 // parse parses flags that may come before or after positional arguments.
+// Everything after "--" is positional, flags or not (`submit -- sh -c 'exit
+// 3'`).
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			return nil, err
 		}
-		args = fs.Args()
-		if len(args) == 0 {
+		rest := fs.Args()
+		// flag.Parse stops after a "--" it meets where a flag could be, and
+		// drops it; one met after a positional argument is still in rest.
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
 			return pos, nil
 		}
-		if args[0] == "--" {
-			return append(pos, args[1:]...), nil
+		if rest[0] == "--" {
+			return append(pos, rest[1:]...), nil
 		}
-		pos = append(pos, args[0])
-		args = args[1:]
+		pos = append(pos, rest[0])
+		args = rest[1:]
 	}
 }
 
