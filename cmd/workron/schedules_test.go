@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,12 +20,21 @@ import (
 func TestSchedulesCLI(t *testing.T) {
 	c := clustertest.New(t, 1)
 	server := "--server=" + c.URL(0)
+	// withServer puts the --server flag before a "--", after which every
+	// word is the job's command.
+	withServer := func(args []string) []string {
+		i := slices.Index(args, "--")
+		if i < 0 {
+			i = len(args)
+		}
+		return slices.Concat(args[:i], []string{server}, args[i:])
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cli := func(t *testing.T, args ...string) string {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
-		if err := run(ctx, append(args, server), &stdout, &stderr); err != nil {
+		if err := run(ctx, withServer(args), &stdout, &stderr); err != nil {
 			t.Fatalf("workron %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 		}
 		return stdout.String()
@@ -32,7 +42,7 @@ func TestSchedulesCLI(t *testing.T) {
 	cliFails := func(t *testing.T, says string, args ...string) {
 		t.Helper()
 		var stdout, stderr bytes.Buffer
-		err := run(ctx, append(args, server), &stdout, &stderr)
+		err := run(ctx, withServer(args), &stdout, &stderr)
 		if err == nil || !strings.Contains(err.Error(), says) {
 			t.Fatalf("workron %s: err %v, want one saying %q", strings.Join(args, " "), err, says)
 		}
