@@ -59,17 +59,29 @@ const maxLimitProblems = 10
 // not: every excess reported is certain. Only an end and a start stamped
 // with the same nanosecond cannot be ordered; those count as not
 // overlapping, so an excess hidden in such a tie goes unseen.
+//
+// A lease that ends in the nanosecond it starts (entry times stand still
+// while the leader's clock is behind the log's) is in such a tie with
+// every lease that starts or ends then, so it counts only beside the
+// leases held strictly across that instant (pointExcesses).
 func Limits(leases []Lease, concurrency, keyConcurrency int) (LimitPeaks, []string) {
 	type event struct {
 		t     int64
 		start bool
 		l     Lease
 	}
-	var problems []string
+	var (
+		problems []string
+		points   []Lease // leases that end when they start
+	)
 	events := make([]event, 0, 2*len(leases))
 	for _, l := range leases {
-		if l.End < l.Start {
+		switch {
+		case l.End < l.Start:
 			problems = append(problems, fmt.Sprintf("lease %d of job %s ends %.3fs before it starts", l.Lease, l.Job, float64(l.Start-l.End)/1e9))
+			continue
+		case l.End == l.Start:
+			points = append(points, l)
 			continue
 		}
 		events = append(events, event{t: l.Start, start: true, l: l}, event{t: l.End, l: l})
@@ -113,10 +125,45 @@ func Limits(leases []Lease, concurrency, keyConcurrency int) (LimitPeaks, []stri
 				byKey[e.l.Key], e.l.Key, keyConcurrency, e.l.Lease, e.l.Job, describeHeld(held, e.l.Key)))
 		}
 	}
+	problems = append(problems, pointExcesses(leases, points, concurrency, keyConcurrency, &peaks)...)
 	if len(problems) > maxLimitProblems {
 		problems = append(problems[:maxLimitProblems], fmt.Sprintf("and %d more excesses", len(problems)-maxLimitProblems))
 	}
 	return peaks, problems
+}
+
+// pointExcesses checks each lease of points (Start == End) against the
+// leases of longer life held strictly across its instant: those certainly
+// overlapped it; leases that start or end at that instant cannot be
+// ordered against it and count as not overlapping.
+func pointExcesses(leases, points []Lease, concurrency, keyConcurrency int, peaks *LimitPeaks) []string {
+	var problems []string
+	for _, p := range points {
+		held := map[uint64]Lease{p.Lease: p}
+		keyHeld := 0
+		for _, l := range leases {
+			if l.Start < p.Start && p.Start < l.End {
+				held[l.Lease] = l
+				if p.Key != "" && l.Key == p.Key {
+					keyHeld++
+				}
+			}
+		}
+		peaks.Queue = max(peaks.Queue, len(held))
+		if concurrency > 0 && len(held) > concurrency {
+			problems = append(problems, fmt.Sprintf("%d leases held at once, over the queue's limit %d, when lease %d of job %s was granted: %s",
+				len(held), concurrency, p.Lease, p.Job, describeHeld(held, "")))
+		}
+		if p.Key == "" {
+			continue
+		}
+		peaks.Key = max(peaks.Key, keyHeld+1)
+		if keyConcurrency > 0 && keyHeld+1 > keyConcurrency {
+			problems = append(problems, fmt.Sprintf("%d leases of key %s held at once, over its limit %d, when lease %d of job %s was granted: %s",
+				keyHeld+1, p.Key, keyConcurrency, p.Lease, p.Job, describeHeld(held, p.Key)))
+		}
+	}
+	return problems
 }
 
 // describeHeld lists the leases held (of key, unless ""), by lease.

@@ -26,6 +26,18 @@ func TestLimits(t *testing.T) {
 		{"AnEndAndAStartAtTheSameTimeDoNotOverlap", []Lease{
 			l("a", "acme", 10, 0, 50), l("b", "acme", 11, 50, 60),
 		}, 1, 1, LimitPeaks{Queue: 1, Key: 1}, nil},
+		{"ALeaseThatEndsWhenItStartsIsNotHeldAfterwards", []Lease{
+			l("a", "acme", 10, 20, 20), l("b", "acme", 11, 30, 60), l("c", "zeta", 12, 40, 70),
+		}, 2, 1, LimitPeaks{Queue: 2, Key: 1}, nil},
+		{"ALeaseThatEndsWhenItStartsTiesWithWhatStartsOrEndsThen", []Lease{
+			l("a", "acme", 10, 0, 20), l("b", "acme", 11, 20, 20), l("c", "acme", 12, 20, 50),
+		}, 1, 1, LimitPeaks{Queue: 1, Key: 1}, nil},
+		{"ALeaseThatEndsWhenItStartsCountsBesideThoseHeldAcrossIt", []Lease{
+			l("a", "acme", 10, 0, 50), l("b", "zeta", 11, 10, 60), l("c", "acme", 12, 30, 30),
+		}, 2, 1, LimitPeaks{Queue: 3, Key: 2}, []string{
+			"3 leases held at once, over the queue's limit 2, when lease 12 of job c was granted",
+			`2 leases of key acme held at once, over its limit 1, when lease 12 of job c was granted: a/10 key "acme"`,
+		}},
 		{"QueueOverItsLimit", []Lease{
 			l("a", "acme", 10, 0, 50), l("b", "beta", 11, 10, 60), l("c", "zeta", 12, 20, 30),
 		}, 2, 0, LimitPeaks{Queue: 3, Key: 1}, []string{"3 leases held at once, over the queue's limit 2, when lease 12 of job c was granted"}},
