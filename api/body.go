@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -45,7 +46,7 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 	if err != nil {
 		return err
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
 	}
 	if err := json.Unmarshal(body, v); err != nil {
@@ -64,7 +65,7 @@ func decodeBodyWarn(w http.ResponseWriter, r *http.Request, limit int64, v any) 
 	if err != nil {
 		return nil, err
 	}
-	if len(strings.TrimSpace(string(body))) == 0 {
+	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, nil
 	}
 	if err := json.Unmarshal(body, v); err != nil {
