@@ -2,6 +2,7 @@ package raftnode
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/hashicorp/raft"
 )
@@ -22,7 +23,7 @@ func newLogCache(logs raft.LogStore) (raft.LogStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("raft log cache: %w", err)
 	}
-	return detachedLogs{cache}, nil
+	return &detachedLogs{LogStore: cache}, nil
 }
 
 // detachedLogs hands the store below it copies of the entries Raft stores,
@@ -40,22 +41,52 @@ func newLogCache(logs raft.LogStore) (raft.LogStore, error) {
 // the followers' 200 MiB, and its anonymous memory peaked at 966 MiB; with
 // the copies, 240 MiB like the followers'. A copy is one small struct per
 // entry; its Data is shared.
+//
+// It also serves the entries of a write under way: the leader's
+// replicators send entries while the leader writes them (dispatchLogs in
+// third_party/raft, see its WORKRON.md) and read them through GetLog before
+// StoreLogs returns, when neither raft.LogCache (which caches an entry once
+// written) nor the store below has them yet. An entry of a failed write is
+// never served afterwards.
 type detachedLogs struct {
 	raft.LogStore
+
+	mu      sync.RWMutex
+	pending []*raft.Log // the entries of the write under way, by index
 }
 
-func (d detachedLogs) StoreLog(l *raft.Log) error {
+func (d *detachedLogs) StoreLog(l *raft.Log) error {
 	return d.StoreLogs([]*raft.Log{l})
 }
 
 // StoreLogs copies each entry into an allocation of its own: copies sharing
 // one array would keep every entry of the call, Data included, alive until
 // the last of them left the cache.
-func (d detachedLogs) StoreLogs(logs []*raft.Log) error {
+func (d *detachedLogs) StoreLogs(logs []*raft.Log) error {
 	copies := make([]*raft.Log, len(logs))
 	for i, l := range logs {
 		c := *l
 		copies[i] = &c
 	}
-	return d.LogStore.StoreLogs(copies)
+	d.mu.Lock()
+	d.pending = copies
+	d.mu.Unlock()
+	err := d.LogStore.StoreLogs(copies)
+	d.mu.Lock()
+	d.pending = nil
+	d.mu.Unlock()
+	return err
+}
+
+// GetLog reads the entry at index from the write under way, if it holds
+// it, and from the stores below otherwise.
+func (d *detachedLogs) GetLog(index uint64, out *raft.Log) error {
+	d.mu.RLock()
+	if p := d.pending; len(p) > 0 && index >= p[0].Index && index <= p[len(p)-1].Index {
+		*out = *p[index-p[0].Index]
+		d.mu.RUnlock()
+		return nil
+	}
+	d.mu.RUnlock()
+	return d.LogStore.GetLog(index, out)
 }

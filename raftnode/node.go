@@ -197,8 +197,8 @@ func (n *Node) open() error {
 	rc.BatchApplyCh = true
 	rc.NoSnapshotRestoreOnStart = true // the state file is newer; see catchUpFromSnapshot
 	var logs raft.LogStore = n.logStore
-	if cfg.FsyncDelay > 0 {
-		logs = &slowLogStore{LogStore: n.logStore, delay: cfg.FsyncDelay}
+	if cfg.FsyncDelay > 0 || cfg.BeforeLogWrite != nil {
+		logs = &slowLogStore{LogStore: n.logStore, delay: cfg.FsyncDelay, before: cfg.BeforeLogWrite}
 	}
 	logs = tracedLogs{LogStore: logs, t: n.stages}
 	cache, err := newLogCache(logs)

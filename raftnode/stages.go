@@ -9,18 +9,22 @@ import (
 )
 
 // Where a proposed entry's time goes, stage by stage, on the leader that
-// proposed it. hashicorp/raft writes an entry to the leader's log in its
-// leader loop, and only then tells the replicators, so the stages follow
-// one another:
+// proposed it. The leader writes an entry to its own log while it
+// replicates it (Raft thesis §10.2.1; the one change Workron's copy of
+// hashicorp/raft makes, see third_party/raft/WORKRON.md), and the entry
+// commits once both the leader's write and a follower's answer are done.
+// The stages follow one another all the same, each what the entry waited
+// for beyond the one before:
 //
 //	queue          a command waits in the proposer's queue for an entry
 //	dispatch       raft.Apply until Raft's leader loop takes the entry
 //	leader_write   the leader's log write (a bbolt commit, fsync'd)
 //	replicate      the leader's write done until the first follower
-//	               answers the AppendEntries holding the entry: the
-//	               network, and the follower's own log write
-//	commit_notice  that answer (the entry is committed) until the state
-//	               machine starts applying it
+//	               answers the AppendEntries holding the entry (the
+//	               network, and the follower's own log write, which ran
+//	               beside the leader's); 0 if a follower answered first
+//	commit_notice  the later of the two (the entry is committed) until
+//	               the state machine starts applying it
 //	apply          the state machine's apply of the batch holding it
 //	reply          the apply done until the proposer has the results
 //
@@ -83,9 +87,10 @@ func newTracer() *tracer {
 	return t
 }
 
-// stored notes a log write of logs from start to end.
-func (t *tracer) stored(logs []*raft.Log, start, end time.Time) {
-	t.logWrite.Observe(end.Sub(start).Seconds())
+// writing notes the start of a log write of logs: on the leader, the
+// replicators may send the entries, and a follower answer, before the
+// write ends (see dispatchLogs in third_party/raft).
+func (t *tracer) writing(logs []*raft.Log) {
 	if t.proposing.Load() == 0 {
 		return
 	}
@@ -101,7 +106,26 @@ func (t *tracer) stored(logs []*raft.Log, start, end time.Time) {
 		if len(t.traces) == maxTraces {
 			t.traces = append(t.traces[:0], t.traces[1:]...)
 		}
-		t.traces = append(t.traces, &entryTrace{index: l.Index, appended: l.AppendedAt, written: end})
+		t.traces = append(t.traces, &entryTrace{index: l.Index, appended: l.AppendedAt})
+	}
+}
+
+// stored notes the end of a log write of logs that began at start.
+func (t *tracer) stored(logs []*raft.Log, start, end time.Time) {
+	t.logWrite.Observe(end.Sub(start).Seconds())
+	if t.proposing.Load() == 0 || len(logs) == 0 {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	first, last := logs[0].Index, logs[len(logs)-1].Index
+	for _, e := range t.traces {
+		if e.index > last {
+			break
+		}
+		if e.index >= first {
+			e.written = end
+		}
 	}
 }
 
@@ -154,12 +178,14 @@ func (t *tracer) done(index uint64, call, now time.Time) {
 	}
 	t.traces = append(t.traces[:0], t.traces[k:]...)
 	t.mu.Unlock()
-	if e == nil || e.applyEnd.IsZero() {
+	if e == nil || e.written.IsZero() || e.applyEnd.IsZero() {
 		return
 	}
-	committed := e.acked
-	if committed.IsZero() { // a cluster of one: committed once written
-		committed = e.written
+	// Committed once written here and answered by a follower, whichever
+	// came last; a cluster of one commits once written.
+	committed := e.written
+	if e.acked.After(committed) {
+		committed = e.acked
 	}
 	t.observe(stageDispatch, e.appended.Sub(call))
 	t.observe(stageLeaderWrite, e.written.Sub(e.appended))
@@ -184,6 +210,7 @@ func (s tracedLogs) StoreLog(l *raft.Log) error {
 }
 
 func (s tracedLogs) StoreLogs(logs []*raft.Log) error {
+	s.t.writing(logs)
 	start := time.Now()
 	err := s.LogStore.StoreLogs(logs)
 	if err == nil {
