@@ -11,17 +11,20 @@ from __future__ import annotations
 import base64
 import logging
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import unittest
 from typing import Dict, List
 
-from tests.helpers import URL, RunningWorker, client, eventually, needs_node, new_worker, unique
+from tests.helpers import CA, URL, WORKER, RunningWorker, client, eventually, needs_node, new_worker, unique
 from workron import Backoff, JobContext, JobSpec
 from workron.gang import MAX_CHECKPOINT_BYTES, CheckpointFile, Gang
 from workron.shell import _hold_off, _Output, check_pass_env
 
 LOG = logging.getLogger("test")
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 @needs_node
@@ -182,6 +185,34 @@ class ShellTest(unittest.TestCase):
         self.assertEqual(j.status, "failed")
         self.assertIn("timed out after 300ms", j.last_error)
         self.assertEqual(j.exit_code, 137, "SIGKILL after the kill grace: the command ignored SIGTERM")
+
+
+    def test_commands_die_with_a_killed_worker(self) -> None:
+        with tempfile.TemporaryDirectory() as marks:
+            env = dict(os.environ, WORKRON_TEST_WORKER_TOKEN=WORKER or "", WORKRON_TEST_CA=CA or "")
+            proc = subprocess.Popen([sys.executable, os.path.join(HERE, "worker_proc.py"), URL, unique("pyw-kill"),
+                                     self.queue, marks, "5", "shell"], env=env)
+            try:
+                pidfile = os.path.join(marks, "pid")
+                self.c.submit(command='echo $$ > "$MARKS/pid.tmp"; mv "$MARKS/pid.tmp" "$MARKS/pid"; sleep 60',
+                              env={"MARKS": marks}, queue=self.queue)
+                eventually(lambda: os.path.exists(pidfile), what="command started")
+                with open(pidfile) as f:
+                    pid = int(f.read())
+                self.assertTrue(alive(pid))
+            finally:
+                proc.kill()
+                proc.wait(10)
+        eventually(lambda: not alive(pid), what="the command's process group killed by the job watcher")
+
+
+def alive(pid: int) -> bool:
+    """Whether process pid runs (a zombie does not)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 class GangOfflineTest(unittest.TestCase):

@@ -623,7 +623,7 @@ class Worker:
         once its command ended or its handler returned (or the kill grace
         passed)."""
         with self._cond:
-            if task.settled:
+            if task.settled or task.cause:  # the first reason to stop wins
                 return
             task.settled, task.preempt_epoch = True, epoch
         if task.timer is not None:
