@@ -15,11 +15,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 import unittest
 from typing import Dict, List
 
 from tests.helpers import CA, URL, WORKER, RunningWorker, client, eventually, needs_node, new_worker, unique
-from workron import Backoff, JobContext, JobSpec
+from workron import Backoff, JobContext, JobSpec, Worker, WorkronError
 from workron.gang import MAX_CHECKPOINT_BYTES, CheckpointFile, Gang
 from workron.shell import _hold_off, _Output, check_pass_env
 
@@ -79,7 +80,7 @@ class GangTest(unittest.TestCase):
                 sibling_running.set()
                 if job.preempted.wait(30):
                     preempt_seen.set()
-                    if job.stopping.is_set() and job.stop_reason == "preempted":
+                    if job.stopping.wait(5) and job.stop_reason == "preempted":
                         stopping_seen.set()
                     job.save_checkpoint(b"step-7")
                 return None  # ignored: the attempt was preempted
@@ -109,6 +110,32 @@ class GangTest(unittest.TestCase):
             self.assertEqual(s["file"], s["path"], "WORKRON_CHECKPOINT is in environ()")
         last1 = [s for s in seen if s["gang"].index == 1][-1]
         self.assertEqual(last1["checkpoint"], b"step-7")
+
+    def test_handler_that_ignores_preemption_is_left_after_kill_grace(self) -> None:
+        sibling_running, release = threading.Event(), threading.Event()
+        self.addCleanup(release.set)
+
+        def setup(w) -> None:
+            @w.handle("py.stubborn")
+            def stubborn(job: JobContext):
+                if job.gang.index == 0:
+                    if job.attempt == 1:
+                        sibling_running.wait(20)
+                        raise RuntimeError("task 0 fails its first attempt")
+                    return None
+                if job.checkpoint is not None:
+                    return {"restored": job.checkpoint.decode()}
+                job.save_checkpoint(b"saved-early")
+                sibling_running.set()
+                release.wait(60)  # never looks at job.preempted
+
+        self.serve(2, setup, kill_grace=0.5)
+        _, tasks = self.c.submit_gang(JobSpec(type="py.stubborn", queue=self.queue, gang_size=2, max_attempts=3,
+                                              backoff=Backoff(base="10ms", max="10ms")))
+        done = [self.c.wait(t, timeout=60, poll=0.1) for t in tasks]
+        self.assertEqual([j.status for j in done], ["done", "done"], [j.last_error for j in done])
+        self.assertEqual(done[1].result, {"restored": "saved-early"}, "uploaded after the kill grace")
+        self.preempted_attempt(tasks[1])
 
     def test_shell_gang_preempted_sibling_checkpoints(self) -> None:
         with tempfile.TemporaryDirectory() as marks:
@@ -216,6 +243,25 @@ def alive(pid: int) -> bool:
 
 
 class GangOfflineTest(unittest.TestCase):
+    def test_retry_stops_on_a_stale_epoch(self) -> None:
+        w = Worker("http://127.0.0.1:1", id="w", logger=LOG)
+        calls: List[int] = []
+
+        def send(status: int):
+            def f() -> None:
+                calls.append(status)
+                if status:
+                    raise WorkronError(status, "x", "refused")
+            return f
+
+        for status, want in ((0, True), (409, False), (404, False), (400, False)):
+            calls.clear()
+            got = w._retry("ack", "job-1", send(status), time.monotonic() + 10)
+            self.assertEqual((got, calls), (want, [status]), f"status {status}: one call")
+        calls.clear()
+        self.assertFalse(w._retry("ack", "job-1", send(503), time.monotonic() + 0.25))
+        self.assertGreater(len(calls), 1, "a 503 is retried until the deadline")
+
     def test_gang_from_env(self) -> None:
         self.assertIsNone(Gang.from_env({}))
         g = Gang.from_env({"GANG_ID": "gang-1", "GANG_SIZE": "3", "GANG_INDEX": "2", "GANG_PEERS": "a:1,b:2"})

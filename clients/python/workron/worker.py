@@ -629,7 +629,8 @@ class Worker:
         if task.timer is not None:
             task.timer.cancel()
         self.log.info("stopping job %s: its gang drains (epoch %d)", task.ctx.id, epoch)
-        task.ctx.preempted.set()
+        task.ctx.stop_reason = "preempted"
+        task.ctx.preempted.set()  # before stopping: a handler woken by stopping sees why
         self._interrupt(task, "preempted")
         if not task.command:  # a command's thread finishes it when the command ends
             threading.Thread(target=self._await_handler, args=(task,), name=f"workron-preempt-{task.ctx.id}",
