@@ -214,6 +214,22 @@ class ShellTest(unittest.TestCase):
         self.assertEqual(j.exit_code, 137, "SIGKILL after the kill grace: the command ignored SIGTERM")
 
 
+    def test_stop_ends_commands_after_the_grace(self) -> None:
+        w = new_worker(self.queue, shell=True, grace=0.3, kill_grace=5)
+        rw = RunningWorker(w)
+        with tempfile.TemporaryDirectory() as marks:
+            try:
+                j = self.c.submit(command='touch "$MARKS/started"; sleep 30', env={"MARKS": marks}, queue=self.queue,
+                                  max_attempts=1)
+                eventually(lambda: os.path.exists(os.path.join(marks, "started")), what="command started")
+            finally:
+                rw.stop()
+        j = self.c.get(j.id)
+        self.assertEqual(j.status, "failed")
+        self.assertIn("grace", j.last_error)
+        self.assertEqual(j.exit_code, 128 + 15, "SIGTERM ended it, before the kill grace")
+        self.assertFalse(j.attempt_history[0].expired, "reported by the worker once the command ended")
+
     def test_commands_die_with_a_killed_worker(self) -> None:
         with tempfile.TemporaryDirectory() as marks:
             env = dict(os.environ, WORKRON_TEST_WORKER_TOKEN=WORKER or "", WORKRON_TEST_CA=CA or "")
