@@ -1,7 +1,8 @@
 """Workron's Python client and worker: standard library only, Python 3.9+.
 
 ``Client`` submits, reads, cancels and retries jobs and manages schedules and
-queues; ``Worker`` runs typed handlers for jobs claimed from the cluster.
+queues; ``Worker`` runs typed handlers (and, with shell=True, shell commands)
+for jobs claimed from the cluster, gang tasks included (``Gang``).
 """
 
 from .client import (
@@ -16,12 +17,14 @@ from .client import (
     Schedule,
     WorkronError,
 )
+from .gang import Gang
 from .tracing import TraceHook, valid_traceparent
 from .worker import JobContext, NoRetry, RateLimited, Snooze, Worker
 
 __all__ = [
     "Backoff",
     "Client",
+    "Gang",
     "Job",
     "JobContext",
     "JobList",

@@ -425,18 +425,20 @@ class Client:
     def request(self, method: str, path: str, body: Any = None, *, query: Optional[Dict[str, Any]] = None,
                 timeout: Optional[float] = None, abort: Optional[Abort] = None,
                 headers: Optional[Dict[str, str]] = None) -> Tuple[int, Any]:
-        """Sends one request (body JSON-encoded unless None, with the extra
-        headers) and returns the status and the decoded JSON reply (None
-        when empty). Raises WorkronError for a status of 400 or more."""
+        """Sends one request (body JSON-encoded unless None, or sent as it is
+        when bytes, with the extra headers) and returns the status and the
+        decoded JSON reply (None when empty). Raises WorkronError for a
+        status of 400 or more."""
         extra = headers
         if query:
             q = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in query.items() if v is not None]
             if q:
                 path += "?" + urllib.parse.urlencode(q)
-        data = None if body is None else json.dumps(body).encode()
+        raw = isinstance(body, (bytes, bytearray))
+        data = None if body is None else bytes(body) if raw else json.dumps(body).encode()
         headers = {"Accept": "application/json"}
         if data is not None:
-            headers["Content-Type"] = "application/json"
+            headers["Content-Type"] = "application/octet-stream" if raw else "application/json"
         if self._token:
             headers["Authorization"] = "Bearer " + self._token
         headers.update(extra or {})
@@ -667,26 +669,29 @@ class Client:
     # ---- the worker protocol (used by Worker; see README "Workers")
 
     def register(self, worker_id: str, *, queues: Sequence[str] = (), tags: Sequence[str] = (),
-                 resources: Optional[Resources] = None) -> None:
-        """Registers (again) a worker with what it offers."""
+                 resources: Optional[Resources] = None, exec_addr: str = "") -> None:
+        """Registers (again) a worker with what it offers; exec_addr is where
+        its gang peers reach it (their GANG_PEERS)."""
         body: Dict[str, Any] = {"id": worker_id, "resources": (resources or Resources()).to_dict()}
+        if exec_addr:
+            body["exec_addr"] = exec_addr
         if queues:
             body["queues"] = list(queues)
         if tags:
             body["tags"] = list(tags)
         self.request("POST", "/workers/register", body)
 
-    def claim(self, worker_id: str, *, types: Sequence[str], queues: Sequence[str] = (), max: int = 1,
-              wait: Optional[Duration] = None, claim_seq: int = 0,
+    def claim(self, worker_id: str, *, types: Sequence[str], shell: bool = False, queues: Sequence[str] = (),
+              max: int = 1, wait: Optional[Duration] = None, claim_seq: int = 0,
               reports: Optional[List[Dict[str, Any]]] = None,
               abort: Optional[Abort] = None) -> Tuple[List[Job], int, List[Dict[str, Any]]]:
-        """Claims up to max jobs of the types (long-polling up to wait);
-        reports (as for reports()) end attempts in the same round trip.
-        Returns the jobs, the lease TTL in milliseconds and the reports'
-        answers."""
+        """Claims up to max jobs of the types, and shell-command jobs with
+        shell (long-polling up to wait); reports (as for reports()) end
+        attempts in the same round trip. Returns the jobs, the lease TTL in
+        milliseconds and the reports' answers."""
         body = _drop_none({"worker_id": worker_id, "queues": list(queues) or None, "types": list(types),
-                           "max": max, "wait": go_duration(wait), "claim_seq": claim_seq or None,
-                           "reports": reports or None})
+                           "shell": shell or None, "max": max, "wait": go_duration(wait),
+                           "claim_seq": claim_seq or None, "reports": reports or None})
         secs = parse_go_duration(body.get("wait")) or 0.0
         _, reply = self.request("POST", "/jobs/claim", body, timeout=self._timeout + secs, abort=abort)
         return ([Job.from_dict(j) for j in reply.get("jobs") or []], int(reply.get("lease_ttl_ms", 0)),
@@ -726,6 +731,22 @@ class Client:
         body = _drop_none({"lease": lease, "error": error or None, "output": output or None,
                            "retry": None if retry else False})
         return self._report(job_id, "fail", body)
+
+    def checkpoint(self, job_id: str, epoch: int, data: bytes) -> None:
+        """Uploads a preempted gang task's checkpoint for the drain of epoch
+        (raw bytes, at most 1 MiB: 413 beyond); it replaces any older one of
+        the task, and the task's next attempt gets it as CHECKPOINT_DATA.
+        409 stale_epoch when that drain is over. Resending is safe."""
+        self.request("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/checkpoint", bytes(data),
+                     query={"epoch": epoch})
+
+    def preempted(self, job_id: str, epoch: int) -> Job:
+        """Acknowledges that a gang task stopped for the drain of epoch; its
+        attempt is given back. 409 stale_epoch when that drain is over (or
+        this was acknowledged already)."""
+        _, reply = self.request("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/preempted",
+                                query={"epoch": epoch})
+        return Job.from_dict(reply)
 
     def _report(self, job_id: str, action: str, body: Dict[str, Any]) -> Job:
         _, reply = self.request("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/{action}", body)

@@ -19,6 +19,18 @@ running when the shutdown grace ends, its attempt is reported failed and its
 JobContext.stopping event is set; the handler's thread is abandoned, and what
 it returns later is ignored. Handlers that run long should check
 ``job.stopping``.
+
+With ``shell=True`` it also runs shell-command jobs as the Go worker does
+(shell.py): those it can stop, with SIGTERM to the command's process group,
+the kill grace, then SIGKILL.
+
+Gang tasks (gang.py): ``job.gang`` and ``job.checkpoint`` hold the gang's
+env and the checkpoint the task's previous attempt left; every gang task has
+a checkpoint file (WORKRON_CHECKPOINT, ``job.save_checkpoint(data)``). When
+the gang drains, the heartbeat's "preempt" action stops the task (a command
+as above; a handler sees ``job.preempted`` and ``job.stopping`` and has the
+kill grace to return), then the worker uploads the checkpoint file if it is
+not empty and acknowledges the preemption instead of reporting the attempt.
 """
 
 from __future__ import annotations
@@ -28,6 +40,7 @@ import logging
 import os
 import signal
 import socket
+import subprocess
 import threading
 import time
 import traceback
@@ -35,7 +48,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .client import (MAX_PROGRESS_MESSAGE, MAX_RESULT_BYTES, Abort, Client, Duration, Job, Resources, WorkronError,
-                     go_duration, parse_go_duration)
+                     parse_go_duration)
+from .gang import CheckpointFile, Gang
+from .shell import BASE_ENV, Command, Outcome, Watcher, bound_hold_off, check_pass_env, command_env, kill_group
 from .tracing import TraceHook, traced
 
 Handler = Callable[["JobContext"], Any]
@@ -51,17 +66,6 @@ _RESEND_CODES = ("no_leader", "internal", "outcome_unknown", "upgrade_in_progres
 class NoRetry(Exception):
     """Raised by a handler: the attempt fails and the job gets no more
     attempts."""
-
-
-# What a rate-limited or snoozed attempt may ask for, as the server takes it.
-_MIN_HOLD_OFF, _MAX_HOLD_OFF = 0.001, 24 * 3600.0
-
-
-def _hold_off(after: Duration) -> str:
-    secs = parse_go_duration(after) if isinstance(after, str) else after
-    if hasattr(secs, "total_seconds"):
-        secs = secs.total_seconds()
-    return go_duration(min(max(float(secs or 0), _MIN_HOLD_OFF), _MAX_HOLD_OFF)) or "1ms"
 
 
 class RateLimited(Exception):
@@ -90,9 +94,10 @@ class Snooze(Exception):
 
 @dataclass
 class JobContext:
-    """The job a handler runs, and ``stopping``: set when the attempt was
-    already reported failed (timeout, cancel, shutdown) and the handler
-    should return."""
+    """The job a handler runs, and ``stopping``: set when the handler
+    should return, either because the attempt was already reported failed
+    (timeout, cancel, shutdown) or because its gang drains (``preempted``
+    is set too, and the worker waits the kill grace for the handler)."""
 
     job: Job
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -100,6 +105,13 @@ class JobContext:
     # The W3C traceparent the attempt runs in: the job's trace, or the span
     # a trace_hook yielded ("" when the job has no trace). See tracing.py.
     traceparent: str = ""
+    # A gang task's gang (None for other jobs), and the checkpoint its
+    # previous attempt left (None: none).
+    gang: Optional[Gang] = None
+    checkpoint: Optional[bytes] = None
+    # Set when the task's gang drains: save a checkpoint and return.
+    preempted: threading.Event = field(default_factory=threading.Event)
+    _ckpt: Optional[CheckpointFile] = field(default=None, repr=False)
     _progress_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _progress: Optional[Tuple[int, str]] = field(default=None, repr=False)
     _progress_seq: int = field(default=0, repr=False)
@@ -127,6 +139,21 @@ class JobContext:
         with self._progress_lock:
             self._progress_sent = max(self._progress_sent, seq)
 
+    def save_checkpoint(self, data: bytes) -> None:
+        """Replaces a gang task's checkpoint (at most 1 MiB; ValueError
+        beyond, and for a job of no gang). When the gang drains, the worker
+        uploads the latest one, and the task's next attempt finds it in
+        ``job.checkpoint``. Processes of the handler may write the file
+        ``checkpoint_path`` (WORKRON_CHECKPOINT in ``environ()``) instead."""
+        if self._ckpt is None:
+            raise ValueError(f"job {self.job.id} is not a gang task: it has no checkpoint")
+        self._ckpt.write(data)
+
+    @property
+    def checkpoint_path(self) -> Optional[str]:
+        """The path of a gang task's checkpoint file (None for other jobs)."""
+        return self._ckpt.path if self._ckpt is not None else None
+
     @property
     def parent_results(self) -> Dict[str, Any]:
         """The results of the jobs this one depends on, by id (those that
@@ -135,9 +162,10 @@ class JobContext:
 
     def environ(self) -> Dict[str, str]:
         """An environment for the handler's processes: the worker's, the
-        job's env, WORKRON_JOB_ID, WORKRON_ATTEMPT and, when the job has a
-        trace, TRACEPARENT (os.environ is shared by every running job, so
-        the worker sets none of these there)."""
+        job's env (with a gang task's WORKRON_CHECKPOINT), WORKRON_JOB_ID,
+        WORKRON_ATTEMPT and, when the job has a trace, TRACEPARENT
+        (os.environ is shared by every running job, so the worker sets none
+        of these there)."""
         env = {k: v for k, v in os.environ.items() if k not in ("TRACEPARENT", "TRACESTATE")}
         env.update(self.job.env)
         env.update(WORKRON_JOB_ID=self.job.id, WORKRON_ATTEMPT=str(self.job.attempts))
@@ -170,8 +198,24 @@ class JobContext:
 @dataclass
 class _Task:
     ctx: JobContext
-    settled: bool = False
+    settled: bool = False  # its end is decided: reported, or preempted
     timer: Optional[threading.Timer] = None
+    # A command stopped (timeout, cancel, shutdown): the report's error.
+    cause: str = ""
+    retry: bool = True
+    preempt_epoch: int = 0  # the drain that preempted it (0: none)
+    proc: Optional[subprocess.Popen] = None  # a command's, once it runs
+    signalled: bool = False
+    kill_timer: Optional[threading.Timer] = None
+    ended: threading.Event = field(default_factory=threading.Event)  # its handler or command returned
+
+    @property
+    def command(self) -> bool:
+        return bool(self.ctx.job.command)
+
+    @property
+    def key(self) -> Tuple[str, int]:
+        return self.ctx.job.id, self.ctx.job.lease
 
 
 class Worker:
@@ -184,18 +228,36 @@ class Worker:
     ``grace`` how long running jobs may finish after stop() or SIGTERM
     before they are reported failed. ``trace_hook`` wraps each handler to
     continue the job's trace (see workron.tracing).
+
+    ``shell`` makes it run shell-command jobs too (``sh -c``; see shell.py),
+    with the worker's variables of ``pass_env`` besides the base ones, the
+    last ``output_tail`` bytes of output reported, and ``kill_grace``
+    seconds between SIGTERM and SIGKILL when one is stopped; a preempted
+    gang task's handler has the kill grace to return. ``exec_addr``
+    (where gang peers reach this worker), ``tags`` and ``resources`` are
+    registered.
     """
 
     def __init__(self, servers: Union[str, Sequence[str]], *, id: Optional[str] = None,
                  queues: Sequence[str] = ("default",), concurrency: int = 4, token: Optional[str] = None,
                  token_file: Optional[str] = None, tls_ca: Optional[str] = None, poll_wait: float = 30.0,
                  grace: float = 30.0,
-                 tags: Sequence[str] = (), resources: Optional[Resources] = None,
+                 tags: Sequence[str] = (), resources: Optional[Resources] = None, exec_addr: str = "",
+                 shell: bool = False, pass_env: Sequence[str] = (), kill_grace: float = 5.0,
+                 output_tail: int = 4096,
                  logger: Optional[logging.Logger] = None, trace_hook: Optional[TraceHook] = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency: must be at least 1, got {concurrency}")
-        if poll_wait < 0 or grace < 0:
-            raise ValueError("poll_wait and grace must not be negative")
+        if poll_wait < 0 or grace < 0 or kill_grace < 0:
+            raise ValueError("poll_wait, grace and kill_grace must not be negative")
+        if not 0 <= output_tail <= 1 << 20:
+            raise ValueError(f"output_tail: must be from 0 to {1 << 20} bytes, got {output_tail}")
+        self.shell = shell
+        self.exec_addr = exec_addr
+        self.kill_grace = kill_grace
+        self.output_tail = output_tail
+        self._env_names = list(BASE_ENV) + check_pass_env(pass_env)
+        self._watcher: Optional[Watcher] = None
         self.id = id or f"{socket.gethostname()}-{os.getpid()}"
         self.client = Client(servers, token=token, token_file=token_file, tls_ca=tls_ca)
         self.queues = list(queues)
@@ -253,8 +315,8 @@ class Worker:
         install_signals, from the main thread), then shuts down: running jobs
         get ``grace`` seconds, the rest are reported failed, every report is
         sent, and a last heartbeat gives back what a cut claim leased."""
-        if not self._handlers:
-            raise ValueError("no handlers: call handle() first")
+        if not self._handlers and not self.shell:
+            raise ValueError("no handlers: call handle() first, or run shell commands (shell=True)")
         previous = {}
         if install_signals and threading.current_thread() is threading.main_thread():
             for sig in (signal.SIGTERM, signal.SIGINT):
@@ -266,9 +328,19 @@ class Worker:
                 signal.signal(sig, h)
 
     def _serve(self) -> None:
+        if self.shell:
+            self._watcher = Watcher(self.log)
+        try:
+            self._serve_registered()
+        finally:
+            if self._watcher is not None:  # every command has ended, or is killed now
+                self._watcher.stop()
+                self._watcher = None
+
+    def _serve_registered(self) -> None:
         if not self._register():
             return
-        self.log.info("worker %s serving %s", self.id, sorted(self._handlers))
+        self.log.info("worker %s serving %s%s", self.id, sorted(self._handlers), " and shell commands" * self.shell)
         threads = [threading.Thread(target=f, name=f"workron-{n}", daemon=True)
                    for n, f in (("claim", self._claim_loop), ("heartbeat", self._heartbeat_loop),
                                 ("reporter", self._report_loop))]
@@ -292,7 +364,8 @@ class Worker:
         delay = 0.1
         while not self._stop.is_set():
             try:
-                self.client.register(self.id, queues=self.queues, tags=self.tags, resources=self.resources)
+                self.client.register(self.id, queues=self.queues, tags=self.tags, resources=self.resources,
+                                     exec_addr=self.exec_addr)
                 return True
             except WorkronError as e:
                 if e.status in (400, 401, 403):
@@ -320,7 +393,7 @@ class Worker:
             began = time.monotonic()
             try:
                 jobs, ttl, answers = self.client.claim(
-                    self.id, types=types, queues=self.queues, max=free, claim_seq=seq, reports=reps,
+                    self.id, types=types, shell=self.shell, queues=self.queues, max=free, claim_seq=seq, reports=reps,
                     wait="0s" if reps else self.poll_wait, abort=self._abort)
             except WorkronError as e:
                 self._answered(reps, None)
@@ -353,18 +426,49 @@ class Worker:
                 delay = 0.1
 
     def _start(self, job: Job) -> None:
-        """Starts job's handler; called with the lock held."""
+        """Starts job's handler or command; called with the lock held."""
         task = _Task(JobContext(job, traceparent=job.traceparent))
-        self._running[(job.id, job.lease)] = task
+        self._with_checkpoint(task)
+        self._running[task.key] = task
         timeout = parse_go_duration(job.timeout)
         if timeout:
-            task.timer = threading.Timer(timeout, self._settle, (task, "failed"),
-                                         {"error": f"timed out after {job.timeout}"})
+            task.timer = threading.Timer(timeout, self._stop_task, (task, f"timed out after {job.timeout}"))
             task.timer.daemon = True
             task.timer.start()
-        threading.Thread(target=self._run_task, args=(task,), name=f"workron-job-{job.id}", daemon=True).start()
+        run = self._run_command if task.command else self._run_task
+        threading.Thread(target=run, args=(task,), name=f"workron-job-{job.id}", daemon=True).start()
+
+    def _with_checkpoint(self, task: _Task) -> None:
+        """Gives a gang task its gang and checkpoint file (its path in the
+        job's env as WORKRON_CHECKPOINT, as the Go worker does)."""
+        ctx = task.ctx
+        ctx.gang = Gang.from_env(ctx.job.env)
+        if ctx.gang is None:
+            return
+        try:
+            ck = CheckpointFile(ctx.job.env, self.log)
+        except OSError as e:
+            self.log.warning("job %s: no checkpoint file for this gang task: %s", ctx.id, e)
+            return
+        ctx._ckpt, ctx.checkpoint = ck, ck.restored
+        ctx.job.env = ck.env(ctx.job.env)
 
     def _run_task(self, task: _Task) -> None:
+        try:
+            self._call_handler(task)
+        finally:
+            task.ended.set()
+            self._release(task)
+
+    def _release(self, task: _Task) -> None:
+        """Removes the checkpoint file of a task that ended unpreempted (a
+        preempted one's goes after its upload)."""
+        with self._cond:
+            preempted = task.preempt_epoch != 0
+        if not preempted and task.ctx._ckpt is not None:
+            task.ctx._ckpt.remove()
+
+    def _call_handler(self, task: _Task) -> None:
         handler = self._handlers.get(task.ctx.type)
         try:
             if handler is None:
@@ -374,13 +478,47 @@ class Worker:
         except NoRetry:
             self._settle(task, "failed", error=traceback.format_exc(), retry=False)
         except RateLimited as e:
-            self._settle(task, "failed", error=e.reason or str(e), hold={"rate_limited_for": _hold_off(e.after)})
+            self._settle(task, "failed", error=e.reason or str(e), hold={"rate_limited_for": bound_hold_off(e.after)})
         except Snooze as e:
-            self._settle(task, "failed", error=str(e), hold={"snooze_for": _hold_off(e.after)})
+            self._settle(task, "failed", error=str(e), hold={"snooze_for": bound_hold_off(e.after)})
         except BaseException:  # noqa: B036 - any failure fails the attempt, not the worker
             self._settle(task, "failed", error=traceback.format_exc())
         else:
             self._settle_result(task, value)
+
+    def _run_command(self, task: _Task) -> None:
+        """Runs a shell job's command and settles its attempt: reported, or
+        when its gang drained, its checkpoint uploaded and acknowledged."""
+        ctx = task.ctx
+        job = ctx.job
+        env = command_env(job.env, self._env_names, job.id, job.attempts, ctx.traceparent)
+        cmd = Command(job.command, env, job.parent_results, self.output_tail, ctx.progress, self._watcher,
+                      lambda proc: self._started(task, proc))
+        try:
+            out = cmd.run()
+        except Exception:  # noqa: BLE001 - a failure fails the attempt, not the worker
+            out = Outcome("failed", error=traceback.format_exc())
+        if task.kill_timer is not None:
+            task.kill_timer.cancel()
+        task.ended.set()
+        with self._cond:
+            cause, retry = task.cause, task.retry
+        if cause:
+            out.status, out.error, out.result, out.hold = "failed", cause, None, {}
+        settled = self._settle(task, out.status, error=out.error, retry=retry, result=out.result, hold=out.hold,
+                               exit_code=out.exit_code, output=out.output)
+        if not settled and task.preempt_epoch:
+            self._finish_preempted(task)
+        self._release(task)
+
+    def _started(self, task: _Task, proc: subprocess.Popen) -> None:
+        """Keeps a command's process, and stops it if its task was stopped
+        before it ran."""
+        with self._cond:
+            task.proc = proc
+            stop = task.ctx.stopping.is_set()
+        if stop:
+            self._signal(task)
 
     def _settle_result(self, task: _Task, value: Any) -> None:
         """Ends task's attempt done with value as its result, or failed for
@@ -400,18 +538,23 @@ class Worker:
         self._settle(task, "done", result=value)
 
     def _settle(self, task: _Task, status: str, *, error: str = "", retry: bool = True, result: Any = None,
-                hold: Optional[Dict[str, str]] = None) -> None:
-        """Ends task's attempt once: the first of its handler, its timeout, a
-        cancel and the end of the grace period wins."""
+                hold: Optional[Dict[str, str]] = None, exit_code: Optional[int] = None, output: str = "") -> bool:
+        """Ends task's attempt once and reports whether this call did: the
+        first of its handler, its timeout, a cancel, the end of the grace
+        period and a preemption wins."""
         with self._cond:
             if task.settled:
-                return
+                return False
             task.settled = True
             job = task.ctx.job
-            self._running.pop((job.id, job.lease), None)
+            self._running.pop(task.key, None)
             rep: Dict[str, Any] = {"job_id": job.id, "status": status, "lease": job.lease}
             if error:
                 rep["error"] = error[-4096:]
+            if exit_code is not None:
+                rep["exit_code"] = exit_code
+            if output:
+                rep["output"] = output
             if not retry:
                 rep["retry"] = False
             rep.update(hold or {})
@@ -429,6 +572,118 @@ class Worker:
         if status != "done":
             task.ctx.stop_reason = error.strip().splitlines()[-1] if error else status
             task.ctx.stopping.set()
+        return True
+
+    # ---- stops and preemptions
+
+    def _stop_task(self, task: _Task, error: str, retry: bool = True) -> None:
+        """Ends a running attempt early (timeout, cancel, shutdown): a
+        handler's is reported failed at once; a command is stopped and
+        reported when it has ended."""
+        if not task.command:
+            self._settle(task, "failed", error=error, retry=retry)
+            return
+        with self._cond:
+            if task.settled or task.cause:
+                return
+            task.cause, task.retry = error, retry
+        self.log.info("stopping job %s: %s", task.ctx.id, error)
+        self._interrupt(task, error)
+
+    def _interrupt(self, task: _Task, reason: str) -> None:
+        """Tells the handler to return, and stops the command."""
+        task.ctx.stop_reason = reason
+        task.ctx.stopping.set()
+        with self._cond:
+            running = task.proc is not None
+        if running:
+            self._signal(task)
+
+    def _signal(self, task: _Task) -> None:
+        """SIGTERM to the command's process group, SIGKILL after the kill
+        grace; once."""
+        with self._cond:
+            proc = task.proc
+            if proc is None or task.signalled:
+                return
+            task.signalled = True
+        kill_group(proc.pid, signal.SIGTERM)
+        task.kill_timer = threading.Timer(self.kill_grace, self._kill, (task, proc))
+        task.kill_timer.daemon = True
+        task.kill_timer.start()
+
+    def _kill(self, task: _Task, proc: subprocess.Popen) -> None:
+        if not task.ended.is_set():
+            self.log.warning("job %s ignored SIGTERM: sending SIGKILL", task.ctx.id)
+            kill_group(proc.pid, signal.SIGKILL)
+
+    def _preempt(self, task: _Task, epoch: int) -> None:
+        """Stops a gang task for the drain of epoch: its attempt is not
+        reported; its checkpoint is uploaded and the preemption acknowledged
+        once its command ended or its handler returned (or the kill grace
+        passed)."""
+        with self._cond:
+            if task.settled or task.cause:  # the first reason to stop wins
+                return
+            task.settled, task.preempt_epoch = True, epoch
+        if task.timer is not None:
+            task.timer.cancel()
+        self.log.info("stopping job %s: its gang drains (epoch %d)", task.ctx.id, epoch)
+        task.ctx.stop_reason = "preempted"
+        task.ctx.preempted.set()  # before stopping: a handler woken by stopping sees why
+        self._interrupt(task, "preempted")
+        if not task.command:  # a command's thread finishes it when the command ends
+            threading.Thread(target=self._await_handler, args=(task,), name=f"workron-preempt-{task.ctx.id}",
+                             daemon=True).start()
+
+    def _await_handler(self, task: _Task) -> None:
+        if not task.ended.wait(self.kill_grace):
+            self.log.warning("job %s: the handler did not return within the %ss kill grace after its preemption; "
+                             "uploading the checkpoint it saved", task.ctx.id, self.kill_grace)
+        self._finish_preempted(task)
+
+    def _finish_preempted(self, task: _Task) -> None:
+        """Uploads a preempted task's checkpoint file, if not empty, and
+        acknowledges the preemption, for at most one lease TTL; then frees
+        its slot. A 409 or 404 means the drain is over: nothing more."""
+        job, ck, epoch = task.ctx.job, task.ctx._ckpt, task.preempt_epoch
+        deadline = time.monotonic() + self._lease_ttl
+        try:
+            data = ck.read(self.log) if ck is not None else None
+            if data:
+                self._retry("checkpoint", job.id, lambda: self.client.checkpoint(job.id, epoch, data), deadline)
+            if self._retry("preemption acknowledgement", job.id, lambda: self.client.preempted(job.id, epoch),
+                           deadline):
+                self.log.info("job %s: preemption acknowledged (epoch %d)", job.id, epoch)
+        finally:
+            if ck is not None:
+                ck.remove()
+            with self._cond:
+                if self._running.get(task.key) is task:
+                    del self._running[task.key]
+                self._cond.notify_all()
+
+    def _retry(self, what: str, job_id: str, send: Callable[[], Any], deadline: float) -> bool:
+        """Calls send until it succeeds, the server refuses for good, or the
+        deadline (time.monotonic) passes, and reports whether it succeeded."""
+        delay = 0.1
+        while True:
+            try:
+                send()
+                return True
+            except WorkronError as e:
+                if e.status in (404, 409):
+                    self.log.warning("%s of job %s dropped: the server moved on: %s", what, job_id, e)
+                    return False
+                if not (e.status == 0 or e.status >= 500 or e.status == 429):
+                    self.log.error("%s of job %s refused: %s", what, job_id, e)
+                    return False
+                if time.monotonic() + delay > deadline:
+                    self.log.error("%s of job %s abandoned after one lease TTL: %s", what, job_id, e)
+                    return False
+                self.log.warning("%s of job %s failed, retrying: %s", what, job_id, e)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
 
     # ---- reports
 
@@ -533,10 +788,23 @@ class Worker:
             if lost and claims_to >= lost and self._claim_lost == lost:
                 self._claim_lost = 0
         for a in reply.get("actions") or []:
-            with self._cond:
-                task = self._running.get((a.get("job_id"), a.get("lease")))
-            if task is not None and a.get("action") == "cancel":
-                self._settle(task, "failed", error="cancelled")
+            self._act(a)
+
+    def _act(self, a: Dict[str, Any]) -> None:
+        """Carries out one action of a heartbeat reply."""
+        with self._cond:
+            task = self._running.get((a.get("job_id"), a.get("lease")))
+        if task is None:
+            return
+        action = a.get("action")
+        if action == "cancel":
+            self._stop_task(task, "cancelled", retry=False)
+        elif action == "preempt" and a.get("preemption_epoch"):
+            self._preempt(task, int(a["preemption_epoch"]))
+        elif action == "preempt":
+            self._stop_task(task, "preempted")
+        else:
+            self.log.warning("unknown heartbeat action %r for job %s ignored", action, task.ctx.id)
 
     def _send_heartbeat(self, leases: List[Tuple[str, int]], claims_to: int) -> Dict[str, Any]:
         """Sends one heartbeat with the progress of the running jobs that no
@@ -577,11 +845,18 @@ class Worker:
     # ---- shutdown
 
     def _drain(self) -> None:
-        """Waits up to grace for running jobs, then fails what is left."""
-        deadline = time.monotonic() + self.grace
+        """Waits up to grace for running jobs, then fails what is left: a
+        handler's attempt at once, a command once it was stopped (and
+        preempted gang tasks once acknowledged)."""
+        self._wait_running(self.grace)
+        with self._cond:
+            left = list(self._running.values())
+        for task in left:
+            self._stop_task(task, f"worker {self.id} stopped: the job outlived the {self.grace}s grace")
+        self._wait_running(self.kill_grace + self._lease_ttl + 1)
+
+    def _wait_running(self, secs: float) -> None:
+        deadline = time.monotonic() + secs
         with self._cond:
             while self._running and time.monotonic() < deadline:
                 self._cond.wait(deadline - time.monotonic())
-            left = list(self._running.values())
-        for task in left:
-            self._settle(task, "failed", error=f"worker {self.id} stopped: the job outlived the {self.grace}s grace")
