@@ -222,7 +222,7 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Jobs = toWireList(jobs, s.now())
 	s.withParentResults(out.Jobs)
-	writeJSON(w, http.StatusOK, out)
+	writeClaimReply(w, http.StatusOK, out)
 }
 
 // maxReportsBesideClaim is the most reports a claim carries in the log
