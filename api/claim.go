@@ -306,7 +306,7 @@ func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(w, http.StatusOK, toWire(jobs[0], s.now()))
+	writeJob(w, http.StatusOK, toWire(jobs[0], s.now()))
 }
 
 // allQueues lists the queues a claim from any queue names: "default", then

@@ -57,6 +57,19 @@ func writeClaimReply(w http.ResponseWriter, status int, out wire.ClaimResponse) 
 	writeEncoded(w, status, b)
 }
 
+// writeJob writes j as writeJSON does, byte for byte, through appendJob:
+// the seed's claim (GET /jobs/next) and its reports answer one job each.
+func writeJob(w http.ResponseWriter, status int, j wire.Job) {
+	b, ok := appendJob(make([]byte, 0, 512), &j)
+	if !ok {
+		writeJSON(w, status, j)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
 // writeEncoded ends b, an encoded JSON object, as json.Encoder does and
 // writes it as writeJSON would.
 func writeEncoded(w http.ResponseWriter, status int, b []byte) {

@@ -112,7 +112,8 @@ func randomValue(rng *rand.Rand, v reflect.Value) {
 }
 
 // TestWriteJobListFieldByField sets each field of wire.Job alone, then
-// all of them, to random values and compares with encoding/json: a field
+// all of them, to random values and compares writeJobList and writeJob
+// with encoding/json: a field
 // added to wire.Job that appendJob forgets fails here, and so does one
 // that appendJobFast always leaves to encoding/json.
 func TestWriteJobListFieldByField(t *testing.T) {
@@ -124,6 +125,7 @@ func TestWriteJobListFieldByField(t *testing.T) {
 			var j wire.Job
 			randomValue(rng, reflect.ValueOf(&j).Elem().Field(i))
 			sameAsWriteJSON(t, wire.JobList{Jobs: []wire.Job{j}})
+			writesAsWriteJSON(t, j, writeJob)
 			if _, ok := appendJobFast(nil, &j); ok {
 				fast++
 			}
@@ -140,6 +142,7 @@ func TestWriteJobListFieldByField(t *testing.T) {
 		randomValue(rng, reflect.ValueOf(&list).Elem())
 		list.Jobs = append(list.Jobs, j, k)
 		sameAsWriteJSON(t, list)
+		writesAsWriteJSON(t, j, writeJob)
 	}
 	sameAsWriteJSON(t, wire.JobList{})
 	sameAsWriteJSON(t, wire.JobList{Jobs: []wire.Job{}})

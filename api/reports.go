@@ -141,5 +141,5 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 	}
 	j := res.Jobs[0]
 	s.attemptEnded(s.withReportTraces(r.Context(), []wire.BatchReport{{JobID: rep.JobID, ReportRequest: req}}), j, false)
-	writeJSON(w, http.StatusOK, toWire(j, s.now()))
+	writeJob(w, http.StatusOK, toWire(j, s.now()))
 }
