@@ -83,7 +83,7 @@ func TestJobTelemetry(t *testing.T) {
 		}
 		attrs := map[string]string{}
 		for _, a := range spans[0].Attributes() {
-			attrs[string(a.Key)] = a.Value.Emit()
+			attrs[string(a.Key)] = a.Value.String()
 		}
 		if attrs["workron.job.id"] != id || attrs["workron.job.queue"] != "q1" || attrs["workron.job.type"] != "echo" ||
 			attrs["workron.job.attempt"] != "1" || attrs["workron.worker.id"] != cfg.ID {
