@@ -38,7 +38,7 @@ func writeJobList(w http.ResponseWriter, status int, list wire.JobList) {
 // jobs and the 16 reports it carried through encoding/json's reflection.
 // What appendJob cannot encode goes to writeJSON whole.
 func writeClaimReply(w http.ResponseWriter, status int, out wire.ClaimResponse) {
-	b, ok := appendJobs(append(make([]byte, 0, 400*len(out.Jobs)+80*len(out.Reports)+64), `{"jobs":`...), out.Jobs)
+	b, ok := appendJobs(append(make([]byte, 0, 512*len(out.Jobs)+64*len(out.Reports)+64), `{"jobs":`...), out.Jobs)
 	if !ok {
 		writeJSON(w, status, out)
 		return
