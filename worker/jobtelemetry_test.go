@@ -1,11 +1,9 @@
 package worker_test
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,26 +12,9 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/syncbuf"
 	"github.com/workron/workron/worker"
 )
-
-// syncBuffer is a bytes.Buffer a logger and a test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestJobTelemetry: what a job's attempt logs and traces, which the
 // worker spares itself (per job) when it logs or traces nothing.
@@ -49,7 +30,7 @@ func TestJobTelemetry(t *testing.T) {
 
 	t.Run("LogLinesNameTheJob", func(t *testing.T) {
 		f := newFakeServer(t)
-		var logs syncBuffer
+		var logs syncbuf.Buffer
 		cfg := testConfig(t, f.URL)
 		cfg.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		startWorker(t, cfg, handle)
