@@ -222,7 +222,7 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Jobs = toWireList(jobs, s.now())
 	s.withParentResults(out.Jobs)
-	writeJSON(w, http.StatusOK, out)
+	writeClaimReply(w, http.StatusOK, out)
 }
 
 // maxReportsBesideClaim is the most reports a claim carries in the log
@@ -306,7 +306,7 @@ func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	writeJSON(w, http.StatusOK, toWire(jobs[0], s.now()))
+	writeJob(w, http.StatusOK, toWire(jobs[0], s.now()))
 }
 
 // allQueues lists the queues a claim from any queue names: "default", then

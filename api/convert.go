@@ -26,8 +26,6 @@ func toWire(j *store.Job, now int64) wire.Job {
 		Metadata:       j.Metadata,
 		CreatedAt:      time.Unix(0, j.CreatedAt).UTC(),
 		RunAt:          time.Unix(0, j.RunAt).UTC(),
-		StartedAt:      optTime(j.StartedAt),
-		DoneAt:         optTime(j.DoneAt),
 		WorkerID:       j.WorkerID,
 		ExitCode:       j.ExitCode,
 		Output:         j.Output,
@@ -57,13 +55,17 @@ func toWire(j *store.Job, now int64) wire.Job {
 	if j.UniqueFor > 0 {
 		out.UniqueFor = time.Duration(j.UniqueFor).String()
 	}
-	out.ExpiresAt = optTime(j.ExpireAt)
-	out.Schedule, out.ScheduledFor, out.After = j.Schedule, optTime(j.ScheduledFor), j.After
+	var leaseDeadline int64
+	if j.Status.Leased() {
+		out.Lease, leaseDeadline = j.Lease, j.LeaseDeadline
+	}
+	t := optTimes([...]int64{j.StartedAt, j.DoneAt, j.ExpireAt, j.ScheduledFor, leaseDeadline})
+	out.StartedAt, out.DoneAt, out.ExpiresAt, out.ScheduledFor, out.LeaseExpiresAt = t[0], t[1], t[2], t[3], t[4]
+	out.Schedule, out.After = j.Schedule, j.After
 	needsWire(&out, j)
 	progressWire(&out, j)
-	if j.Status.Leased() {
-		out.Lease = j.Lease
-		out.LeaseExpiresAt = optTime(j.LeaseDeadline)
+	if len(j.History) > 0 {
+		out.AttemptHistory = make([]wire.Attempt, 0, len(j.History))
 	}
 	for _, a := range j.History {
 		out.AttemptHistory = append(out.AttemptHistory, wire.Attempt{
@@ -81,6 +83,29 @@ func optTime(ns int64) *time.Time {
 	}
 	t := time.Unix(0, ns).UTC()
 	return &t
+}
+
+// optTimes is optTime of each of ns, the times in one allocation: a job
+// has up to five optional times, and a claimed or finished one two or
+// three of them.
+func optTimes(ns [5]int64) (out [5]*time.Time) {
+	n := 0
+	for _, v := range ns {
+		if v != 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return out
+	}
+	ts := make([]time.Time, 0, n)
+	for i, v := range ns {
+		if v != 0 {
+			ts = append(ts, time.Unix(0, v).UTC())
+			out[i] = &ts[len(ts)-1]
+		}
+	}
+	return out
 }
 
 func toWireList(jobs []*store.Job, now int64) []wire.Job {

@@ -81,6 +81,12 @@ func (s *Server) attemptEnded(ctx context.Context, j *store.Job, expired bool) {
 			s.metrics.runDuration.of(j.Queue).Observe(ran.Seconds())
 		}
 	}
+	s.logEnded(ctx, j, expired, ran)
+}
+
+// logEnded logs an attempt's end (attemptEnded); it builds its fields only
+// when its level is logged.
+func (s *Server) logEnded(ctx context.Context, j *store.Job, expired bool, ran time.Duration) {
 	level, msg := slog.LevelInfo, "job failed"
 	switch {
 	case j.Status == store.StatusDone:
@@ -89,6 +95,9 @@ func (s *Server) attemptEnded(ctx context.Context, j *store.Job, expired bool) {
 		msg = "job retried"
 	case j.Status == store.StatusCancelled:
 		msg = "job cancelled"
+	}
+	if !s.logger.Enabled(ctx, level) {
+		return
 	}
 	if expired {
 		msg = "lease expired: " + msg

@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
 	"strconv"
@@ -13,29 +14,15 @@ import (
 )
 
 // writeJobList writes list as writeJSON does, byte for byte, but encodes
-// each job's common fields itself: the reply of a batch of 1,000 jobs
-// went through encoding/json's reflection, and through its check of each
-// time's MarshalJSON, for every field of every job. A job with a field
-// appendJob does not know (a backoff, resources, attempts, progress) is
-// encoded by encoding/json.
+// each job itself (appendJob): the reply of a batch of 1,000 jobs went
+// through encoding/json's reflection, and through its check of each
+// time's MarshalJSON, for every field of every job. What appendJob cannot
+// encode goes to writeJSON whole.
 func writeJobList(w http.ResponseWriter, status int, list wire.JobList) {
-	b := make([]byte, 0, 400*len(list.Jobs)+64)
-	b = append(b, `{"jobs":`...)
-	if list.Jobs == nil {
-		b = append(b, "null"...)
-	} else {
-		b = append(b, '[')
-		for i := range list.Jobs {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendJob(b, &list.Jobs[i]); !ok {
-				writeJSON(w, status, list) // and its answer to what encoding/json refuses
-				return
-			}
-		}
-		b = append(b, ']')
+	b, ok := appendJobs(append(make([]byte, 0, 400*len(list.Jobs)+64), `{"jobs":`...), list.Jobs)
+	if !ok {
+		writeJSON(w, status, list) // and its answer to what encoding/json refuses
+		return
 	}
 	if list.NextCursor != "" {
 		b = appendJSONString(append(b, `,"next_cursor":`...), list.NextCursor)
@@ -43,10 +30,83 @@ func writeJobList(w http.ResponseWriter, status int, list wire.JobList) {
 	if len(list.Warnings) > 0 {
 		b = appendStrings(append(b, `,"warnings":`...), list.Warnings)
 	}
+	writeEncoded(w, status, b)
+}
+
+// writeClaimReply writes the reply of a claim as writeJSON does, byte for
+// byte, its jobs through appendJob: a worker's round trip answered 16
+// jobs and the 16 reports it carried through encoding/json's reflection.
+// What appendJob cannot encode goes to writeJSON whole.
+func writeClaimReply(w http.ResponseWriter, status int, out wire.ClaimResponse) {
+	b, ok := appendJobs(append(make([]byte, 0, 512*len(out.Jobs)+64*len(out.Reports)+64), `{"jobs":`...), out.Jobs)
+	if !ok {
+		writeJSON(w, status, out)
+		return
+	}
+	b = strconv.AppendInt(append(b, `,"lease_ttl_ms":`...), out.LeaseTTLMillis, 10)
+	if len(out.Reports) > 0 {
+		b = append(b, `,"reports":[`...)
+		for i := range out.Reports {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendReportResult(b, &out.Reports[i])
+		}
+		b = append(b, ']')
+	}
+	writeEncoded(w, status, b)
+}
+
+// writeJob writes j as writeJSON does, byte for byte, through appendJob:
+// the seed's claim (GET /jobs/next) and its reports answer one job each.
+func writeJob(w http.ResponseWriter, status int, j wire.Job) {
+	b, ok := appendJob(make([]byte, 0, 512), &j)
+	if !ok {
+		writeJSON(w, status, j)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
+}
+
+// writeEncoded ends b, an encoded JSON object, as json.Encoder does and
+// writes it as writeJSON would.
+func writeEncoded(w http.ResponseWriter, status int, b []byte) {
 	b = append(b, "}\n"...)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(b)
+}
+
+// appendJobs appends jobs as a JSON array (null when nil), or says that
+// encoding/json cannot encode one of them.
+func appendJobs(b []byte, jobs []wire.Job) ([]byte, bool) {
+	if jobs == nil {
+		return append(b, "null"...), true
+	}
+	b = append(b, '[')
+	for i := range jobs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendJob(b, &jobs[i]); !ok {
+			return b, false
+		}
+	}
+	return append(b, ']'), true
+}
+
+// appendReportResult appends r as encoding/json encodes it.
+func appendReportResult(b []byte, r *wire.BatchReportResult) []byte {
+	b = appendJSONString(append(b, `{"job_id":`...), r.JobID)
+	for _, f := range [...]struct{ key, v string }{{`,"status":`, r.Status}, {`,"error":`, r.Error}, {`,"code":`, r.Code}} {
+		if f.v != "" {
+			b = appendJSONString(append(b, f.key...), f.v)
+		}
+	}
+	return append(b, '}')
 }
 
 // appendJob appends j as encoding/json encodes it, or says that
@@ -65,14 +125,10 @@ func appendJob(b []byte, j *wire.Job) ([]byte, bool) {
 }
 
 // appendJobFast appends j field by field in wire.Job's order, or says it
-// cannot: a field it does not encode is set, or a value (a payload with
-// characters encoding/json escapes, a year beyond 9999) needs
-// encoding/json's own rules.
+// cannot: a value (a payload with characters encoding/json escapes, a
+// year beyond 9999, a jitter that is not a number) needs encoding/json's
+// own rules.
 func appendJobFast(b []byte, j *wire.Job) ([]byte, bool) {
-	if j.Backoff != nil || len(j.AttemptHistory) > 0 || j.Resources != nil ||
-		j.Progress != nil || len(j.ParentResults) > 0 {
-		return b, false
-	}
 	ok := true
 	str := func(key, v string, omitEmpty bool) {
 		if v == "" && omitEmpty {
@@ -120,6 +176,11 @@ func appendJobFast(b []byte, j *wire.Job) ([]byte, bool) {
 			b = appendStringMap(append(append(b, ','), key...), m)
 		}
 	}
+	part := func(key string, set bool, add func([]byte) ([]byte, bool)) {
+		if set && ok {
+			b, ok = add(append(append(b, ','), key...))
+		}
+	}
 
 	b = appendJSONString(append(b, `{"id":`...), j.ID)
 	str(`"command":`, j.Command, true)
@@ -135,7 +196,7 @@ func appendJobFast(b []byte, j *wire.Job) ([]byte, bool) {
 	strs(`"depends_on":`, j.DependsOn)
 	str(`"idempotency_key":`, j.IdempotencyKey, true)
 	str(`"timeout":`, j.Timeout, true)
-	// backoff: not encoded here
+	part(`"backoff":`, j.Backoff != nil, func(b []byte) ([]byte, bool) { return appendBackoff(b, j.Backoff) })
 	strMap(`"metadata":`, j.Metadata)
 	tm(`"created_at":`, j.CreatedAt)
 	tm(`"run_at":`, j.RunAt)
@@ -149,14 +210,14 @@ func appendJobFast(b []byte, j *wire.Job) ([]byte, bool) {
 	optInt(`"exit_code":`, j.ExitCode)
 	str(`"output":`, j.Output, true)
 	str(`"last_error":`, j.LastError, true)
-	// attempt_history: not encoded here
+	part(`"attempt_history":`, len(j.AttemptHistory) > 0, func(b []byte) ([]byte, bool) { return appendAttempts(b, j.AttemptHistory) })
 	str(`"retention":`, j.Retention, true)
 	str(`"unique_for":`, j.UniqueFor, true)
 	optTm(`"expires_at":`, j.ExpiresAt)
 	str(`"schedule":`, j.Schedule, true)
 	optTm(`"scheduled_for":`, j.ScheduledFor)
 	str(`"after":`, j.After, true)
-	// resources: not encoded here
+	part(`"resources":`, j.Resources != nil, func(b []byte) ([]byte, bool) { return appendResources(b, j.Resources), true })
 	strs(`"tags":`, j.Tags)
 	str(`"gang_id":`, j.GangID, true)
 	optInt(`"gang_index":`, j.GangIndex)
@@ -170,9 +231,9 @@ func appendJobFast(b []byte, j *wire.Job) ([]byte, bool) {
 	str(`"waiting":`, j.Waiting, true)
 	str(`"waiting_code":`, j.WaitingCode, true)
 	strs(`"warnings":`, j.Warnings)
-	// progress: not encoded here
+	part(`"progress":`, j.Progress != nil, func(b []byte) ([]byte, bool) { return appendProgress(b, j.Progress) })
 	raw(`"result":`, j.Result)
-	// parent_results: not encoded here
+	part(`"parent_results":`, len(j.ParentResults) > 0, func(b []byte) ([]byte, bool) { return appendRawMap(b, j.ParentResults) })
 	return append(b, '}'), ok
 }
 
@@ -203,6 +264,24 @@ func appendStrings(b []byte, v []string) []byte {
 
 // appendStringMap appends m with its keys sorted, as encoding/json does.
 func appendStringMap(b []byte, m map[string]string) []byte {
+	b, _ = appendMap(b, m, func(b []byte, v string) ([]byte, bool) { return appendJSONString(b, v), true })
+	return b
+}
+
+// appendRawMap appends m as encoding/json does (a nil value is null), or
+// says that a value needs encoding/json's rules (see appendRawJSON).
+func appendRawMap(b []byte, m map[string]json.RawMessage) ([]byte, bool) {
+	return appendMap(b, m, func(b []byte, v json.RawMessage) ([]byte, bool) {
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		return appendRawJSON(b, v)
+	})
+}
+
+// appendMap appends m with its keys sorted, as encoding/json does, each
+// value through add, or says that add could not append one.
+func appendMap[V any](b []byte, m map[string]V, add func([]byte, V) ([]byte, bool)) ([]byte, bool) {
 	var scratch [8]string
 	keys := scratch[:0]
 	for k := range m {
@@ -214,10 +293,117 @@ func appendStringMap(b []byte, m map[string]string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
-		b = appendJSONString(append(b, ':'), m[k])
+		var ok bool
+		if b, ok = add(append(appendJSONString(b, k), ':'), m[k]); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendBackoff appends bo as encoding/json encodes it, or says it cannot
+// (a jitter that is not a finite number).
+func appendBackoff(b []byte, bo *wire.Backoff) ([]byte, bool) {
+	b = append(b, '{')
+	sep := func(key string) {
+		if b[len(b)-1] != '{' {
+			b = append(b, ',')
+		}
+		b = append(b, key...)
+	}
+	if bo.Base != "" {
+		sep(`"base":`)
+		b = appendJSONString(b, bo.Base)
+	}
+	if bo.Max != "" {
+		sep(`"max":`)
+		b = appendJSONString(b, bo.Max)
+	}
+	if bo.Jitter != 0 {
+		sep(`"jitter":`)
+		var ok bool
+		if b, ok = appendJSONFloat(b, bo.Jitter); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
+}
+
+// appendJSONFloat appends f as encoding/json encodes a float64, or says
+// that it refuses it (NaN, an infinity).
+func appendJSONFloat(b []byte, f float64) ([]byte, bool) {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return b, false
+	}
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1] // e-09 as e-9, as encoding/json writes it
+		b = b[:n-1]
+	}
+	return b, true
+}
+
+// appendAttempts appends an attempt history as encoding/json encodes it,
+// or says it cannot (see appendJSONTime).
+func appendAttempts(b []byte, as []wire.Attempt) ([]byte, bool) {
+	b = append(b, '[')
+	for i := range as {
+		a := &as[i]
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(append(b, `{"attempt":`...), int64(a.Attempt), 10)
+		if a.WorkerID != "" {
+			b = appendJSONString(append(b, `,"worker_id":`...), a.WorkerID)
+		}
+		b = strconv.AppendUint(append(b, `,"lease":`...), a.Lease, 10)
+		b = appendJSONString(append(b, `,"status":`...), a.Status)
+		if a.ExitCode != nil {
+			b = strconv.AppendInt(append(b, `,"exit_code":`...), int64(*a.ExitCode), 10)
+		}
+		if a.Error != "" {
+			b = appendJSONString(append(b, `,"error":`...), a.Error)
+		}
+		var ok1, ok2 bool
+		b, ok1 = appendJSONTime(append(b, `,"started_at":`...), a.Started)
+		b, ok2 = appendJSONTime(append(b, `,"ended_at":`...), a.Ended)
+		if !ok1 || !ok2 {
+			return b, false
+		}
+		if a.Expired {
+			b = append(b, `,"expired":true`...)
+		}
+		b = append(b, '}')
+	}
+	return append(b, ']'), true
+}
+
+// appendResources appends r as encoding/json encodes it.
+func appendResources(b []byte, r *wire.Resources) []byte {
+	b = strconv.AppendInt(append(b, `{"vram_mb":`...), int64(r.VRAMMB), 10)
+	b = strconv.AppendInt(append(b, `,"memory_mb":`...), int64(r.MemoryMB), 10)
+	if r.CPUMillis != 0 {
+		b = strconv.AppendInt(append(b, `,"cpu_millis":`...), int64(r.CPUMillis), 10)
+	}
+	if r.Slots != 0 {
+		b = strconv.AppendInt(append(b, `,"slots":`...), int64(r.Slots), 10)
 	}
 	return append(b, '}')
+}
+
+// appendProgress appends p as encoding/json encodes it, or says it cannot
+// (see appendJSONTime).
+func appendProgress(b []byte, p *wire.Progress) ([]byte, bool) {
+	b = strconv.AppendInt(append(b, `{"percent":`...), int64(p.Percent), 10)
+	if p.Message != "" {
+		b = appendJSONString(append(b, `,"message":`...), p.Message)
+	}
+	b, ok := appendJSONTime(append(b, `,"at":`...), p.At)
+	return append(b, '}'), ok
 }
 
 // appendJSONTime appends t as time.Time's MarshalJSON does, for a time in

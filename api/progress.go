@@ -11,41 +11,43 @@ import (
 )
 
 // checkProgress checks the progress of a heartbeat's lease or a report,
-// field naming it ("jobs[0].progress"): a percent from 0 to 100 and a
+// f naming a field of the lease or report (f("progress") is, say,
+// "jobs[0].progress"; called only to name a bad one): a percent from 0 to 100 and a
 // message of at most wire.MaxProgressMessage bytes (400 naming the field
 // beyond).
-func checkProgress(field string, p *wire.ProgressUpdate) (*fsm.LeaseProgress, error) {
+func checkProgress(f func(string) string, p *wire.ProgressUpdate) (*fsm.LeaseProgress, error) {
 	if p == nil {
 		return nil, nil
 	}
 	if p.Percent < 0 || p.Percent > 100 {
-		return nil, invalid(field+".percent", "must be from 0 to 100, got %d", p.Percent)
+		return nil, invalid(f("progress.percent"), "must be from 0 to 100, got %d", p.Percent)
 	}
 	if len(p.Message) > wire.MaxProgressMessage {
-		return nil, invalid(field+".message", "must be at most %d bytes, got %d", wire.MaxProgressMessage, len(p.Message))
+		return nil, invalid(f("progress.message"), "must be at most %d bytes, got %d", wire.MaxProgressMessage, len(p.Message))
 	}
 	return &fsm.LeaseProgress{Percent: p.Percent, Message: p.Message}, nil
 }
 
-// reportEnd checks a report's result and progress, prefix naming the
-// report ("" or "reports[0].").
-func reportEnd(prefix string, req *wire.ReportRequest) (json.RawMessage, *fsm.LeaseProgress, error) {
-	result, err := reportResult(prefix+"result", req.Result)
+// reportEnd checks a report's result and progress, f naming a field of
+// the report (f("result") is "result" or "reports[0].result"; called only
+// to name a bad one).
+func reportEnd(f func(string) string, req *wire.ReportRequest) (json.RawMessage, *fsm.LeaseProgress, error) {
+	result, err := reportResult(f, req.Result)
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := checkProgress(prefix+"progress", req.Progress)
+	p, err := checkProgress(f, req.Progress)
 	return result, p, err
 }
 
 // reportResult checks a report's result: at most wire.MaxResultBytes of
 // JSON (413 naming field beyond). JSON null is no result.
-func reportResult(field string, r json.RawMessage) (json.RawMessage, error) {
+func reportResult(f func(string) string, r json.RawMessage) (json.RawMessage, error) {
 	if wire.IsNullResult(r) {
 		return nil, nil
 	}
 	if len(r) > wire.MaxResultBytes {
-		return nil, &badRequest{field: field, reason: fmt.Sprintf("a result is at most %d bytes of JSON, got %d", wire.MaxResultBytes, len(r)), tooBig: true}
+		return nil, &badRequest{field: f("result"), reason: fmt.Sprintf("a result is at most %d bytes of JSON, got %d", wire.MaxResultBytes, len(r)), tooBig: true}
 	}
 	return r, nil
 }
@@ -81,3 +83,7 @@ func (s *Server) withParentResults(jobs []wire.Job) {
 		}
 	}
 }
+
+// fieldName names a field of a request that is one report or lease (see
+// reportEnd).
+func fieldName(field string) string { return field }

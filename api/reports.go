@@ -109,7 +109,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		s.fail(w, r, err)
 		return
 	}
-	result, progress, err := reportEnd("", &req)
+	result, progress, err := reportEnd(fieldName, &req)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -129,7 +129,7 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 		Result:   result,
 		Progress: progress,
 	}
-	if err := holdOff(rep, &req, func(f string) string { return f }); err != nil {
+	if err := holdOff(rep, &req, fieldName); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -141,5 +141,5 @@ func (s *Server) report(w http.ResponseWriter, r *http.Request, success bool) {
 	}
 	j := res.Jobs[0]
 	s.attemptEnded(s.withReportTraces(r.Context(), []wire.BatchReport{{JobID: rep.JobID, ReportRequest: req}}), j, false)
-	writeJSON(w, http.StatusOK, toWire(j, s.now()))
+	writeJob(w, http.StatusOK, toWire(j, s.now()))
 }

@@ -399,14 +399,17 @@ func batchReports(in []wire.BatchReport) ([]*fsm.Report, error) {
 		return nil, invalid("reports", "must hold 1 to %d reports, got %d", wire.MaxBatchReports, len(in))
 	}
 	reps := make([]*fsm.Report, len(in))
-	for i, br := range in {
+	for i := range in {
+		br := &in[i]
+		// Names a field of the report: formatted only for a bad one.
+		f := func(s string) string { return fmt.Sprintf("reports[%d].%s", i, s) }
 		if br.JobID == "" {
-			return nil, invalid(fmt.Sprintf("reports[%d].job_id", i), "must not be empty")
+			return nil, invalid(f("job_id"), "must not be empty")
 		}
 		if br.Status != wire.StatusDone && br.Status != wire.StatusFailed {
-			return nil, invalid(fmt.Sprintf("reports[%d].status", i), "must be %q or %q, got %q", wire.StatusDone, wire.StatusFailed, br.Status)
+			return nil, invalid(f("status"), "must be %q or %q, got %q", wire.StatusDone, wire.StatusFailed, br.Status)
 		}
-		result, progress, err := reportEnd(fmt.Sprintf("reports[%d].", i), &br.ReportRequest)
+		result, progress, err := reportEnd(f, &br.ReportRequest)
 		if err != nil {
 			return nil, err
 		}
@@ -415,7 +418,6 @@ func batchReports(in []wire.BatchReport) ([]*fsm.Report, error) {
 			ExitCode: br.ExitCode, Output: br.Output, Error: br.Error,
 			Final: br.Retry != nil && !*br.Retry, Draw: draw(), Result: result, Progress: progress,
 		}
-		f := func(s string) string { return fmt.Sprintf("reports[%d].%s", i, s) }
 		if err := holdOff(reps[i], &br.ReportRequest, f); err != nil {
 			return nil, err
 		}

@@ -60,7 +60,7 @@ func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 	if req.Jobs != nil { // listed, even if empty: only these are renewed
 		hb.Listed = true
 		for i, l := range req.Jobs {
-			p, err := checkProgress(fmt.Sprintf("jobs[%d].progress", i), l.Progress)
+			p, err := checkProgress(func(s string) string { return fmt.Sprintf("jobs[%d].%s", i, s) }, l.Progress)
 			if err != nil {
 				s.fail(w, r, err)
 				return

@@ -144,8 +144,8 @@ func (ck *checkpoint) remove() {
 // settle tells the server how an attempt ended: a preempted gang task's
 // checkpoint and acknowledgement, anything else a report.
 func (w *Worker) settle(ctx context.Context, log *slog.Logger, job wire.Job, out outcome, ck *checkpoint) {
-	var pe *preemptError
-	if !errors.As(out.err, &pe) {
+	pe := preemptOf(out.err)
+	if pe == nil {
 		w.queueReport(log, job, out)
 		return
 	}
@@ -162,6 +162,19 @@ func (w *Worker) settle(ctx context.Context, log *slog.Logger, job wire.Job, out
 	}) {
 		log.Info("preemption acknowledged", "epoch", pe.epoch)
 	}
+}
+
+// preemptOf is err's *preemptError, or nil; it costs nothing when err is
+// nil (an attempt that succeeded).
+func preemptOf(err error) *preemptError {
+	if err == nil {
+		return nil
+	}
+	var pe *preemptError
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	return pe
 }
 
 // retry calls send until it succeeds, the server refuses for good, or ctx

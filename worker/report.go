@@ -204,7 +204,9 @@ func (w *Worker) settleReports(ps []*pendingReport, results []wire.BatchReportRe
 		r := results[i]
 		switch {
 		case r.Code == "":
-			p.log.Debug("reported", "report", p.verb(), "status", r.Status)
+			if p.log.Enabled(context.Background(), slog.LevelDebug) {
+				p.log.Debug("reported", "report", p.verb(), "status", r.Status)
+			}
 		case r.Code == wire.CodeStaleLease, r.Code == wire.CodeNotFound, r.Code == wire.CodeNotRunning, r.Code == wire.CodeConflict:
 			p.log.Warn("report dropped: the lease is no longer current", "report", p.verb(), "err", r.Error)
 		case r.Code == wire.CodeUpgradeInProgress && (p.out.result != nil || p.out.progress != nil):

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime/debug"
 	"time"
 
@@ -80,8 +81,11 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 
 	w.jobs.Go(func() {
 		defer w.finish(t)
-		log := w.log.With("job_id", job.ID, "attempt", job.Attempts, "lease", job.Lease)
-		log.Debug("job started", "command", job.Command, "type", job.Type)
+		job := t.job // not start's: the closure would move that copy to the heap
+		log := w.jobLog(job)
+		if log.Enabled(ctx, slog.LevelDebug) {
+			log.Debug("job started", "command", job.Command, "type", job.Type)
+		}
 		job, ck := w.withCheckpoint(log, job)
 		defer ck.remove()
 		ctx, job, endRun := w.traceRun(ctx, job)
@@ -90,13 +94,25 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 		endRun(out.err)
 		cancel(nil)
 		out.progress, _ = t.progress.pending() // the report carries it
-		if out.err != nil {
+		switch {
+		case !log.Enabled(ctx, slog.LevelInfo):
+		case out.err != nil:
 			log.Info("job failed", "err", out.err, "exit_code", deref(out.exitCode), "took", time.Since(began))
-		} else {
+		default:
 			log.Info("job done", "took", time.Since(began))
 		}
 		w.settle(base, log, job, out, ck)
 	})
+}
+
+// jobLog is the logger of job's attempt: the worker's with the job's id,
+// attempt and lease, or the worker's own when it logs nothing (the SDK's
+// default), which would otherwise cost each job a logger of its own.
+func (w *Worker) jobLog(job wire.Job) *slog.Logger {
+	if w.log.Handler() == slog.DiscardHandler {
+		return w.log
+	}
+	return w.log.With("job_id", job.ID, "attempt", job.Attempts, "lease", job.Lease)
 }
 
 // finish frees t's slot.

@@ -22,15 +22,20 @@ const tracerName = "github.com/workron/workron/worker"
 // the run's error. Without a Tracer the span records nothing and
 // TraceParent stays the job's: the trace is still handed on.
 func (w *Worker) traceRun(ctx context.Context, job wire.Job) (context.Context, wire.Job, func(error)) {
-	ctx, span := w.tracer.Start(traceparent.Context(ctx, job.TraceParent), "run",
-		trace.WithSpanKind(trace.SpanKindConsumer),
-		trace.WithAttributes(
-			attribute.String("workron.job.id", job.ID),
-			attribute.String("workron.job.queue", job.Queue),
-			attribute.String("workron.job.type", job.Type),
-			attribute.Int("workron.job.attempt", job.Attempts),
-			attribute.String("workron.worker.id", w.cfg.ID),
-		))
+	var opts []trace.SpanStartOption
+	if w.cfg.Tracer != nil { // the no-op tracer reads none: spare each job them
+		opts = []trace.SpanStartOption{
+			trace.WithSpanKind(trace.SpanKindConsumer),
+			trace.WithAttributes(
+				attribute.String("workron.job.id", job.ID),
+				attribute.String("workron.job.queue", job.Queue),
+				attribute.String("workron.job.type", job.Type),
+				attribute.Int("workron.job.attempt", job.Attempts),
+				attribute.String("workron.worker.id", w.cfg.ID),
+			),
+		}
+	}
+	ctx, span := w.tracer.Start(traceparent.Context(ctx, job.TraceParent), "run", opts...)
 	if tp := traceparent.Of(ctx); tp != "" {
 		job.TraceParent = tp
 	}
