@@ -26,7 +26,7 @@ func TestProtocol2Progress(t *testing.T) {
 	for _, data := range [][]byte{
 		[]byte("\x02\x02\x01\x0e\x01w\x02\x01\x01\x01j\x02\x00\x00\x00\x01\x0a\x00"),                                 // op code 14
 		[]byte("\x02\x02\x01\x0d\x01j\x02\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x011\x00"), // op code 13
-		[]byte("\x02\x02\x01\x10\x01j\x01\x02\x00\x01\x0a\x00"),                                                    // op code 16
+		[]byte("\x02\x02\x01\x10\x01j\x01\x02\x00\x01\x0a\x00"),                                                      // op code 16
 	} {
 		if _, err := fsm.Decode(data); err == nil {
 			t.Errorf("Decode of %q: accepted, want it refused", data)
