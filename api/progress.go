@@ -10,8 +10,8 @@ import (
 	"github.com/workron/workron/store"
 )
 
-// checkProgress checks the progress of a heartbeat's lease or a report,
-// field naming it ("jobs[0].progress"): a percent from 0 to 100 and a
+// checkProgress checks the progress of a heartbeat (a worker's lease, or
+// a job's own) or a report, field naming it ("jobs[0].progress"): a percent from 0 to 100 and a
 // message of at most wire.MaxProgressMessage bytes (400 naming the field
 // beyond).
 func checkProgress(field string, p *wire.ProgressUpdate) (*fsm.LeaseProgress, error) {
