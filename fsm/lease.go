@@ -84,8 +84,6 @@ func (a *applier) heartbeat(h *Heartbeat) Result {
 	return r
 }
 
-func (a *applier) renew(j *store.Job, ttl int64) { a.renewWith(j, ttl, nil) }
-
 // renewWith renews j's lease and, when p is set, keeps p as the attempt's
 // latest progress, in one write.
 func (a *applier) renewWith(j *store.Job, ttl int64, p *LeaseProgress) {
