@@ -41,11 +41,13 @@ func (s *Server) submitGang(w http.ResponseWriter, r *http.Request, req *wire.Su
 		s.fail(w, r, err)
 		return
 	}
+	nj.TraceParent = s.jobTrace(r) // every task's: the gang is one trace
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpSubmitGang, SubmitGang: &fsm.SubmitGang{Size: size, Job: nj}})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
+	traceJobs(r.Context(), res.Jobs...)
 	status := http.StatusCreated
 	if res.Existing {
 		status = http.StatusOK

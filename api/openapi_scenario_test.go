@@ -43,7 +43,7 @@ func TestOpenAPIScenario(t *testing.T) {
 		t.Fatalf("claimed %d jobs, want 1", len(claim.Jobs))
 	}
 	lease := claim.Jobs[0].Lease
-	call(200, "POST", "/jobs/"+a.ID+"/heartbeat", fmt.Sprintf(`{"lease":%d}`, lease), nil)
+	call(200, "POST", "/jobs/"+a.ID+"/heartbeat", fmt.Sprintf(`{"lease":%d,"progress":{"percent":10,"message":"started"}}`, lease), nil)
 	call(200, "POST", "/workers/w1/heartbeat", fmt.Sprintf(`{"jobs":[{"job_id":%q,"lease":%d}],"claims_from":1,"claims_to":1}`, a.ID, lease), nil)
 	call(409, "POST", "/jobs/"+a.ID+"/done", fmt.Sprintf(`{"lease":%d}`, lease+100), nil)
 	call(200, "POST", "/jobs/"+a.ID+"/done", fmt.Sprintf(`{"lease":%d,"output":"ok"}`, lease), nil)

@@ -10,8 +10,8 @@ import (
 	"github.com/workron/workron/store"
 )
 
-// checkProgress checks the progress of a heartbeat's lease or a report,
-// f naming a field of the lease or report (f("progress") is, say,
+// checkProgress checks the progress of a heartbeat (a worker's lease, or
+// a job's own) or a report, f naming a field of it (f("progress") is, say,
 // "jobs[0].progress"; called only to name a bad one): a percent from 0 to 100 and a
 // message of at most wire.MaxProgressMessage bytes (400 naming the field
 // beyond).

@@ -53,6 +53,39 @@ func TestProgressAndResults(t *testing.T) {
 		}
 	})
 
+	t.Run("AJobsOwnHeartbeatTakesProgressToo", func(t *testing.T) {
+		e, j := running(t)
+		e.clock.Add(time.Second)
+		path := "/jobs/" + j.ID + "/heartbeat"
+		body := fmt.Sprintf(`{"lease":%d,"progress":{"percent":20,"message":"seed heartbeat"}}`, j.Lease)
+		if code, werr := e.do(http.MethodPost, path, body, nil); code != http.StatusOK {
+			t.Fatalf("heartbeat with progress: %d %+v", code, werr)
+		}
+		want := wire.Progress{Percent: 20, Message: "seed heartbeat", At: start.Add(time.Second)}
+		if got := get(e, j.ID).Progress; got == nil || *got != want {
+			t.Fatalf("progress = %+v, want %+v", got, want)
+		}
+		// The old body renews and keeps it; bad progress is refused whole.
+		e.clock.Add(time.Second)
+		var hb wire.HeartbeatResponse
+		if code, werr := e.do(http.MethodPost, path, fmt.Sprintf(`{"lease":%d}`, j.Lease), &hb); code != http.StatusOK || hb.LeaseExpiresAt == nil {
+			t.Fatalf("heartbeat without progress: %d %+v %+v", code, werr, hb)
+		}
+		for body, field := range map[string]string{
+			`{"lease":%d,"progress":{"percent":101}}`: "progress.percent",
+			`{"lease":%d,"progress":{"percent":-5}}`:  "progress.percent",
+			`{"lease":%d,"progress":{"percent":1,"message":"` + strings.Repeat("x", wire.MaxProgressMessage+1) + `"}}`: "progress.message",
+		} {
+			code, werr := e.do(http.MethodPost, path, fmt.Sprintf(body, j.Lease), nil)
+			if code != http.StatusBadRequest || !strings.HasPrefix(werr.Error, field+":") {
+				t.Errorf("%s: %d %+v, want 400 naming %s", body, code, werr, field)
+			}
+		}
+		if got := get(e, j.ID); got.Progress == nil || *got.Progress != want || !got.LeaseExpiresAt.Equal(hb.LeaseExpiresAt.UTC()) {
+			t.Fatalf("after refused heartbeats: progress %+v lease until %v, want %+v until %v", got.Progress, got.LeaseExpiresAt, want, hb.LeaseExpiresAt)
+		}
+	})
+
 	t.Run("BadProgressIs400NamingTheField", func(t *testing.T) {
 		e, j := running(t)
 		for _, c := range []struct {

@@ -129,6 +129,24 @@ func TestClusterProtocol(t *testing.T) {
 		if got := tracedSubmit(t); got != "" {
 			t.Errorf("a traced submit at protocol 2 keeps trace %q, want none", got)
 		}
+		// So is a traced gang: its tasks have none.
+		g := decodeJSON[wire.GangSubmitResponse](t, doHTTP(t, hc, http.StatusCreated, "POST", c.URL(c.Leader(t))+"/jobs",
+			wire.SubmitRequest{Command: "x", Queue: "traced", GangSize: 2}, "traceparent", tp))
+		if got := decodeJSON[wire.Job](t, doHTTP(t, hc, http.StatusOK, "GET", c.URL(c.Leader(t))+"/jobs/"+g.Tasks[1], nil)); got.TraceParent != "" {
+			t.Errorf("a traced gang's task at protocol 2 keeps trace %q, want none", got.TraceParent)
+		}
+		// A job's heartbeat with progress is refused (nothing done), one
+		// without it renews.
+		doHTTP(t, hc, http.StatusCreated, "POST", c.URL(c.Leader(t))+"/jobs", wire.SubmitRequest{Command: "x", Queue: "hb-progress"})
+		cr := decodeJSON[wire.ClaimResponse](t, doHTTP(t, hc, http.StatusOK, "POST", c.URL(c.Leader(t))+"/jobs/claim",
+			wire.ClaimRequest{WorkerID: "hb-progress", Queues: []string{"hb-progress"}, Shell: true, Max: 1}))
+		hbURL := c.URL(c.Leader(t)) + "/jobs/" + cr.Jobs[0].ID + "/heartbeat"
+		e := decodeJSON[wire.Error](t, doHTTP(t, hc, http.StatusServiceUnavailable, "POST", hbURL,
+			wire.HeartbeatRequest{Lease: cr.Jobs[0].Lease, Progress: &wire.ProgressUpdate{Percent: 5}}))
+		if e.Code != "upgrade_in_progress" {
+			t.Errorf("a job heartbeat with progress at protocol 2: %+v, want upgrade_in_progress", e)
+		}
+		doHTTP(t, hc, http.StatusOK, "POST", hbURL, wire.HeartbeatRequest{Lease: cr.Jobs[0].Lease})
 		doHTTP(t, hc, http.StatusOK, "POST", c.URL(c.Leader(t))+"/jobs/"+job.ID+"/retry", nil)
 		leasedClaimThenDoneWithoutLease(t, http.StatusConflict) // lease_required: the fence is on
 	})

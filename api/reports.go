@@ -72,14 +72,20 @@ func (s *Server) reportResults(ctx context.Context, reps []*fsm.Report, results 
 }
 
 // handleJobHeartbeat renews one attempt's lease (POST
-// /jobs/{id}/heartbeat) and answers whether to cancel or preempt it.
+// /jobs/{id}/heartbeat), keeping the progress it carries, and answers
+// whether to cancel or preempt it.
 func (s *Server) handleJobHeartbeat(w http.ResponseWriter, r *http.Request) {
 	var req wire.HeartbeatRequest
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	hb := &fsm.Heartbeat{JobID: r.PathValue("id"), Lease: req.Lease, LeaseTTL: int64(s.cfg.LeaseTTL)}
+	p, err := checkProgress(fieldName, req.Progress)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	hb := &fsm.Heartbeat{JobID: r.PathValue("id"), Lease: req.Lease, LeaseTTL: int64(s.cfg.LeaseTTL), Progress: p}
 	s.fenceFields(r).heartbeat(hb)
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpHeartbeat, Heartbeat: hb})
 	if err != nil {

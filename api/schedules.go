@@ -183,18 +183,20 @@ func (s *Server) pauseSchedule(w http.ResponseWriter, r *http.Request, paused bo
 }
 
 // handleTriggerSchedule serves POST /schedules/{name}/trigger: one run now,
-// outside the ticks (they go on as before). 201 with the job; 409 if the
+// outside the ticks (they go on as before), in the request's trace as a
+// submitted job is (jobTrace). 201 with the job; 409 if the
 // schedule skips overlapping runs and its previous run is unfinished.
 func (s *Server) handleTriggerSchedule(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	tick := s.now()
-	fire := &fsm.Fire{Name: name, Tick: tick, JobID: fsm.FireJobID(name, tick, true), Manual: true}
+	fire := &fsm.Fire{Name: name, Tick: tick, JobID: fsm.FireJobID(name, tick, true), Manual: true, TraceParent: s.jobTrace(r)}
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpFire, Fire: fire})
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	j := res.Jobs[0]
+	traceJobs(r.Context(), j)
 	s.metrics.submitted.of(j.Queue).Inc()
 	s.logger.Info("schedule triggered", "schedule", name, "job", j.ID, "request_id", requestID(r.Context()))
 	writeJSON(w, http.StatusCreated, toWire(j, s.now()))

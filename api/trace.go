@@ -25,11 +25,16 @@ import (
 //   - in each job's trace (store.Job.TraceParent): a "claim" span per
 //     attempt, from when the job could run to its claim (its wait), and a
 //     "report" span per attempt's end, the child of the worker's run span
-//     when the report names it (wire.ReportRequest.TraceParent).
+//     when the report names it (wire.ReportRequest.TraceParent);
+//   - a "schedule.fire" span per tick the leader's scheduler fires, the
+//     root of a trace of its own, which the fired job stores (TraceFire).
 //
-// What a job stores as its trace does not depend on Config.Tracer: the
-// traceparent of the submit's span, or without one the caller's header
-// (jobTrace). A trace is data only: nothing here changes a decision.
+// What a job submitted over the API stores as its trace does not depend
+// on Config.Tracer: the traceparent of the submit's span, or without one
+// the caller's header (jobTrace); so does a gang's every task and a
+// triggered schedule's run. A job a schedule's tick fires has a trace only
+// when the node records spans. A trace is data only: nothing here changes
+// a decision.
 
 // Span attribute keys.
 const (
@@ -42,6 +47,9 @@ const (
 	attrStatus    = attribute.Key("workron.job.status")
 	attrWorker    = attribute.Key("workron.worker.id")
 	attrRequestID = attribute.Key("workron.request_id")
+	attrSchedule  = attribute.Key("workron.schedule.name")
+	attrTick      = attribute.Key("workron.schedule.tick")
+	attrFired     = attribute.Key("workron.schedule.fired")
 )
 
 // tracerName names the node's tracer (the instrumentation scope).
@@ -97,8 +105,9 @@ func (s *Server) traceRoute(mux http.Handler) http.Handler {
 // traceparentKey is the traceparent header's key in an http.Header.
 var traceparentKey = http.CanonicalHeaderKey(traceparent.Header)
 
-// jobTrace is the traceparent a job submitted by r stores: its request's
-// span (the node's, or the caller's header when the node records none);
+// jobTrace is the traceparent a job submitted by r stores (a job, every
+// task of a gang, a triggered schedule's run): its request's span (the
+// node's, or the caller's header when the node records none);
 // "" when there is none, or while a member of the cluster runs a protocol
 // before traces (the job is then stored without one, rather than the
 // submit refused).
@@ -231,4 +240,42 @@ func (s *Server) withReportTraces(ctx context.Context, reps []wire.BatchReport) 
 func reportTrace(ctx context.Context, jobID string) string {
 	m, _ := ctx.Value(reportTracesKey{}).(reportTraces)
 	return m[jobID]
+}
+
+// TraceFire starts the "schedule.fire" span of a tick of sc that the
+// leader's scheduler fires, the root of a trace of its own, and sets
+// f.TraceParent to it, so that the job the fire makes stores it and its
+// attempts' spans join it; what it returns ends the span with the fire's
+// outcome (the job, or none when the schedule skipped the tick). Without a
+// Tracer it records nothing and sets no trace; while a member of the
+// cluster runs a protocol before traces it sets none either (the fire
+// goes as before, see jobTrace).
+func (s *Server) TraceFire(ctx context.Context, sc *store.Schedule, f *fsm.Fire) func(fsm.Result, error) {
+	if s.tracer == nil {
+		return func(fsm.Result, error) {}
+	}
+	queue := fsm.DefaultQueue
+	if nj, err := fsm.ScheduleJob(sc); err == nil && nj.Queue != "" {
+		queue = nj.Queue
+	}
+	ctx, span := s.tracer.Start(ctx, "schedule.fire", trace.WithNewRoot(), trace.WithAttributes(
+		attrSchedule.String(sc.Name), attrTick.String(time.Unix(0, f.Tick).UTC().Format(time.RFC3339Nano)),
+		attrJobID.String(f.JobID), attrQueue.String(queue)))
+	if s.node.ClusterProtocol() >= fsm.ProtocolTrace {
+		f.TraceParent = traceparent.Of(ctx)
+	}
+	return func(res fsm.Result, err error) {
+		defer span.End()
+		if err != nil {
+			span.SetStatus(codes.Error, err.Error())
+			return
+		}
+		span.SetAttributes(attrFired.Bool(len(res.Jobs) == 1))
+		if len(res.Jobs) == 1 {
+			span.SetAttributes(append(jobAttrs(res.Jobs[0]), attrStatus.String(string(res.Jobs[0].Status)))...)
+		}
+		if res.Schedule != nil && res.Schedule.LastError != "" && len(res.Jobs) == 0 {
+			span.SetStatus(codes.Error, res.Schedule.LastError)
+		}
+	}
 }

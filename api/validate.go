@@ -382,7 +382,7 @@ func checkWorker(w *wire.Worker) error {
 	case len(w.Queues) > MaxQueues:
 		return invalid("queues", "more than %d queues", MaxQueues)
 	}
-	if err := checkResources(&w.Resources, func(s string) string { return s }); err != nil {
+	if err := checkResources(&w.Resources, fieldName); err != nil {
 		return err
 	}
 	for _, q := range w.Queues {

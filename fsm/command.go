@@ -111,8 +111,9 @@ type NewJob struct {
 	// limits; only a plain submit carries one (see flow.go).
 	ConcurrencyKey string `json:"ckey,omitempty"`
 	// TraceParent (ProtocolTrace) is the W3C traceparent of the job's
-	// trace, which its attempts' spans join; only a plain submit carries
-	// one. It is data only: no rule reads it.
+	// trace, which its attempts' spans join; a plain submit carries one,
+	// and a gang's template, which every task then keeps (a fire carries
+	// its own, Fire.TraceParent). It is data only: no rule reads it.
 	TraceParent string `json:"trace,omitempty"`
 }
 
@@ -149,11 +150,15 @@ type Claim struct {
 
 // Heartbeat renews one job's lease; Lease 0 means the current attempt.
 // Token is the caller's token name (ProtocolFence; empty with auth off).
+// Progress (nil: none; ProtocolProgress, op code opHeartbeatProgress) is
+// the attempt's latest progress, which the job keeps, as a worker
+// heartbeat's.
 type Heartbeat struct {
-	JobID    string `json:"job"`
-	Lease    uint64 `json:"lease,omitempty"`
-	LeaseTTL int64  `json:"ttl"`
-	Token    string `json:"token,omitempty"`
+	JobID    string         `json:"job"`
+	Lease    uint64         `json:"lease,omitempty"`
+	LeaseTTL int64          `json:"ttl"`
+	Token    string         `json:"token,omitempty"`
+	Progress *LeaseProgress `json:"progress,omitempty"`
 }
 
 // WorkerHeartbeat marks a worker alive and renews its leases: those in
@@ -319,7 +324,9 @@ func (c *Cmd) valid() bool {
 
 // SubmitGang creates a gang of Size tasks from one job template, all blocked
 // until the leader places the gang. An IdempotencyKey names the gang: a
-// submit whose key is held by a task of a gang returns that gang.
+// submit whose key is held by a task of a gang returns that gang. A
+// template's TraceParent (ProtocolTrace, op name submit_gang_traced) is
+// every task's: the gang is one trace.
 type SubmitGang struct {
 	Size int    `json:"size"`
 	Job  NewJob `json:"job"`

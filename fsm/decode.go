@@ -112,7 +112,7 @@ func (r *entryReader) cmd(c *Cmd) {
 	case opReportFence:
 		c.Op, c.Report = OpReport, r.report()
 		c.Report.Token = r.Str()
-	case opClaimFair, opReport3, opWorkerHeartbeatProgress:
+	case opClaimFair, opReport3, opWorkerHeartbeatProgress, opHeartbeatProgress:
 		if ProtocolVersion < 3 { // as a binary before the codes
 			r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
 			return
@@ -146,6 +146,12 @@ func (r *entryReader) cmd3(c *Cmd, code byte) {
 		for i := range h.Leases {
 			h.Leases[i].Progress = r.progress()
 		}
+	case opHeartbeatProgress:
+		c.Op, c.Heartbeat = OpHeartbeat, r.heartbeat()
+		c.Heartbeat.Token = r.Str()
+		if c.Heartbeat.Progress = r.progress(); r.Err() == nil && c.Heartbeat.Progress == nil {
+			r.Fail(fmt.Sprintf("heartbeat of op code %d without its progress", code))
+		}
 	}
 }
 
@@ -177,6 +183,27 @@ func (r *entryReader) jsonCmd(c *Cmd) {
 			if c.fenceToken() == "" {
 				r.Fail(fmt.Sprintf("op %q without its token", name))
 			}
+		}
+	}
+	r.tracedJSONCmd(c)
+}
+
+// tracedJSONCmd reads an op name of tracedJSONOps back as its op, which
+// must then carry its trace, and refuses a trace under the plain name
+// (which Encode never writes, and a node of protocol 2 would drop).
+// Cmd.valid then refuses the trace where ProtocolVersion < ProtocolTrace.
+func (r *entryReader) tracedJSONCmd(c *Cmd) {
+	if name, ok := tracedJSONOps[c.Op]; ok && c.traced() {
+		r.Fail(fmt.Sprintf("op %q with a trace, not written under %q", c.Op, name))
+		return
+	}
+	for op, name := range tracedJSONOps {
+		if c.Op == name {
+			c.Op = op
+			if !c.traced() {
+				r.Fail(fmt.Sprintf("op %q without its trace", name))
+			}
+			return
 		}
 	}
 }

@@ -55,8 +55,10 @@
 // the cluster's members, so an older node is never sent one.
 //
 // A job's TraceParent (its W3C trace context, ProtocolTrace: a submit that
-// carries one is written with op code opSubmitTraced) is data only: the
-// FSM stores it with the job and no rule reads it.
+// carries one is written with op code opSubmitTraced, a gang or a fire
+// under the op names of tracedJSONOps) is data only: the FSM stores it
+// with the job (every task of a gang, the job a fire makes) and no rule
+// reads it.
 //
 // # Determinism
 //

@@ -58,6 +58,8 @@ import (
 //	Leases in order a bool (Progress set), then if set Percent, Message
 //	15 submit of ProtocolTrace: as 11, each NewJob followed by its
 //	ConcurrencyKey, then its TraceParent
+//	16 heartbeat of ProtocolProgress: as 8, then a bool (Progress set),
+//	then if set Percent, Message
 //
 // Encode writes code 12 only for a Fair claim; code 13 only for a report
 // that sets RateLimitedFor, SnoozeFor, Result or Progress; code 14 only for
@@ -68,7 +70,11 @@ import (
 //
 // Encode writes code 15 only for a submit one of whose jobs has a
 // TraceParent, and code 11 only for a submit one of whose jobs has a
-// ConcurrencyKey.
+// ConcurrencyKey; code 16 only for a heartbeat that carries progress. A
+// submit_gang whose template has a TraceParent, and a fire that has one,
+// are written (as JSON) under the op names tracedJSONOps gives, so that a
+// node of protocol 2 stops at them rather than drop the trace; Decode
+// refuses either under its plain name with a trace.
 //
 // Encode writes codes 7 to 10 only for a command whose fields of
 // ProtocolFence are set, so one without them gives the bytes it always
@@ -120,6 +126,7 @@ const (
 	opReport3
 	opWorkerHeartbeatProgress
 	opSubmitTraced
+	opHeartbeatProgress
 )
 
 // setQueueLimitsWeighted is the op name of a set_queue_limits that sets
@@ -139,6 +146,13 @@ var fencedJSONOps = map[Op]Op{
 	OpRegister:   "register_fence",
 	OpCheckpoint: "checkpoint_fence",
 	OpPreempted:  "preempted_fence",
+}
+
+// tracedJSONOps are the names under which Encode writes a JSON op that
+// carries a trace (ProtocolTrace); Decode reads them back as the op itself.
+var tracedJSONOps = map[Op]Op{
+	OpSubmitGang: "submit_gang_traced",
+	OpFire:       "fire_traced",
 }
 
 // Least encoded sizes, so that a count can be checked against the bytes
@@ -212,6 +226,11 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 		return appendExpire(append(b, opExpire), c.Expire)
 	}
 	if name, ok := fencedJSONOps[c.Op]; ok && c.fenceToken() != "" {
+		alias := *c
+		alias.Op = name
+		c = &alias
+	}
+	if name, ok := tracedJSONOps[c.Op]; ok && c.traced() {
 		alias := *c
 		alias.Op = name
 		c = &alias
@@ -338,12 +357,17 @@ func appendClaim(b []byte, c *Claim) []byte {
 }
 
 func appendHeartbeat(b []byte, h *Heartbeat) []byte {
-	fence := h.fenced()
-	b = appendText(append(b, codeFor(fence, opHeartbeat, opHeartbeatFence)), h.JobID)
+	progress := h.Progress != nil
+	fence := progress || h.fenced()
+	code := codeFor(fence, opHeartbeat, opHeartbeatFence)
+	b = appendText(append(b, codeFor(progress, code, opHeartbeatProgress)), h.JobID)
 	b = binenc.AppendUvarint(b, h.Lease)
 	b = binenc.AppendVarint(b, h.LeaseTTL)
 	if fence {
 		b = appendText(b, h.Token)
+	}
+	if progress {
+		b = appendProgress(b, h.Progress)
 	}
 	return b
 }

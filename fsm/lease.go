@@ -68,13 +68,14 @@ func attemptIs(j *store.Job, lease uint64) error {
 	return nil
 }
 
-// heartbeat renews one job's lease. A cancelling job's reply says so.
+// heartbeat renews one job's lease, keeping the progress it gives. A
+// cancelling job's reply says so.
 func (a *applier) heartbeat(h *Heartbeat) Result {
 	j, err := a.ownAttempt(h.JobID, h.Lease, h.Token)
 	if err != nil {
 		return Result{Err: err}
 	}
-	a.renew(j, h.LeaseTTL)
+	a.renewWith(j, h.LeaseTTL, h.Progress)
 	r := Result{Jobs: []*store.Job{j}, Deadline: j.LeaseDeadline, Renewed: 1}
 	if j.Status == store.StatusCancelling {
 		r.Actions = []Action{{JobID: j.ID, Lease: j.Lease, Action: "cancel"}}
@@ -82,8 +83,6 @@ func (a *applier) heartbeat(h *Heartbeat) Result {
 	r.Actions = append(r.Actions, preemptActions(j)...)
 	return r
 }
-
-func (a *applier) renew(j *store.Job, ttl int64) { a.renewWith(j, ttl, nil) }
 
 // renewWith renews j's lease and, when p is set, keeps p as the attempt's
 // latest progress, in one write.

@@ -11,10 +11,11 @@ import (
 // Progress and results (issue #19).
 //
 // A running attempt's progress rides on its worker's heartbeats
-// (LeaseRef.Progress): the heartbeat already rewrites the record of each
-// job whose lease it renews, so keeping the latest progress there costs
-// no log entry of its own, and the worker sends only the latest of the
-// updates made since its last heartbeat. A claim clears it (a new attempt
+// (LeaseRef.Progress), or on the job's own (Heartbeat.Progress, the seed
+// API's): the heartbeat already rewrites the record of each job whose
+// lease it renews, so keeping the latest progress there costs no log
+// entry of its own, and the worker sends only the latest of the updates
+// made since its last heartbeat. A claim clears it (a new attempt
 // starts with none); the finished job keeps the last one reported.
 //
 // A job's result rides on the report that ends an attempt (Report.Result)
@@ -23,7 +24,7 @@ import (
 // (Report.Progress), so a job that ends soon after an update keeps it.
 
 // ProtocolProgress is the protocol of progress and results: op codes
-// opWorkerHeartbeatProgress and opReport3.
+// opWorkerHeartbeatProgress, opHeartbeatProgress and opReport3.
 const ProtocolProgress = 3
 
 // Limits of progress and results. The API refuses more (400 and 413); the
@@ -47,6 +48,8 @@ type LeaseProgress struct {
 // Encode then writes with the newer op code.
 func (c *Cmd) progressed() bool {
 	switch {
+	case c.Op == OpHeartbeat && c.Heartbeat != nil:
+		return c.Heartbeat.Progress != nil
 	case c.Op == OpWorkerHeartbeat && c.WorkerHeartbeat != nil:
 		return c.WorkerHeartbeat.progressed()
 	case c.Op == OpReport && c.Report != nil:

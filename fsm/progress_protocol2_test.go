@@ -17,7 +17,8 @@ func TestProtocol2Progress(t *testing.T) {
 		WorkerID: "w", LeaseTTL: 1, Listed: true, Leases: []fsm.LeaseRef{{JobID: "j", Lease: 1, Progress: &fsm.LeaseProgress{Percent: 5}}},
 	}}
 	withResult := fsm.Cmd{Op: fsm.OpReport, Report: &fsm.Report{JobID: "j", Lease: 1, Success: true, Result: json.RawMessage(`1`)}}
-	for _, c := range []fsm.Cmd{withProgress, withResult} {
+	jobWithProgress := fsm.Cmd{Op: fsm.OpHeartbeat, Heartbeat: &fsm.Heartbeat{JobID: "j", Lease: 1, LeaseTTL: 1, Progress: &fsm.LeaseProgress{Percent: 5}}}
+	for _, c := range []fsm.Cmd{withProgress, withResult, jobWithProgress} {
 		if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{c}}); err == nil {
 			t.Errorf("Encode wrote a %s of protocol 3", c.Op)
 		}
@@ -25,6 +26,7 @@ func TestProtocol2Progress(t *testing.T) {
 	for _, data := range [][]byte{
 		[]byte("\x02\x02\x01\x0e\x01w\x02\x01\x01\x01j\x02\x00\x00\x00\x01\x0a\x00"),                                 // op code 14
 		[]byte("\x02\x02\x01\x0d\x01j\x02\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x011\x00"), // op code 13
+		[]byte("\x02\x02\x01\x10\x01j\x01\x02\x00\x01\x0a\x00"),                                                      // op code 16
 	} {
 		if _, err := fsm.Decode(data); err == nil {
 			t.Errorf("Decode of %q: accepted, want it refused", data)

@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -41,6 +42,32 @@ func TestProgress(t *testing.T) {
 		h.at(3 * time.Second).ok(progressHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease}))
 		if got := h.job(j.ID).Progress; got == nil || *got != want {
 			t.Fatalf("after a heartbeat without progress: %+v, want %+v", got, want)
+		}
+	})
+
+	t.Run("AJobsOwnHeartbeatKeepsTheLatestProgressToo", func(t *testing.T) {
+		h, j := running(t)
+		hb := jobHeartbeat(j.ID, j.Lease, &fsm.LeaseProgress{Percent: 30, Message: "seed"})
+		h.at(time.Second).ok(hb)
+		want := store.Progress{Percent: 30, Message: "seed", At: ns(t0.Add(time.Second))}
+		got := h.job(j.ID)
+		if got.Progress == nil || *got.Progress != want || got.LeaseDeadline != ns(h.now.Add(ttl)) {
+			t.Fatalf("progress %+v deadline %d, want %+v and the lease renewed", got.Progress, got.LeaseDeadline, want)
+		}
+		// Without progress it renews and keeps it; with it, held to its
+		// limits as a worker heartbeat's.
+		h.at(2 * time.Second).ok(heartbeat(j.ID, j.Lease, ttl))
+		if got := h.job(j.ID); got.Progress == nil || *got.Progress != want || got.LeaseDeadline != ns(h.now.Add(ttl)) {
+			t.Fatalf("after a heartbeat without progress: %+v, want %+v kept", got.Progress, want)
+		}
+		h.ok(jobHeartbeat(j.ID, j.Lease, &fsm.LeaseProgress{Percent: 250}))
+		if p := h.job(j.ID).Progress; p.Percent != 100 || p.Message != "" {
+			t.Fatalf("progress %+v, want 100 and no message", p)
+		}
+		// A stale lease's progress is refused with the heartbeat.
+		h.reject(jobHeartbeat(j.ID, j.Lease+1, &fsm.LeaseProgress{Percent: 1}), fsm.ErrStaleLease)
+		if p := h.job(j.ID).Progress; p.Percent != 100 {
+			t.Fatalf("a stale heartbeat's progress was stored: %+v", p)
 		}
 	})
 
@@ -153,8 +180,16 @@ func mustJob(t *testing.T, f *fsm.FSM, id string) *store.Job {
 	return nil
 }
 
+func jobHeartbeat(id string, lease uint64, p *fsm.LeaseProgress) fsm.Cmd {
+	c := heartbeat(id, lease, ttl)
+	c.Heartbeat.Progress = p
+	return c
+}
+
 func TestProgressProtocol(t *testing.T) {
 	withProgress := progressHeartbeat("w", fsm.LeaseRef{JobID: "job-1", Lease: 1, Progress: &fsm.LeaseProgress{Percent: 5}})
+	jobWithProgress := jobHeartbeat("job-1", 1, &fsm.LeaseProgress{Percent: 7, Message: "m"})
+	jobPlain := jobHeartbeat("job-1", 1, nil)
 	plainListed := progressHeartbeat("w", fsm.LeaseRef{JobID: "job-1", Lease: 1})
 	withResult := report(fsm.Report{JobID: "job-1", Lease: 1, Success: true, Result: json.RawMessage(`1`)})
 	plainReport := report(fsm.Report{JobID: "job-1", Lease: 1, Success: true})
@@ -168,6 +203,8 @@ func TestProgressProtocol(t *testing.T) {
 		}{
 			{"HeartbeatWithProgress", withProgress, fsm.ProtocolProgress},
 			{"HeartbeatWithout", plainListed, 1},
+			{"JobHeartbeatWithProgress", jobWithProgress, fsm.ProtocolProgress},
+			{"JobHeartbeatWithout", jobPlain, 1},
 			{"ReportWithResult", withResult, fsm.ProtocolProgress},
 			{"ReportWithout", plainReport, 1},
 			{"ReportWithProgress", withLastProgress, fsm.ProtocolProgress},
@@ -186,7 +223,7 @@ func TestProgressProtocol(t *testing.T) {
 		for _, c := range []struct {
 			cmd  fsm.Cmd
 			code byte
-		}{{plainListed, 4}, {plainReport, 5}, {withProgress, 14}, {withResult, 13}, {withLastProgress, 13}} {
+		}{{plainListed, 4}, {plainReport, 5}, {withProgress, 14}, {withResult, 13}, {withLastProgress, 13}, {jobPlain, 3}, {jobWithProgress, 16}} {
 			b := mustEncode(t, &fsm.Entry{Cmds: []fsm.Cmd{c.cmd}})
 			if b[3] != c.code { // version, now 0, one command, then the code
 				t.Errorf("%s: op code %d, want %d", c.cmd.Op, b[3], c.code)
@@ -195,10 +232,11 @@ func TestProgressProtocol(t *testing.T) {
 	})
 
 	t.Run("RoundTrips", func(t *testing.T) {
-		e := &fsm.Entry{Now: 7, Cmds: []fsm.Cmd{withProgress, withResult, withLastProgress}}
+		e := &fsm.Entry{Now: 7, Cmds: []fsm.Cmd{withProgress, withResult, withLastProgress, jobWithProgress}}
 		got := mustDecode(t, mustEncode(t, e))
 		if got.Cmds[0].WorkerHeartbeat.Leases[0].Progress.Percent != 5 || string(got.Cmds[1].Report.Result) != "1" ||
-			got.Cmds[2].Report.Result != nil || got.Cmds[2].Report.Progress.Percent != 100 {
+			got.Cmds[2].Report.Result != nil || got.Cmds[2].Report.Progress.Percent != 100 ||
+			!reflect.DeepEqual(got.Cmds[3], jobWithProgress) {
 			t.Fatalf("round trip = %s", dump(got))
 		}
 	})

@@ -110,13 +110,23 @@ func (s *Submit) keyed() bool {
 }
 
 // ProtocolTrace is the protocol of traces (issue #19): a submit whose jobs
-// carry a TraceParent (op code opSubmitTraced).
+// carry a TraceParent (op code opSubmitTraced), and a gang or a fire that
+// carries one (op names of tracedJSONOps).
 const ProtocolTrace = 3
 
-// traced reports whether c is a submit with a job's TraceParent, which
-// Encode then writes with opSubmitTraced.
+// traced reports whether c carries a trace: a submit with a job's
+// TraceParent, which Encode then writes with opSubmitTraced, or a gang's
+// or a fire's, which it writes under the op name tracedJSONOps gives.
 func (c *Cmd) traced() bool {
-	return c.Op == OpSubmit && c.Submit != nil && c.Submit.traced()
+	switch {
+	case c.Op == OpSubmit && c.Submit != nil:
+		return c.Submit.traced()
+	case c.Op == OpSubmitGang && c.SubmitGang != nil:
+		return c.SubmitGang.Job.TraceParent != ""
+	case c.Op == OpFire && c.Fire != nil:
+		return c.Fire.TraceParent != ""
+	}
+	return false
 }
 
 // traced reports whether a job of s has a TraceParent.

@@ -70,14 +70,17 @@ type PauseSchedule struct {
 // paused schedule, changes nothing. Manual (a trigger) runs now whatever
 // LastTick is and leaves LastTick alone. Skip accounts for every tick up to
 // Tick without running any: Missed of them were missed beyond the
-// schedule's catch-up.
+// schedule's catch-up. TraceParent (ProtocolTrace, op name fire_traced),
+// when set, is the trace the tick's job stores: the leader's span of the
+// fire, or a trigger's request.
 type Fire struct {
-	Name   string `json:"name"`
-	Tick   int64  `json:"tick"`
-	JobID  string `json:"job,omitempty"`
-	Manual bool   `json:"manual,omitempty"`
-	Skip   bool   `json:"skip,omitempty"`
-	Missed int    `json:"missed,omitempty"`
+	Name        string `json:"name"`
+	Tick        int64  `json:"tick"`
+	JobID       string `json:"job,omitempty"`
+	Manual      bool   `json:"manual,omitempty"`
+	Skip        bool   `json:"skip,omitempty"`
+	Missed      int    `json:"missed,omitempty"`
+	TraceParent string `json:"trace,omitempty"`
 }
 
 // ScheduleJob decodes a stored schedule's job template.
@@ -220,6 +223,9 @@ func (a *applier) fire(f *Fire) Result {
 	nj, err := ScheduleJob(sc)
 	a.must(err)
 	nj.ID, nj.Schedule, nj.ScheduledFor = id, sc.Name, f.Tick
+	if f.TraceParent != "" {
+		nj.TraceParent = f.TraceParent
+	}
 	r := a.submit(&Submit{Jobs: []NewJob{nj}})
 	if r.Err != nil {
 		if f.Manual {

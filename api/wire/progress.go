@@ -16,7 +16,7 @@ const (
 )
 
 // ProgressUpdate is a running attempt's progress, on a worker heartbeat
-// (JobLease.Progress): Percent from 0 to 100 and a short Message (at most
+// (JobLease.Progress) or a job's own (HeartbeatRequest.Progress): Percent from 0 to 100 and a short Message (at most
 // MaxProgressMessage bytes).
 type ProgressUpdate struct {
 	Percent int    `json:"percent"`

@@ -326,8 +326,11 @@ type BatchReportResult struct {
 const MaxBatchReports = 1000
 
 // HeartbeatRequest is the optional body of POST /jobs/{id}/heartbeat.
+// Progress, when set, is the attempt's latest progress, kept with the job
+// as a worker heartbeat's (JobLease.Progress).
 type HeartbeatRequest struct {
-	Lease uint64 `json:"lease,omitempty"`
+	Lease    uint64          `json:"lease,omitempty"`
+	Progress *ProgressUpdate `json:"progress,omitempty"`
 }
 
 // HeartbeatResponse is the reply of a job heartbeat. Action is empty,

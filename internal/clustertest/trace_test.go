@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,7 +93,14 @@ func tracedCluster(t *testing.T) (*clustertest.Cluster, spanSet) {
 func submitTraced(t *testing.T, url, tp string, req wire.SubmitRequest) wire.Job {
 	t.Helper()
 	body := fmt.Sprintf(`{"command":%q,"type":%q,"queue":%q}`, req.Command, req.Type, req.Queue)
-	hr, err := http.NewRequest(http.MethodPost, url+"/jobs", strings.NewReader(body))
+	return decode[wire.Job](t, postTraced(t, url+"/jobs", tp, body))
+}
+
+// postTraced posts body to url with the traceparent header tp and wants
+// 201.
+func postTraced(t *testing.T, url, tp, body string) reply {
+	t.Helper()
+	hr, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,9 +115,9 @@ func submitTraced(t *testing.T, url, tp string, req wire.SubmitRequest) wire.Job
 		t.Fatal(err)
 	}
 	if r.Status != http.StatusCreated {
-		t.Fatalf("submit: %s", r)
+		t.Fatalf("POST %s: %s", url, r)
 	}
-	return decode[wire.Job](t, r)
+	return r
 }
 
 func TestTraces(t *testing.T) {
@@ -243,6 +251,29 @@ func TestNoTracesWithoutAnExporter(t *testing.T) {
 	if plain.TraceParent != "" {
 		t.Errorf("a job submitted without a trace has traceparent %q", plain.TraceParent)
 	}
+	// A gang and a triggered schedule run keep the caller's trace; a tick
+	// the leader fires has none (no span to start one).
+	g := decode[wire.GangSubmitResponse](t, postTraced(t, c.URL(0)+"/jobs", callerParent, `{"command":"true","queue":"none","gang_size":2}`))
+	for _, id := range g.Tasks {
+		if got := getJob(t, c.URL(0), id).TraceParent; got != callerParent {
+			t.Errorf("gang task %s has traceparent %q, want the caller's", id, got)
+		}
+	}
+	call(t, http.StatusCreated, http.MethodPost, c.URL(0)+"/schedules", `{"name":"tick","cron":"@every 1s","job":{"command":"true","queue":"none"}}`)
+	if j := decode[wire.Job](t, postTraced(t, c.URL(0)+"/schedules/tick/trigger", callerParent, "")); j.TraceParent != callerParent {
+		t.Errorf("a triggered run has traceparent %q, want the caller's", j.TraceParent)
+	}
+	var fired wire.Schedule
+	clustertest.WaitFor(t, 10*time.Second, func() error {
+		fired = decode[wire.Schedule](t, call(t, http.StatusOK, http.MethodGet, c.URL(0)+"/schedules/tick", nil))
+		if !strings.HasPrefix(fired.LastJobID, "sched-tick-") || strings.Contains(fired.LastJobID, "manual") {
+			return fmt.Errorf("schedule tick's last job %q, want a tick's", fired.LastJobID)
+		}
+		return nil
+	})
+	if got := getJob(t, c.URL(0), fired.LastJobID).TraceParent; got != "" {
+		t.Errorf("a job a tick fired on a node that records no spans has traceparent %q, want none", got)
+	}
 	// An invalid traceparent is ignored, as W3C says, not refused.
 	for _, bad := range []string{"garbage", "00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", "00-00000000000000000000000000000000-00f067aa0ba902b7-01"} {
 		if j := submitTraced(t, c.URL(0), bad, wire.SubmitRequest{Command: "true", Queue: "none"}); j.TraceParent != "" {
@@ -271,4 +302,83 @@ func TestTraceOfAnExpiredLease(t *testing.T) {
 	if attr(expired, "workron.job.status") != wire.StatusPending || expired.Status.Code.String() != "Error" {
 		t.Errorf("lease expired span: status attribute %q, span status %v; want pending (a retry), Error", attr(expired, "workron.job.status"), expired.Status)
 	}
+}
+
+// TestTracesOfSchedulesAndGangs: a job a schedule fires is in a trace of
+// its own, started by the leader's "schedule.fire" span, and every task of
+// a gang is in the trace of the request that submitted the gang; each
+// attempt's claim, run and report join that trace.
+func TestTracesOfSchedulesAndGangs(t *testing.T) {
+	exps := spanSet{tracetest.NewInMemoryExporter(), tracetest.NewInMemoryExporter(), tracetest.NewInMemoryExporter()}
+	c := newCluster(t, 3, clustertest.WithConfig(func(i int, nc *node.Config) {
+		nc.Tracing.Exporter = exps[i]
+		nc.Leader.Admission.Interval = 50 * time.Millisecond
+	}))
+	workerSpans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(workerSpans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	for _, id := range []string{"tw1", "tw2"} {
+		startWorker(t, c, id, func(cfg *worker.Config) {
+			cfg.Tracer = tp
+			cfg.Queues = []string{"sched", "gangs"}
+		}, nil)
+	}
+	url := c.URL(c.Followers(t)[0])
+
+	// attemptJoins checks that job id's claim and run are children of the
+	// span its traceparent jobTP names, and its report the run's child.
+	attemptJoins := func(t *testing.T, id, jobTP string) {
+		t.Helper()
+		job := trace.SpanContextFromContext(traceparent.Context(context.Background(), jobTP))
+		claim := exps.find(t, "claim", "workron.job.id", id)[0]
+		run := spanSet{workerSpans}.find(t, "run", "workron.job.id", id)[0]
+		rep := exps.find(t, "report", "workron.job.id", id)[0]
+		for _, sp := range []tracetest.SpanStub{claim, run} {
+			if sp.Parent.SpanID() != job.SpanID() || sp.SpanContext.TraceID() != job.TraceID() {
+				t.Errorf("job %s: %s span's parent %s in trace %s, want the job's %s in %s", id, sp.Name, sp.Parent.SpanID(), sp.SpanContext.TraceID(), job.SpanID(), job.TraceID())
+			}
+		}
+		if rep.Parent.SpanID() != run.SpanContext.SpanID() || rep.SpanContext.TraceID() != job.TraceID() {
+			t.Errorf("job %s: report span's parent %s, want the run span %s", id, rep.Parent.SpanID(), run.SpanContext.SpanID())
+		}
+	}
+
+	t.Run("AFiredJobIsInTheTraceOfItsFire", func(t *testing.T) {
+		call(t, http.StatusCreated, http.MethodPost, url+"/schedules", `{"name":"tick","cron":"@every 1s","job":{"command":"true","queue":"sched"}}`)
+		fire := exps.find(t, "schedule.fire", "workron.schedule.name", "tick")[0]
+		call(t, http.StatusNoContent, http.MethodDelete, url+"/schedules/tick", nil)
+		id := attr(fire, "workron.job.id")
+		if !strings.HasPrefix(id, "sched-tick-") || attr(fire, "workron.job.queue") != "sched" || attr(fire, "workron.schedule.fired") != "true" {
+			t.Errorf("schedule.fire span attributes %v", fire.Attributes)
+		}
+		if fire.Parent.IsValid() {
+			t.Errorf("schedule.fire span has parent %s, want a trace of its own", fire.Parent.SpanID())
+		}
+		j := waitJob(t, url, id, 20*time.Second, statusIs(wire.StatusDone))
+		if want := "00-" + fire.SpanContext.TraceID().String() + "-" + fire.SpanContext.SpanID().String() + "-01"; j.TraceParent != want {
+			t.Fatalf("fired job %s has traceparent %q, want its fire's %q", id, j.TraceParent, want)
+		}
+		attemptJoins(t, id, j.TraceParent)
+	})
+
+	t.Run("EveryTaskOfAGangIsInTheTraceOfItsSubmit", func(t *testing.T) {
+		g := decode[wire.GangSubmitResponse](t, postTraced(t, url+"/jobs", callerParent, `{"command":"true","queue":"gangs","gang_size":2}`))
+		var gangTP string
+		for _, id := range g.Tasks {
+			j := waitJob(t, url, id, 20*time.Second, statusIs(wire.StatusDone))
+			if gangTP == "" {
+				gangTP = j.TraceParent
+			}
+			if j.TraceParent == "" || j.TraceParent != gangTP || traceparent.TraceID(j.TraceParent) != callerTraceID {
+				t.Fatalf("task %s has traceparent %q, want the gang's %q in the caller's trace %s", id, j.TraceParent, gangTP, callerTraceID)
+			}
+			attemptJoins(t, id, j.TraceParent)
+		}
+		// The tasks' trace is the leader's span of the submit.
+		submit := exps.find(t, "POST /jobs", "workron.job.count", "2")
+		spanID := trace.SpanContextFromContext(traceparent.Context(context.Background(), gangTP)).SpanID()
+		if !slices.ContainsFunc(submit, func(sp tracetest.SpanStub) bool { return sp.SpanContext.SpanID() == spanID }) {
+			t.Errorf("the gang's trace %s is no POST /jobs span of two tasks", gangTP)
+		}
+	})
 }

@@ -41,11 +41,25 @@ func (e *env) propose(cmd fsm.Cmd) fsm.Result {
 // proposals is how many commands were proposed so far.
 func (e *env) proposals() int { return int(e.Index()) }
 
-// recorder counts what the loops report.
+// recorder counts what the loops report. With trace set, TraceFire gives
+// each fire that trace and notes the outcomes it is told.
 type recorder struct {
 	mu            sync.Mutex
 	ended, fired  int
 	expiredEnding int
+	trace         string
+	fireEnds      []error
+}
+
+func (r *recorder) TraceFire(_ context.Context, _ *store.Schedule, f *fsm.Fire) func(fsm.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f.TraceParent = r.trace
+	return func(_ fsm.Result, err error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.fireEnds = append(r.fireEnds, err)
+	}
 }
 
 func (r *recorder) AttemptEnded(_ context.Context, _ *store.Job, expired bool) {

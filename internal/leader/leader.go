@@ -27,13 +27,18 @@ type Proposer interface {
 	Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error)
 }
 
-// Recorder is told what the loops changed, for the node's metrics and job
-// logs (api.Server implements it).
+// Recorder is told what the loops changed, for the node's metrics, job
+// logs and traces (api.Server implements it).
 type Recorder interface {
 	// AttemptEnded records an attempt the reaper ended (expired is true).
 	AttemptEnded(ctx context.Context, j *store.Job, expired bool)
 	// JobFired records a job the scheduler created.
 	JobFired(j *store.Job)
+	// TraceFire is told of a tick of sc the scheduler is about to fire
+	// (f makes a job): it may start the fire's trace and set
+	// f.TraceParent to it, for the job to store. The scheduler calls what
+	// it returns once with the fire's outcome.
+	TraceFire(ctx context.Context, sc *store.Schedule, f *fsm.Fire) func(fsm.Result, error)
 }
 
 // Liveness says which workers this node counts as alive. It knows the

@@ -9,6 +9,7 @@ import (
 
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/internal/cronspec"
+	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
 
@@ -184,7 +185,7 @@ func (c *Scheduler) fire(ctx context.Context, sc *store.Schedule, p cronspec.Pla
 	for _, t := range p.Fire {
 		tick := t.UnixNano()
 		f := &fsm.Fire{Name: sc.Name, Tick: tick, JobID: fsm.FireJobID(sc.Name, tick, false)}
-		res, err := propose(ctx, c.cfg.Proposer, fsm.Cmd{Op: fsm.OpFire, Fire: f})
+		res, err := c.proposeFire(ctx, sc, f)
 		if err != nil {
 			c.failed(log, tick, err)
 			return false
@@ -200,6 +201,21 @@ func (c *Scheduler) fire(ctx context.Context, sc *store.Schedule, p cronspec.Pla
 		}
 	}
 	return true
+}
+
+// proposeFire proposes f, a tick that makes a job, in the trace the
+// Recorder starts for it (Fire.TraceParent). A fire the cluster refuses
+// for its trace (a member joined that runs a protocol before traces) is
+// proposed again without it: a tick is never lost for its trace.
+func (c *Scheduler) proposeFire(ctx context.Context, sc *store.Schedule, f *fsm.Fire) (fsm.Result, error) {
+	end := c.cfg.Recorder.TraceFire(ctx, sc, f)
+	res, err := propose(ctx, c.cfg.Proposer, fsm.Cmd{Op: fsm.OpFire, Fire: f})
+	if f.TraceParent != "" && errors.Is(err, raftnode.ErrNeedsUpgrade) {
+		f.TraceParent = ""
+		res, err = propose(ctx, c.cfg.Proposer, fsm.Cmd{Op: fsm.OpFire, Fire: f})
+	}
+	end(res, err)
+	return res, err
 }
 
 func (c *Scheduler) failed(log *slog.Logger, tick int64, err error) {

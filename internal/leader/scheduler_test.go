@@ -7,6 +7,7 @@ import (
 
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/internal/fsmtest"
+	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
 
@@ -154,6 +155,62 @@ func TestScheduler(t *testing.T) {
 		sc := e.schedule("s")
 		if len(e.ticks("s")) != 1 || sc.Skipped != 2 {
 			t.Fatalf("3 ticks with the first run never claimed: %d jobs, %d skipped; want 1 and 2", len(e.ticks("s")), sc.Skipped)
+		}
+	})
+}
+
+// olderMember is a proposer whose cluster has a member of protocol 2: it
+// refuses, as raftnode does, every command that needs more.
+type olderMember struct {
+	*env
+	refused int
+}
+
+func (p *olderMember) Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
+	if need := cmd.Protocol(); need > 2 {
+		p.refused++
+		return fsm.Result{}, &raftnode.NeedsUpgradeError{Op: cmd.Op, Need: need, Cluster: 2}
+	}
+	return p.env.Propose(ctx, cmd)
+}
+
+func TestSchedulerTraces(t *testing.T) {
+	const tp = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	firedJob := func(e *env, name string) *store.Job {
+		e.t.Helper()
+		jobs, _, err := e.f.ListJobs(store.ListQuery{Match: func(j *store.Job) bool { return j.Schedule == name }})
+		if err != nil || len(jobs) != 1 {
+			e.t.Fatalf("schedule %s made %d jobs (%v), want 1", name, len(jobs), err)
+		}
+		return jobs[0]
+	}
+
+	t.Run("AFiredJobStoresTheTraceTheRecorderStarts", func(t *testing.T) {
+		e := newEnv(t, schedT0)
+		e.rec.trace = tp
+		e.create(fsm.PutSchedule{Name: "m", Cron: "@every 1m"})
+		e.clock.Add(time.Minute)
+		e.pass(e.scheduler(nil))
+		if j := firedJob(e, "m"); j.TraceParent != tp {
+			t.Fatalf("fired job %s stores trace %q, want the recorder's %q", j.ID, j.TraceParent, tp)
+		}
+		if len(e.rec.fireEnds) != 1 || e.rec.fireEnds[0] != nil {
+			t.Fatalf("the fire's trace was ended with %v, want once without error", e.rec.fireEnds)
+		}
+	})
+
+	t.Run("AFireTheClusterRefusesForItsTraceGoesWithout", func(t *testing.T) {
+		e := newEnv(t, schedT0)
+		e.rec.trace = tp
+		e.create(fsm.PutSchedule{Name: "m", Cron: "@every 1m"})
+		e.clock.Add(time.Minute)
+		p := &olderMember{env: e}
+		e.pass(e.scheduler(func(c *SchedulerConfig) { c.Proposer = p }))
+		if j := firedJob(e, "m"); j.TraceParent != "" || p.refused != 1 {
+			t.Fatalf("fired job %s stores trace %q after %d refusals, want none after 1", j.ID, j.TraceParent, p.refused)
+		}
+		if sc := e.schedule("m"); !time.Unix(0, sc.LastTick).Equal(schedT0.Add(time.Minute)) || sc.Runs != 1 {
+			t.Fatalf("schedule: last tick %v, %d runs; want the tick run once", time.Unix(0, sc.LastTick), sc.Runs)
 		}
 	})
 }
