@@ -691,9 +691,11 @@ func (c *cluster) getConfiguration(r *Raft) Configuration {
 // EnsureSamePeers makes sure all the rafts have the same set of peers.
 func (c *cluster) EnsureSamePeers(t *testing.T) {
 	limit := time.Now().Add(c.longstopTimeout)
-	peerSet := c.getConfiguration(c.rafts[0])
 
 CHECK:
+	// Workron: read the first node's configuration on every check, not
+	// once before the first: that node may be the one still behind.
+	peerSet := c.getConfiguration(c.rafts[0])
 	for i, raft := range c.rafts {
 		if i == 0 {
 			continue
