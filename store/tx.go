@@ -124,11 +124,15 @@ func (t *Tx) UpdateJob(j *Job, prev Status, index uint64) error {
 	if prev == j.Status {
 		return nil
 	}
+	// As in InsertJob: keys in the scratch buffer (bbolt copies them),
+	// the id, which bbolt keeps until the transaction ends, in the arena.
 	b := t.tx.Bucket(bucketStatus)
-	if err := b.Delete(statusKey(prev, j.Seq)); err != nil {
+	t.key = appendStatusKey(t.key[:0], prev, j.Seq)
+	if err := b.Delete(t.key); err != nil {
 		return fmt.Errorf("unindex job %s: %w", j.ID, err)
 	}
-	return b.Put(statusKey(j.Status, j.Seq), []byte(j.ID))
+	t.key = appendStatusKey(t.key[:0], j.Status, j.Seq)
+	return b.Put(t.key, t.keep(j.ID))
 }
 
 // DeleteJob removes a job, its index entries and its dependency edges both
@@ -150,7 +154,11 @@ func (t *Tx) DeleteJob(j *Job) error {
 }
 
 func expiryKey(at int64, seq uint64) []byte {
-	k := binary.BigEndian.AppendUint64(make([]byte, 0, 16), uint64(at))
+	return appendExpiryKey(make([]byte, 0, 16), at, seq)
+}
+
+func appendExpiryKey(k []byte, at int64, seq uint64) []byte {
+	k = binary.BigEndian.AppendUint64(k, uint64(at))
 	return binary.BigEndian.AppendUint64(k, seq)
 }
 
@@ -159,13 +167,15 @@ func expiryKey(at int64, seq uint64) []byte {
 func (t *Tx) SetExpiry(j *Job, at int64) error {
 	b := t.tx.Bucket(bucketExpiry)
 	if j.ExpireAt != 0 {
-		if err := b.Delete(expiryKey(j.ExpireAt, j.Seq)); err != nil {
+		t.key = appendExpiryKey(t.key[:0], j.ExpireAt, j.Seq)
+		if err := b.Delete(t.key); err != nil {
 			return fmt.Errorf("expiry of job %s: %w", j.ID, err)
 		}
 	}
 	j.ExpireAt = at
 	if at != 0 {
-		if err := b.Put(expiryKey(at, j.Seq), []byte(j.ID)); err != nil {
+		t.key = appendExpiryKey(t.key[:0], at, j.Seq)
+		if err := b.Put(t.key, t.keep(j.ID)); err != nil {
 			return fmt.Errorf("expiry of job %s: %w", j.ID, err)
 		}
 	}
