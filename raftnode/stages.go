@@ -113,6 +113,12 @@ func (t *tracer) writing(logs []*raft.Log) {
 // stored notes the end of a log write of logs that began at start.
 func (t *tracer) stored(logs []*raft.Log, start, end time.Time) {
 	t.logWrite.Observe(end.Sub(start).Seconds())
+	t.eachOf(logs, func(e *entryTrace) { e.written = end })
+}
+
+// eachOf calls fn, under the lock, with the trace of each of logs that
+// has one; on a node that proposes nothing, with none.
+func (t *tracer) eachOf(logs []*raft.Log, fn func(*entryTrace)) {
 	if t.proposing.Load() == 0 || len(logs) == 0 {
 		return
 	}
@@ -124,7 +130,7 @@ func (t *tracer) stored(logs []*raft.Log, start, end time.Time) {
 			break
 		}
 		if e.index >= first {
-			e.written = end
+			fn(e)
 		}
 	}
 }
@@ -148,20 +154,7 @@ func (t *tracer) acked(last uint64, at time.Time) {
 
 // applied notes the state machine's apply of logs.
 func (t *tracer) applied(logs []*raft.Log, start, end time.Time) {
-	if t.proposing.Load() == 0 || len(logs) == 0 {
-		return
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	first, last := logs[0].Index, logs[len(logs)-1].Index
-	for _, e := range t.traces {
-		if e.index > last {
-			break
-		}
-		if e.index >= first {
-			e.applyStart, e.applyEnd = start, end
-		}
-	}
+	t.eachOf(logs, func(e *entryTrace) { e.applyStart, e.applyEnd = start, end })
 }
 
 // done observes the stages of the entry at index, proposed at call (the
