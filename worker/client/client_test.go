@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -486,4 +487,52 @@ func TestIncompleteReplyIsNeverASuccess(t *testing.T) {
 			t.Fatalf("Get got job %+v, err %v; want ErrIncompleteReply", job, err)
 		}
 	})
+}
+
+func TestHeartbeatJobSendsProgress(t *testing.T) {
+	var got atomic.Value
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /jobs/{id}/heartbeat", func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		var req wire.HeartbeatRequest
+		if err == nil {
+			err = json.Unmarshal(body, &req)
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "invalid", err.Error())
+			return
+		}
+		got.Store(r.PathValue("id") + " " + strings.TrimSpace(string(body)))
+		if req.Progress != nil && req.Progress.Percent > 100 {
+			writeError(w, http.StatusBadRequest, "invalid", "progress.percent: must be from 0 to 100")
+			return
+		}
+		writeJSON(w, http.StatusOK, wire.HeartbeatResponse{Action: wire.ActionCancel})
+	})
+	c := newClient(t, nil, newServer(t, mux).URL)
+	ctx := context.Background()
+
+	hb, err := c.HeartbeatJob(ctx, "j1", wire.HeartbeatRequest{Lease: 7, Progress: &wire.ProgressUpdate{Percent: 40, Message: "rows"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hb.Action != wire.ActionCancel {
+		t.Fatalf("action = %q, want %q", hb.Action, wire.ActionCancel)
+	}
+	if want := `j1 {"lease":7,"progress":{"percent":40,"message":"rows"}}`; got.Load() != want {
+		t.Fatalf("server got %v, want %s", got.Load(), want)
+	}
+	if _, err := c.JobHeartbeat(ctx, "j1", 8); err != nil {
+		t.Fatal(err)
+	}
+	if want := `j1 {"lease":8}`; got.Load() != want {
+		t.Fatalf("JobHeartbeat sent %v, want %s", got.Load(), want)
+	}
+	_, err = c.HeartbeatJob(ctx, "j1", wire.HeartbeatRequest{Lease: 7, Progress: &wire.ProgressUpdate{Percent: 101}})
+	if !errors.Is(err, client.ErrInvalid) {
+		t.Fatalf("percent 101: err = %v, want ErrInvalid", err)
+	}
+	if _, err := c.HeartbeatJob(ctx, "", wire.HeartbeatRequest{Lease: 7}); !errors.Is(err, client.ErrEmptyID) {
+		t.Fatalf("empty id: err = %v, want ErrEmptyID", err)
+	}
 }

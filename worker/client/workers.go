@@ -138,14 +138,19 @@ func (c *Client) HeartbeatWorker(ctx context.Context, workerID string, req wire.
 // lease gives IsConflict; the reply's Action is "cancel" when the job was
 // cancelled while running.
 func (c *Client) JobHeartbeat(ctx context.Context, id string, lease uint64) (*wire.HeartbeatResponse, error) {
+	return c.HeartbeatJob(ctx, id, wire.HeartbeatRequest{Lease: lease})
+}
+
+// HeartbeatJob is JobHeartbeat with the whole request: req.Progress, when
+// set, is the attempt's progress, which the cluster keeps with the job
+// (GET /jobs/{id} shows it). A bad progress (a percent outside 0–100, a
+// message too long) gives ErrInvalid and renews nothing.
+func (c *Client) HeartbeatJob(ctx context.Context, id string, req wire.HeartbeatRequest) (*wire.HeartbeatResponse, error) {
 	if id == "" {
 		return nil, fmt.Errorf("job heartbeat: %w", ErrEmptyID)
 	}
 	var out wire.HeartbeatResponse
-	_, err := c.do(ctx, call{
-		method: http.MethodPost, path: jobPath(id, "heartbeat"),
-		body: wire.HeartbeatRequest{Lease: lease}, out: &out,
-	})
+	_, err := c.do(ctx, call{method: http.MethodPost, path: jobPath(id, "heartbeat"), body: req, out: &out})
 	if err != nil {
 		return nil, fmt.Errorf("heartbeat job %s: %w", id, err)
 	}

@@ -7,8 +7,8 @@ from __future__ import annotations
 import threading
 import unittest
 
-from tests.helpers import RunningWorker, client, eventually, needs_node, new_worker, unique
-from workron import JobContext
+from tests.helpers import WORKER, RunningWorker, client, eventually, needs_node, new_worker, unique
+from workron import JobContext, WorkronError
 
 
 @needs_node
@@ -83,6 +83,30 @@ class ProgressTest(unittest.TestCase):
             rw.stop()
         self.assertEqual((j.status, j.result), ("done", "ok"))
         self.assertEqual((j.progress.percent, j.progress.message), (100, "all done"))
+
+    def test_job_heartbeat_carries_progress(self) -> None:
+        # A worker of the seed API's shape: it claims, then renews its one
+        # job with POST /jobs/{id}/heartbeat, the progress riding on it.
+        wc = client(WORKER)
+        wid = unique("pyw-hb")
+        wc.register(wid, queues=[self.queue])
+        j = self.c.submit(type="py.hb", queue=self.queue)
+        jobs, _, _ = wc.claim(wid, types=["py.hb"], queues=[self.queue], wait="5s")
+        self.assertEqual([x.id for x in jobs], [j.id])
+        lease = jobs[0].lease
+        reply = wc.heartbeat_job(j.id, lease, progress=(30, "a third"))
+        self.assertNotIn("action", reply)
+        p = self.c.get(j.id).progress
+        self.assertEqual((p.percent, p.message), (30, "a third"))
+        with self.assertRaises(WorkronError) as e:
+            wc.heartbeat_job(j.id, lease, progress=(101, "too far"))
+        self.assertEqual(e.exception.status, 400)
+        self.assertIn("progress.percent", str(e.exception))
+        self.assertEqual(self.c.get(j.id).progress.percent, 30, "a refused heartbeat changes nothing")
+        with self.assertRaises(WorkronError) as e:
+            wc.heartbeat_job(j.id, lease + 1000)
+        self.assertEqual((e.exception.status, e.exception.code), (409, "stale_lease"))
+        self.assertEqual(wc.done(j.id, lease).status, "done")
 
     def test_a_result_too_large_fails_the_attempt(self) -> None:
         w = new_worker(self.queue)

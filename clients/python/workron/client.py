@@ -712,6 +712,20 @@ class Client:
         _, reply = self.request("POST", f"/workers/{urllib.parse.quote(worker_id, safe='')}/heartbeat", body)
         return reply or {}
 
+    def heartbeat_job(self, job_id: str, lease: int, *,
+                      progress: Optional[Tuple[int, str]] = None) -> Dict[str, Any]:
+        """Renews one attempt's lease (POST /jobs/{id}/heartbeat), with the
+        attempt's (percent, message) progress if given, which the cluster
+        keeps with the job. Returns the reply ({"action", "lease_expires_at",
+        ...}): action "cancel" when the job was cancelled while running.
+        409 stale_lease when the job moved on to another attempt; 400 for a
+        bad progress (nothing renewed)."""
+        body: Dict[str, Any] = {"lease": lease}
+        if progress is not None:
+            body["progress"] = _progress_body(progress)
+        _, reply = self.request("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/heartbeat", body)
+        return reply or {}
+
     def reports(self, reports: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
         """Ends several attempts: each {"job_id", "status": "done"|"failed",
         "lease", "output", "error", "retry", "result"}. Returns one answer per report,
@@ -766,5 +780,10 @@ def _lease_entry(job_id: str, lease: int, progress: Optional[Tuple[int, str]]) -
     """One lease of a worker heartbeat, with its attempt's progress if any."""
     entry: Dict[str, Any] = {"job_id": job_id, "lease": lease}
     if progress is not None:
-        entry["progress"] = {"percent": progress[0], "message": progress[1]}
+        entry["progress"] = _progress_body(progress)
     return entry
+
+
+def _progress_body(progress: Tuple[int, str]) -> Dict[str, Any]:
+    """A (percent, message) progress as the API takes it."""
+    return {"percent": progress[0], "message": progress[1]}

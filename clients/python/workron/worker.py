@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .client import (MAX_PROGRESS_MESSAGE, MAX_RESULT_BYTES, Abort, Client, Duration, Job, Resources, WorkronError,
-                     parse_go_duration)
+                     _progress_body, parse_go_duration)
 from .gang import CheckpointFile, Gang
 from .shell import BASE_ENV, Command, Outcome, Watcher, bound_hold_off, check_pass_env, command_env, kill_group
 from .tracing import TraceHook, traced
@@ -562,7 +562,7 @@ class Worker:
                 rep["result"] = result
             pending = task.ctx._pending_progress()  # the last progress no heartbeat carried
             if pending is not None:
-                rep["progress"] = {"percent": pending[0][0], "message": pending[0][1]}
+                rep["progress"] = _progress_body(pending[0])
             if task.ctx.traceparent != job.traceparent:  # a trace_hook's span
                 rep["traceparent"] = task.ctx.traceparent
             self._reports.append(rep)  # queued before it leaves the running set, in one step
