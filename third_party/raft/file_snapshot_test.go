@@ -159,6 +159,52 @@ func TestFileSS_CreateSnapshot(t *testing.T) {
 	}
 }
 
+// Workron: the sink syncs the state file every snapshotSyncBytes while it
+// is written, not only once at the end.
+func TestFileSS_SyncsAsItWrites(t *testing.T) {
+	defer func(n int) { snapshotSyncBytes = n }(snapshotSyncBytes)
+	snapshotSyncBytes = 1024
+
+	snap, err := NewFileSnapshotStoreWithLogger(t.TempDir(), 3, newTestLogger(t))
+	if err != nil {
+		t.Fatalf("err: %v", err)
+	}
+	_, trans := NewInmemTransport(NewInmemAddr())
+	sink, err := snap.Create(SnapshotVersionMax, 10, 3, Configuration{}, 0, trans)
+	if err != nil {
+		t.Fatalf("err: %v", err)
+	}
+	fs := sink.(*FileSnapshotSink)
+
+	// Ten writes of 600 bytes: syncs after the 2nd, 4th, 6th, 8th and 10th.
+	want := bytes.Repeat([]byte("0123456789"), 600)
+	for i := 0; i < 10; i++ {
+		if _, err := sink.Write(want[i*600 : (i+1)*600]); err != nil {
+			t.Fatalf("err: %v", err)
+		}
+		if got := fs.syncs; got != (i+1)/2 {
+			t.Fatalf("after write %d: %d syncs, want %d", i+1, got, (i+1)/2)
+		}
+	}
+	if err := sink.Close(); err != nil {
+		t.Fatalf("err: %v", err)
+	}
+
+	// The snapshot holds all of it.
+	_, r, err := snap.Open(fs.ID())
+	if err != nil {
+		t.Fatalf("err: %v", err)
+	}
+	defer r.Close()
+	got, err := io.ReadAll(r)
+	if err != nil {
+		t.Fatalf("err: %v", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("content mismatch: %d bytes, want %d", len(got), len(want))
+	}
+}
+
 func TestFileSS_CancelSnapshot(t *testing.T) {
 	// Create a test dir
 	dir, err := os.MkdirTemp("", "raft")
