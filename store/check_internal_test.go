@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -140,5 +141,30 @@ func TestRestoreRefusesANewerFormatAndKeepsOldState(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatalf("store unusable after failed restore: %v", err)
+	}
+}
+
+func TestRestoreSyncsAsItWrites(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "restore"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w := &syncingWriter{f: f}
+	chunk := make([]byte, 1<<20)
+	for range 10 {
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if w.syncs != 10/(restoreSyncBytes>>20) {
+		t.Fatalf("10 MiB written: %d syncs, want one every %d MiB", w.syncs, restoreSyncBytes>>20)
+	}
+	st, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() != 10<<20 {
+		t.Fatalf("file size %d, want %d", st.Size(), 10<<20)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -63,6 +64,19 @@ type Store struct {
 	path string
 	opts Options
 	db   *bolt.DB
+	refs *snapshotRefs // the snapshots reading db
+}
+
+// snapshotRefs counts the snapshots open on one bolt.DB, so that Restore
+// can replace the file while a snapshot still reads the old one: the last
+// snapshot to close closes the old DB. bolt.DB.Close waits for every read
+// transaction to end, and Raft may hold a snapshot (a read transaction)
+// while it waits for the goroutine that called Restore: closing at once
+// would never return.
+type snapshotRefs struct {
+	mu      sync.Mutex
+	open    int
+	retired bool // replaced by a restore: close when open reaches 0
 }
 
 // Open opens (creating if needed) the state file at path. A file of an older
@@ -106,7 +120,7 @@ func (s *Store) open() error {
 		_ = db.Close()
 		return fmt.Errorf("init state %s: %w", s.path, err)
 	}
-	s.db = db
+	s.db, s.refs = db, &snapshotRefs{}
 	if upgrade {
 		if err := s.rewriteJobs(rewriteBatch); err != nil {
 			_ = db.Close()
@@ -123,7 +137,7 @@ func (s *Store) Close() error {
 		return nil
 	}
 	err := s.db.Close()
-	s.db = nil
+	s.db, s.refs = nil, nil
 	return err
 }
 
@@ -157,9 +171,12 @@ func (s *Store) View(fn func(tx *Tx) error) error {
 }
 
 // Snapshot is a consistent read-only view of the whole file, held open until
-// Close. Take it where consistency matters, write it out anywhere.
+// Close. Take it where consistency matters, write it out anywhere. It
+// outlives a Restore: it goes on reading the state it was taken of.
 type Snapshot struct {
-	tx *bolt.Tx
+	tx   *bolt.Tx
+	db   *bolt.DB
+	refs *snapshotRefs
 }
 
 // Snapshot starts a read transaction covering the whole state.
@@ -168,7 +185,10 @@ func (s *Store) Snapshot() (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("begin snapshot: %w", err)
 	}
-	return &Snapshot{tx: tx}, nil
+	s.refs.mu.Lock()
+	s.refs.open++
+	s.refs.mu.Unlock()
+	return &Snapshot{tx: tx, db: s.db, refs: s.refs}, nil
 }
 
 // WriteTo writes the state file's bytes as of the snapshot.
@@ -183,23 +203,52 @@ func (sn *Snapshot) WriteTo(w io.Writer) (int64, error) {
 // Size is the snapshot's size in bytes.
 func (sn *Snapshot) Size() int64 { return sn.tx.Size() }
 
-// Close ends the snapshot's read transaction. Safe to call twice.
+// Close ends the snapshot's read transaction, and closes the state file it
+// read if a Restore has replaced it and no other snapshot reads it. Safe to
+// call twice.
 func (sn *Snapshot) Close() {
-	if sn.tx != nil {
-		_ = sn.tx.Rollback()
-		sn.tx = nil
+	if sn.tx == nil {
+		return
+	}
+	_ = sn.tx.Rollback()
+	sn.tx = nil
+	sn.refs.mu.Lock()
+	sn.refs.open--
+	last := sn.refs.retired && sn.refs.open == 0
+	sn.refs.mu.Unlock()
+	if last {
+		_ = sn.db.Close() // nothing reads it any more; a file since replaced
 	}
 }
 
+// retire gives up the open DB for a restored one: it is closed now if no
+// snapshot reads it, else by the last snapshot's Close.
+func (s *Store) retire() error {
+	db, refs := s.db, s.refs
+	s.db, s.refs = nil, nil
+	refs.mu.Lock()
+	refs.retired = true
+	now := refs.open == 0
+	refs.mu.Unlock()
+	if !now {
+		return nil
+	}
+	if err := db.Close(); err != nil {
+		return fmt.Errorf("close old state: %w", err)
+	}
+	return nil
+}
+
 // Restore replaces the whole state with the bolt file read from r. The
-// caller must ensure no transaction is open. On error the old state stays.
+// caller must ensure no Update or View runs; a Snapshot may be open, and
+// goes on reading the old state. On error the old state stays.
 func (s *Store) Restore(r io.Reader) error {
 	tmp := s.path + ".restore"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("restore: create %s: %w", tmp, err)
 	}
-	_, err = io.Copy(f, r)
+	_, err = io.Copy(&syncingWriter{f: f}, r)
 	if err != nil {
 		f.Close()
 		os.Remove(tmp)
@@ -224,10 +273,9 @@ func (s *Store) Restore(r io.Reader) error {
 		os.Remove(tmp)
 		return fmt.Errorf("restore: %w", err)
 	}
-	if err := s.db.Close(); err != nil {
-		return fmt.Errorf("restore: close old state: %w", err)
+	if err := s.retire(); err != nil {
+		return fmt.Errorf("restore: %w", err)
 	}
-	s.db = nil
 	if err := os.Rename(tmp, s.path); err != nil {
 		return fmt.Errorf("restore: rename: %w", err)
 	}
@@ -236,6 +284,31 @@ func (s *Store) Restore(r io.Reader) error {
 		d.Close()
 	}
 	return s.open()
+}
+
+// restoreSyncBytes is how many bytes Restore writes before it fsyncs them.
+// One fsync of a whole snapshot (tens of MB) at the end would hold every
+// fsync of the Raft log on the same disk behind it for tens of
+// milliseconds; Raft's snapshot sink syncs as it writes for the same reason
+// (third_party/raft/WORKRON.md).
+const restoreSyncBytes = 4 << 20
+
+// syncingWriter writes to f and fsyncs every restoreSyncBytes.
+type syncingWriter struct {
+	f        *os.File
+	unsynced int
+	syncs    int
+}
+
+func (w *syncingWriter) Write(b []byte) (int, error) {
+	n, err := w.f.Write(b)
+	w.unsynced += n
+	if err == nil && w.unsynced >= restoreSyncBytes {
+		err = w.f.Sync()
+		w.unsynced = 0
+		w.syncs++
+	}
+	return n, err
 }
 
 // PrepareRestore readies a verified copy of a backup to be restored into

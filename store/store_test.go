@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -646,6 +647,51 @@ func TestStoreSnapshot(t *testing.T) {
 		if digest(t, dst) != want {
 			t.Fatal("snapshot taken before writes restored to a different state")
 		}
+	})
+
+	// Raft may hold a snapshot (a read transaction) of the state while it
+	// waits for the goroutine that restores another snapshot into it: a
+	// Restore that waited for the open snapshot would wait forever.
+	t.Run("RestoreWhileASnapshotIsOpen", func(t *testing.T) {
+		st := newTestStore(t)
+		insertJobs(t, st, 4)
+		before := digest(t, st)
+		sn, err := st.Snapshot()
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := newTestStore(t)
+		insertJobs(t, src, 9, store.StatusDone)
+		data := snapshotBytes(t, src)
+		restored := make(chan error, 1)
+		go func() { restored <- st.Restore(bytes.NewReader(data)) }()
+		select {
+		case err := <-restored:
+			if err != nil {
+				t.Fatalf("restore: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			sn.Close() // lets the blocked Restore end, so the test can report
+			t.Fatal("Restore did not return while a snapshot was open")
+		}
+		if digest(t, st) != digest(t, src) {
+			t.Fatal("the store does not hold the restored state")
+		}
+		// The open snapshot still reads the state it was taken of.
+		var buf bytes.Buffer
+		if _, err := sn.WriteTo(&buf); err != nil {
+			t.Fatalf("snapshot after restore: %v", err)
+		}
+		sn.Close()
+		sn.Close() // twice is safe
+		old := newTestStore(t)
+		if err := old.Restore(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if digest(t, old) != before {
+			t.Fatal("the snapshot taken before the restore changed")
+		}
+		insertJobs(t, st, 1) // the restored store takes writes
 	})
 
 	t.Run("RestoreOfGarbageFailsAndKeepsOldState", func(t *testing.T) {
