@@ -101,9 +101,10 @@ type Config struct {
 	// Raft log, to simulate a slow disk (workron server
 	// --raft-fsync-delay). Defaults to 0.
 	FsyncDelay time.Duration
-	// BeforeLogWrite, a test hook, is called before every write to the
-	// Raft log, which waits for it to return: a test holds the leader's
-	// write with it. Defaults to nil.
+	// BeforeLogWrite, a test hook, is called as every write to the Raft
+	// log starts, before any log store has seen it, and the write waits
+	// for it to return: a test holds the leader's write with it. Defaults
+	// to nil.
 	BeforeLogWrite func()
 
 	// TLS, when set, makes the Raft transport speak TLS in both directions

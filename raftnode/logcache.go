@@ -18,7 +18,7 @@ import (
 const logCacheSize = 256
 
 // newLogCache puts raft.LogCache in front of logs, behind detachedLogs.
-func newLogCache(logs raft.LogStore) (raft.LogStore, error) {
+func newLogCache(logs raft.LogStore) (*detachedLogs, error) {
 	cache, err := raft.NewLogCache(logCacheSize, logs)
 	if err != nil {
 		return nil, fmt.Errorf("raft log cache: %w", err)
@@ -44,10 +44,12 @@ func newLogCache(logs raft.LogStore) (raft.LogStore, error) {
 //
 // It also serves the entries of a write under way: the leader's
 // replicators send entries while the leader writes them (dispatchLogs in
-// third_party/raft, see its WORKRON.md) and read them through GetLog before
-// StoreLogs returns, when neither raft.LogCache (which caches an entry once
-// written) nor the store below has them yet. An entry of a failed write is
-// never served afterwards.
+// third_party/raft, see its WORKRON.md). The leader stages them first
+// (StageLogs, raft.LogStager), then wakes its replicators, then stores
+// them; a replicator reads them through GetLog before StoreLogs returns,
+// when neither raft.LogCache (which caches an entry once written) nor the
+// store below has them yet. An entry of a failed write is never served
+// afterwards.
 type detachedLogs struct {
 	raft.LogStore
 
@@ -55,27 +57,61 @@ type detachedLogs struct {
 	pending []*raft.Log // the entries of the write under way, by index
 }
 
+var _ raft.LogStager = (*detachedLogs)(nil)
+
 func (d *detachedLogs) StoreLog(l *raft.Log) error {
 	return d.StoreLogs([]*raft.Log{l})
 }
 
-// StoreLogs copies each entry into an allocation of its own: copies sharing
-// one array would keep every entry of the call, Data included, alive until
-// the last of them left the cache.
-func (d *detachedLogs) StoreLogs(logs []*raft.Log) error {
-	copies := make([]*raft.Log, len(logs))
-	for i, l := range logs {
-		c := *l
-		copies[i] = &c
-	}
+// StageLogs serves copies of logs from now until the StoreLogs of the same
+// entries returns. Without it, a leader's replicator woken for an entry
+// could ask for it before StoreLogs had begun, find it nowhere, and fall
+// back to sending the follower a whole snapshot.
+func (d *detachedLogs) StageLogs(logs []*raft.Log) {
+	copies := detach(logs)
 	d.mu.Lock()
 	d.pending = copies
+	d.mu.Unlock()
+}
+
+// StoreLogs stores the staged copies of logs, or copies made now if they
+// were not staged (a follower's entries).
+func (d *detachedLogs) StoreLogs(logs []*raft.Log) error {
+	d.mu.Lock()
+	copies := d.pending
+	if !sameEntries(copies, logs) {
+		copies = detach(logs)
+		d.pending = copies
+	}
 	d.mu.Unlock()
 	err := d.LogStore.StoreLogs(copies)
 	d.mu.Lock()
 	d.pending = nil
 	d.mu.Unlock()
 	return err
+}
+
+// detach copies each entry into an allocation of its own: copies sharing
+// one array would keep every entry of the call, Data included, alive until
+// the last of them left the cache.
+func detach(logs []*raft.Log) []*raft.Log {
+	copies := make([]*raft.Log, len(logs))
+	for i, l := range logs {
+		c := *l
+		copies[i] = &c
+	}
+	return copies
+}
+
+// sameEntries says whether copies were made of logs: the same indexes and
+// terms.
+func sameEntries(copies, logs []*raft.Log) bool {
+	if len(copies) != len(logs) || len(logs) == 0 {
+		return false
+	}
+	a, b := copies[0], logs[0]
+	y, z := copies[len(copies)-1], logs[len(logs)-1]
+	return a.Index == b.Index && a.Term == b.Term && y.Index == z.Index && y.Term == z.Term
 }
 
 // GetLog reads the entry at index from the write under way, if it holds

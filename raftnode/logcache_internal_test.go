@@ -85,12 +85,44 @@ func TestLogCache(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := logs.StoreLogs([]*raft.Log{{Index: 1, Term: 1, Type: raft.LogCommand}}); err == nil {
+		entries := []*raft.Log{{Index: 1, Term: 1, Type: raft.LogCommand}}
+		logs.StageLogs(entries)
+		if err := logs.StoreLogs(entries); err == nil {
 			t.Fatal("StoreLogs did not pass the store's error on")
 		}
 		var got raft.Log
 		if err := logs.GetLog(1, &got); err == nil {
 			t.Errorf("GetLog(1) found the entry of a failed write: %+v", got)
+		}
+	})
+	// The leader stages its entries before it wakes its replicators, which
+	// may ask for them before StoreLogs has begun (dispatchLogs in
+	// third_party/raft): they are served from StageLogs on, and StoreLogs
+	// writes the staged copies.
+	t.Run("ServesStagedEntriesBeforeTheWriteBegins", func(t *testing.T) {
+		under := &heldStore{LogStore: raft.NewInmemStore()}
+		logs, err := newLogCache(under)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries := []*raft.Log{{Index: 1, Term: 3, Type: raft.LogCommand, Data: []byte("one")}}
+		logs.StageLogs(entries)
+		var got raft.Log
+		if err := logs.GetLog(1, &got); err != nil || string(got.Data) != "one" || got.Term != 3 {
+			t.Fatalf("GetLog(1) after StageLogs = %+v, %v; want entry one of term 3", got, err)
+		}
+		staged := logs.pending[0]
+		if staged == entries[0] {
+			t.Fatal("StageLogs kept Raft's own pointer, not a copy")
+		}
+		if err := logs.StoreLogs(entries); err != nil {
+			t.Fatal(err)
+		}
+		if len(under.stored) != 1 || under.stored[0] != staged {
+			t.Errorf("StoreLogs wrote %v, not the staged copy %p", under.stored, staged)
+		}
+		if logs.pending != nil {
+			t.Errorf("entries still pending after StoreLogs returned: %v", logs.pending)
 		}
 	})
 }
@@ -101,6 +133,7 @@ type heldStore struct {
 	raft.LogStore
 	hold, entered chan struct{}
 	fail          bool
+	stored        []*raft.Log // what StoreLogs was given, in order
 }
 
 func (h *heldStore) StoreLogs(logs []*raft.Log) error {
@@ -111,5 +144,6 @@ func (h *heldStore) StoreLogs(logs []*raft.Log) error {
 		close(h.entered)
 		<-h.hold
 	}
+	h.stored = append(h.stored, logs...)
 	return h.LogStore.StoreLogs(logs)
 }

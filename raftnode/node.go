@@ -197,13 +197,17 @@ func (n *Node) open() error {
 	rc.BatchApplyCh = true
 	rc.NoSnapshotRestoreOnStart = true // the state file is newer; see catchUpFromSnapshot
 	var logs raft.LogStore = n.logStore
-	if cfg.FsyncDelay > 0 || cfg.BeforeLogWrite != nil {
-		logs = &slowLogStore{LogStore: n.logStore, delay: cfg.FsyncDelay, before: cfg.BeforeLogWrite}
+	if cfg.FsyncDelay > 0 {
+		logs = &slowLogStore{LogStore: n.logStore, delay: cfg.FsyncDelay}
 	}
 	logs = tracedLogs{LogStore: logs, t: n.stages}
-	cache, err := newLogCache(logs)
+	detached, err := newLogCache(logs)
 	if err != nil {
 		return err
+	}
+	var cache raft.LogStager = detached
+	if cfg.BeforeLogWrite != nil {
+		cache = &heldLogStore{LogStager: detached, before: cfg.BeforeLogWrite}
 	}
 	if err := n.bootstrap(rc); err != nil {
 		return err

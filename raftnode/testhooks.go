@@ -6,13 +6,11 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// slowLogStore holds the test hooks FsyncDelay and BeforeLogWrite: before
-// every write to the Raft log it sleeps, as a slow disk would, and calls
-// before; it leaves reads alone.
+// slowLogStore holds the test hook FsyncDelay: before every write to the
+// Raft log it sleeps, as a slow disk would; it leaves reads alone.
 type slowLogStore struct {
 	raft.LogStore
-	delay  time.Duration
-	before func()
+	delay time.Duration
 }
 
 func (s *slowLogStore) StoreLog(l *raft.Log) error {
@@ -21,8 +19,23 @@ func (s *slowLogStore) StoreLog(l *raft.Log) error {
 
 func (s *slowLogStore) StoreLogs(logs []*raft.Log) error {
 	time.Sleep(s.delay)
-	if s.before != nil {
-		s.before()
-	}
 	return s.LogStore.StoreLogs(logs)
+}
+
+// heldLogStore holds the test hook BeforeLogWrite: it sits in front of
+// every other log store, so before is called as a write to the Raft log
+// starts, before any store has seen it (the leader has staged its entries
+// by then: see detachedLogs).
+type heldLogStore struct {
+	raft.LogStager
+	before func()
+}
+
+func (h *heldLogStore) StoreLog(l *raft.Log) error {
+	return h.StoreLogs([]*raft.Log{l})
+}
+
+func (h *heldLogStore) StoreLogs(logs []*raft.Log) error {
+	h.before()
+	return h.LogStager.StoreLogs(logs)
 }

@@ -129,6 +129,21 @@ type LogStore interface {
 	DeleteRange(min, max uint64) error
 }
 
+// LogStager is an optional interface for LogStore implementations that can
+// serve entries while they are being written (Workron). Before the leader
+// stores new entries it calls StageLogs with them, then StoreLogs with the
+// same slice; from StageLogs until StoreLogs returns, GetLog must return
+// those entries, and after a StoreLogs that failed, never again. With such
+// a store the leader replicates new entries while it writes them to its
+// own log, instead of after.
+type LogStager interface {
+	LogStore
+
+	// StageLogs makes logs readable through GetLog until the StoreLogs
+	// call that follows it returns.
+	StageLogs(logs []*Log)
+}
+
 // MonotonicLogStore is an optional interface for LogStore implementations that
 // cannot tolerate gaps in between the Index values of consecutive log entries. For example,
 // this may allow more efficient indexing because the Index values are densely populated. If true is

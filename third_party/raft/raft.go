@@ -1262,16 +1262,20 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		r.leaderState.inflight.PushBack(applyLog)
 	}
 
-	// Workron: the leader writes its log in parallel with replicating it
-	// (Raft thesis, section 10.2.1). The replicators learn of the new
-	// entries before the local write and read them from the log store,
-	// which must serve them from the moment StoreLogs is called; the
-	// leader counts itself towards the commit only once its own write is
-	// done.
+	// Workron: with a log store that serves entries while it writes them
+	// (LogStager), the leader writes its log in parallel with replicating
+	// it (Raft thesis, section 10.2.1): the store is handed the entries
+	// before the replicators learn of them, and the leader counts itself
+	// towards the commit only once its own write is done. Any other store
+	// is written first, as released hashicorp/raft does.
+	stager, parallel := r.logs.(LogStager)
 	prevIndex, prevTerm := r.getLastLog()
-	r.setLastLog(lastIndex, term)
-	for _, f := range r.leaderState.replState {
-		asyncNotifyCh(f.triggerCh)
+	if parallel {
+		stager.StageLogs(logs)
+		r.setLastLog(lastIndex, term)
+		for _, f := range r.leaderState.replState {
+			asyncNotifyCh(f.triggerCh)
+		}
 	}
 
 	// Write the log entry locally
@@ -1287,6 +1291,17 @@ func (r *Raft) dispatchLogs(applyLogs []*logFuture) {
 		return
 	}
 	r.leaderState.commitment.match(r.localID, lastIndex)
+	if parallel {
+		return
+	}
+
+	// Update the last log since it's on disk now
+	r.setLastLog(lastIndex, term)
+
+	// Notify the replicators of the new log
+	for _, f := range r.leaderState.replState {
+		asyncNotifyCh(f.triggerCh)
+	}
 }
 
 // processLogs is used to apply all the committed entries that haven't been
