@@ -14,9 +14,10 @@ import (
 // proposal is one command, or several that must share a log entry, waiting
 // for their results.
 type proposal struct {
-	cmds   []fsm.Cmd    // in the order they apply; one unless ProposeTogether
-	done   chan outcome // buffered, 1
-	queued time.Time    // when it was enqueued, for the queue stage
+	cmds    []fsm.Cmd    // in the order they apply; one unless ProposeTogether
+	done    chan outcome // buffered, 1
+	queued  time.Time    // when it was enqueued, for the queue stage
+	follows bool         // ProposeAll's proposals after its first: the same caller's
 }
 
 // outcome answers a proposal: a result per command, or an error for all.
@@ -87,6 +88,7 @@ func (n *Node) ProposeTogether(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Resul
 // the proposer makes of them, and waits for each: results[i] and errs[i]
 // are what Propose would have returned for cmds[i]. It saves a goroutine
 // per command to callers with many (a batch of reports).
+// The proposer counts them as one caller's (runProposer).
 func (n *Node) ProposeAll(ctx context.Context, cmds []fsm.Cmd) (results []fsm.Result, errs []error) {
 	results, errs = make([]fsm.Result, len(cmds)), make([]error, len(cmds))
 	if n.raft.State() != raft.Leader {
@@ -98,6 +100,7 @@ func (n *Node) ProposeAll(ctx context.Context, cmds []fsm.Cmd) (results []fsm.Re
 	ps := make([]*proposal, len(cmds))
 	for i, cmd := range cmds {
 		ps[i] = newProposal(cmd)
+		ps[i].follows = i > 0
 		if errs[i] = n.enqueue(ctx, ps[i]); errs[i] != nil {
 			ps[i] = nil
 		}
@@ -143,31 +146,34 @@ func (p *proposal) await(ctx context.Context) ([]fsm.Result, error) {
 // group (ProposeTogether) is never split: one that does not fit waits for
 // the next entry.
 //
-// An entry goes out at once when nothing is in flight. Beside an entry in
-// flight it goes out only when it is worth its own log write and apply
-// transaction on every node: when it is full (MaxBatch commands, a group
-// that did not fit, or commands that submit MaxBatch jobs together: a batch
-// submit), or when it has already waited for one entry in flight to finish.
-// Otherwise it keeps gathering until an entry finishes, so small commands
-// that arrive meanwhile share one entry, and none waits for more than one
-// entry. A full entry's apply still overlaps the next one's writes.
-// MaxInflight 1 sends nothing beside an entry in flight.
+// An entry goes out at once when nothing is in flight, or when the last
+// entry carried one caller's commands: callers come one at a time, and a
+// command gains nothing from waiting. Once the last entry carried several
+// callers' commands, an entry goes out beside one in flight only when it is
+// worth its own log write and apply transaction on every node: when it is
+// full (MaxBatch commands, a group that did not fit, or commands that
+// submit MaxBatch jobs together: a batch submit), or when it has already
+// waited for one entry in flight to finish. Otherwise it keeps gathering
+// until an entry finishes, so the commands that arrive meanwhile share one
+// entry, and none waits for more than one entry. A full entry's apply still
+// overlaps the next one's writes. MaxInflight 1 sends nothing beside an
+// entry in flight.
 //
 // At shutdown the proposals gathered or queued are answered ErrShutdown;
 // Raft answers the entries in flight.
 func (n *Node) runProposer() {
 	defer close(n.proposerDone)
 	freed := make(chan struct{}, n.cfg.MaxInflight) // an entry in flight is done
-	inflight := 0
+	inflight, crowded := 0, false                   // crowded: the last entry carried several callers'
 	var g gathering
 	for {
-		if len(g.batch) > 0 && inflight < n.cfg.MaxInflight && (inflight == 0 || g.waited || g.full(n.cfg.MaxBatch)) {
+		if g.goesOut(inflight, crowded, &n.cfg) {
 			g.takeQueued(n.proposals, n.cfg.MaxBatch)
 			if n.submitEntry(g.batch, freed) {
 				inflight++
 			}
 			next := g.next
-			g = gathering{}
+			crowded, g = g.callers > 1, gathering{}
 			g.add(next, n.cfg.MaxBatch)
 			continue
 		}
@@ -191,11 +197,12 @@ func (n *Node) runProposer() {
 
 // gathering is the entry the proposer is filling.
 type gathering struct {
-	batch  []*proposal
-	cmds   int       // commands in batch
-	jobs   int       // jobs that batch's commands submit
-	next   *proposal // taken from the queue, but did not fit batch
-	waited bool      // an entry in flight finished while batch waited
+	batch   []*proposal
+	cmds    int       // commands in batch
+	jobs    int       // jobs that batch's commands submit
+	callers int       // proposals in batch that do not follow another
+	next    *proposal // taken from the queue, but did not fit batch
+	waited  bool      // an entry in flight finished while batch waited
 }
 
 // add puts p in the batch, or in next if it does not fit a batch that is
@@ -207,6 +214,9 @@ func (g *gathering) add(p *proposal, maxBatch int) {
 		g.next = p
 	default:
 		g.batch, g.cmds = append(g.batch, p), g.cmds+len(p.cmds)
+		if !p.follows {
+			g.callers++
+		}
 		for _, c := range p.cmds {
 			if c.Op == fsm.OpSubmit && c.Submit != nil {
 				g.jobs += len(c.Submit.Jobs)
@@ -215,10 +225,17 @@ func (g *gathering) add(p *proposal, maxBatch int) {
 	}
 }
 
-// full reports whether the entry is as large as it may grow, or carries as
-// many jobs as a full one.
-func (g *gathering) full(maxBatch int) bool {
-	return g.next != nil || g.cmds >= maxBatch || g.jobs >= maxBatch
+// goesOut reports whether the entry goes to Raft now, with inflight
+// entries in flight and crowded if the last entry carried several callers'
+// commands (runProposer's rule).
+func (g *gathering) goesOut(inflight int, crowded bool, cfg *Config) bool {
+	switch {
+	case len(g.batch) == 0 || inflight >= cfg.MaxInflight:
+		return false
+	case inflight == 0 || !crowded || g.waited:
+		return true
+	}
+	return g.next != nil || g.cmds >= cfg.MaxBatch || g.jobs >= cfg.MaxBatch // full
 }
 
 // takeQueued adds what is queued now, without waiting, until a proposal

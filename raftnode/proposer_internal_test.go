@@ -85,6 +85,27 @@ func (h *heldLeader) letGo() {
 	}
 }
 
+// finishHeld lets the held write go on and waits until its proposal is
+// applied.
+func (h *heldLeader) finishHeld(t *testing.T, held <-chan outcome) {
+	t.Helper()
+	h.letGo()
+	if o := <-held; o.err != nil {
+		t.Fatal(o.err)
+	}
+}
+
+// waitEntries waits until the node has proposed n entries in all.
+func (h *heldLeader) waitEntries(t *testing.T, n uint64) {
+	t.Helper()
+	poll.Wait(t, 5*time.Second, time.Millisecond, func() error {
+		if got := h.Stats().Entries; got != n {
+			return fmt.Errorf("%d entries proposed, want %d", got, n)
+		}
+		return nil
+	})
+}
+
 // enqueueTaken queues p and waits until the proposer has taken it.
 func (h *heldLeader) enqueueTaken(t *testing.T, p *proposal) {
 	t.Helper()
@@ -119,60 +140,88 @@ func appliedAt(t *testing.T, p *proposal) uint64 {
 	return res[0].Jobs[0].ModifyIndex
 }
 
-// Beside an entry in flight, small proposals wait for it, packed into one
-// entry, instead of paying an entry each (MaxInflight 2 used to send the
-// first of them at once, alone).
-func TestProposerSmallProposalsWaitForTheEntryInFlight(t *testing.T) {
+// goesOut is runProposer's rule: with nothing in flight, or callers
+// coming one at a time (the last entry carried one caller's commands), an
+// entry goes out at once; once the last entry carried several callers',
+// a small entry waits beside one in flight until one has finished, and a
+// full one (MaxBatch commands, a group that did not fit, MaxBatch jobs
+// submitted) goes out beside it.
+func TestProposerGoesOut(t *testing.T) {
+	cfg := Config{MaxBatch: 4, MaxInflight: 2}
+	gather := func(ps ...*proposal) *gathering {
+		g := &gathering{}
+		for _, p := range ps {
+			g.add(p, cfg.MaxBatch)
+		}
+		return g
+	}
+	one := func() *proposal { return newProposal(submitOf(1)) }
+	following := func() *proposal { p := one(); p.follows = true; return p }
+	twoCallers := func() *gathering { return gather(one(), one()) }
+	waited := twoCallers()
+	waited.waited = true
+	for _, c := range []struct {
+		name     string
+		g        *gathering
+		inflight int
+		crowded  bool
+		want     bool
+	}{
+		{"Empty", gather(), 0, false, false},
+		{"NothingInFlight", twoCallers(), 0, true, true},
+		{"AllSlotsTaken", gather(one(), one(), one(), one()), 2, false, false},
+		{"CallersOneAtATime", gather(one()), 1, false, true},
+		{"CrowdedSmallWaits", twoCallers(), 1, true, false},
+		{"CrowdedWaitedForOne", waited, 1, true, true},
+		{"CrowdedFullOfCommands", gather(one(), one(), one(), one()), 1, true, true},
+		{"CrowdedGroupDidNotFit", gather(one(), newProposal(submitOf(1), submitOf(1), submitOf(1), submitOf(1))), 1, true, true},
+		{"CrowdedBatchSubmit", gather(newProposal(submitOf(4))), 1, true, true},
+		{"CrowdedProposeAllBelowFull", gather(one(), following(), following()), 1, true, false},
+	} {
+		if got := c.g.goesOut(c.inflight, c.crowded, &cfg); got != c.want {
+			t.Errorf("%s: goesOut(%d in flight, crowded %v) = %v, want %v", c.name, c.inflight, c.crowded, got, c.want)
+		}
+	}
+	if g := gather(one(), following(), following()); g.callers != 1 {
+		t.Errorf("one ProposeAll's proposals count %d callers, want 1", g.callers)
+	}
+	if g := twoCallers(); g.callers != 2 {
+		t.Errorf("two proposals count %d callers, want 2", g.callers)
+	}
+}
+
+// A caller's proposal goes out beside the entry in flight at once when the
+// last entry carried one caller's commands: waiting would gain it nothing.
+// With every slot then taken, proposals gather and go out in one entry as
+// soon as one finishes.
+func TestProposerPacksWhileEntriesAreInFlight(t *testing.T) {
 	h := openHeldLeader(t, nil)
 	before := h.Stats().Entries
 	held := h.holdOne(t)
+	beside := newProposal(submitOf(1))
+	h.enqueueTaken(t, beside)
+	h.waitEntries(t, before+2)
 
 	small := []*proposal{newProposal(submitOf(1)), newProposal(submitOf(1)), newProposal(submitOf(1))}
 	for _, p := range small {
 		h.enqueueTaken(t, p)
 	}
-	if d := h.Stats().Entries - before; d != 1 {
-		t.Fatalf("%d entries proposed while one is in flight and small proposals wait, want 1 (the held one)", d)
+	if d := h.Stats().Entries - before; d != 2 {
+		t.Fatalf("%d entries proposed with both slots taken, want 2", d)
 	}
-	h.letGo()
-	if o := <-held; o.err != nil {
-		t.Fatal(o.err)
-	}
+	h.finishHeld(t, held)
+	first := appliedAt(t, beside)
 	at := appliedAt(t, small[0])
+	if at == first {
+		t.Errorf("the gathered proposals applied in the entry of the one beside (index %d)", at)
+	}
 	for i, p := range small[1:] {
 		if got := appliedAt(t, p); got != at {
-			t.Errorf("small proposal %d applied at index %d, the first at %d: want one entry", i+1, got, at)
+			t.Errorf("gathered proposal %d applied at index %d, the first at %d: want one entry", i+1, got, at)
 		}
 	}
-	if d := h.Stats().Entries - before; d != 2 {
-		t.Errorf("%d entries proposed, want 2: the held one and one for the small proposals", d)
-	}
-}
-
-// A proposal as large as a full entry (a batch submit of MaxBatch jobs) is
-// worth its own entry: it goes out beside the entry in flight at once, and
-// takes the small proposals waiting with it.
-func TestProposerLargeProposalGoesBesideTheEntryInFlight(t *testing.T) {
-	h := openHeldLeader(t, nil)
-	before := h.Stats().Entries
-	held := h.holdOne(t)
-
-	small := newProposal(submitOf(1))
-	h.enqueueTaken(t, small)
-	large := newProposal(submitOf(h.cfg.MaxBatch))
-	h.enqueueTaken(t, large)
-	poll.Wait(t, 5*time.Second, time.Millisecond, func() error {
-		if d := h.Stats().Entries - before; d != 2 {
-			return fmt.Errorf("%d entries proposed while one is held, want 2: the held one and the large one beside it", d)
-		}
-		return nil
-	})
-	h.letGo()
-	if o := <-held; o.err != nil {
-		t.Fatal(o.err)
-	}
-	if s, l := appliedAt(t, small), appliedAt(t, large); s != l {
-		t.Errorf("the small proposal applied at index %d, the large one at %d: want it packed with the large one", s, l)
+	if d := h.Stats().Entries - before; d != 3 {
+		t.Errorf("%d entries proposed, want 3", d)
 	}
 }
 
@@ -188,18 +237,17 @@ func TestProposerMaxInflightOneSendsNothingBeside(t *testing.T) {
 	if d := h.Stats().Entries - before; d != 1 {
 		t.Fatalf("%d entries proposed with MaxInflight 1 and one in flight, want 1", d)
 	}
-	h.letGo()
-	if o := <-held; o.err != nil {
-		t.Fatal(o.err)
-	}
+	h.finishHeld(t, held)
 	appliedAt(t, large)
 }
 
-// At shutdown the proposals waiting beside an entry in flight are answered
-// ErrShutdown, once, before Raft stops; the entry in flight is answered
-// by Raft, once.
+// At shutdown the proposals gathered while every slot is taken are
+// answered ErrShutdown, once, before Raft stops; the entry in flight is
+// answered by Raft, once. (MaxInflight 1: an entry handed to Raft but not
+// yet taken by its leader loop when Raft shuts down is never answered,
+// hashicorp/raft#498, and its goroutine would leak.)
 func TestProposerShutdownAnswersTheWaitingOnce(t *testing.T) {
-	h := openHeldLeader(t, nil)
+	h := openHeldLeader(t, func(c *Config) { c.MaxInflight = 1 })
 	held := h.holdOne(t)
 	small := []*proposal{newProposal(submitOf(1)), newProposal(submitOf(1))}
 	for _, p := range small {
@@ -213,10 +261,10 @@ func TestProposerShutdownAnswersTheWaitingOnce(t *testing.T) {
 		select {
 		case o := <-p.done:
 			if !errors.Is(o.err, ErrShutdown) {
-				t.Errorf("waiting proposal %d answered %v, want ErrShutdown", i, o.err)
+				t.Errorf("gathered proposal %d answered %v, want ErrShutdown", i, o.err)
 			}
 		default:
-			t.Errorf("waiting proposal %d not answered when the proposer stopped", i)
+			t.Errorf("gathered proposal %d not answered when the proposer stopped", i)
 		}
 	}
 	h.letGo()
@@ -229,7 +277,7 @@ func TestProposerShutdownAnswersTheWaitingOnce(t *testing.T) {
 	for i, p := range small {
 		select {
 		case o := <-p.done:
-			t.Errorf("waiting proposal %d answered twice, again with %v", i, o.err)
+			t.Errorf("gathered proposal %d answered twice, again with %v", i, o.err)
 		default:
 		}
 	}
