@@ -74,13 +74,16 @@ type Config struct {
 
 	// MaxBatch is the most commands packed into one log entry. Defaults to 512.
 	MaxBatch int
-	// MaxInflight is the most entries proposed but not yet applied; while
-	// it is reached, commands queue up and pack into bigger entries.
-	// Defaults to 2: the next entry's leader write overlaps the previous
-	// one's replication, and the commands that arrive meanwhile pack into
-	// one entry instead of paying a log write each on every node (at 16
-	// clients, 5 commands an entry instead of 1.7, and 1.35 times the
-	// submits a second of 8; README Performance).
+	// MaxInflight is the most entries proposed but not yet applied. An
+	// entry goes out at once when none is in flight or callers come one at
+	// a time (the last entry carried one caller's commands). Otherwise one
+	// goes out beside an entry in flight only when it is full (MaxBatch
+	// commands, or commands submitting MaxBatch jobs: a batch submit) or
+	// has waited for one entry to finish, so small commands that arrive
+	// meanwhile pack into one entry instead of paying a log write and an
+	// apply transaction on every node each, while a large entry's apply
+	// overlaps the next one's writes (runProposer; README Performance). 1
+	// sends nothing beside an entry in flight. Defaults to 2.
 	MaxInflight int
 
 	// OnLeader, if set, runs in its own goroutine each time this node becomes

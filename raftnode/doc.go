@@ -8,8 +8,10 @@
 // Callers propose single commands with Propose. The node's proposer packs
 // every command waiting at that moment into one log entry, stamps the
 // leader's time on it and hands it to Raft; up to MaxInflight entries are in
-// flight at once. One fsync'd entry then carries hundreds of commands, which
-// is what makes claims and completions cheap. ProposeTogether proposes
+// flight at once, but while several callers propose, a small entry goes out
+// beside another only once it has waited for one to finish, gathering what
+// arrives meanwhile. One fsync'd entry then carries hundreds of commands,
+// which is what makes claims and completions cheap. ProposeTogether proposes
 // commands that must share one entry, in order (a submit and the claim of a
 // worker waiting for it): the proposer never splits them.
 //

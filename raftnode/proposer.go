@@ -14,9 +14,10 @@ import (
 // proposal is one command, or several that must share a log entry, waiting
 // for their results.
 type proposal struct {
-	cmds   []fsm.Cmd    // in the order they apply; one unless ProposeTogether
-	done   chan outcome // buffered, 1
-	queued time.Time    // when it was enqueued, for the queue stage
+	cmds    []fsm.Cmd    // in the order they apply; one unless ProposeTogether
+	done    chan outcome // buffered, 1
+	queued  time.Time    // when it was enqueued, for the queue stage
+	follows bool         // ProposeAll's proposals after its first: the same caller's
 }
 
 // outcome answers a proposal: a result per command, or an error for all.
@@ -87,6 +88,7 @@ func (n *Node) ProposeTogether(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Resul
 // the proposer makes of them, and waits for each: results[i] and errs[i]
 // are what Propose would have returned for cmds[i]. It saves a goroutine
 // per command to callers with many (a batch of reports).
+// The proposer counts them as one caller's (runProposer).
 func (n *Node) ProposeAll(ctx context.Context, cmds []fsm.Cmd) (results []fsm.Result, errs []error) {
 	results, errs = make([]fsm.Result, len(cmds)), make([]error, len(cmds))
 	if n.raft.State() != raft.Leader {
@@ -98,6 +100,7 @@ func (n *Node) ProposeAll(ctx context.Context, cmds []fsm.Cmd) (results []fsm.Re
 	ps := make([]*proposal, len(cmds))
 	for i, cmd := range cmds {
 		ps[i] = newProposal(cmd)
+		ps[i].follows = i > 0
 		if errs[i] = n.enqueue(ctx, ps[i]); errs[i] != nil {
 			ps[i] = nil
 		}
@@ -138,57 +141,124 @@ func (p *proposal) await(ctx context.Context) ([]fsm.Result, error) {
 	}
 }
 
-// runProposer gathers proposals into entries. It hands an entry to Raft as
-// soon as one is free of the MaxInflight slots, so under load commands pile
-// up while entries are in flight and pack into larger entries. An entry
-// holds at most MaxBatch commands, and a group (ProposeTogether) is never
-// split: one that does not fit waits for the next entry.
+// runProposer gathers proposals into entries and hands them to Raft, at
+// most MaxInflight at once. An entry holds at most MaxBatch commands, and a
+// group (ProposeTogether) is never split: one that does not fit waits for
+// the next entry.
+//
+// An entry goes out at once when nothing is in flight, or when the last
+// entry carried one caller's commands: callers come one at a time, and a
+// command gains nothing from waiting. Once the last entry carried several
+// callers' commands, an entry goes out beside one in flight only when it is
+// worth its own log write and apply transaction on every node: when it is
+// full (MaxBatch commands, a group that did not fit, or commands that
+// submit MaxBatch jobs together: a batch submit), or when it has already
+// waited for one entry in flight to finish. Otherwise it keeps gathering
+// until an entry finishes, so the commands that arrive meanwhile share one
+// entry, and none waits for more than one entry. A full entry's apply still
+// overlaps the next one's writes. MaxInflight 1 sends nothing beside an
+// entry in flight.
+//
+// At shutdown the proposals gathered or queued are answered ErrShutdown;
+// Raft answers the entries in flight.
 func (n *Node) runProposer() {
 	defer close(n.proposerDone)
-	sem := make(chan struct{}, n.cfg.MaxInflight)
-	var next *proposal // taken from the queue, but did not fit the last entry
+	freed := make(chan struct{}, n.cfg.MaxInflight) // an entry in flight is done
+	inflight, crowded := 0, false                   // crowded: the last entry carried several callers'
+	var g gathering
 	for {
+		if g.goesOut(inflight, crowded, &n.cfg) {
+			g.takeQueued(n.proposals, n.cfg.MaxBatch)
+			if n.submitEntry(g.batch, freed) {
+				inflight++
+			}
+			next := g.next
+			crowded, g = g.callers > 1, gathering{}
+			g.add(next, n.cfg.MaxBatch)
+			continue
+		}
+		var queue <-chan *proposal // nil, so not read, while a proposal waits in next
+		if g.next == nil {
+			queue = n.proposals
+		}
 		select {
-		case sem <- struct{}{}:
+		case p := <-queue:
+			g.add(p, n.cfg.MaxBatch)
+		case <-freed:
+			inflight--
+			g.waited = len(g.batch) > 0
 		case <-n.shutdownCh:
-			n.drainProposals(next)
+			fail(g.batch, ErrShutdown)
+			n.drainProposals(g.next)
 			return
 		}
-		if next == nil {
-			select {
-			case next = <-n.proposals:
-			case <-n.shutdownCh:
-				n.drainProposals(nil)
-				return
+	}
+}
+
+// gathering is the entry the proposer is filling.
+type gathering struct {
+	batch   []*proposal
+	cmds    int       // commands in batch
+	jobs    int       // jobs that batch's commands submit
+	callers int       // proposals in batch that do not follow another
+	next    *proposal // taken from the queue, but did not fit batch
+	waited  bool      // an entry in flight finished while batch waited
+}
+
+// add puts p in the batch, or in next if it does not fit a batch that is
+// not empty. A nil p adds nothing.
+func (g *gathering) add(p *proposal, maxBatch int) {
+	switch {
+	case p == nil:
+	case len(g.batch) > 0 && g.cmds+len(p.cmds) > maxBatch:
+		g.next = p
+	default:
+		g.batch, g.cmds = append(g.batch, p), g.cmds+len(p.cmds)
+		if !p.follows {
+			g.callers++
+		}
+		for _, c := range p.cmds {
+			if c.Op == fsm.OpSubmit && c.Submit != nil {
+				g.jobs += len(c.Submit.Jobs)
 			}
 		}
-		batch, cmds := []*proposal{next}, len(next.cmds)
-		next = nil
-	gather:
-		for cmds < n.cfg.MaxBatch {
-			select {
-			case p := <-n.proposals:
-				if cmds+len(p.cmds) > n.cfg.MaxBatch {
-					next = p
-					break gather
-				}
-				batch, cmds = append(batch, p), cmds+len(p.cmds)
-			default:
-				break gather
-			}
+	}
+}
+
+// goesOut reports whether the entry goes to Raft now, with inflight
+// entries in flight and crowded if the last entry carried several callers'
+// commands (runProposer's rule).
+func (g *gathering) goesOut(inflight int, crowded bool, cfg *Config) bool {
+	switch {
+	case len(g.batch) == 0 || inflight >= cfg.MaxInflight:
+		return false
+	case inflight == 0 || !crowded || g.waited:
+		return true
+	}
+	return g.next != nil || g.cmds >= cfg.MaxBatch || g.jobs >= cfg.MaxBatch // full
+}
+
+// takeQueued adds what is queued now, without waiting, until a proposal
+// does not fit.
+func (g *gathering) takeQueued(queue <-chan *proposal, maxBatch int) {
+	for g.next == nil && g.cmds < maxBatch {
+		select {
+		case p := <-queue:
+			g.add(p, maxBatch)
+		default:
+			return
 		}
-		n.submitEntry(batch, sem)
 	}
 }
 
 // submitEntry stamps the time, hands the entry to Raft, and fans the results
-// out from a goroutine that frees the in-flight slot when Raft is done.
-// Commands that need a newer protocol than the cluster runs are refused
-// first (refuseNewer).
-func (n *Node) submitEntry(batch []*proposal, sem chan struct{}) {
+// out from a goroutine that sends on freed when Raft is done. It reports
+// whether the entry went to Raft: commands that need a newer protocol than
+// the cluster runs are refused first (refuseNewer), and an entry that cannot
+// be encoded is refused whole.
+func (n *Node) submitEntry(batch []*proposal, freed chan<- struct{}) bool {
 	if batch = n.refuseNewer(batch); len(batch) == 0 {
-		<-sem
-		return
+		return false
 	}
 	e := fsm.Entry{Now: n.clock.Now().UnixNano()}
 	for _, p := range batch {
@@ -196,9 +266,8 @@ func (n *Node) submitEntry(batch []*proposal, sem chan struct{}) {
 	}
 	data, err := fsm.Encode(&e)
 	if err != nil {
-		<-sem
 		fail(batch, fmt.Errorf("raftnode: %w", err))
-		return
+		return false
 	}
 	start := time.Now()
 	for _, p := range batch {
@@ -208,7 +277,7 @@ func (n *Node) submitEntry(batch []*proposal, sem chan struct{}) {
 	fut := n.raft.Apply(data, n.cfg.ApplyTimeout)
 	n.metrics.observeEntry(len(e.Cmds))
 	go func() {
-		defer func() { <-sem }()
+		defer func() { freed <- struct{}{} }()
 		defer n.stages.proposing.Add(-1)
 		if err := fut.Error(); err != nil {
 			fail(batch, mapApplyError(err))
@@ -226,6 +295,7 @@ func (n *Node) submitEntry(batch []*proposal, sem chan struct{}) {
 			res = res[len(p.cmds):]
 		}
 	}()
+	return true
 }
 
 func fail(batch []*proposal, err error) {

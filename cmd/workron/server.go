@@ -70,7 +70,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.trailingLogs, "raft-trailing-logs", raftnode.DefaultConfig().TrailingLogs,
 		"log entries a snapshot leaves in the log; a follower missing older ones is sent the whole snapshot")
 	fs.IntVar(&f.maxBatch, "max-batch", raftnode.DefaultConfig().MaxBatch, "most commands the leader packs into one log entry")
-	fs.IntVar(&f.maxInflight, "max-inflight", raftnode.DefaultConfig().MaxInflight, "most log entries the leader has in flight; more queue up and pack")
+	fs.IntVar(&f.maxInflight, "max-inflight", raftnode.DefaultConfig().MaxInflight, "most log entries the leader has in flight; while several callers propose, a small one goes out beside another only once one has finished, so commands pack")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go runtime profiles (net/http/pprof) at /debug/pprof/ on the HTTP API; admin token only with --auth-token-file (default off)")
 	// Test hooks for the chaos harness (internal/chaos); never needed in
 	// production.
