@@ -121,6 +121,35 @@ func TestScheduleUpdateChangesOnlyWhatItNames(t *testing.T) {
 	}
 }
 
+// TestBatchShapes: a batch's jobs decode whatever objects they hold, a
+// null job is refused as a job without a command (naming its index), and
+// an empty or missing list is refused.
+func TestBatchShapes(t *testing.T) {
+	env := newSchedEnv(t, time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), nil)
+	var list wire.JobList
+	body := `{"jobs":[{"command":"a","env":{"A":"1"},"backoff":{"base":"1s"},"metadata":{"k":"v"}},{"command":"b"},{"command":"c"}]}`
+	if code, werr := env.do(http.MethodPost, "/jobs/batch", body, &list); code != http.StatusCreated {
+		t.Fatalf("batch with nested objects: %d %+v", code, werr)
+	}
+	if len(list.Jobs) != 3 || list.Jobs[0].Env["A"] != "1" || list.Jobs[0].Metadata["k"] != "v" || list.Jobs[2].Command != "c" {
+		t.Errorf("batch with nested objects: %+v", list.Jobs)
+	}
+	for body, want := range map[string]string{
+		`{"jobs":[null]}`:                      "jobs[0].command",
+		`{"jobs":[{"command":"a"},null]}`:      "jobs[1].command",
+		`{"jobs":[null,null,{"command":"a"}]}`: "jobs[0].command",
+		`{"jobs":[]}`:                          "must hold at least one job",
+		`{"jobs":null}`:                        "must hold at least one job",
+		`{}`:                                   "must hold at least one job",
+		``:                                     "must hold at least one job",
+	} {
+		code, werr := env.do(http.MethodPost, "/jobs/batch", body, nil)
+		if code != http.StatusBadRequest || !strings.Contains(werr.Error, want) {
+			t.Errorf("%s: %d %q, want 400 saying %s", body, code, werr.Error, want)
+		}
+	}
+}
+
 // TestBatchReferences: a batch job that names itself is told so, and "$N"
 // has one spelling ($00 and $+0 are refused, not read as $0).
 func TestBatchReferences(t *testing.T) {

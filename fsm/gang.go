@@ -122,7 +122,7 @@ func (a *applier) submitGang(s *SubmitGang) Result {
 			g.ID, g.Seq = GangIDPrefix+strconv.FormatUint(seq, 10), seq
 		}
 		j := new(store.Job)
-		a.newJob(j, &nj, JobIDPrefix+strconv.FormatUint(seq, 10), seq)
+		a.newJob(j, &nj, jobID(seq), seq)
 		if i > 0 {
 			j.IdempotencyKey = "" // the key names the gang through its first task
 		}

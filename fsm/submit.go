@@ -115,7 +115,7 @@ func (a *applier) submit(s *Submit) Result {
 			continue
 		}
 		if ids[i] == "" {
-			ids[i] = JobIDPrefix + strconv.FormatUint(seq, 10)
+			ids[i] = jobID(seq)
 		}
 		jobs[i] = &made[0]
 		made = made[1:]
@@ -190,46 +190,31 @@ func (a *applier) keepKey(key, id string, uniqueFor int64) {
 	a.must(a.tx.PutIdempotencyKey(key, id, until))
 }
 
-// newJob fills j, a zero Job, with the job nj asks for.
+// newJob fills j, a zero Job, with the job nj asks for. It sets fields one
+// by one: a composite literal would copy the whole record, zeros and all,
+// through the write barrier.
 func (a *applier) newJob(j *store.Job, nj *NewJob, id string, seq uint64) {
-	q := nj.Queue
-	if q == "" {
-		q = DefaultQueue
+	j.ID, j.Seq, j.Status, j.CreatedAt = id, seq, store.StatusPending, a.now
+	j.Queue = nj.Queue
+	if j.Queue == "" {
+		j.Queue = DefaultQueue
 	}
-	maxAtt := nj.MaxAttempts
-	if maxAtt <= 0 {
-		maxAtt = 1
-	}
-	runAt := nj.RunAt
-	if runAt < a.now {
-		runAt = a.now
-	}
-	*j = store.Job{
-		ID:             id,
-		Seq:            seq,
-		Command:        nj.Command,
-		Type:           nj.Type,
-		Payload:        nj.Payload,
-		Env:            nj.Env,
-		Metadata:       nj.Metadata,
-		Queue:          q,
-		Priority:       nj.Priority,
-		Status:         store.StatusPending,
-		MaxAttempts:    maxAtt,
-		IdempotencyKey: nj.IdempotencyKey,
-		Timeout:        nj.Timeout,
-		Backoff:        nj.Backoff,
-		CreatedAt:      a.now,
-		RunAt:          runAt,
-		Retention:      nj.Retention,
-		UniqueFor:      nj.UniqueFor,
-		Schedule:       nj.Schedule,
-		ScheduledFor:   nj.ScheduledFor,
-		Resources:      nj.Resources,
-		Tags:           nj.Tags,
-		ConcurrencyKey: nj.ConcurrencyKey,
-		TraceParent:    nj.TraceParent,
-	}
+	j.MaxAttempts = max(nj.MaxAttempts, 1)
+	j.RunAt = max(nj.RunAt, a.now)
+	j.Command, j.Type, j.Payload, j.Priority = nj.Command, nj.Type, nj.Payload, nj.Priority
+	j.Env, j.Metadata = nj.Env, nj.Metadata
+	j.IdempotencyKey, j.Timeout, j.Backoff = nj.IdempotencyKey, nj.Timeout, nj.Backoff
+	j.Retention, j.UniqueFor = nj.Retention, nj.UniqueFor
+	j.Schedule, j.ScheduledFor = nj.Schedule, nj.ScheduledFor
+	j.Resources, j.Tags = nj.Resources, nj.Tags
+	j.ConcurrencyKey, j.TraceParent = nj.ConcurrencyKey, nj.TraceParent
+}
+
+// jobID is the id the FSM gives the job of the given seq, built in one
+// allocation.
+func jobID(seq uint64) string {
+	var b [len(JobIDPrefix) + 20]byte
+	return string(strconv.AppendUint(append(b[:0], JobIDPrefix...), seq, 10))
 }
 
 // batchRef parses "$N", a reference to the N-th job of the same batch.
