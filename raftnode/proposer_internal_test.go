@@ -287,3 +287,39 @@ func TestProposerShutdownAnswersTheWaitingOnce(t *testing.T) {
 	default:
 	}
 }
+
+// An entry handed to Raft but not yet taken by its leader loop when the
+// node shuts down is answered (ErrUnknownOutcome), not left waiting for
+// ever: hashicorp/raft's ApplyLog gave its future no shutdown channel
+// (hashicorp/raft#498). Whether the leader loop takes the entry or sees
+// the shutdown first is up to its select, so the test tries several times.
+func TestProposerShutdownAnswersAnEntryRaftHasNotTaken(t *testing.T) {
+	for i := range 8 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			h := openHeldLeader(t, nil)
+			held := h.holdOne(t)
+			before := h.Stats().Entries
+			waiting := newProposal(submitOf(1))
+			h.enqueueTaken(t, waiting)
+			h.waitEntries(t, before+1) // handed to Raft, whose leader loop is held
+
+			stopped := make(chan error, 1)
+			go func() { stopped <- h.Shutdown() }()
+			<-h.proposerDone
+			h.letGo()
+			if err := <-stopped; err != nil {
+				t.Fatal(err)
+			}
+			for name, done := range map[string]<-chan outcome{"the held entry": held, "the entry Raft had not taken": waiting.done} {
+				select {
+				case o := <-done:
+					if o.err != nil && !errors.Is(o.err, ErrUnknownOutcome) && !errors.Is(o.err, ErrNotLeader) {
+						t.Errorf("%s answered %v, want applied, ErrUnknownOutcome or ErrNotLeader", name, o.err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("%s was not answered after the node shut down", name)
+				}
+			}
+		})
+	}
+}

@@ -840,6 +840,10 @@ func (r *Raft) ApplyLog(log Log, timeout time.Duration) ApplyFuture {
 		},
 	}
 	logFuture.init()
+	// Workron: a future still queued for the leader loop when Raft shuts
+	// down is never taken; without this its Error would wait for ever
+	// (hashicorp/raft#498).
+	logFuture.ShutdownCh = r.shutdownCh
 
 	select {
 	case <-timer:
