@@ -48,7 +48,7 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
 	if err := n.enqueue(ctx, p); err != nil {
 		return fsm.Result{}, err
 	}
-	res, err := p.await(ctx)
+	res, err := n.await(ctx, p)
 	if err != nil {
 		return fsm.Result{}, err
 	}
@@ -81,7 +81,7 @@ func (n *Node) ProposeTogether(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Resul
 	if err := n.enqueue(ctx, p); err != nil {
 		return nil, err
 	}
-	return p.await(ctx)
+	return n.await(ctx, p)
 }
 
 // ProposeAll proposes cmds at once, so they pack into as few entries as
@@ -109,7 +109,7 @@ func (n *Node) ProposeAll(ctx context.Context, cmds []fsm.Cmd) (results []fsm.Re
 		if p == nil {
 			continue
 		}
-		res, err := p.await(ctx)
+		res, err := n.await(ctx, p)
 		if errs[i] = err; err == nil {
 			results[i], errs[i] = res[0], res[0].Err
 		}
@@ -131,13 +131,23 @@ func (n *Node) enqueue(ctx context.Context, p *proposal) error {
 }
 
 // await waits for an enqueued proposal's outcome: a result per command,
-// or the error of them all.
-func (p *proposal) await(ctx context.Context) ([]fsm.Result, error) {
-	select {
-	case o := <-p.done:
-		return o.res, o.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
+// or the error of them all. A proposal can land in the queue just after
+// the proposer drained it and stopped (enqueue raced the shutdown); once
+// the proposer has stopped, await drains the queue itself, answering
+// ErrShutdown to whatever it finds, p included. A proposal the proposer
+// handed to Raft is answered by Raft.
+func (n *Node) await(ctx context.Context, p *proposal) ([]fsm.Result, error) {
+	stopped := n.proposerDone
+	for {
+		select {
+		case o := <-p.done:
+			return o.res, o.err
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", ErrUnknownOutcome, ctx.Err())
+		case <-stopped:
+			n.drainProposals(nil)
+			stopped = nil // drained once: what is left to answer is Raft's
+		}
 	}
 }
 

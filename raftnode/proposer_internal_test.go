@@ -131,9 +131,9 @@ func submitOf(jobs int) fsm.Cmd {
 
 // appliedAt waits for p's outcome and returns the index of the entry
 // that applied its (submit) command.
-func appliedAt(t *testing.T, p *proposal) uint64 {
+func (h *heldLeader) appliedAt(t *testing.T, p *proposal) uint64 {
 	t.Helper()
-	res, err := p.await(context.Background())
+	res, err := h.await(context.Background(), p)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,13 +210,13 @@ func TestProposerPacksWhileEntriesAreInFlight(t *testing.T) {
 		t.Fatalf("%d entries proposed with both slots taken, want 2", d)
 	}
 	h.finishHeld(t, held)
-	first := appliedAt(t, beside)
-	at := appliedAt(t, small[0])
+	first := h.appliedAt(t, beside)
+	at := h.appliedAt(t, small[0])
 	if at == first {
 		t.Errorf("the gathered proposals applied in the entry of the one beside (index %d)", at)
 	}
 	for i, p := range small[1:] {
-		if got := appliedAt(t, p); got != at {
+		if got := h.appliedAt(t, p); got != at {
 			t.Errorf("gathered proposal %d applied at index %d, the first at %d: want one entry", i+1, got, at)
 		}
 	}
@@ -238,7 +238,7 @@ func TestProposerMaxInflightOneSendsNothingBeside(t *testing.T) {
 		t.Fatalf("%d entries proposed with MaxInflight 1 and one in flight, want 1", d)
 	}
 	h.finishHeld(t, held)
-	appliedAt(t, large)
+	h.appliedAt(t, large)
 }
 
 // At shutdown the proposals gathered while every slot is taken are
@@ -321,5 +321,23 @@ func TestProposerShutdownAnswersAnEntryRaftHasNotTaken(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A proposal that lands in the queue after the proposer drained it and
+// stopped (enqueue raced the shutdown) is answered ErrShutdown once its
+// caller sees the proposer gone, not left until the caller's deadline.
+func TestProposerAnswersAProposalQueuedAfterItStopped(t *testing.T) {
+	h := openHeldLeader(t, nil)
+	if err := h.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	late := newProposal(submitOf(1))
+	h.proposals <- late // as an enqueue that won its race with the shutdown would
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := h.await(ctx, late)
+	if !errors.Is(err, ErrShutdown) {
+		t.Fatalf("a proposal queued after the proposer stopped: %v, want ErrShutdown", err)
 	}
 }
