@@ -2,6 +2,7 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"flag"
 	"go/ast"
 	"go/parser"
@@ -267,6 +268,7 @@ func CheckContract(t testing.TB, req *http.Request, reqBody []byte, status int, 
 	defer contractMu.Unlock()
 	var errs []*vErrors.ValidationError
 	if status < 300 {
+		reqBody = foldKeys(t, reqBody)
 		_, errs = v.ValidateHttpRequestSync(mk())
 	}
 	if _, rerrs := v.ValidateHttpResponse(mk(), resp); len(rerrs) > 0 {
@@ -282,6 +284,80 @@ func CheckContract(t testing.TB, req *http.Request, reqBody []byte, status int, 
 		}
 		t.Errorf("contract: %s %s → %d: %s (%s) %v\nrequest: %.300s\nreply: %.300s", req.Method, req.URL, status, e.Message, e.Reason, details, reqBody, body)
 	}
+}
+
+var (
+	propertyNamesOnce sync.Once
+	propertyNames     map[string]string // lower case → a property name the document declares
+)
+
+// foldKeys renames the object keys of a JSON request body that name a
+// property of the document only case aside ("worKer_id") to that property,
+// as encoding/json matches them when the server decodes the body (README:
+// "Field names match as Go's encoding/json matches them, case aside"). A
+// body that is not JSON, or has no such key, is returned as it is.
+func foldKeys(t testing.TB, body []byte) []byte {
+	t.Helper()
+	propertyNamesOnce.Do(func() {
+		var doc any
+		if err := json.Unmarshal(openAPIDocument, &doc); err != nil {
+			return
+		}
+		propertyNames = map[string]string{}
+		var walk func(v any)
+		walk = func(v any) {
+			switch v := v.(type) {
+			case map[string]any:
+				if props, ok := v["properties"].(map[string]any); ok {
+					for name := range props {
+						propertyNames[strings.ToLower(name)] = name
+					}
+				}
+				for _, c := range v {
+					walk(c)
+				}
+			case []any:
+				for _, c := range v {
+					walk(c)
+				}
+			}
+		}
+		walk(doc)
+	})
+	var v any
+	if json.Unmarshal(body, &v) != nil {
+		return body
+	}
+	changed := false
+	var fold func(v any) any
+	fold = func(v any) any {
+		switch v := v.(type) {
+		case map[string]any:
+			out := make(map[string]any, len(v))
+			for k, c := range v {
+				name, ok := propertyNames[strings.ToLower(k)]
+				if _, exact := v[name]; ok && name != k && !exact {
+					k, changed = name, true
+				}
+				out[k] = fold(c)
+			}
+			return out
+		case []any:
+			for i, c := range v {
+				v[i] = fold(c)
+			}
+		}
+		return v
+	}
+	v = fold(v)
+	if !changed {
+		return body
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		t.Fatalf("re-encode a request body: %v", err)
+	}
+	return out
 }
 
 // contractHandler wraps an API handler so that every exchange through it
