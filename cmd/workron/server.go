@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api"
+	"github.com/workron/workron/internal/gctune"
 	"github.com/workron/workron/internal/leader"
 	wnode "github.com/workron/workron/internal/node" // "node" is a type of the e2e tests
 	"github.com/workron/workron/internal/telemetry"
@@ -36,6 +37,7 @@ type serverFlags struct {
 	snapshotThreshold, trailingLogs uint64
 	snapshotInterval                time.Duration
 	maxBatch, maxInflight           int
+	gcMinGrowthMB                   int
 	pprof                           bool
 	otlpEndpoint                    string
 	fsyncDelay, clockOffset         time.Duration // test hooks
@@ -71,6 +73,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 		"log entries a snapshot leaves in the log; a follower missing older ones is sent the whole snapshot")
 	fs.IntVar(&f.maxBatch, "max-batch", raftnode.DefaultConfig().MaxBatch, "most commands the leader packs into one log entry")
 	fs.IntVar(&f.maxInflight, "max-inflight", raftnode.DefaultConfig().MaxInflight, "most log entries the leader has in flight; while several callers propose, a small one goes out beside another only once one has finished, so commands pack")
+	fs.IntVar(&f.gcMinGrowthMB, "gc-min-growth-mb", 128, "the least the Go heap grows, in MiB, between garbage collections (Go's own rule grows it by what is live: that applies above this); 0 keeps Go's rule; GOGC in the environment, when set, wins")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go runtime profiles (net/http/pprof) at /debug/pprof/ on the HTTP API; admin token only with --auth-token-file (default off)")
 	// Test hooks for the chaos harness (internal/chaos); never needed in
 	// production.
@@ -116,6 +119,9 @@ func (f *serverFlags) check() error {
 		if c.v == 0 {
 			return fmt.Errorf("--%s must be at least 1, got 0", c.name)
 		}
+	}
+	if f.gcMinGrowthMB < 0 {
+		return fmt.Errorf("--gc-min-growth-mb must not be negative (0 keeps Go's rule), got %d", f.gcMinGrowthMB)
 	}
 	if f.scheduleMaxCatchup < 1 {
 		return fmt.Errorf("--schedule-max-catchup must be at least 1, got %d", f.scheduleMaxCatchup)
@@ -189,6 +195,7 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 	if err := f.check(); err != nil {
 		return nil, err
 	}
+	gctune.Start(uint64(f.gcMinGrowthMB) << 20)
 	nc, err := f.nodeConfig(logger)
 	if err != nil {
 		return nil, err
