@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/store"
 )
 
 // writeJobList writes list as writeJSON does, byte for byte, but encodes
@@ -31,6 +32,27 @@ func writeJobList(w http.ResponseWriter, status int, list wire.JobList) {
 		b = appendStrings(append(b, `,"warnings":`...), list.Warnings)
 	}
 	writeEncoded(w, status, b)
+}
+
+// writeBatchIDs writes the minimal reply of a batch submit (Prefer:
+// return=minimal), 201 and a wire.BatchSubmitIDs of jobs as writeJSON
+// would, byte for byte, with the header Preference-Applied: the ids alone
+// cost a client a thirtieth of the full reply to read (about 16 bytes a
+// job instead of 500), and the leader nothing to convert.
+func writeBatchIDs(w http.ResponseWriter, jobs []*store.Job, warnings []string) {
+	b := append(make([]byte, 0, 24*len(jobs)+64), `{"ids":[`...)
+	for i, j := range jobs {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendJSONString(b, j.ID)
+	}
+	b = append(b, ']')
+	if len(warnings) > 0 {
+		b = appendStrings(append(b, `,"warnings":`...), warnings)
+	}
+	w.Header().Set(wire.HeaderPreferenceApplied, wire.PreferMinimal)
+	writeEncoded(w, http.StatusCreated, b)
 }
 
 // writeClaimReply writes the reply of a claim as writeJSON does, byte for

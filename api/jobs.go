@@ -147,6 +147,10 @@ func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.jobsSubmitted(r.Context(), res.Jobs)
+	if prefersMinimal(r.Header) {
+		writeBatchIDs(w, res.Jobs, warnings)
+		return
+	}
 	writeJobList(w, http.StatusCreated, wire.JobList{Jobs: toWireList(res.Jobs, s.now()), Warnings: warnings})
 }
 

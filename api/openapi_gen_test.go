@@ -44,6 +44,7 @@ type apiContent struct {
 	json     any    // a value of the Go type, or a string naming a component
 	media    string // non-JSON media type
 	optional bool   // a request body that may be left out
+	headers  []apiParam
 }
 
 func jsonOf(v any) *apiContent         { return &apiContent{json: v} }
@@ -66,13 +67,20 @@ var (
 	// oaTrace is the W3C trace context header (README: Tracing).
 	oaTrace = []apiParam{{name: "traceparent", typ: "string",
 		doc: "W3C trace context: the request's span (and a submitted job's trace) joins this trace; an invalid one is ignored"}}
+	// oaPrefer is RFC 7240's header, as POST /jobs/batch reads it.
+	oaPrefer = apiParam{name: wire.HeaderPrefer, typ: "string",
+		doc: wire.PreferMinimal + ": answer the jobs' ids (BatchSubmitIDs) instead of the jobs; other preferences are ignored"}
+	// oaBatchReply is the 201 of POST /jobs/batch: the jobs, or their ids
+	// with Preference-Applied when the request preferred return=minimal.
+	oaBatchReply = apiContent{json: "BatchSubmitReply", headers: []apiParam{{name: wire.HeaderPreferenceApplied, typ: "string",
+		doc: wire.PreferMinimal + " when the body is the jobs' ids; absent otherwise"}}}
 )
 
 var apiOps = []apiOp{
 	{pattern: "POST /jobs", summary: "Submit a job (a gang with gang_size)", body: jsonOf(wire.SubmitRequest{}), header: oaTrace,
 		replies: map[int]apiContent{200: replyJSON(wire.Job{}), 201: replyJSON("SubmitReply")}},
-	{pattern: "POST /jobs/batch", summary: "Submit up to 1,000 jobs, all or nothing", body: jsonOf(wire.BatchSubmitRequest{}), header: oaTrace,
-		replies: map[int]apiContent{201: replyJSON(wire.JobList{})}},
+	{pattern: "POST /jobs/batch", summary: "Submit up to 1,000 jobs, all or nothing", body: jsonOf(wire.BatchSubmitRequest{}),
+		header: append(slices.Clone(oaTrace), oaPrefer), replies: map[int]apiContent{201: oaBatchReply}},
 	{pattern: "GET /jobs", summary: "List jobs, newest first; metadata.KEY=VALUE parameters filter by metadata",
 		query: []apiParam{
 			{name: "status", typ: "string", doc: "a job status"},
@@ -196,6 +204,10 @@ var namedComponents = map[string]func(g *schemaGen) map[string]any{
 		s["description"] = "The fields of a schedule to change (PUT /schedules/{name}): a field left out keeps its value, " +
 			"a field given (null or empty included) replaces it; in job, likewise field by field."
 		return s
+	},
+	"BatchSubmitReply": func(g *schemaGen) map[string]any {
+		return map[string]any{"description": "The jobs, in the order of the request; their ids alone (BatchSubmitIDs) when it carried Prefer: " + wire.PreferMinimal + ".",
+			"oneOf": []any{g.ref(reflect.TypeFor[wire.JobList]()), g.ref(reflect.TypeFor[wire.BatchSubmitIDs]())}}
 	},
 	"SubmitReply": func(g *schemaGen) map[string]any {
 		return map[string]any{"description": "A job, or a gang's tasks when the submit had a gang_size.",
@@ -468,6 +480,13 @@ func (g *schemaGen) operation(o apiOp, method, path string, n int, errRef map[st
 		r := map[string]any{"description": httpStatusText(status)}
 		if ct := g.content(c); ct != nil {
 			r["content"] = ct
+		}
+		if len(c.headers) > 0 {
+			hs := map[string]any{}
+			for _, h := range c.headers {
+				hs[h.name] = map[string]any{"description": h.doc, "schema": map[string]any{"type": h.typ}}
+			}
+			r["headers"] = hs
 		}
 		replies[fmt.Sprint(status)] = r
 	}

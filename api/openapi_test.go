@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -22,6 +23,8 @@ import (
 	"github.com/pb33f/libopenapi"
 	validator "github.com/pb33f/libopenapi-validator"
 	vErrors "github.com/pb33f/libopenapi-validator/errors"
+
+	"github.com/workron/workron/api/wire"
 )
 
 var updateOpenAPI = flag.Bool("update", false, "rewrite api/openapi.json from openapi_gen_test.go")
@@ -284,6 +287,28 @@ func CheckContract(t testing.TB, req *http.Request, reqBody []byte, status int, 
 		}
 		t.Errorf("contract: %s %s → %d: %s (%s) %v\nrequest: %.300s\nreply: %.300s", req.Method, req.URL, status, e.Message, e.Reason, details, reqBody, body)
 	}
+	if msg := preferenceMismatch(req, status, header, body); msg != "" {
+		t.Errorf("contract: %s %s → %d: %s\nreply: %.300s", req.Method, req.URL, status, msg, body)
+	}
+}
+
+// preferenceMismatch says what the document cannot: a reply says
+// Preference-Applied: return=minimal only to a request that preferred it,
+// and the 201 of POST /jobs/batch is the jobs' ids exactly when it says so.
+func preferenceMismatch(req *http.Request, status int, header http.Header, body []byte) string {
+	applied := header.Get(wire.HeaderPreferenceApplied)
+	if applied != "" && (applied != wire.PreferMinimal || !prefersMinimal(req.Header)) {
+		return fmt.Sprintf("Preference-Applied %q to a request preferring %q", applied, req.Header.Values(wire.HeaderPrefer))
+	}
+	if req.Method != http.MethodPost || req.URL.Path != "/jobs/batch" || status != http.StatusCreated {
+		return ""
+	}
+	var keys map[string]json.RawMessage
+	_ = json.Unmarshal(body, &keys)
+	if _, ids := keys["ids"]; ids != (applied != "") {
+		return fmt.Sprintf("a batch reply with Preference-Applied %q is not the shape it says", applied)
+	}
+	return ""
 }
 
 var (

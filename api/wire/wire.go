@@ -78,6 +78,27 @@ type BatchSubmitRequest struct {
 	Jobs []SubmitRequest `json:"jobs"`
 }
 
+// BatchSubmitIDs is the reply of POST /jobs/batch to a request that
+// carries the header Prefer: return=minimal (PreferMinimal): the jobs' ids
+// in the order of the request, where the full reply (a JobList) would show
+// the jobs. A job whose idempotency key matched a retained job is that
+// job's id, as the full reply shows that job; neither reply says which
+// jobs are new.
+type BatchSubmitIDs struct {
+	IDs []string `json:"ids"`
+	// Warnings are as in the full reply (JobList).
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// The Prefer request header (RFC 7240) with the one preference the API
+// honours, and the reply header that says it was: POST /jobs/batch then
+// answers a BatchSubmitIDs instead of the jobs.
+const (
+	HeaderPrefer            = "Prefer"
+	HeaderPreferenceApplied = "Preference-Applied"
+	PreferMinimal           = "return=minimal"
+)
+
 // Job is a job as the API shows it.
 type Job struct {
 	ID             string            `json:"id"`

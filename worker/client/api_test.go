@@ -153,6 +153,31 @@ func TestWholeAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("BatchIDs", func(t *testing.T) {
+		jobs, err := cl.SubmitBatch(ctx, []wire.SubmitRequest{{Command: "a", Queue: "ids", IdempotencyKey: "ids-a"}, {Command: "b", Queue: "ids"}})
+		if err != nil || len(jobs) != 2 {
+			t.Fatalf("SubmitBatch = %+v, %v", jobs, err)
+		}
+		ids, err := cl.SubmitBatchIDs(ctx, []wire.SubmitRequest{
+			{Command: "a", Queue: "ids", IdempotencyKey: "ids-a"},
+			{Command: "c", Queue: "ids"},
+			{Command: "d", Queue: "ids", DependsOn: []string{"$1"}},
+		})
+		if err != nil || len(ids) != 3 || ids[0] != jobs[0].ID || ids[1] == jobs[1].ID || ids[1] == ids[2] {
+			t.Fatalf("SubmitBatchIDs = %q, %v; want %s (its idempotency key's job) and two new ids", ids, err, jobs[0].ID)
+		}
+		d, err := cl.Get(ctx, ids[2])
+		if err != nil || d.Command != "d" || len(d.DependsOn) != 1 || d.DependsOn[0] != ids[1] {
+			t.Fatalf("Get(%s) = %+v, %v; want d, depending on %s", ids[2], d, err, ids[1])
+		}
+		if list, err := cl.List(ctx, client.ListOptions{Queue: "ids"}); err != nil || len(list.Jobs) != 4 {
+			t.Fatalf("List(ids) = %d jobs, %v; want 4", len(list.Jobs), err)
+		}
+		if _, err := cl.SubmitBatchIDs(ctx, []wire.SubmitRequest{{Command: "e", Queue: "ids"}, {Queue: "ids"}}); !errors.Is(err, client.ErrInvalid) {
+			t.Fatalf("SubmitBatchIDs(a job without a command) = %v, want ErrInvalid", err)
+		}
+	})
+
 	t.Run("ClusterHealthDigest", func(t *testing.T) {
 		st, err := cl.Cluster(ctx)
 		if err != nil || len(st.Nodes) != 3 || st.Leader == "" {

@@ -89,6 +89,7 @@ type call struct {
 	query      url.Values    // may be nil
 	body       any           // JSON-encoded when not nil
 	jsonBody   []byte        // an encoded JSON body, sent as is, when not nil
+	prefer     string        // the Prefer header (RFC 7240), when not empty
 	raw        []byte        // sent as is (application/octet-stream) instead of body when not nil
 	file       io.ReadSeeker // sent from its start (application/octet-stream) on each try, when not nil
 	size       int64         // file's length, sent as Content-Length when positive
@@ -298,6 +299,9 @@ func (c *Client) newRequest(ctx context.Context, server string, cl call, body []
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", "workron-client")
 	req.Header.Set("X-Request-Id", reqID)
+	if cl.prefer != "" {
+		req.Header.Set(wire.HeaderPrefer, cl.prefer)
+	}
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
 	}

@@ -366,6 +366,12 @@ func TestListAndActions(t *testing.T) {
 			t.Fatalf("jobs = %+v", jobs)
 		}
 	})
+	t.Run("BatchIDsFromAServerThatAnswersTheJobs", func(t *testing.T) {
+		ids, err := c.SubmitBatchIDs(ctx, []wire.SubmitRequest{{Command: "a"}, {Command: "b"}})
+		if err != nil || len(ids) != 2 || ids[0] != "a" || ids[1] != "b" {
+			t.Fatalf("SubmitBatchIDs = %q, %v; want the ids of the jobs the server answered", ids, err)
+		}
+	})
 	t.Run("CancelRetryAndReportsHitTheirPaths", func(t *testing.T) {
 		job, err := c.Cancel(ctx, "j1")
 		if err != nil || job.Status != wire.StatusCancelling {
