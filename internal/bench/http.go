@@ -40,6 +40,11 @@ func newHTTPClient(conns int) *http.Client {
 // call sends one request and decodes a 2xx JSON reply into out. A non-nil
 // error is a transport failure or an unreadable reply.
 func (b *bencher) call(ctx context.Context, method, u string, body []byte, out any) (int, error) {
+	return b.callPrefer(ctx, method, u, body, "", out)
+}
+
+// callPrefer is call with the Prefer header prefer (none when empty).
+func (b *bencher) callPrefer(ctx context.Context, method, u string, body []byte, prefer string, out any) (int, error) {
 	var rd io.Reader
 	if body != nil {
 		rd = bytes.NewReader(body)
@@ -50,6 +55,9 @@ func (b *bencher) call(ctx context.Context, method, u string, body []byte, out a
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
+	}
+	if prefer != "" {
+		req.Header.Set(wire.HeaderPrefer, prefer)
 	}
 	resp, err := b.hc.Do(req)
 	if err != nil {
@@ -77,10 +85,15 @@ func (b *bencher) call(ctx context.Context, method, u string, body []byte, out a
 // leader, shedding load) for up to benchRetryFor, counting each retry in
 // errs (if not nil).
 func (b *bencher) do(ctx context.Context, method, u string, body []byte, out any, errs *atomic.Int64) (int, error) {
+	return b.doPrefer(ctx, method, u, body, "", out, errs)
+}
+
+// doPrefer is do with the Prefer header prefer (none when empty).
+func (b *bencher) doPrefer(ctx context.Context, method, u string, body []byte, prefer string, out any, errs *atomic.Int64) (int, error) {
 	deadline := time.Now().Add(benchRetryFor)
 	pause := 10 * time.Millisecond
 	for {
-		st, err := b.call(ctx, method, u, body, out)
+		st, err := b.callPrefer(ctx, method, u, body, prefer, out)
 		if classify(st, err) != outRetry || time.Now().After(deadline) || ctx.Err() != nil {
 			return st, err
 		}

@@ -21,7 +21,8 @@ import (
 //
 //   - submit_single: Clients clients POST /jobs one job at a time, to the
 //     leader and (submit_single_follower, a quarter as many) via a follower;
-//   - submit_batch: benchBatchClients clients POST /jobs/batch;
+//   - submit_batch: benchBatchClients clients POST /jobs/batch, asking for
+//     the minimal reply (the ids; every batch the bench sends does);
 //   - claim_done, claim_done_piggyback, claim_done_batched: Clients
 //     virtual workers claim (max 1, or benchBatchedClaimMax) and report done
 //     (on its own, or on the next claim) until Jobs jobs are done;

@@ -11,28 +11,37 @@ import (
 	"github.com/workron/workron/api/wire"
 )
 
-// submit sends one submit request (POST /jobs, or /jobs/batch when size
-// > 1) and records the jobs. It does not retry a request whose outcome is
-// unknown (that needs idempotency keys, which would change what is measured);
-// the checks allow for such jobs.
+// submit sends one submit request (POST /jobs, or /jobs/batch with
+// Prefer: return=minimal when size > 1) and records the jobs. It does not
+// retry a request whose outcome is unknown (that needs idempotency keys,
+// which would change what is measured); the checks allow for such jobs.
 func (b *bencher) submit(ctx context.Context, target string, body []byte, size int, t *tracker, errs *atomic.Int64) {
-	u := target + "/jobs"
+	u, prefer := target+"/jobs", ""
 	if size > 1 {
-		u += "/batch"
+		u, prefer = u+"/batch", wire.PreferMinimal
 	}
 	start := time.Now()
 	var reply struct {
 		jobRef          // POST /jobs
-		Jobs   []jobRef `json:"jobs"` // POST /jobs/batch
+		IDs    []string `json:"ids"`  // POST /jobs/batch
+		Jobs   []jobRef `json:"jobs"` // from a server without the minimal reply (--bin)
 	}
-	st, err := b.do(ctx, http.MethodPost, u, body, &reply, errs)
-	switch o := classify(st, err); {
+	st, err := b.doPrefer(ctx, http.MethodPost, u, body, prefer, &reply, errs)
+	for _, j := range reply.Jobs {
+		reply.IDs = append(reply.IDs, j.ID)
+	}
+	o := classify(st, err)
+	if o == outOK && size > 1 && len(reply.IDs) != size {
+		// Not one id a job: the reply is not what was asked for.
+		o, err = outRejected, fmt.Errorf("POST %s: %d ids in the reply to a batch of %d", u, len(reply.IDs), size)
+	}
+	switch {
 	case o == outOK && size == 1:
 		t.submitted(reply.ID, start)
 		return
 	case o == outOK:
-		for _, j := range reply.Jobs {
-			t.submitted(j.ID, start)
+		for _, id := range reply.IDs {
+			t.submitted(id, start)
 		}
 		return
 	case o == outUnknown && ctx.Err() == nil:
@@ -119,7 +128,7 @@ func (b *bencher) submitLoad(ctx context.Context, name, leader, target, role str
 	fg.Value = float64(fg.Jobs) / d.Seconds()
 	fg.Note = "POST /jobs, one job each, keep-alive; the jobs stay pending"
 	if per > 1 {
-		fg.Note = fmt.Sprintf("POST /jobs/batch, %d jobs each; the jobs stay pending", per)
+		fg.Note = fmt.Sprintf("POST /jobs/batch, %d jobs each, Prefer: return=minimal (the reply is the ids); the jobs stay pending", per)
 	}
 	fg.check(t.check(false), b.verifyQueue(ctx, leader, queue, wire.StatusPending, t))
 	return fg
