@@ -37,8 +37,9 @@ func writeJobList(w http.ResponseWriter, status int, list wire.JobList) {
 // writeBatchIDs writes the minimal reply of a batch submit (Prefer:
 // return=minimal), 201 and a wire.BatchSubmitIDs of jobs as writeJSON
 // would, byte for byte, with the header Preference-Applied: the ids alone
-// cost a client a thirtieth of the full reply to read (about 16 bytes a
-// job instead of 500), and the leader nothing to convert.
+// cost a client a twentieth of the full reply to read (about a dozen
+// bytes a job instead of 220 for bench's smallest jobs), and the leader
+// a fortieth of its time to write (BenchmarkBatchReply).
 func writeBatchIDs(w http.ResponseWriter, jobs []*store.Job, warnings []string) {
 	b := append(make([]byte, 0, 24*len(jobs)+64), `{"ids":[`...)
 	for i, j := range jobs {

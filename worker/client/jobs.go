@@ -67,10 +67,11 @@ func (c *Client) SubmitBatch(ctx context.Context, reqs []wire.SubmitRequest) ([]
 
 // SubmitBatchIDs is SubmitBatch that returns only the jobs' ids, in the
 // order of reqs: it asks for the server's minimal reply (Prefer:
-// return=minimal), about 20 bytes a job to read instead of 500. Where an
-// IdempotencyKey matched a retained job, the id is that job's, as
-// SubmitBatch would return that job. From a server that answers the jobs
-// anyway (a release before the minimal reply), it returns their ids.
+// return=minimal), about a dozen bytes a job to read instead of a few
+// hundred. Where an IdempotencyKey matched a retained job, the id is that
+// job's, as SubmitBatch would return that job. From a server that answers
+// the jobs anyway (a release before the minimal reply), it returns their
+// ids.
 func (c *Client) SubmitBatchIDs(ctx context.Context, reqs []wire.SubmitRequest) ([]string, error) {
 	var out struct {
 		IDs  []string `json:"ids"`

@@ -64,6 +64,23 @@ class ClientTest(unittest.TestCase):
         self.assertEqual([j.status for j in jobs], ["pending", "blocked"])
         self.assertEqual(jobs[1].depends_on, [jobs[0].id])
 
+    def test_batch_ids(self) -> None:
+        key = unique("key")
+        first = self.c.batch([JobSpec(command="a", queue=self.queue, idempotency_key=key)])
+        ids = self.c.batch_ids([JobSpec(command="a", queue=self.queue, idempotency_key=key),
+                                JobSpec(command="b", queue=self.queue),
+                                JobSpec(command="c", queue=self.queue, depends_on=["$1"])])
+        self.assertEqual(len(ids), 3)
+        self.assertEqual(ids[0], first[0].id, "an idempotency key's job")
+        self.assertNotIn(ids[1], (ids[0], ids[2]))
+        c = self.c.get(ids[2])
+        self.assertEqual((c.command, c.depends_on), ("c", [ids[1]]))
+        self.assertEqual(len(self.c.list(queue=self.queue).jobs), 3)
+        with self.assertRaises(WorkronError) as e:
+            self.c.batch_ids([JobSpec(command="d", queue=self.queue), JobSpec(queue=self.queue)])
+        self.assertEqual((e.exception.status, e.exception.code), (400, "invalid"))
+        self.assertEqual(len(self.c.list(queue=self.queue).jobs), 3, "all or nothing")
+
     def test_list_filters_and_cursor(self) -> None:
         tag = unique("batch")
         ids = [j.id for j in self.c.batch([JobSpec(command="x", queue=self.queue, metadata={"b": tag})

@@ -533,6 +533,20 @@ class Client:
                                 headers=trace_headers(traceparent))
         return [Job.from_dict(j) for j in reply["jobs"]]
 
+    def batch_ids(self, specs: Sequence[JobSpec], *, traceparent: Optional[str] = None) -> List[str]:
+        """batch that returns only the jobs' ids, in order: it asks for the
+        server's minimal reply (Prefer: return=minimal), about a dozen
+        bytes a job to read instead of a few hundred. Where an idempotency_key matched
+        a retained job, the id is that job's, as batch would return it. From
+        a server that answers the jobs anyway (an older release), it returns
+        their ids."""
+        headers = dict(trace_headers(traceparent) or {})
+        headers["Prefer"] = "return=minimal"
+        _, reply = self.request("POST", "/jobs/batch", {"jobs": [s.to_dict() for s in specs]}, headers=headers)
+        if "ids" in reply:
+            return list(reply["ids"])
+        return [j["id"] for j in reply["jobs"]]
+
     def get(self, job_id: str) -> Job:
         """Returns the job; WorkronError 404 when there is none."""
         _, reply = self.request("GET", "/jobs/" + urllib.parse.quote(job_id, safe=""))
