@@ -287,3 +287,23 @@ func jobIDs(jobs []wire.Job) []string {
 	}
 	return out
 }
+
+// FuzzPrefer: prefersMinimal reads any header without panicking, and a
+// list whose first preference is return=minimal (or return=representation)
+// is minimal (or not) whatever follows it.
+//
+//	go test -run='^$' -fuzz='^FuzzPrefer$' -fuzztime=1m ./api
+func FuzzPrefer(f *testing.F) {
+	for _, s := range []string{"", "return=minimal", `a="b,c\"`, "respond-async; x=1, return=minimal", ";,=\"\\"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		prefersMinimal(http.Header{wire.HeaderPrefer: {s}})
+		if !prefersMinimal(http.Header{wire.HeaderPrefer: {"return=minimal, " + s}}) {
+			t.Errorf("return=minimal, %q: not minimal", s)
+		}
+		if prefersMinimal(http.Header{wire.HeaderPrefer: {"return=representation", s}}) {
+			t.Errorf("return=representation then %q: minimal", s)
+		}
+	})
+}
