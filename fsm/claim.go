@@ -28,8 +28,9 @@ func (a *applier) claim(c *Claim) Result {
 		if !ok {
 			break
 		}
-		turn := c.Fair && a.f.idx.hasKeys(kindsOf(kinds, it.kind.queue))
-		j, err := a.job(it.id)
+		q := a.f.idx.queueOf(it)
+		turn := c.Fair && a.f.idx.hasKeys(kindsOf(kinds, q))
+		j, err := a.job(a.f.idx.idOf(it))
 		if err != nil {
 			// The index names a job the store lacks: drop the stray entry.
 			a.f.idx.removeReady(it)
@@ -39,9 +40,9 @@ func (a *applier) claim(c *Claim) Result {
 			continue // its queue or key is out of tokens, and now closed
 		}
 		if turn {
-			a.turn(it.kind.queue, it.key)
+			a.turn(q, a.f.idx.keyOf(it))
 		}
-		a.noteHeld(it)
+		a.noteHeld(it, j.ID)
 		j.WorkerID = c.WorkerID
 		a.startAttempt(j, c)
 		out = append(out, j)

@@ -25,7 +25,7 @@
 //	time limits held a job (Result.Held)   flow.go (heldClock; in memory only), pause.go (pauses run it)
 //	fairness (rotation over a queue's keys) fair.go
 //	rate-limited and snoozed attempts      pause.go
-//	in-memory indexes (ready, leases)      index.go
+//	in-memory indexes (ready, leases)      index.go; intern.go (the pending items hold no pointers)
 //	retention (expiry and delete)          retention.go
 //	workers (register, offline, forget)    worker.go
 //	key and size limits of a command       limits.go

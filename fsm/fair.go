@@ -31,9 +31,6 @@ import (
 // rotation is left alone; a claim without Fair (from a cluster still being
 // upgraded to ProtocolFair) picks by priority across keys.
 
-// keyLess orders one kind's open key heads by key.
-func keyLess(a, b readyItem) bool { return a.key < b.key }
-
 // weight is a key's weight in its queue's rotation ("" for the jobs
 // without a key, always 1).
 func (fx *flowIndex) weight(q, key string) int64 {
@@ -106,9 +103,9 @@ func (x *index) nextKey(ks []kind, from string) (string, bool) {
 		if t == nil {
 			continue
 		}
-		t.AscendGreaterOrEqual(readyItem{key: from}, func(it readyItem) bool {
-			if !found || it.key < best {
-				best, found = it.key, true
+		t.AscendGreaterOrEqual(from, func(key string) bool {
+			if !found || key < best {
+				best, found = key, true
 			}
 			return false
 		})
@@ -131,7 +128,7 @@ func (x *index) keyPick(ks []kind, key string, fit func(*need) bool) (readyItem,
 			if found && !readyLess(it, top) {
 				return false
 			}
-			if it.need == nil || fit == nil || fit(it.need) {
+			if it.need == 0 || fit == nil || fit(x.needOf(it)) {
 				top, found = it, true
 				return false
 			}
@@ -157,7 +154,7 @@ func (x *index) plainPick(ks []kind, fit func(*need) bool) (readyItem, bool) {
 			if found && !readyLess(it, top) {
 				return false
 			}
-			if it.key == "" && (it.need == nil || fit == nil || fit(it.need)) {
+			if it.key == 0 && (it.need == 0 || fit == nil || fit(x.needOf(it))) {
 				top, found = it, true
 				return false
 			}
@@ -167,7 +164,7 @@ func (x *index) plainPick(ks []kind, fit func(*need) bool) (readyItem, bool) {
 	return top, found
 }
 
-func lenOf(t *btree.BTreeG[readyItem]) int {
+func lenOf(t *btree.BTreeG[string]) int {
 	if t == nil {
 		return 0
 	}

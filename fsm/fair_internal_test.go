@@ -25,7 +25,7 @@ func pickFairByScan(x *index, kinds [][]kind, fit func(*need) bool) (readyItem, 
 		for _, k := range ks {
 			if t := x.ready[k]; t != nil {
 				t.Ascend(func(it readyItem) bool {
-					if it.key == "" {
+					if it.key == 0 {
 						byKey[""] = append(byKey[""], it)
 					}
 					return true
@@ -46,7 +46,7 @@ func pickFairByScan(x *index, kinds [][]kind, fit func(*need) bool) (readyItem, 
 			var top readyItem
 			found := false
 			for _, it := range its {
-				if (it.need == nil || fit == nil || fit(it.need)) && (!found || readyLess(it, top)) {
+				if (it.need == 0 || fit == nil || fit(x.needOf(it))) && (!found || readyLess(it, top)) {
 					top, found = it, true
 				}
 			}
@@ -112,8 +112,8 @@ func TestFairPickAgreesWithScan(t *testing.T) {
 		for name, fit := range map[string]func(*need) bool{"any": nil, "worker": x.fitOf("w")} {
 			want, wantOK := pickFairByScan(x, kinds, fit)
 			got, gotOK := x.pick(kinds, fit, true)
-			if gotOK != wantOK || got.id != want.id {
-				t.Fatalf("round %d, fit %s: fair pick = %s %v, a scan = %s %v", round, name, got.id, gotOK, want.id, wantOK)
+			if gotOK != wantOK || x.idOf(got) != x.idOf(want) {
+				t.Fatalf("round %d, fit %s: fair pick = %s %v, a scan = %s %v", round, name, x.idOf(got), gotOK, x.idOf(want), wantOK)
 			}
 		}
 	}
@@ -151,11 +151,12 @@ func BenchmarkPick(b *testing.B) {
 				if !ok {
 					b.Fatal("nothing to pick")
 				}
+				key := x.keyOf(it) // before removeReady drops it
 				x.removeReady(it)
 				if bc.fair && x.hasKeys(kinds[0]) {
-					x.flow.rot[DefaultQueue] = store.Rotation{Key: it.key, Used: 1}
+					x.flow.rot[DefaultQueue] = store.Rotation{Key: key, Used: 1}
 				}
-				add(it.key, it.prio)
+				add(key, it.prio)
 			}
 		})
 	}

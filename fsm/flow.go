@@ -95,10 +95,10 @@ type flowIndex struct {
 	qBucket  map[string]store.TokenBucket
 	kBucket  map[qkey]store.TokenBucket
 	waits    *btree.BTreeG[waitItem]
-	qPause   map[string]store.Pause            // the queue is paused by its work (pause.go)
-	keyPause map[qkey]store.Pause              // the key is paused by its work
-	byKey    map[kind]*btree.BTreeG[readyItem] // the open keys' heads by key (fair.go)
-	rot      map[string]store.Rotation         // each queue's place in its rotation
+	qPause   map[string]store.Pause         // the queue is paused by its work (pause.go)
+	keyPause map[qkey]store.Pause           // the key is paused by its work
+	byKey    map[kind]*btree.BTreeG[string] // the open keys with a head, by kind (fair.go)
+	rot      map[string]store.Rotation      // each queue's place in its rotation
 	// now is the time of the entry being applied (of the rebuild, while
 	// rebuilding); the held clocks read it.
 	now int64
@@ -130,7 +130,7 @@ func newFlowIndex() *flowIndex {
 		waits:    btree.NewG(16, waitLess),
 		qPause:   make(map[string]store.Pause),
 		keyPause: make(map[qkey]store.Pause),
-		byKey:    make(map[kind]*btree.BTreeG[readyItem]),
+		byKey:    make(map[kind]*btree.BTreeG[string]),
 		rot:      make(map[string]store.Rotation),
 		qHeld:    make(map[string]heldClock),
 		kHeld:    make(map[qkey]heldClock),
@@ -171,14 +171,17 @@ func (fx *flowIndex) queueHeld(q string) bool {
 // (and the ready tree if it is the group's new head and the key is open).
 func (x *index) addReady(it readyItem) {
 	fx := x.flow
-	it.heldBase = fx.heldFor(it.kind.queue, it.key, min(it.runAt, fx.now))
-	fx.ready[it.kind.queue]++
-	if it.key == "" {
-		x.readyTree(it.kind).ReplaceOrInsert(it)
+	kd, key := x.kindOf(it), x.keyOf(it)
+	it.heldBase = fx.heldFor(kd.queue, key, min(it.runAt, fx.now))
+	if key == "" {
+		if old, ok := x.readyTree(kd).ReplaceOrInsert(it); ok {
+			x.drop(old)
+		} else {
+			fx.ready[kd.queue]++
+		}
 		return
 	}
-	k, gk := qkey{it.kind.queue, it.key}, gkey{it.kind, it.key}
-	fx.keyReady[k]++
+	k, gk := qkey{kd.queue, key}, gkey{kd, key}
 	g := fx.groups[gk]
 	if g == nil {
 		g = btree.NewG(32, readyLess)
@@ -186,39 +189,49 @@ func (x *index) addReady(it readyItem) {
 		if fx.types[k] == nil {
 			fx.types[k] = make(map[string]bool)
 		}
-		fx.types[k][it.kind.typ] = true
+		fx.types[k][kd.typ] = true
 	}
 	head, had := g.Min()
-	g.ReplaceOrInsert(it)
-	if fx.keyOpen(k) && (!had || readyLess(it, head)) {
-		if had {
-			x.readyTree(it.kind).Delete(head)
-		}
+	if old, ok := g.ReplaceOrInsert(it); ok {
+		x.drop(old)
+	} else {
+		fx.ready[kd.queue]++
+		fx.keyReady[k]++
+	}
+	if !fx.keyOpen(k) {
+		return
+	}
+	if had && readyLess(it, head) {
+		x.readyTree(kd).Delete(head)
+	}
+	if !had || !readyLess(head, it) { // its new head, or the head it replaced
 		x.putHead(it)
 	}
 }
 
-// putHead puts a group's head in its ready tree and its kind's byKey tree
-// (replacing the key's old head there).
+// putHead puts a group's head in its ready tree and its key in its kind's
+// byKey tree.
 func (x *index) putHead(it readyItem) {
-	x.readyTree(it.kind).ReplaceOrInsert(it)
-	t := x.flow.byKey[it.kind]
+	kd := x.kindOf(it)
+	x.readyTree(kd).ReplaceOrInsert(it)
+	t := x.flow.byKey[kd]
 	if t == nil {
-		t = btree.NewG(16, keyLess)
-		x.flow.byKey[it.kind] = t
+		t = btree.NewOrderedG[string](16)
+		x.flow.byKey[kd] = t
 	}
-	t.ReplaceOrInsert(it)
+	t.ReplaceOrInsert(x.keyOf(it))
 }
 
 // dropHead takes a group's head out of its ready tree and byKey tree.
 func (x *index) dropHead(it readyItem) {
-	if t := x.ready[it.kind]; t != nil {
+	kd := x.kindOf(it)
+	if t := x.ready[kd]; t != nil {
 		t.Delete(it)
 	}
-	if t := x.flow.byKey[it.kind]; t != nil {
-		t.Delete(it)
+	if t := x.flow.byKey[kd]; t != nil {
+		t.Delete(x.keyOf(it))
 		if t.Len() == 0 {
-			delete(x.flow.byKey, it.kind)
+			delete(x.flow.byKey, kd)
 		}
 	}
 }
@@ -226,24 +239,27 @@ func (x *index) dropHead(it readyItem) {
 // removeReady takes a due pending job out of its ready tree or group.
 func (x *index) removeReady(it readyItem) {
 	fx := x.flow
-	if it.key == "" {
-		if t := x.ready[it.kind]; t != nil {
-			if _, ok := t.Delete(it); ok {
-				fx.ready[it.kind.queue]--
+	kd, key := x.kindOf(it), x.keyOf(it)
+	if key == "" {
+		if t := x.ready[kd]; t != nil {
+			if old, ok := t.Delete(it); ok {
+				fx.ready[kd.queue]--
+				x.drop(old)
 			}
 		}
 		return
 	}
-	k, gk := qkey{it.kind.queue, it.key}, gkey{it.kind, it.key}
+	k, gk := qkey{kd.queue, key}, gkey{kd, key}
 	g := fx.groups[gk]
 	if g == nil {
 		return
 	}
 	head, _ := g.Min()
-	if _, ok := g.Delete(it); !ok {
+	old, ok := g.Delete(it)
+	if !ok {
 		return
 	}
-	fx.ready[it.kind.queue]--
+	fx.ready[kd.queue]--
 	fx.keyReady[k]--
 	if fx.keyReady[k] == 0 {
 		delete(fx.keyReady, k)
@@ -251,9 +267,9 @@ func (x *index) removeReady(it readyItem) {
 			delete(fx.kHeld, k)
 		}
 	}
-	if fx.keyOpen(k) && head.id == it.id {
+	if fx.keyOpen(k) && head.seq == it.seq {
 		if next, ok := g.Min(); ok {
-			x.ready[it.kind].Delete(it)
+			x.ready[kd].Delete(it)
 			x.putHead(next)
 		} else {
 			x.dropHead(it)
@@ -261,11 +277,13 @@ func (x *index) removeReady(it readyItem) {
 	}
 	if g.Len() == 0 {
 		delete(fx.groups, gk)
-		delete(fx.types[k], it.kind.typ)
+		delete(fx.types[k], kd.typ)
 		if len(fx.types[k]) == 0 {
 			delete(fx.types, k)
 		}
 	}
+	// Last: old's references keep kd and key interned until here.
+	x.drop(old)
 }
 
 // setKey changes a key's state by fn, moving its heads in or out of the
@@ -480,14 +498,15 @@ func burstOf(r store.Rate, burst int) int {
 // if both have one at now; else it closes the empty one and takes none.
 func (a *applier) takeTokens(it readyItem) bool {
 	fx := a.f.idx.flow
-	q := it.kind.queue
+	q := a.f.idx.queueOf(it)
 	l := fx.limits[q]
-	if l == nil || (l.Rate.IsZero() && (l.KeyRate.IsZero() || it.key == "")) {
+	if l == nil || (l.Rate.IsZero() && (l.KeyRate.IsZero() || it.key == 0)) {
 		return true
 	}
+	key := a.f.idx.keyOf(it)
 	var qb, kb store.TokenBucket
-	useQ, useK := !l.Rate.IsZero(), !l.KeyRate.IsZero() && it.key != ""
-	k := qkey{q, it.key}
+	useQ, useK := !l.Rate.IsZero(), !l.KeyRate.IsZero() && key != ""
+	k := qkey{q, key}
 	if useQ {
 		qb = refill(fx.qBucket[q], l.Rate, burstOf(l.Rate, l.Burst), a.now)
 		if qb.Level < l.Rate.Per {
@@ -498,7 +517,7 @@ func (a *applier) takeTokens(it readyItem) bool {
 	if useK {
 		kb = refill(fx.kBucket[k], l.KeyRate, burstOf(l.KeyRate, l.KeyBurst), a.now)
 		if kb.Level < l.KeyRate.Per {
-			a.f.idx.closeUntil(q, it.key, true, refillAt(kb, l.KeyRate))
+			a.f.idx.closeUntil(q, key, true, refillAt(kb, l.KeyRate))
 			return false
 		}
 	}
@@ -513,9 +532,9 @@ func (a *applier) takeTokens(it readyItem) bool {
 	if useK {
 		kb.Level -= l.KeyRate.Per
 		fx.kBucket[k] = kb
-		a.must(a.tx.PutTokenBucket(q, true, it.key, kb))
+		a.must(a.tx.PutTokenBucket(q, true, key, kb))
 		if kb.Level < l.KeyRate.Per {
-			a.f.idx.closeUntil(q, it.key, true, refillAt(kb, l.KeyRate))
+			a.f.idx.closeUntil(q, key, true, refillAt(kb, l.KeyRate))
 		}
 	}
 	return true
@@ -911,22 +930,22 @@ func (fx *flowIndex) keyHeld(k qkey, closed bool, end int64) {
 // heldTime is how long limits held a job back that is being claimed at
 // fx.now: its clock now less its clock when it became due, at most its
 // time since its run time.
-func (fx *flowIndex) heldTime(it readyItem) int64 {
-	d := fx.heldFor(it.kind.queue, it.key, fx.now) - it.heldBase
+func (x *index) heldTime(it readyItem) int64 {
+	fx := x.flow
+	d := fx.heldFor(x.queueOf(it), x.keyOf(it), fx.now) - it.heldBase
 	return max(min(d, fx.now-it.runAt), 0)
 }
 
 // noteHeld records, before the claim takes it, how long limits or pauses
 // held back a job of a queue with limits (or of one without, that has just
 // lost them or whose pause held the job).
-func (a *applier) noteHeld(it readyItem) {
-	fx := a.f.idx.flow
-	d := fx.heldTime(it)
-	if fx.limits[it.kind.queue] == nil && d == 0 {
+func (a *applier) noteHeld(it readyItem, id string) {
+	d := a.f.idx.heldTime(it)
+	if a.f.idx.flow.limits[a.f.idx.queueOf(it)] == nil && d == 0 {
 		return
 	}
 	if a.held == nil {
 		a.held = make(map[string]int64)
 	}
-	a.held[it.id] = d
+	a.held[id] = d
 }

@@ -169,16 +169,20 @@ func jobsJSON(t *testing.T, f *fsm.FSM) string {
 }
 
 // checkIndexes compares what the in-memory indexes report (queue counts,
-// leases) with the stored jobs.
+// leases, the pending jobs' ids and intern tables) with the stored jobs.
 func checkIndexes(t *testing.T, f *fsm.FSM) {
 	t.Helper()
 	counts := make(map[string]map[store.Status]int)
 	var leases []fsm.Lease
+	var pending []string
 	for _, j := range allJobs(t, f) {
 		if counts[j.Queue] == nil {
 			counts[j.Queue] = make(map[store.Status]int)
 		}
 		counts[j.Queue][j.Status]++
+		if j.Status == store.StatusPending {
+			pending = append(pending, j.ID)
+		}
 		if j.Status.Leased() {
 			leases = append(leases, fsm.Lease{JobID: j.ID, Lease: j.Lease, WorkerID: j.WorkerID, Deadline: j.LeaseDeadline})
 		}
@@ -200,6 +204,12 @@ func checkIndexes(t *testing.T, f *fsm.FSM) {
 	})
 	if got := f.Expired(math.MaxInt64, math.MaxInt32); !slices.Equal(got, leases) {
 		t.Errorf("lease index %+v, stored leases %+v", got, leases)
+	}
+	slices.Sort(pending)
+	if got, err := fsm.PendingIDs(f); err != nil {
+		t.Errorf("pending index: %v", err)
+	} else if !slices.Equal(got, pending) {
+		t.Errorf("pending index names %v, stored pending jobs %v", got, pending)
 	}
 }
 

@@ -20,17 +20,20 @@ type kind struct {
 }
 
 // readyItem orders claimable jobs: higher priority first, then earlier run
-// time, then submission order.
+// time, then submission order. It holds no Go pointers (see intern.go and
+// TestReadyItemHoldsNoPointers): a backlog's items cost the garbage
+// collector nothing to scan. Its strings are handles into the index's
+// intern tables, and its job's id is jobID(seq) unless named.
 type readyItem struct {
 	prio  int
 	runAt int64
 	seq   uint64
-	id    string
-	kind  kind
-	key   string // its concurrency key; see flow.go
-	need  *need  // nil: the job asks for no resources or tags
 	// heldBase is its held clock when it became due (flow.go's heldFor).
 	heldBase int64
+	kind     handle // in x.kinds
+	key      handle // in x.keys: its concurrency key, 0 for none; see flow.go
+	need     handle // in x.needs: 0 if the job asks for no resources or tags
+	named    bool   // its id is x.names[seq], given by its submitter
 }
 
 func readyLess(a, b readyItem) bool {
@@ -78,6 +81,11 @@ type index struct {
 	counts   map[string]map[store.Status]int
 	gx       *gangIndex // capacity, reservations and open gangs
 	flow     *flowIndex // limits, running counts, key groups; flow.go
+	// The intern tables of the pending jobs' items (intern.go).
+	kinds *interns[kind]
+	keys  *interns[string]
+	needs *needs
+	names names
 }
 
 func newIndex() *index {
@@ -91,11 +99,60 @@ func newIndex() *index {
 		counts:   make(map[string]map[store.Status]int),
 		gx:       newGangIndex(),
 		flow:     newFlowIndex(),
+		kinds:    newInterns[kind](),
+		keys:     newInterns[string](),
+		needs:    newNeeds(),
+		names:    make(names),
 	}
 }
 
-func itemOf(j *store.JobHead) readyItem {
-	return readyItem{prio: j.Priority, runAt: j.RunAt, seq: j.Seq, id: j.ID, kind: kind{j.Queue, j.Type}, key: j.Key, need: needOf(j.Resources, j.Tags)}
+// hold is a pending job's item, taking a reference to each value it names
+// in the intern tables; the index drops them (drop) with the item.
+func (x *index) hold(j *store.JobHead) readyItem {
+	it := readyItem{prio: j.Priority, runAt: j.RunAt, seq: j.Seq}
+	it.kind = x.kinds.acquire(kind{j.Queue, j.Type})
+	it.key = x.keys.acquire(j.Key)
+	it.need = x.needs.acquire(j.Resources, j.Tags)
+	if !generatedID(j.ID, j.Seq) {
+		it.named = true
+		x.names.acquire(j.Seq, j.ID)
+	}
+	return it
+}
+
+// drop releases what an item taken out of the index held.
+func (x *index) drop(it readyItem) {
+	x.kinds.release(it.kind)
+	x.keys.release(it.key)
+	x.needs.release(it.need)
+	if it.named {
+		x.names.release(it.seq)
+	}
+}
+
+// find is the item of a pending job to look it up by, false if the index
+// has none of its kind or key (and so not the job). It takes no reference.
+func (x *index) find(j *store.JobHead) (readyItem, bool) {
+	it := readyItem{prio: j.Priority, runAt: j.RunAt, seq: j.Seq}
+	var ok bool
+	if it.kind, ok = x.kinds.lookup(kind{j.Queue, j.Type}); !ok {
+		return it, false
+	}
+	it.key, ok = x.keys.lookup(j.Key)
+	return it, ok
+}
+
+// kindOf, keyOf, needOf and idOf read an item's values.
+func (x *index) kindOf(it readyItem) kind    { return x.kinds.get(it.kind) }
+func (x *index) keyOf(it readyItem) string   { return x.keys.get(it.key) }
+func (x *index) needOf(it readyItem) *need   { return x.needs.get(it.need) }
+func (x *index) queueOf(it readyItem) string { return x.kinds.get(it.kind).queue }
+
+func (x *index) idOf(it readyItem) string {
+	if it.named {
+		return x.names[it.seq].id
+	}
+	return jobID(it.seq)
 }
 
 // count moves a job between status counters: from "" on create, to "" on delete.
@@ -115,9 +172,11 @@ func (x *index) count(queue string, from, to store.Status) {
 
 // addPending indexes a pending job: ready if due at now, delayed otherwise.
 func (x *index) addPending(j *store.JobHead, now int64) {
-	it := itemOf(j)
+	it := x.hold(j)
 	if j.RunAt > now {
-		x.delayed.ReplaceOrInsert(it)
+		if old, ok := x.delayed.ReplaceOrInsert(it); ok {
+			x.drop(old)
+		}
 		return
 	}
 	x.addReady(it)
@@ -134,8 +193,12 @@ func (x *index) readyTree(k kind) *btree.BTreeG[readyItem] {
 
 // removePending drops a pending job from whichever tree holds it.
 func (x *index) removePending(j *store.JobHead) {
-	it := itemOf(j)
-	if _, ok := x.delayed.Delete(it); ok {
+	it, ok := x.find(j)
+	if !ok {
+		return
+	}
+	if old, ok := x.delayed.Delete(it); ok {
+		x.drop(old)
 		return
 	}
 	x.removeReady(it)
@@ -219,7 +282,7 @@ func (x *index) pick(kinds [][]kind, fit func(*need) bool, fair bool) (readyItem
 			}
 			if it, ok := t.Min(); !ok {
 				continue
-			} else if it.need == nil || fit == nil || fit(it.need) {
+			} else if it.need == 0 || fit == nil || fit(x.needOf(it)) {
 				if !found || readyLess(it, top) {
 					top, found = it, true
 				}
@@ -229,17 +292,17 @@ func (x *index) pick(kinds [][]kind, fit func(*need) bool, fair bool) (readyItem
 				if found && !readyLess(it, top) {
 					return false // nothing further in this tree beats top
 				}
-				if fit(it.need) {
+				if fit(x.needOf(it)) {
 					top, found = it, true
 					return false
 				}
-				if it.key != "" {
+				if it.key != 0 {
 					// The rest of its key's group, after the head.
-					x.flow.groups[gkey{k, it.key}].AscendGreaterOrEqual(it, func(g readyItem) bool {
+					x.flow.groups[gkey{k, x.keyOf(it)}].AscendGreaterOrEqual(it, func(g readyItem) bool {
 						if found && !readyLess(g, top) {
 							return false
 						}
-						if g.id != it.id && fit(g.need) {
+						if g.seq != it.seq && fit(x.needOf(g)) {
 							top, found = g, true
 							return false
 						}
@@ -271,7 +334,7 @@ func (x *index) dueDelayed(kinds [][]kind, now int64) bool {
 		if it.runAt > now {
 			return false
 		}
-		found = want[it.kind]
+		found = want[x.kindOf(it)]
 		return !found
 	})
 	return found

@@ -75,7 +75,7 @@ func (f *FSM) oldestReadyLocked(now int64) map[string]int64 {
 			return false
 		}
 		seen++
-		keep(it.kind.queue, it.runAt)
+		keep(f.idx.queueOf(it), it.runAt)
 		return true
 	})
 	return out

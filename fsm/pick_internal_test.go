@@ -25,7 +25,7 @@ func pickByScan(x *index, kinds [][]kind, fit func(*need) bool) (readyItem, bool
 	for k := range rank {
 		if t := x.ready[k]; t != nil {
 			t.Ascend(func(it readyItem) bool {
-				if it.need == nil || fit == nil || fit(it.need) {
+				if it.need == 0 || fit == nil || fit(x.needOf(it)) {
 					all = append(all, it)
 				}
 				return true
@@ -36,7 +36,7 @@ func pickByScan(x *index, kinds [][]kind, fit func(*need) bool) (readyItem, bool
 		return readyItem{}, false
 	}
 	slices.SortFunc(all, func(a, b readyItem) int {
-		if ra, rb := rank[a.kind], rank[b.kind]; ra != rb {
+		if ra, rb := rank[x.kindOf(a)], rank[x.kindOf(b)]; ra != rb {
 			return ra - rb
 		}
 		if readyLess(a, b) {
@@ -75,8 +75,8 @@ func TestBestAgreesWithScan(t *testing.T) {
 		for name, fit := range map[string]func(*need) bool{"any": nil, "worker": fitW} {
 			want, wantOK := pickByScan(x, kinds, fit)
 			got, gotOK := x.best(kinds, fit)
-			if gotOK != wantOK || got.id != want.id {
-				t.Fatalf("round %d, fit %s: best = %s %v, a scan of every job = %s %v", round, name, got.id, gotOK, want.id, wantOK)
+			if gotOK != wantOK || x.idOf(got) != x.idOf(want) {
+				t.Fatalf("round %d, fit %s: best = %s %v, a scan of every job = %s %v", round, name, x.idOf(got), gotOK, x.idOf(want), wantOK)
 			}
 		}
 		if got, want := fmt.Sprint(x.bestFit(kinds, "w")), fmt.Sprint(x.best(kinds, fitW)); got != want {

@@ -213,8 +213,15 @@ func (a *applier) newJob(j *store.Job, nj *NewJob, id string, seq uint64) {
 // jobID is the id the FSM gives the job of the given seq, built in one
 // allocation.
 func jobID(seq uint64) string {
-	var b [len(JobIDPrefix) + 20]byte
-	return string(strconv.AppendUint(append(b[:0], JobIDPrefix...), seq, 10))
+	var b [maxJobID]byte
+	return string(appendJobID(b[:0], seq))
+}
+
+// maxJobID is the length of the longest generated id.
+const maxJobID = len(JobIDPrefix) + 20
+
+func appendJobID(b []byte, seq uint64) []byte {
+	return strconv.AppendUint(append(b, JobIDPrefix...), seq, 10)
 }
 
 // batchRef parses "$N", a reference to the N-th job of the same batch.
