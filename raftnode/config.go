@@ -60,6 +60,9 @@ type Config struct {
 	// SnapshotInterval is how often to check the threshold: Raft checks
 	// at a random time between it and twice it. Defaults to 30s.
 	SnapshotInterval time.Duration
+	// SnapshotWriteRate is the most bytes a second this node writes a
+	// snapshot at (snappace.go); 0 writes it as fast as it can.
+	SnapshotWriteRate int64
 	// TrailingLogs is how many log entries a snapshot leaves in the log.
 	// A follower missing an entry older than those (it was down, or slow,
 	// while a snapshot compacted the log) is sent the whole snapshot
@@ -129,6 +132,7 @@ func DefaultConfig() Config {
 		SnapshotThreshold: 8192,
 		SnapshotInterval:  30 * time.Second,
 		TrailingLogs:      10240,
+		SnapshotWriteRate: 64 << 20,
 		MaxBatch:          512,
 		MaxInflight:       2,
 		RaftLogLevel:      "WARN",
@@ -156,6 +160,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("raftnode: SnapshotThreshold must be at least 1, got %d", c.SnapshotThreshold)
 	case c.SnapshotInterval < 5*time.Millisecond:
 		return fmt.Errorf("raftnode: SnapshotInterval must be at least 5ms, got %s", c.SnapshotInterval)
+	case c.SnapshotWriteRate < 0:
+		return fmt.Errorf("raftnode: SnapshotWriteRate must not be negative, got %d", c.SnapshotWriteRate)
 	case c.TrailingLogs < 1:
 		return fmt.Errorf("raftnode: TrailingLogs must be at least 1, got %d", c.TrailingLogs)
 	case c.MaxBatch < 1 || c.MaxBatch > 65536:

@@ -131,6 +131,10 @@ type timedFSM struct {
 	*fsm.FSM
 	rec    *snapshotRecorder
 	stages *tracer
+	// writeRate paces snapshot writes (Config.SnapshotWriteRate) until stop
+	// closes.
+	writeRate int64
+	stop      <-chan struct{}
 }
 
 // ApplyBatch applies logs, timed for the stage histograms.
@@ -150,17 +154,22 @@ func (t *timedFSM) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &timedSnapshot{FSMSnapshot: sn, start: start, index: index, rec: t.rec}, nil
+	return &timedSnapshot{FSMSnapshot: sn, start: start, index: index, rec: t.rec, writeRate: t.writeRate, stop: t.stop}, nil
 }
 
 type timedSnapshot struct {
 	raft.FSMSnapshot
-	start time.Time
-	index uint64
-	rec   *snapshotRecorder
+	start     time.Time
+	index     uint64
+	rec       *snapshotRecorder
+	writeRate int64
+	stop      <-chan struct{}
 }
 
 func (s *timedSnapshot) Persist(sink raft.SnapshotSink) error {
+	if s.writeRate > 0 {
+		sink = newPacedSink(sink, s.writeRate, s.stop)
+	}
 	cs := &countingSink{SnapshotSink: sink}
 	if err := s.FSMSnapshot.Persist(cs); err != nil {
 		return err

@@ -214,7 +214,7 @@ func (n *Node) open() error {
 	}
 	n.loadRemoved()
 	trans := tracedTransport{serialHeartbeats: serialHeartbeats{n.transport}, t: n.stages}
-	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats, stages: n.stages}, cache, n.logStore, n.snaps, trans)
+	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats, stages: n.stages, writeRate: n.cfg.SnapshotWriteRate, stop: n.shutdownCh}, cache, n.logStore, n.snaps, trans)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}

@@ -38,6 +38,7 @@ type serverFlags struct {
 	snapshotInterval                time.Duration
 	maxBatch, maxInflight           int
 	gcMinGrowthMB                   int
+	snapshotWriteRateMB             int
 	pprof                           bool
 	otlpEndpoint                    string
 	fsyncDelay, clockOffset         time.Duration // test hooks
@@ -69,6 +70,8 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", raftnode.DefaultConfig().SnapshotThreshold, "log entries between snapshots")
 	fs.DurationVar(&f.snapshotInterval, "raft-snapshot-interval", raftnode.DefaultConfig().SnapshotInterval,
 		"how often Raft checks --snapshot-threshold (at a random time between this and twice this)")
+	fs.IntVar(&f.snapshotWriteRateMB, "snapshot-write-rate-mb", int(raftnode.DefaultConfig().SnapshotWriteRate>>20),
+		"the most MiB a second this node writes a snapshot at, so that the copy of the state file leaves the disk and cores to the commits beside it; 0 writes it as fast as it can")
 	fs.Uint64Var(&f.trailingLogs, "raft-trailing-logs", raftnode.DefaultConfig().TrailingLogs,
 		"log entries a snapshot leaves in the log; a follower missing older ones is sent the whole snapshot")
 	fs.IntVar(&f.maxBatch, "max-batch", raftnode.DefaultConfig().MaxBatch, "most commands the leader packs into one log entry")
@@ -119,6 +122,9 @@ func (f *serverFlags) check() error {
 		if c.v == 0 {
 			return fmt.Errorf("--%s must be at least 1, got 0", c.name)
 		}
+	}
+	if f.snapshotWriteRateMB < 0 {
+		return fmt.Errorf("--snapshot-write-rate-mb must not be negative (0 does not pace), got %d", f.snapshotWriteRateMB)
 	}
 	if f.gcMinGrowthMB < 0 {
 		return fmt.Errorf("--gc-min-growth-mb must not be negative (0 keeps Go's rule), got %d", f.gcMinGrowthMB)
@@ -233,6 +239,7 @@ func (f *serverFlags) nodeConfig(logger *slog.Logger) (wnode.Config, error) {
 	rc.Bootstrap, rc.Peers = f.bootstrap, peers
 	rc.HeartbeatTimeout, rc.ElectionTimeout = f.heartbeat, f.election
 	rc.StateFsync = f.stateFsync
+	rc.SnapshotWriteRate = int64(f.snapshotWriteRateMB) << 20
 	rc.SnapshotThreshold, rc.SnapshotInterval, rc.TrailingLogs = f.snapshotThreshold, f.snapshotInterval, f.trailingLogs
 	rc.MaxBatch, rc.MaxInflight = f.maxBatch, f.maxInflight
 	rc.FsyncDelay = f.fsyncDelay
