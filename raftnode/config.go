@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"strings"
 	"time"
+
+	"github.com/hashicorp/go-hclog"
 )
 
 // Peer is one voter of a cluster bootstrapped from a fixed list.
@@ -96,7 +98,9 @@ type Config struct {
 
 	// Logger receives the node's logs. Defaults to discarding them.
 	Logger *slog.Logger
-	// RaftLogLevel is hashicorp/raft's own log level. Defaults to "WARN".
+	// RaftLogLevel is hashicorp/raft's own log level (trace, debug, info,
+	// warn, error or off); "" is WARN. Its lines then pass the node's own
+	// logger's level too.
 	RaftLogLevel string
 
 	// Now is the clock the leader stamps into every entry (fsm.Entry.Now).
@@ -160,6 +164,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("raftnode: SnapshotThreshold must be at least 1, got %d", c.SnapshotThreshold)
 	case c.SnapshotInterval < 5*time.Millisecond:
 		return fmt.Errorf("raftnode: SnapshotInterval must be at least 5ms, got %s", c.SnapshotInterval)
+	case c.RaftLogLevel != "" && hclog.LevelFromString(c.RaftLogLevel) == hclog.NoLevel:
+		return fmt.Errorf("raftnode: RaftLogLevel must be trace, debug, info, warn, error or off, got %q", c.RaftLogLevel)
 	case c.SnapshotWriteRate < 0:
 		return fmt.Errorf("raftnode: SnapshotWriteRate must not be negative, got %d", c.SnapshotWriteRate)
 	case c.TrailingLogs < 1:

@@ -54,6 +54,8 @@ func TestConfigIsValidated(t *testing.T) {
 		"TrailingLogs":      func(c *raftnode.Config) { c.TrailingLogs = 0 },
 		"SnapshotThreshold": func(c *raftnode.Config) { c.SnapshotThreshold = 0 },
 		"SnapshotInterval":  func(c *raftnode.Config) { c.SnapshotInterval = time.Millisecond },
+		"SnapshotWriteRate": func(c *raftnode.Config) { c.SnapshotWriteRate = -1 },
+		"RaftLogLevel":      func(c *raftnode.Config) { c.RaftLogLevel = "loud" },
 	} {
 		cfg := loneConfig(t.TempDir())
 		mutate(&cfg)

@@ -39,6 +39,7 @@ type serverFlags struct {
 	maxBatch, maxInflight           int
 	gcMinGrowthMB                   int
 	snapshotWriteRateMB             int
+	raftLogLevel                    string
 	pprof                           bool
 	otlpEndpoint                    string
 	fsyncDelay, clockOffset         time.Duration // test hooks
@@ -83,6 +84,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", otlpUsage)
 	fs.DurationVar(&f.fsyncDelay, "raft-fsync-delay", 0, "test hook: sleep this long before each Raft log write (a slow disk)")
 	fs.DurationVar(&f.clockOffset, "clock-offset", 0, "test hook: add this to the node's clock (a clock that jumped)")
+	fs.StringVar(&f.raftLogLevel, "raft-log-level", "warn", "hashicorp/raft's own log level: trace, debug, info (snapshots and log compaction), warn, error or off; its lines also pass --log-level")
 	f.logs.register(fs)
 	f.sec.register(fs)
 	f.gang.register(fs)
@@ -240,6 +242,7 @@ func (f *serverFlags) nodeConfig(logger *slog.Logger) (wnode.Config, error) {
 	rc.HeartbeatTimeout, rc.ElectionTimeout = f.heartbeat, f.election
 	rc.StateFsync = f.stateFsync
 	rc.SnapshotWriteRate = int64(f.snapshotWriteRateMB) << 20
+	rc.RaftLogLevel = f.raftLogLevel
 	rc.SnapshotThreshold, rc.SnapshotInterval, rc.TrailingLogs = f.snapshotThreshold, f.snapshotInterval, f.trailingLogs
 	rc.MaxBatch, rc.MaxInflight = f.maxBatch, f.maxInflight
 	rc.FsyncDelay = f.fsyncDelay

@@ -1,0 +1,33 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// A server given a value it cannot use refuses to start, says which flag
+// or field and why, and leaves nothing behind.
+func TestServerRefusesBadTuningFlags(t *testing.T) {
+	for _, c := range []struct {
+		flag, value, want string
+	}{
+		{"--gc-min-growth-mb", "-1", "--gc-min-growth-mb must not be negative"},
+		{"--snapshot-write-rate-mb", "-1", "--snapshot-write-rate-mb must not be negative"},
+		{"--raft-log-level", "loud", `RaftLogLevel must be trace, debug, info, warn, error or off, got "loud"`},
+	} {
+		t.Run(strings.TrimPrefix(c.flag, "--"), func(t *testing.T) {
+			data := filepath.Join(t.TempDir(), "n1")
+			err := runServer(context.Background(), []string{"--id", "n1", "--bootstrap", "--http", "127.0.0.1:0", "--raft", "127.0.0.1:0", "--data", data, c.flag, c.value}, io.Discard)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("runServer %s %s: %v, want %q", c.flag, c.value, err, c.want)
+			}
+			if _, err := os.Stat(data); !os.IsNotExist(err) {
+				t.Fatalf("data directory after a refused start: %v, want none", err)
+			}
+		})
+	}
+}
