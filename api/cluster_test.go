@@ -11,7 +11,7 @@ import (
 
 	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/testkit/clustertest"
 )
 
 // TestClusterShowsEachNodesHealth checks GET /cluster's per-node health: the

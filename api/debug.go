@@ -10,7 +10,7 @@ import (
 // forwarded: a hash of the whole store with the applied index it belongs to,
 // Raft's commit and last log index, and the store's self-check. Two nodes
 // that report the same applied index must report the same digest; the chaos
-// harness (internal/chaos) compares them after healing every fault.
+// harness (internal/tools/chaos) compares them after healing every fault.
 func (s *Server) handleDigest(w http.ResponseWriter, r *http.Request) {
 	st := s.node.Stats()
 	applied, digest, err := s.state.DigestAt()

@@ -15,7 +15,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/internal/poll"
+	"github.com/workron/workron/internal/testkit/poll"
 	"github.com/workron/workron/store"
 )
 

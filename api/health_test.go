@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/clustertest"
-	"github.com/workron/workron/internal/node"
+	"github.com/workron/workron/internal/testkit/clustertest"
+	"github.com/workron/workron/node"
 )
 
 // TestHealthReadiness checks GET /health?ready=1: 200 once a node has

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api"
-	"github.com/workron/workron/internal/syncbuf"
+	"github.com/workron/workron/internal/testkit/syncbuf"
 )
 
 // httpReply is one HTTP answer, read whole.

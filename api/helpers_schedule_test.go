@@ -12,7 +12,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/internal/fsmtest"
+	"github.com/workron/workron/internal/testkit/fsmtest"
 	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )

@@ -7,7 +7,7 @@ import (
 	"github.com/workron/workron/store"
 )
 
-// What the leader loops (internal/leader) need of the API: the metrics and
+// What the leader loops (leader) need of the API: the metrics and
 // job logs of what they changed (leader.Recorder), which workers this node
 // counts as alive (leader.Liveness), and this node's address recorded on
 // gaining leadership (leader.Config.Establish).

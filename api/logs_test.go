@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/testkit/clustertest"
 )
 
 // TestRequestIDsInLogs checks that a request's X-Request-ID (kept when the

@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/clustertest"
-	"github.com/workron/workron/internal/node"
+	"github.com/workron/workron/internal/testkit/clustertest"
+	"github.com/workron/workron/node"
 	"github.com/workron/workron/raftnode"
 )
 

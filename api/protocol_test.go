@@ -13,7 +13,7 @@ import (
 	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/testkit/clustertest"
 )
 
 // TestClusterProtocol checks how the cluster's protocol follows what its

@@ -3,8 +3,8 @@
 // leader, turns requests into commands for the leader's proposer, parks
 // long-polling workers until a job is ready. It never writes the state
 // itself: every change goes through Raft. The leader-only loops live in
-// internal/leader, which the API feeds through Recorder and Liveness
-// (leader.go); internal/node puts the two together.
+// leader, which the API feeds through Recorder and Liveness
+// (leader.go); node puts the two together.
 package api
 
 import (

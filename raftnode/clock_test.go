@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/internal/syncbuf"
+	"github.com/workron/workron/internal/testkit/syncbuf"
 	"github.com/workron/workron/raftnode"
 )
 

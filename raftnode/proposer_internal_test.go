@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/internal/poll"
+	"github.com/workron/workron/internal/testkit/poll"
 )
 
 // heldLeader is a lone leader whose log write can be held, so that one

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/internal/poll"
-	"github.com/workron/workron/internal/testcert"
+	"github.com/workron/workron/internal/testkit/poll"
+	"github.com/workron/workron/internal/testkit/testcert"
 	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )

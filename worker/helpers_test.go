@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/internal/poll"
+	"github.com/workron/workron/internal/testkit/poll"
 	"github.com/workron/workron/worker"
 )
 

@@ -12,7 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/syncbuf"
+	"github.com/workron/workron/internal/testkit/syncbuf"
 	"github.com/workron/workron/worker"
 )
 

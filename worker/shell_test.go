@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/proctest"
+	"github.com/workron/workron/internal/testkit/proctest"
 	"github.com/workron/workron/worker"
 )
 

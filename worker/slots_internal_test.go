@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/internal/poll"
+	"github.com/workron/workron/internal/testkit/poll"
 )
 
 // Once a slot is free while other jobs run, the claim loop waits up to its

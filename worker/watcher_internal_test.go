@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/internal/proctest"
+	"github.com/workron/workron/internal/testkit/proctest"
 )
 
 func TestWatcher(t *testing.T) {

@@ -20,7 +20,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/testkit/clustertest"
 )
 
 // screenshotDir is where WORKRON_SCREENSHOTS=1 writes the README's images.

@@ -508,7 +508,7 @@ type Removal struct {
 }
 
 // Digest is the reply of GET /debug/digest: the answering node's own state,
-// for comparing replicas (the chaos harness, internal/chaos).
+// for comparing replicas (the chaos harness, internal/tools/chaos).
 type Digest struct {
 	NodeID string `json:"node_id"`
 	// AppliedIndex is the index of the state Digest hashes, read in the same

@@ -19,8 +19,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/internal/ports"
-	"github.com/workron/workron/internal/testcert"
+	"github.com/workron/workron/internal/testkit/ports"
+	"github.com/workron/workron/internal/testkit/testcert"
 )
 
 // Tokens of the test node's token file, one per role.

@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/workron/workron/internal/bench"
+	"github.com/workron/workron/internal/tools/bench"
 )
 
 // runBench is `workron bench`: its flags and environment fill a
-// bench.Config, and internal/bench runs it (see bench.Run for the
+// bench.Config, and internal/tools/bench runs it (see bench.Run for the
 // scenarios). It fails if a correctness check fails, never because of speed.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)

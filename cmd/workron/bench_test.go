@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/internal/bench"
-	"github.com/workron/workron/internal/syncbuf"
+	"github.com/workron/workron/internal/testkit/syncbuf"
+	"github.com/workron/workron/internal/tools/bench"
 )
 
 // TestBench runs every scenario of `workron bench --short` against its own

@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/testkit/clustertest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata")

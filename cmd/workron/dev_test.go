@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/internal/clustertest"
-	"github.com/workron/workron/internal/syncbuf"
+	"github.com/workron/workron/internal/testkit/clustertest"
+	"github.com/workron/workron/internal/testkit/syncbuf"
 )
 
 // TestDevStartsQuietly starts `workron dev` and requires a clean start to

@@ -25,9 +25,9 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/jobcheck"
-	"github.com/workron/workron/internal/poll"
-	"github.com/workron/workron/internal/proccluster"
+	"github.com/workron/workron/internal/testkit/poll"
+	"github.com/workron/workron/internal/testkit/proccluster"
+	"github.com/workron/workron/internal/tools/jobcheck"
 )
 
 // The end-to-end test runs the real binary: three server processes, two
@@ -158,7 +158,7 @@ type (
 	node = proccluster.Node
 )
 
-// cluster is the server processes of a test (internal/proccluster) and the
+// cluster is the server processes of a test (internal/testkit/proccluster) and the
 // worker processes it starts.
 type cluster struct {
 	*proccluster.Cluster
@@ -466,7 +466,7 @@ func (c *cluster) waitAllDone(t *testing.T, ids []string) []wire.Job {
 }
 
 // checkJobs checks the final listing against what the load was told: one
-// job per submit, each done exactly once (internal/jobcheck), by its own
+// job per submit, each done exactly once (internal/tools/jobcheck), by its own
 // command.
 func checkJobs(t *testing.T, ids []string, jobs []wire.Job) {
 	t.Helper()

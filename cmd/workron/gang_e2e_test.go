@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/jobcheck"
-	"github.com/workron/workron/internal/poll"
+	"github.com/workron/workron/internal/testkit/poll"
+	"github.com/workron/workron/internal/tools/jobcheck"
 )
 
 // gangCommand is what each task of the test gang runs. It records its

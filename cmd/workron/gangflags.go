@@ -4,8 +4,8 @@ import (
 	"flag"
 	"time"
 
-	"github.com/workron/workron/internal/leader"
-	wnode "github.com/workron/workron/internal/node" // "node" is a type of the e2e tests
+	"github.com/workron/workron/leader"
+	wnode "github.com/workron/workron/node" // "node" is a type of the e2e tests
 )
 
 // gangFlags are the `workron server` flags of worker liveness and gangs.

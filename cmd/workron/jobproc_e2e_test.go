@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/proctest"
+	"github.com/workron/workron/internal/testkit/proctest"
 )
 
 // TestEndToEndJobsDieWithTheirWorker runs the real `workron worker` against

@@ -19,7 +19,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/testkit/clustertest"
 	"github.com/workron/workron/store"
 )
 

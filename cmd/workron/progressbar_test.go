@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/clustertest"
-	"github.com/workron/workron/internal/syncbuf"
+	"github.com/workron/workron/internal/testkit/clustertest"
+	"github.com/workron/workron/internal/testkit/syncbuf"
 )
 
 func TestProgressView(t *testing.T) {

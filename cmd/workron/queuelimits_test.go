@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/testkit/clustertest"
 )
 
 func TestQueueLimitCLI(t *testing.T) {

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/poll"
-	"github.com/workron/workron/internal/ports"
+	"github.com/workron/workron/internal/testkit/poll"
+	"github.com/workron/workron/internal/testkit/ports"
 	"github.com/workron/workron/store"
 )
 

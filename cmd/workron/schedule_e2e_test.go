@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/jobcheck"
-	"github.com/workron/workron/internal/poll"
+	"github.com/workron/workron/internal/testkit/poll"
+	"github.com/workron/workron/internal/tools/jobcheck"
 )
 
 // TestEndToEndScheduleOncePerTickAcrossLeaderKills runs an @every 1s

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/testkit/clustertest"
 )
 
 // TestSchedulesCLI drives every `workron schedules` verb against a one-node

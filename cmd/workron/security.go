@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api"
-	wnode "github.com/workron/workron/internal/node" // "node" is a type of the e2e tests
+	wnode "github.com/workron/workron/node" // "node" is a type of the e2e tests
 	"github.com/workron/workron/worker/client"
 )
 

@@ -18,10 +18,10 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	wnode "github.com/workron/workron/internal/node"
-	"github.com/workron/workron/internal/poll"
-	"github.com/workron/workron/internal/syncbuf"
-	"github.com/workron/workron/internal/testcert"
+	"github.com/workron/workron/internal/testkit/poll"
+	"github.com/workron/workron/internal/testkit/syncbuf"
+	"github.com/workron/workron/internal/testkit/testcert"
+	wnode "github.com/workron/workron/node"
 	"github.com/workron/workron/worker/client"
 )
 

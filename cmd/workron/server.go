@@ -15,9 +15,9 @@ import (
 
 	"github.com/workron/workron/api"
 	"github.com/workron/workron/internal/gctune"
-	"github.com/workron/workron/internal/leader"
-	wnode "github.com/workron/workron/internal/node" // "node" is a type of the e2e tests
 	"github.com/workron/workron/internal/telemetry"
+	"github.com/workron/workron/leader"
+	wnode "github.com/workron/workron/node" // "node" is a type of the e2e tests
 	"github.com/workron/workron/raftnode"
 )
 
@@ -79,7 +79,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxInflight, "max-inflight", raftnode.DefaultConfig().MaxInflight, "most log entries the leader has in flight; while several callers propose, a small one goes out beside another only once one has finished, so commands pack")
 	fs.IntVar(&f.gcMinGrowthMB, "gc-min-growth-mb", 128, "the least the Go heap grows, in MiB, between garbage collections (Go's own rule grows it by what is live: that applies above this); 0 keeps Go's rule; GOGC in the environment, when set, wins")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go runtime profiles (net/http/pprof) at /debug/pprof/ on the HTTP API; admin token only with --auth-token-file (default off)")
-	// Test hooks for the chaos harness (internal/chaos); never needed in
+	// Test hooks for the chaos harness (internal/tools/chaos); never needed in
 	// production.
 	fs.StringVar(&f.otlpEndpoint, "otlp-endpoint", "", otlpUsage)
 	fs.DurationVar(&f.fsyncDelay, "raft-fsync-delay", 0, "test hook: sleep this long before each Raft log write (a slow disk)")
@@ -188,7 +188,7 @@ func (s *runningServer) reloadSecurity(f *securityFlags) {
 	}
 }
 
-// runningServer is a started node (internal/node) with what the verbs
+// runningServer is a started node (node) with what the verbs
 // that start one read of it.
 type runningServer struct {
 	n         *wnode.Node

@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/poll"
+	"github.com/workron/workron/internal/testkit/poll"
 )
 
 // signalProc sends sig to the process, which must run.

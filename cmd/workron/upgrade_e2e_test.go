@@ -16,7 +16,7 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/internal/poll"
+	"github.com/workron/workron/internal/testkit/poll"
 )
 
 // TestRollingUpgradeWithTwoVersions runs a rolling upgrade with two builds of

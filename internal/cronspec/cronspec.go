@@ -2,7 +2,7 @@
 // ticks after a schedule's last one run now, which were missed, and when
 // the next one comes. It reads no clock (callers pass now) and proposes
 // nothing; the API validates schedules with it and the leader's scheduler
-// (internal/leader) fires what it plans.
+// (leader) fires what it plans.
 package cronspec
 
 import (

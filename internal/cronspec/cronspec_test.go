@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/internal/fsmtest"
+	"github.com/workron/workron/internal/testkit/fsmtest"
 )
 
 // TestCronSpecDST checks the ticks around daylight-saving transitions. In

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/internal/clustertest"
+	"github.com/workron/workron/internal/testkit/clustertest"
 	"github.com/workron/workron/worker/client"
 )
 

@@ -1,0 +1,149 @@
+package clustertest_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/testkit/clustertest"
+	"github.com/workron/workron/node"
+	"github.com/workron/workron/raftnode"
+	"github.com/workron/workron/store"
+)
+
+// TestRestoreThroughRaft restores a backup taken at a low Raft index into a
+// 3-node cluster whose log is far past it: every node gets the state, a
+// follower restarted afterwards and a new leader keep it, and entries and
+// fencing tokens go on above both the cluster's and the backup's.
+func TestRestoreThroughRaft(t *testing.T) {
+	src := newCluster(t, 1, clustertest.WithLeaseTTL(time.Hour))
+	for range 4 {
+		submit(t, src.URL(0), wire.SubmitRequest{Command: "echo restored"})
+	}
+	r := call(t, http.StatusOK, http.MethodPost, src.URL(0)+"/jobs/claim", wire.ClaimRequest{WorkerID: "old", Queues: []string{"default"}, Max: 2})
+	claimed := decode[wire.ClaimResponse](t, r).Jobs
+	var backup bytes.Buffer
+	if _, err := src.Node(0).Raft().WriteBackup(&backup); err != nil {
+		t.Fatal(err)
+	}
+	backupIndex := src.Applied(0)
+
+	c := newCluster(t, 3)
+	lead := c.Leader(t)
+	for range 40 {
+		submit(t, c.URL(lead), wire.SubmitRequest{Command: "echo replaced"})
+	}
+	before := c.Converged(t, 10*time.Second)
+	if before <= backupIndex {
+		t.Fatalf("the cluster is at index %d, not past the backup's %d", before, backupIndex)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	t.Run("OnlyTheLeaderRestores", func(t *testing.T) {
+		f := c.Followers(t)[0]
+		if _, err := c.Node(f).Raft().Restore(ctx, bytes.NewReader(backup.Bytes())); !errors.Is(err, raftnode.ErrNotLeader) {
+			t.Fatalf("Restore on a follower = %v, want ErrNotLeader", err)
+		}
+	})
+	t.Run("ADamagedBackupChangesNothing", func(t *testing.T) {
+		d := c.Digest(t, lead)
+		_, err := c.Node(lead).Raft().Restore(ctx, bytes.NewReader(backup.Bytes()[:backup.Len()/2]))
+		if !errors.Is(err, store.ErrDamaged) {
+			t.Fatalf("Restore of half a backup = %v, want ErrDamaged", err)
+		}
+		if c.Digest(t, lead) != d {
+			t.Fatal("a refused restore changed the state")
+		}
+	})
+
+	info, err := c.Node(lead).Raft().Restore(ctx, bytes.NewReader(backup.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Jobs != 4 || info.Index <= before {
+		t.Fatalf("restore info %+v, want 4 jobs at an index past %d", info, before)
+	}
+	c.Converged(t, 10*time.Second)
+	wantJobs := func(n int) {
+		t.Helper()
+		for i := range c.Len() {
+			if !c.Node(i).Running() {
+				continue
+			}
+			jobs, _, err := c.Node(i).Raft().FSM().ListJobs(store.ListQuery{Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(jobs) != n {
+				t.Fatalf("%s holds %d jobs, want %d", c.Node(i).ID(), len(jobs), n)
+			}
+		}
+	}
+	wantJobs(4)
+
+	// A follower restarted after the restore comes back with it.
+	f := c.Followers(t)[0]
+	c.Kill(t, f)
+	c.Restart(t, f)
+	c.Converged(t, 10*time.Second)
+	wantJobs(4)
+
+	// So does a new leader; ids and fencing tokens go on past the backup's.
+	c.Kill(t, lead)
+	lead2 := c.Leader(t)
+	j := submit(t, c.URL(lead2), wire.SubmitRequest{Command: "echo after", Queue: "after"})
+	if j.ID != "job-5" {
+		t.Errorf("the next job is %s, want job-5", j.ID)
+	}
+	r = call(t, http.StatusOK, http.MethodPost, c.URL(lead2)+"/jobs/claim", wire.ClaimRequest{WorkerID: "new", Queues: []string{"after"}})
+	got := decode[wire.ClaimResponse](t, r).Jobs
+	if len(got) != 1 || got[0].Lease <= claimed[1].Lease || got[0].Lease <= info.Index {
+		t.Fatalf("claim after the restore: %+v, want a lease above %d and %d", got, claimed[1].Lease, info.Index)
+	}
+	c.Converged(t, 10*time.Second)
+	wantJobs(5)
+}
+
+// TestRestoreOverHTTP: POST /restore refuses, changing nothing, a body
+// above the limit (413) and one that is not a backup (400), through a
+// follower as on the leader.
+func TestRestoreOverHTTP(t *testing.T) {
+	c := newCluster(t, 3, clustertest.WithConfig(func(_ int, nc *node.Config) { nc.API.MaxRestoreBytes = 64 << 10 }))
+	lead := c.Leader(t)
+	submit(t, c.URL(lead), wire.SubmitRequest{Command: "echo kept"})
+	before := c.Converged(t, 10*time.Second)
+	d := c.Digest(t, lead)
+	f := c.Followers(t)[0]
+	for _, tc := range []struct {
+		name   string
+		body   []byte
+		status int
+		code   string
+	}{
+		{"TooLarge", make([]byte, 65<<10), http.StatusRequestEntityTooLarge, "too_large"},
+		{"Empty", nil, http.StatusBadRequest, "bad_backup"},
+		{"NotABackup", bytes.Repeat([]byte("not a backup\n"), 1000), http.StatusBadRequest, "bad_backup"},
+	} {
+		for _, node := range []int{lead, f} {
+			resp, err := http.Post(c.URL(node)+"/restore", "application/octet-stream", bytes.NewReader(tc.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var e wire.Error
+			_ = json.NewDecoder(resp.Body).Decode(&e)
+			resp.Body.Close()
+			if resp.StatusCode != tc.status || e.Code != tc.code {
+				t.Errorf("%s to %s: HTTP %d %+v, want %d %s", tc.name, c.Node(node).ID(), resp.StatusCode, e, tc.status, tc.code)
+			}
+		}
+	}
+	if got := c.Converged(t, 10*time.Second); got != before || c.Digest(t, lead) != d {
+		t.Fatalf("refused restores changed the state: index %d, was %d", got, before)
+	}
+}

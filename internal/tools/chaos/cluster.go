@@ -1,0 +1,163 @@
+//go:build unix
+
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/workron/workron/internal/testkit/proccluster"
+)
+
+// Cluster timing: short timeouts so that faults and their recovery fit in a
+// two-minute run.
+const (
+	raftTimeout = "200ms"
+	leaseTTL    = 2 * time.Second
+)
+
+// proc is a process of the shared harness.
+type proc = proccluster.Proc
+
+// node is one `workron server` process; its Name is its Raft id.
+type node struct {
+	proccluster.Node
+	i int
+
+	mu          sync.Mutex
+	clockOffset time.Duration // the next start's --clock-offset
+	fsyncDelay  time.Duration // the next start's --raft-fsync-delay
+}
+
+// cluster is the nodes and real workers of one run. Their addresses come
+// from the network (namespaces or loopback), so the harness's Cluster only
+// finds the leader and waits for nodes here; this file starts them.
+type cluster struct {
+	dir     string
+	bin     string
+	net     network
+	nodes   []*node
+	workers []*proc
+	peers   string
+	pc      *proccluster.Cluster // the same nodes, for Leader and WaitServing
+	logf    func(format string, args ...any)
+}
+
+func newCluster(dir, bin string, nw network, nodes, workers int, logf func(string, ...any)) *cluster {
+	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 5 * time.Second}}
+	c := &cluster{dir: dir, bin: bin, net: nw, logf: logf, pc: &proccluster.Cluster{HTTP: hc}}
+	var peers []string
+	for i := range nodes {
+		id := fmt.Sprintf("n%d", i+1)
+		peers = append(peers, id+"="+nw.nodeAddr(i, "raft"))
+		n := &node{i: i, Node: proccluster.Node{URL: "http://" + nw.nodeAddr(i, "http"), Data: filepath.Join(dir, id),
+			Proc: proc{Name: id, Bin: bin, Netns: nw.nodeNetns(i), Log: filepath.Join(dir, id+".log"), OwnGroup: true}}}
+		c.nodes = append(c.nodes, n)
+		c.pc.Nodes = append(c.pc.Nodes, &n.Node)
+	}
+	c.peers = strings.Join(peers, ",")
+	for i := range workers {
+		name := fmt.Sprintf("r%d", i+1)
+		c.workers = append(c.workers, &proc{Name: name, Bin: bin, Netns: nw.workerNetns(i), Log: filepath.Join(dir, name+".log"), OwnGroup: true})
+	}
+	return c
+}
+
+// nodeArgs are node n's server flags, with its current test hooks.
+func (c *cluster) nodeArgs(n *node) []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	args := []string{"server", "--id", n.Name, "--http", c.net.nodeAddr(n.i, "http"),
+		"--raft", c.net.nodeAddr(n.i, "raft"), "--data", n.Data, "--peers", c.peers,
+		"--raft-heartbeat-timeout", raftTimeout, "--raft-election-timeout", raftTimeout,
+		"--lease-ttl", leaseTTL.String(), "--reap-interval", "100ms", "--max-wait", "5s",
+		"--snapshot-threshold", "2048", "--log-level", "info"}
+	if n.clockOffset != 0 {
+		args = append(args, "--clock-offset", n.clockOffset.String())
+	}
+	if n.fsyncDelay != 0 {
+		args = append(args, "--raft-fsync-delay", n.fsyncDelay.String())
+	}
+	return args
+}
+
+// startNode starts node n and waits until it answers HTTP.
+func (c *cluster) startNode(ctx context.Context, n *node) error {
+	return c.startNodes(ctx, n)
+}
+
+// startNodes starts the nodes, then waits until each answers HTTP.
+func (c *cluster) startNodes(ctx context.Context, nodes ...*node) error {
+	offsets := make([]int64, len(nodes))
+	for i, n := range nodes {
+		off, err := n.Start(c.nodeArgs(n)...)
+		if err != nil {
+			return err
+		}
+		offsets[i] = off
+	}
+	for i, n := range nodes {
+		if err := c.pc.WaitServing(ctx, &n.Node, offsets[i], 20*time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// restartNode stops n (SIGKILL) and starts it again with its current hooks.
+func (c *cluster) restartNode(ctx context.Context, n *node) error {
+	n.Kill()
+	return c.startNode(ctx, n)
+}
+
+// startWorker starts real worker i.
+func (c *cluster) startWorker(i int) error {
+	w := c.workers[i]
+	_, err := w.Start("worker", "--server", strings.Join(c.pc.URLs(), ","), "--id", w.Name,
+		"--concurrency", "3", "--queues", cronQueue+","+chaosQueue+","+limitedQueue, "--poll-wait", "2s", "--grace", "1s",
+		"--kill-grace", "200ms", "--log-level", "warn")
+	return err
+}
+
+// leader returns the node every running, unpaused node names as leader, or
+// nil if they do not agree right now.
+func (c *cluster) leader(ctx context.Context) *node {
+	l, _, err := c.pc.Leader(ctx)
+	if err != nil {
+		return nil
+	}
+	return c.nodeOf(l)
+}
+
+// waitLeader polls until the cluster agrees on a leader.
+func (c *cluster) waitLeader(ctx context.Context, timeout time.Duration) (*node, error) {
+	l, err := c.pc.WaitLeader(ctx, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return c.nodeOf(l), nil
+}
+
+func (c *cluster) nodeOf(pn *proccluster.Node) *node {
+	for _, n := range c.nodes {
+		if &n.Node == pn {
+			return n
+		}
+	}
+	return nil
+}
+
+// stopAll kills every process.
+func (c *cluster) stopAll() {
+	for _, w := range c.workers {
+		w.Kill()
+	}
+	for _, n := range c.nodes {
+		n.Kill()
+	}
+}
