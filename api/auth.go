@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -318,10 +320,18 @@ func tokenName(ctx context.Context) string {
 	return name
 }
 
-// verifiedPeer reports whether the request came over TLS with a client
-// certificate the server verified.
+// verifiedPeer reports whether the request came over TLS with a node's
+// certificate: one the server verified against the cluster's CA that is
+// also for server authentication, as every node's is (`workron tls node`).
+// A client certificate (`workron tls client`: client authentication only)
+// passes the handshake but makes no one a member.
 func verifiedPeer(r *http.Request) bool {
-	return r.TLS != nil && len(r.TLS.VerifiedChains) > 0
+	if r.TLS == nil || len(r.TLS.VerifiedChains) == 0 || len(r.TLS.PeerCertificates) == 0 {
+		return false
+	}
+	leaf := r.TLS.PeerCertificates[0]
+	return len(leaf.ExtKeyUsage) == 0 || slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageServerAuth) ||
+		slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageAny)
 }
 
 // bearerToken reads "Authorization: Bearer TOKEN" (the scheme in any case).

@@ -335,12 +335,24 @@ func TestJoinNeedsMemberCert(t *testing.T) {
 			t.Fatalf("got %d %s", rec.Code, rec.Body)
 		}
 	})
-	t.Run("WithAVerifiedCertificateIsServed", func(t *testing.T) {
+	join := func(leaf *x509.Certificate) *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, "/cluster/join", strings.NewReader(body))
-		req.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{{}}}}
+		req.TLS = &tls.ConnectionState{VerifiedChains: [][]*x509.Certificate{{leaf}}, PeerCertificates: []*x509.Certificate{leaf}}
 		rec := httptest.NewRecorder()
 		e.h.ServeHTTP(rec, req)
-		if rec.Code != http.StatusOK {
+		return rec
+	}
+	t.Run("WithAVerifiedNodeCertificateIsServed", func(t *testing.T) {
+		node := &x509.Certificate{ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+		if rec := join(node); rec.Code != http.StatusOK {
+			t.Fatalf("got %d %s", rec.Code, rec.Body)
+		}
+	})
+	t.Run("WithAVerifiedClientCertificateIsRefused", func(t *testing.T) {
+		// workron tls client: signed by the cluster's CA, for client
+		// authentication only. It is no member's.
+		client := &x509.Certificate{ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+		if rec := join(client); rec.Code != http.StatusForbidden {
 			t.Fatalf("got %d %s", rec.Code, rec.Body)
 		}
 	})

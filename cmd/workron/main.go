@@ -38,6 +38,9 @@ Usage:
   workron backup FILE                      download a consistent copy of the state
   workron restore FILE                     replace the running cluster's state with a backup
   workron restore --data DIR FILE          stage a backup in a new node's data dir (start it --bootstrap)
+  workron tls ca | node --id ID --hosts H,... | client --name NAME [--dir DIR]
+                                           make a CA and node or client certificates
+  workron version [-o json]                version, commit, Go version and protocol
   workron bench  [--short] [--server URL,...] [--scenarios a,b] [-o json]
                                            measure throughput and latency
 
@@ -104,6 +107,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBackup(ctx, rest, stdout, stderr)
 	case "restore":
 		return runRestore(ctx, rest, stdout, stderr)
+	case "tls":
+		return runTLS(rest, stdout, stderr)
+	case "version", "--version":
+		return runVersion(rest, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
 		return nil
