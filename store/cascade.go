@@ -51,7 +51,7 @@ type Cascade struct {
 	Changed int64
 }
 
-const cascadeFixed = 1 + 8*6 // Kind, Now, Head, Tail, After, Changed
+const cascadeFixed = 1 + 8*5 // Kind, Now, Head, Tail, After, Changed
 
 func cascadeKey(id uint64) []byte { return binary.BigEndian.AppendUint64([]byte{'c'}, id) }
 
