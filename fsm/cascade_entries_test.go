@@ -11,5 +11,5 @@ var cascadeEntries = [][]byte{
 	[]byte("\x02\x02\x01\x00" + withLen(`{"op":"force_drain_chunked","gang":{"gang":"g","epoch":1}}`)),
 	[]byte("\x02\x02\x01\x00" + withLen(`{"op":"continue_cascade","cont_cascade":{"id":1}}`)),
 	[]byte("\x02\x02\x01\x15\x05job-1\x00\x00\x00\x00\x04boom\x00" + "\x00\x00\x00\x00\x00\x00\x00\x00" + "\x00\x00\x00\x00\x00"), // op code 21
-	[]byte("\x02\x02\x01\x16\x05job-1\x03" + "\x00\x00\x00\x00\x00\x00\x00\x00"),                                             // op code 22
+	[]byte("\x02\x02\x01\x16\x05job-1\x03" + "\x00\x00\x00\x00\x00\x00\x00\x00"),                                                  // op code 22
 }
