@@ -93,7 +93,11 @@ func (s *Server) releaseSilentID(ctx context.Context, id, token string) {
 	if err != nil || wk.Owner == "" || wk.Owner == token || wk.Offline() || s.active(wk, s.cfg.Now()) {
 		return
 	}
-	cmd := fsm.Cmd{Op: fsm.OpWorkerOffline, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
+	op := fsm.OpWorkerOffline
+	if s.node.ClusterProtocol() >= fsm.ProtocolCascade {
+		op = fsm.OpWorkerOfflineChunked // its failures cascade in chunks
+	}
+	cmd := fsm.Cmd{Op: op, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
 	if _, err := s.propose(ctx, cmd); err == nil {
 		s.logger.Warn("worker offline: another token registers its id", "worker", wk.ID, "last_seen", s.lastSeen(wk), "request_id", requestID(ctx))
 	}

@@ -11,6 +11,24 @@ import (
 	"github.com/workron/workron/store"
 )
 
+// clusterProtocol is the protocol the proposer lets commands use
+// (raftnode.Node.ClusterProtocol), or 1 for one that does not say.
+func clusterProtocol(p Proposer) int {
+	if c, ok := p.(interface{ ClusterProtocol() int }); ok {
+		return c.ClusterProtocol()
+	}
+	return 1
+}
+
+// chunkedOp is chunked, the form of op whose cascades go in chunks, once
+// the cluster runs fsm.ProtocolCascade, and op before.
+func chunkedOp(p Proposer, op, chunked fsm.Op) fsm.Op {
+	if clusterProtocol(p) >= fsm.ProtocolCascade {
+		return chunked
+	}
+	return op
+}
+
 // CascaderState is what the cascader reads of the state.
 type CascaderState interface {
 	// Cascades lists up to limit cascades under way, oldest first.
