@@ -206,21 +206,28 @@ func (f *FSM) Cascades(limit int) []*store.Cascade {
 // maxCascadeLookup bounds the jobs CascadeAbove reads.
 const maxCascadeLookup = 64
 
-// CascadeAbove names, for a blocked job while a cascade is under way, a
-// job above it (a dependency, or one of theirs) that was cancelled or
-// failed, whose cascade has yet to reach it, and that job's status; ""
-// when no cascade is under way or none is found within maxCascadeLookup
-// jobs above it.
-func (f *FSM) CascadeAbove(j *store.Job) (id string, st store.Status) {
+// CascadeAbove says, for a blocked job while a cascade is under way, which
+// cancelled or failed job above it (a dependency, or one of theirs) has a
+// cascade yet to reach it: its id and status, sure. When none is found
+// within maxCascadeLookup jobs above it but the walk up stopped at that
+// bound, it names the root of the oldest cascade under way, not sure (the
+// job may or may not lie below it). "" when no cascade is under way or
+// none is above the job.
+func (f *FSM) CascadeAbove(j *store.Job) (id string, st store.Status, sure bool) {
 	if j.Status != store.StatusBlocked {
-		return "", ""
+		return "", "", false
 	}
 	_ = f.view(func(tx *store.Tx) error {
-		if cs, err := tx.Cascades(1); err != nil || len(cs) == 0 {
+		cs, err := tx.Cascades(1)
+		if err != nil || len(cs) == 0 {
 			return err
 		}
 		queue := append([]string(nil), j.DependsOn...)
-		for read := 0; len(queue) > 0 && read < maxCascadeLookup; read++ {
+		for read := 0; len(queue) > 0; read++ {
+			if read == maxCascadeLookup {
+				id, st = cs[0].Root, cs[0].RootStatus
+				return nil
+			}
 			h, err := tx.JobHead(queue[0])
 			queue = queue[1:]
 			if err != nil {
@@ -228,7 +235,7 @@ func (f *FSM) CascadeAbove(j *store.Job) (id string, st store.Status) {
 			}
 			switch h.Status {
 			case store.StatusCancelled, store.StatusFailed, store.StatusCancelling:
-				id, st = h.ID, h.Status
+				id, st, sure = h.ID, h.Status, true
 				return nil
 			case store.StatusBlocked:
 				if p, err := tx.Job(h.ID); err == nil {
@@ -238,5 +245,5 @@ func (f *FSM) CascadeAbove(j *store.Job) (id string, st store.Status) {
 		}
 		return nil
 	})
-	return id, st
+	return id, st, sure
 }

@@ -83,14 +83,17 @@ func NewCascader(cfg CascaderConfig) (*Cascader, error) {
 	return &Cascader{cfg: cfg}, nil
 }
 
-// Start runs the cascader until ctx ends or Stop: every Interval it
+// Start runs the cascader until ctx ends or Stop: at once (a new leader
+// resumes the cascades its predecessor left) and then every Interval it
 // continues cascades, chunk after chunk, until none is under way.
 func (c *Cascader) Start(ctx context.Context) {
 	c.run.start(ctx, func(ctx context.Context) {
-		every(ctx, c.cfg.Interval, func() {
+		pass := func() {
 			for ctx.Err() == nil && c.runOnce(ctx) {
 			}
-		})
+		}
+		pass()
+		every(ctx, c.cfg.Interval, pass)
 	})
 }
 
