@@ -119,14 +119,14 @@ func (s *Server) logEnded(ctx context.Context, j *store.Job, expired bool, ran t
 func (s *Server) jobChanged(ctx context.Context, op fsm.Op, j *store.Job) {
 	traceJobs(ctx, j)
 	switch op {
-	case fsm.OpCancel:
+	case fsm.OpCancel, fsm.OpCancelChunked:
 		s.metrics.cancelled.of(j.Queue).Inc()
 		msg := "job cancelled"
 		if j.Status == store.StatusCancelling {
 			msg = "job cancelling: its worker is told on its next heartbeat"
 		}
 		s.logJob(ctx, slog.LevelInfo, msg, j)
-	case fsm.OpRetry, fsm.OpRetryDependents:
+	case fsm.OpRetry, fsm.OpRetryDependents, fsm.OpRetryDependentsChunked:
 		s.metrics.retried.of(j.Queue).Inc()
 		s.logJob(ctx, slog.LevelInfo, "job retried", j, "by", "request")
 	}

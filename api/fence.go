@@ -16,6 +16,8 @@ type fence struct {
 	on    bool
 	token string
 	fair  bool // claims take turns over keys (fsm.ProtocolFair)
+	// chunked: a failure's cascade goes in chunks (fsm.ProtocolCascade)
+	chunked bool
 }
 
 // fenceFields is the one place that decides the fields of
@@ -24,7 +26,7 @@ type fence struct {
 // while an upgrade is under way.
 func (s *Server) fenceFields(r *http.Request) fence {
 	p := s.node.ClusterProtocol()
-	return fence{on: p >= fsm.ProtocolFence, token: tokenName(r.Context()), fair: p >= fsm.ProtocolFair}
+	return fence{on: p >= fsm.ProtocolFence, token: tokenName(r.Context()), fair: p >= fsm.ProtocolFair, chunked: p >= fsm.ProtocolCascade}
 }
 
 // claim marks a claim with its caller; leased says its reply hands the
@@ -52,11 +54,13 @@ func (f fence) workerHeartbeat(h *fsm.WorkerHeartbeat, claimsFrom, claimsTo uint
 	}
 }
 
-// report marks a report with its caller.
+// report marks a report with its caller, and a failure's to cascade in
+// chunks.
 func (f fence) report(r *fsm.Report) {
 	if f.on {
 		r.Token = f.token
 	}
+	r.Chunked = f.chunked && !r.Success
 }
 
 // register marks a registration with its caller.
@@ -89,7 +93,11 @@ func (s *Server) releaseSilentID(ctx context.Context, id, token string) {
 	if err != nil || wk.Owner == "" || wk.Owner == token || wk.Offline() || s.active(wk, s.cfg.Now()) {
 		return
 	}
-	cmd := fsm.Cmd{Op: fsm.OpWorkerOffline, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
+	op := fsm.OpWorkerOffline
+	if s.node.ClusterProtocol() >= fsm.ProtocolCascade {
+		op = fsm.OpWorkerOfflineChunked // its failures cascade in chunks
+	}
+	cmd := fsm.Cmd{Op: op, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
 	if _, err := s.propose(ctx, cmd); err == nil {
 		s.logger.Warn("worker offline: another token registers its id", "worker", wk.ID, "last_seen", s.lastSeen(wk), "request_id", requestID(ctx))
 	}

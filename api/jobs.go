@@ -331,15 +331,28 @@ func listFilter(status, queue string, q map[string][]string, now int64) (store.S
 	}, nil
 }
 
+// handleCancel cancels a job and, unless ?cascade=false, its blocked
+// dependents: in chunks once the cluster runs fsm.ProtocolCascade (the job
+// itself at once, the leader's cascader the rest), else in one entry.
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	cascade := r.URL.Query().Get("cascade") != "false"
-	s.jobCommand(w, r, fsm.Cmd{Op: fsm.OpCancel, Cancel: &fsm.Cancel{JobID: r.PathValue("id"), Cascade: cascade}})
+	op := fsm.OpCancel
+	if cascade && s.node.ClusterProtocol() >= fsm.ProtocolCascade {
+		op = fsm.OpCancelChunked
+	}
+	s.jobCommand(w, r, fsm.Cmd{Op: op, Cancel: &fsm.Cancel{JobID: r.PathValue("id"), Cascade: cascade}})
 }
 
 // handleRetry re-queues a failed or cancelled job and, unless
-// ?cascade=false, the dependents its end failed or cancelled with it.
+// ?cascade=false, the dependents its end failed or cancelled with it (in
+// chunks, as a cancel's cascade, once the cluster runs
+// fsm.ProtocolCascade).
 func (s *Server) handleRetry(w http.ResponseWriter, r *http.Request) {
-	cmd := fsm.Cmd{Op: fsm.OpRetryDependents, Retry: &fsm.Retry{JobID: r.PathValue("id"), Dependents: true}}
+	op := fsm.OpRetryDependents
+	if s.node.ClusterProtocol() >= fsm.ProtocolCascade {
+		op = fsm.OpRetryDependentsChunked
+	}
+	cmd := fsm.Cmd{Op: op, Retry: &fsm.Retry{JobID: r.PathValue("id"), Dependents: true}}
 	if r.URL.Query().Get("cascade") == "false" {
 		cmd = fsm.Cmd{Op: fsm.OpRetry, Retry: &fsm.Retry{JobID: r.PathValue("id")}}
 	}

@@ -18,11 +18,14 @@ type waitView struct {
 	workers []*store.Worker
 	paused  map[string]bool
 	held    func(j *store.Job) string // a flow-control limit holding j back, or ""
+	// cascade names a cancelled or failed job above a blocked one whose
+	// cascade is under way (fsm.FSM.CascadeAbove)
+	cascade func(j *store.Job) (string, store.Status, bool)
 }
 
 func (s *Server) waitView() *waitView {
 	now := s.cfg.Now()
-	v := &waitView{now: now, workers: s.activeWorkers(now), paused: make(map[string]bool), held: s.limitWaiting}
+	v := &waitView{now: now, workers: s.activeWorkers(now), paused: make(map[string]bool), held: s.limitWaiting, cascade: s.state.CascadeAbove}
 	for _, q := range s.state.Queues() {
 		if q.Paused {
 			v.paused[q.Name] = true
@@ -55,6 +58,15 @@ func (s *Server) explainAll(out []wire.Job, jobs []*store.Job) {
 // it (resources, tags, a gang's width), a delay (run_at ahead, a retry's
 // backoff), a flow-control limit (queues.go), and else it is ready and waits for a worker to take it.
 func (v *waitView) waiting(j *store.Job) (code, reason string) {
+	code, reason = v.waitingOn(j)
+	if r := v.cascadeAbove(j); r != "" {
+		return wire.WaitDependency, r + reason
+	}
+	return code, reason
+}
+
+// waitingOn is waiting without the cascades under way.
+func (v *waitView) waitingOn(j *store.Job) (code, reason string) {
 	switch {
 	case j.Status == store.StatusReserved:
 		return wire.WaitClaim, fmt.Sprintf("gang %s is placed; waits for worker %s to claim this task", j.GangID, j.WorkerID)
@@ -95,6 +107,21 @@ func (v *waitView) waiting(j *store.Job) (code, reason string) {
 		return wire.WaitGang, fmt.Sprintf("gang of %d waits until %d fitting workers are free at once", j.GangSize, j.GangSize)
 	}
 	return wire.WaitWorker, fmt.Sprintf("ready; waits for a worker of queue %s to take it (active workers serving it: %d)", j.Queue, len(serving))
+}
+
+// cascadeAbove says a cascade under way will end j, a blocked job, or "".
+func (v *waitView) cascadeAbove(j *store.Job) string {
+	if v.cascade == nil || j.Status != store.StatusBlocked {
+		return ""
+	}
+	id, st, sure := v.cascade(j)
+	switch {
+	case id == "":
+		return ""
+	case sure:
+		return fmt.Sprintf("dependency %s is %s: its cascade is under way and will end this job; ", id, st)
+	}
+	return fmt.Sprintf("the cascade of job %s (%s) is under way and may reach this job; ", id, st)
 }
 
 // serving lists the active workers that serve queue q; a worker that named

@@ -20,12 +20,17 @@ type applier struct {
 	readyChanged bool
 	// held collects a claim's Result.Held (flow.go's noteHeld).
 	held map[string]int64
+	// chunked says the command being applied cascades in chunks
+	// (cascade.go); cascadeSpent is what the entry's chunks visited.
+	chunked      bool
+	cascadeSpent int
 }
 
 func (a *applier) apply(c *Cmd) Result {
 	if err := checkKeys(c); err != nil {
 		return Result{Err: err}
 	}
+	a.chunked = c.chunked()
 	switch c.Op {
 	case OpSubmit:
 		return a.submit(c.Submit)
@@ -44,9 +49,11 @@ func (a *applier) apply(c *Cmd) Result {
 		return a.expire(c.Expire)
 	case OpRegister:
 		return a.register(c.Register)
-	case OpCancel:
+	case OpCancel, OpCancelChunked:
 		return a.cancel(c.Cancel)
-	case OpRetry, OpRetryDependents:
+	case OpContinueCascade:
+		return a.continueCascade(c.ContinueCascade)
+	case OpRetry, OpRetryDependents, OpRetryDependentsChunked:
 		return a.retry(c.Retry)
 	case OpSetNode:
 		return a.fatal(a.tx.PutNode(c.Node))
@@ -70,9 +77,9 @@ func (a *applier) apply(c *Cmd) Result {
 		return a.reserveGang(c.ReserveGang)
 	case OpUnreserveGang:
 		return a.unreserveGang(c.Gang)
-	case OpForceDrain:
+	case OpForceDrain, OpForceDrainChunked:
 		return a.forceDrain(c.Gang)
-	case OpWorkerOffline:
+	case OpWorkerOffline, OpWorkerOfflineChunked:
 		return a.workerOffline(c.WorkerOffline)
 	case OpPreempted:
 		return a.preempted(c.Preempted)

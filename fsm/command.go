@@ -76,6 +76,7 @@ type Cmd struct {
 	ForgetWorker    *ForgetWorker    `json:"forget,omitempty"`
 	QueueLimits     *SetQueueLimits  `json:"qlimits,omitempty"`
 	PruneBuckets    *PruneBuckets    `json:"prune,omitempty"`
+	ContinueCascade *ContinueCascade `json:"cont_cascade,omitempty"` // ProtocolCascade
 }
 
 // Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
@@ -214,6 +215,9 @@ type Report struct {
 	// heartbeat carried: the job keeps it.
 	Result   json.RawMessage `json:"result,omitempty"`
 	Progress *LeaseProgress  `json:"progress,omitempty"`
+	// Chunked (ProtocolCascade, op code opReportChunked) makes the
+	// cascade of a failure go in chunks (cascade.go).
+	Chunked bool `json:"chunked,omitempty"`
 }
 
 // Expire ends an attempt whose lease ran out, if it is still that attempt
@@ -222,6 +226,9 @@ type Expire struct {
 	JobID string  `json:"job"`
 	Lease uint64  `json:"lease"`
 	Draw  float64 `json:"draw,omitempty"`
+	// Chunked (ProtocolCascade, op code opExpireChunked) makes the cascade
+	// of a failure go in chunks (cascade.go).
+	Chunked bool `json:"chunked,omitempty"`
 }
 
 // Register records (or refreshes) a worker. Token is the caller's token
@@ -278,8 +285,12 @@ func (c *Cmd) valid() bool {
 		return c.Expire != nil
 	case OpRegister:
 		return c.Register != nil
-	case OpCancel:
+	case OpCancel, OpCancelChunked:
 		return c.Cancel != nil
+	case OpContinueCascade:
+		return c.ContinueCascade != nil
+	case OpRetryDependentsChunked:
+		return c.Retry != nil && c.Retry.Dependents
 	case OpRetry:
 		return c.Retry != nil && !c.Retry.Dependents
 	case OpRetryDependents:
@@ -304,9 +315,9 @@ func (c *Cmd) valid() bool {
 		return c.SubmitGang != nil
 	case OpReserveGang:
 		return c.ReserveGang != nil
-	case OpUnreserveGang, OpForceDrain:
+	case OpUnreserveGang, OpForceDrain, OpForceDrainChunked:
 		return c.Gang != nil
-	case OpWorkerOffline:
+	case OpWorkerOffline, OpWorkerOfflineChunked:
 		return c.WorkerOffline != nil
 	case OpPreempted:
 		return c.Preempted != nil

@@ -118,9 +118,30 @@ func (r *entryReader) cmd(c *Cmd) {
 			return
 		}
 		r.cmd3(c, code)
+	case opReportChunked, opExpireChunked:
+		if ProtocolVersion < ProtocolCascade { // as a binary before the codes
+			r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
+			return
+		}
+		r.cmdChunked(c, code)
 	default:
 		r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
 	}
+}
+
+// cmdChunked reads a command of an op code of ProtocolCascade.
+func (r *entryReader) cmdChunked(c *Cmd, code byte) {
+	if code == opExpireChunked {
+		c.Op, c.Expire = OpExpire, r.expire()
+		c.Expire.Chunked = true
+		return
+	}
+	c.Op, c.Report = OpReport, r.report()
+	c.Report.Token = r.Str()
+	c.Report.RateLimitedFor, c.Report.SnoozeFor = r.Varint(), r.Varint()
+	c.Report.Result = r.payload()
+	c.Report.Progress = r.progress()
+	c.Report.Chunked = true
 }
 
 // cmd3 reads a command of an op code of protocol 3.

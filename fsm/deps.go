@@ -37,8 +37,19 @@ func (a *applier) unblockDependents(j *store.Job, queuedOnly bool) {
 }
 
 // cascade ends the blocked dependents of a job that will never be done,
-// transitively: they fail (or are cancelled) naming the dependency.
+// transitively: they fail (or are cancelled) naming the dependency. A
+// command of ProtocolCascade starts it in chunks instead (cascade.go).
 func (a *applier) cascade(j *store.Job, st store.Status) {
+	if a.chunked {
+		if a.tx.DependentCount(j.Seq) > 0 {
+			kind := store.CascadeCancel
+			if st == store.StatusFailed {
+				kind = store.CascadeFail
+			}
+			a.startCascade(kind, j)
+		}
+		return
+	}
 	a.walkDependents(j, func(p, d *store.Job) bool {
 		if d.Status != store.StatusBlocked {
 			return false
@@ -61,8 +72,15 @@ func cascadePrefix(id string) string { return "dependency " + id + " " }
 // and so on down the graph. A dependent that also depends on another job
 // that failed or was cancelled stays as it is, and so do gang tasks, whose
 // gang decides their fate. A retried gang revives the dependents of each of
-// its tasks.
+// its tasks. A command of ProtocolCascade starts it in chunks instead
+// (cascade.go), and returns the first chunk's jobs.
 func (a *applier) reviveDependents(j *store.Job) []*store.Job {
+	if a.chunked {
+		if a.tx.DependentCount(j.Seq) == 0 {
+			return nil
+		}
+		return a.startCascade(store.CascadeRevive, j)
+	}
 	var out []*store.Job
 	a.walkDependents(j, func(p, d *store.Job) bool {
 		if !a.revivable(d, p.ID) {

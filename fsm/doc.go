@@ -17,6 +17,7 @@
 //	progress and results (limits, codes)   progress.go
 //	cancel                                 cancel.go
 //	dependencies (unblock, cascade, cycle) deps.go
+//	cascades in chunks (protocol 4)        cascade.go
 //	schedules and their ticks              schedule.go
 //	gangs                                  gang.go, gang_reserve.go, gang_drain.go, gang_checkpoint.go
 //	resources and what a worker has free   resources.go

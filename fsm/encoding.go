@@ -60,6 +60,10 @@ import (
 //	ConcurrencyKey, then its TraceParent
 //	16 heartbeat of ProtocolProgress: as 8, then a bool (Progress set),
 //	then if set Percent, Message
+//	21 report of ProtocolCascade (cascade.go): as 13, of a report whose
+//	Chunked is set (opReportChunked)
+//	22 expire of ProtocolCascade: as 6, of an expire whose Chunked is set
+//	(opExpireChunked)
 //
 // Encode writes code 12 only for a Fair claim; code 13 only for a report
 // that sets RateLimitedFor, SnoozeFor, Result or Progress; code 14 only for
@@ -223,7 +227,7 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 	case OpReport:
 		return appendReport(b, c.Report)
 	case OpExpire:
-		return appendExpire(append(b, opExpire), c.Expire)
+		return appendExpire(append(b, codeFor(c.Expire.Chunked, opExpire, opExpireChunked)), c.Expire)
 	}
 	if name, ok := fencedJSONOps[c.Op]; ok && c.fenceToken() != "" {
 		alias := *c
@@ -402,10 +406,10 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if len(r.Result) > 0 && !json.Valid(r.Result) {
 		return nil, fmt.Errorf("result is not JSON")
 	}
-	v3 := r.backpressure() || r.progressed()
+	v3 := r.backpressure() || r.progressed() || r.Chunked
 	fence := v3 || r.fenced()
-	code := codeFor(fence, opReport, opReportFence)
-	b = appendText(append(b, codeFor(v3, code, opReport3)), r.JobID)
+	code := codeFor(v3, codeFor(fence, opReport, opReportFence), opReport3)
+	b = appendText(append(b, codeFor(r.Chunked, code, opReportChunked)), r.JobID)
 	b = binenc.AppendUvarint(b, r.Lease)
 	b = binenc.AppendBool(b, r.Success)
 	b = binenc.AppendIntPtr(b, r.ExitCode)

@@ -19,6 +19,12 @@ var opProtocol = map[Op]int{
 	OpForgetWorker:    2,
 	OpSetQueueLimits:  2,
 	OpPruneBuckets:    3,
+
+	OpCancelChunked:          ProtocolCascade,
+	OpRetryDependentsChunked: ProtocolCascade,
+	OpWorkerOfflineChunked:   ProtocolCascade,
+	OpForceDrainChunked:      ProtocolCascade,
+	OpContinueCascade:        ProtocolCascade,
 }
 
 // protocol is the least protocol a node needs to apply op.
@@ -51,6 +57,9 @@ func (c *Cmd) Protocol() int {
 	}
 	if c.traced() {
 		p = max(p, ProtocolTrace)
+	}
+	if c.chunked() {
+		p = max(p, ProtocolCascade)
 	}
 	return p
 }

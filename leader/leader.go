@@ -1,7 +1,7 @@
 // Package leader runs the leader-only loops that turn the passing of time
 // into commands: the reaper (expired leases), the sweeper (finished jobs
-// past their retention), the scheduler (cron ticks) and admission (gangs
-// and silent workers). Leadership starts them all when this node gains
+// past their retention), the scheduler (cron ticks), admission (gangs
+// and silent workers) and the cascader (cascades in chunks). Leadership starts them all when this node gains
 // Raft leadership and stops them, waiting for each, when it loses it.
 //
 // The loops only read the state and propose commands; the FSM re-checks
@@ -83,6 +83,7 @@ type State interface {
 	SweeperState
 	SchedulerState
 	AdmissionState
+	CascaderState
 }
 
 // proposeTimeout bounds how long a loop waits for one command to apply.

@@ -17,6 +17,7 @@ type Config struct {
 	Sweeper   SweeperConfig
 	Scheduler SchedulerConfig
 	Admission AdmissionConfig
+	Cascader  CascaderConfig
 
 	// Proposer, State, Recorder and Liveness are required.
 	Proposer Proposer
@@ -42,6 +43,7 @@ func DefaultConfig() Config {
 		Sweeper:   DefaultSweeperConfig(),
 		Scheduler: DefaultSchedulerConfig(),
 		Admission: DefaultAdmissionConfig(),
+		Cascader:  DefaultCascaderConfig(),
 	}
 }
 
@@ -116,6 +118,12 @@ func (c *Config) loops(since time.Time) ([]loop, error) {
 		ac.WorkerOfflineAfter = 3 * rc.LeaseTTL
 	}
 	ac.Proposer, ac.State, ac.Liveness, ac.Logger, ac.Now = c.Proposer, c.State, c.Liveness, logger.With("component", "admission"), c.Now
+	cc := c.Cascader
+	cc.Proposer, cc.State, cc.Logger = c.Proposer, c.State, logger.With("component", "cascader")
+	cs, err := NewCascader(cc)
+	if err != nil {
+		return nil, err
+	}
 	r, err := NewReaper(rc)
 	if err != nil {
 		return nil, err
@@ -133,5 +141,5 @@ func (c *Config) loops(since time.Time) ([]loop, error) {
 		return nil, err
 	}
 	r.since, a.since = since, since
-	return []loop{r, w, s, a}, nil
+	return []loop{r, w, s, a, cs}, nil
 }

@@ -103,7 +103,8 @@ func (r *Reaper) runOnce(ctx context.Context) int {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, err := propose(ctx, r.cfg.Proposer, fsm.Cmd{Op: fsm.OpExpire, Expire: &fsm.Expire{JobID: l.JobID, Lease: l.Lease, Draw: draw()}})
+			res, err := propose(ctx, r.cfg.Proposer, fsm.Cmd{Op: fsm.OpExpire, Expire: &fsm.Expire{JobID: l.JobID, Lease: l.Lease, Draw: draw(),
+				Chunked: clusterProtocol(r.cfg.Proposer) >= fsm.ProtocolCascade}})
 			if err != nil {
 				return
 			}

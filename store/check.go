@@ -54,7 +54,10 @@ func checkIndexes(t *Tx, jobs *int) error {
 	if n := t.tx.Bucket(bucketStatus).Stats().KeyN; n != *jobs {
 		return fmt.Errorf("status index has %d entries for %d jobs", n, *jobs)
 	}
-	return t.checkEdges()
+	if err := t.checkEdges(); err != nil {
+		return err
+	}
+	return t.checkCascades()
 }
 
 // Digest is a hash of every bucket's keys and values, in key order. Two

@@ -72,6 +72,22 @@ func (t *Tx) Dependents(parent uint64) []string {
 	return out
 }
 
+// DependentsAfter lists up to limit dependents of the job of seq parent
+// that were added after the one of seq after (0: from the first), in the
+// order they were added, with their seqs: a bounded step of a walk that
+// Dependents would take in one.
+func (t *Tx) DependentsAfter(parent, after uint64, limit int) (ids []string, seqs []uint64) {
+	prefix := putUint(parent)
+	c := t.tx.Bucket(bucketDeps).Cursor()
+	for k, v := c.Seek(edgeKey(parent, after+1)); k != nil && bytes.HasPrefix(k, prefix) && len(ids) < limit; k, v = c.Next() {
+		if len(k) == 16 {
+			ids = append(ids, string(v))
+			seqs = append(seqs, getUint(k[8:]))
+		}
+	}
+	return ids, seqs
+}
+
 // deleteEdges removes the edges of a job being deleted: those to its
 // dependents, and those from the jobs it depends on (or ran after) that
 // still exist.
