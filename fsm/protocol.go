@@ -19,6 +19,7 @@ var opProtocol = map[Op]int{
 	OpForgetWorker:    2,
 	OpSetQueueLimits:  2,
 	OpPruneBuckets:    3,
+	OpLiftPauses:      ProtocolPauses,
 }
 
 // protocol is the least protocol a node needs to apply op.
@@ -48,6 +49,9 @@ func (c *Cmd) Protocol() int {
 	}
 	if c.progressed() {
 		p = max(p, ProtocolProgress)
+	}
+	if c.pauseRules() {
+		p = max(p, ProtocolPauses)
 	}
 	if c.traced() {
 		p = max(p, ProtocolTrace)
