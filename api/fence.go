@@ -16,6 +16,9 @@ type fence struct {
 	on    bool
 	token string
 	fair  bool // claims take turns over keys (fsm.ProtocolFair)
+	// capped puts a report's rate limit or snooze under the bounds of
+	// fsm.ProtocolPauses (a key's pause, at most the queue's max_pause).
+	capped bool
 }
 
 // fenceFields is the one place that decides the fields of
@@ -24,7 +27,7 @@ type fence struct {
 // while an upgrade is under way.
 func (s *Server) fenceFields(r *http.Request) fence {
 	p := s.node.ClusterProtocol()
-	return fence{on: p >= fsm.ProtocolFence, token: tokenName(r.Context()), fair: p >= fsm.ProtocolFair}
+	return fence{on: p >= fsm.ProtocolFence, token: tokenName(r.Context()), fair: p >= fsm.ProtocolFair, capped: p >= fsm.ProtocolPauses}
 }
 
 // claim marks a claim with its caller; leased says its reply hands the
@@ -52,11 +55,13 @@ func (f fence) workerHeartbeat(h *fsm.WorkerHeartbeat, claimsFrom, claimsTo uint
 	}
 }
 
-// report marks a report with its caller.
+// report marks a report with its caller, and a rate-limited or snoozed
+// one with the bounds of fsm.ProtocolPauses once every node applies them.
 func (f fence) report(r *fsm.Report) {
 	if f.on {
 		r.Token = f.token
 	}
+	r.Capped = f.capped && (r.RateLimitedFor != 0 || r.SnoozeFor != 0)
 }
 
 // register marks a registration with its caller.
