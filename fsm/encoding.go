@@ -60,6 +60,8 @@ import (
 //	ConcurrencyKey, then its TraceParent
 //	16 heartbeat of ProtocolProgress: as 8, then a bool (Progress set),
 //	then if set Percent, Message
+//	19 claim of ProtocolWorkerCap (opClaimCapped, workercap.go): as 7,
+//	then Fair, MaxWorkers
 //	21 report of ProtocolCascade (cascade.go): as 13, of a report whose
 //	Chunked is set (opReportChunked)
 //	22 expire of ProtocolCascade: as 6, of an expire whose Chunked is set
@@ -229,7 +231,11 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 	case OpExpire:
 		return appendExpire(append(b, codeFor(c.Expire.Chunked, opExpire, opExpireChunked)), c.Expire)
 	}
-	if name, ok := fencedJSONOps[c.Op]; ok && c.fenceToken() != "" {
+	if c.Op == OpRegister && c.capped() {
+		alias := *c
+		alias.Op = registerCapped // a register's newest name, token or not
+		c = &alias
+	} else if name, ok := fencedJSONOps[c.Op]; ok && c.fenceToken() != "" {
 		alias := *c
 		alias.Op = name
 		c = &alias
@@ -341,9 +347,13 @@ func (c *Cmd) fenceToken() string {
 }
 
 func appendClaim(b []byte, c *Claim) []byte {
-	fence := c.fenced() || c.Fair
+	capped := c.MaxWorkers != 0
+	fence := c.fenced() || c.Fair || capped
 	code := codeFor(fence, opClaim, opClaimFence)
-	if c.Fair {
+	switch {
+	case capped:
+		code = opClaimCapped
+	case c.Fair:
 		code = opClaimFair
 	}
 	b = appendText(append(b, code), c.WorkerID)
@@ -356,6 +366,10 @@ func appendClaim(b []byte, c *Claim) []byte {
 		b = appendText(b, c.Token)
 		b = binenc.AppendBool(b, c.Fenced)
 		b = binenc.AppendUvarint(b, c.Seq)
+	}
+	if capped {
+		b = binenc.AppendBool(b, c.Fair)
+		b = binenc.AppendInt(b, c.MaxWorkers)
 	}
 	return b
 }
