@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/workron/workron/store"
 )
@@ -54,22 +55,28 @@ func (e *TooManyWorkersError) Error() string {
 // Is makes a TooManyWorkersError match ErrTooManyWorkers.
 func (e *TooManyWorkersError) Is(target error) bool { return target == ErrTooManyWorkers }
 
-// workerIndex keeps the active worker ids of each owner.
+// workerIndex keeps the active worker ids of each owner, and a copy of
+// every worker's record as last stored, which reads that look at many
+// workers (why a job waits) use rather than decode the records.
 type workerIndex struct {
 	ownerOf map[string]string              // active id -> owner
 	byOwner map[string]map[string]struct{} // owner -> its active ids
+	records map[string]*store.Worker       // id -> record; never changed once in
 }
 
 func newWorkerIndex() *workerIndex {
-	return &workerIndex{ownerOf: make(map[string]string), byOwner: make(map[string]map[string]struct{})}
+	return &workerIndex{ownerOf: make(map[string]string), byOwner: make(map[string]map[string]struct{}), records: make(map[string]*store.Worker)}
 }
 
 // set records w as stored now: active for its owner unless offline.
 func (x *workerIndex) set(w *store.Worker) {
+	c := *w
+	c.Tags, c.Queues = slices.Clone(w.Tags), slices.Clone(w.Queues)
+	x.records[w.ID] = &c
 	if owner, ok := x.ownerOf[w.ID]; ok && owner == w.Owner && !w.Offline() {
 		return // as it was: the common case, a heartbeat
 	}
-	x.remove(w.ID)
+	x.deactivate(w.ID)
 	if w.Offline() {
 		return
 	}
@@ -82,8 +89,14 @@ func (x *workerIndex) set(w *store.Worker) {
 	ids[w.ID] = struct{}{}
 }
 
-// remove drops a worker id (forgotten, or about to be set again).
+// remove drops a forgotten worker.
 func (x *workerIndex) remove(id string) {
+	delete(x.records, id)
+	x.deactivate(id)
+}
+
+// deactivate drops a worker id from its owner's active ones.
+func (x *workerIndex) deactivate(id string) {
 	owner, ok := x.ownerOf[id]
 	if !ok {
 		return
@@ -194,4 +207,22 @@ func (r *entryReader) claimCapped(c *Cmd) {
 	if r.Err() == nil && c.Claim.MaxWorkers == 0 {
 		r.Fail(fmt.Sprintf("claim of op code %d without its cap", opClaimCapped))
 	}
+}
+
+// WorkersWhere lists, in id order, the workers whose records (as last
+// applied) keep reports true of: without reading the store, so that a
+// read that looks at every worker (why a job waits) decodes none. keep
+// runs under the FSM's lock: it must be quick and call nothing of f. The
+// records are shared: callers must not change them.
+func (f *FSM) WorkersWhere(keep func(*store.Worker) bool) []*store.Worker {
+	f.mu.Lock()
+	var out []*store.Worker
+	for _, w := range f.idx.wx.records {
+		if keep(w) {
+			out = append(out, w)
+		}
+	}
+	f.mu.Unlock()
+	slices.SortFunc(out, func(a, b *store.Worker) int { return strings.Compare(a.ID, b.ID) })
+	return out
 }
