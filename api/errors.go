@@ -25,6 +25,7 @@ var statuses = map[string]int{
 	wire.CodeLeaseRequired:     http.StatusConflict,
 	wire.CodeTooLarge:          http.StatusRequestEntityTooLarge,
 	wire.CodeOverloaded:        http.StatusTooManyRequests,
+	wire.CodeTooManyWorkers:    http.StatusTooManyRequests,
 	wire.CodeInternal:          http.StatusInternalServerError,
 	wire.CodeNoLeader:          http.StatusServiceUnavailable,
 	wire.CodeRemoved:           http.StatusServiceUnavailable,
@@ -43,6 +44,7 @@ func statusOf(code string) int {
 // Sentences of the replies whose error carries no text meant for users.
 const (
 	msgNoLeader       = "this node cannot reach a leader right now; nothing was done, retry"
+	msgTooManyWorkers = " (--max-workers-per-token); nothing was done: reuse a worker id, or retry once one is offline (silent for --worker-offline-after) or forgotten (DELETE /workers/{id})"
 	msgOverloaded     = "this node has as many waiting claims as it allows (--max-long-polls); no job is ready, retry later"
 	whyNotCommitted   = "the command was handed to Raft but is not known to be committed (the leader lost its leadership, stopped, or took too long)"
 	msgUnknownOutcome = "; the request may or may not have taken effect: retry with the same idempotency_key (or check) to be safe"
@@ -60,6 +62,7 @@ func reply(err error) (code, msg string) {
 		re *refusal
 		ve *fsm.ValidationError
 		ue *raftnode.NeedsUpgradeError
+		tw *fsm.TooManyWorkersError
 	)
 	switch {
 	case errors.As(err, &re):
@@ -68,6 +71,8 @@ func reply(err error) (code, msg string) {
 		return be.code(), be.Error()
 	case errors.As(err, &ve):
 		return wire.CodeInvalid, ve.Error()
+	case errors.As(err, &tw):
+		return wire.CodeTooManyWorkers, err.Error() + msgTooManyWorkers
 	case errors.Is(err, errTooManyLongPolls):
 		return wire.CodeOverloaded, msgOverloaded
 	case errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrWorkerNotFound),

@@ -21,6 +21,9 @@ type fence struct {
 	// capped puts a report's rate limit or snooze under the bounds of
 	// fsm.ProtocolPauses (a key's pause, at most the queue's max_pause).
 	capped bool
+	// maxWorkers is the cap on the token's active worker ids that
+	// registers and claims carry (fsm.ProtocolWorkerCap; 0: none yet).
+	maxWorkers int
 }
 
 // fenceFields is the one place that decides the fields of
@@ -29,8 +32,12 @@ type fence struct {
 // while an upgrade is under way.
 func (s *Server) fenceFields(r *http.Request) fence {
 	p := s.node.ClusterProtocol()
-	return fence{on: p >= fsm.ProtocolFence, token: tokenName(r.Context()), fair: p >= fsm.ProtocolFair,
+	f := fence{on: p >= fsm.ProtocolFence, token: tokenName(r.Context()), fair: p >= fsm.ProtocolFair,
 		chunked: p >= fsm.ProtocolCascade, capped: p >= fsm.ProtocolPauses}
+	if p >= fsm.ProtocolWorkerCap {
+		f.maxWorkers = s.cfg.MaxWorkersPerToken
+	}
+	return f
 }
 
 // claim marks a claim with its caller; leased says its reply hands the
@@ -40,7 +47,7 @@ func (f fence) claim(c *fsm.Claim, leased bool, seq uint64) {
 	if f.on {
 		c.Token, c.Fenced, c.Seq = f.token, leased, seq
 	}
-	c.Fair = f.fair
+	c.Fair, c.MaxWorkers = f.fair, f.maxWorkers
 }
 
 // heartbeat marks a job heartbeat with its caller.
@@ -74,6 +81,7 @@ func (f fence) register(r *fsm.Register) {
 	if f.on {
 		r.Token = f.token
 	}
+	r.MaxWorkers = f.maxWorkers
 }
 
 // gangCall marks a checkpoint or preemption acknowledgement with its
@@ -107,4 +115,28 @@ func (s *Server) releaseSilentID(ctx context.Context, id, token string) {
 	if _, err := s.propose(ctx, cmd); err == nil {
 		s.logger.Warn("worker offline: another token registers its id", "worker", wk.ID, "last_seen", s.lastSeen(wk), "request_id", requestID(ctx))
 	}
+}
+
+// releaseSilentWorker frees one of owner's active worker ids for a
+// register refused at the cap (fsm.TooManyWorkersError): the first, in id
+// order, that this leader has not heard from for Config.WorkerOfflineAfter
+// is declared offline, as the admission loop would declare a busy one. The
+// FSM counts a worker active until it is declared offline, and idle
+// workers poll without writing to the log, so only a node that saw their
+// polls can tell which are gone. It reads at most the cap's worker records
+// and reports whether one was freed.
+func (s *Server) releaseSilentWorker(ctx context.Context, owner string) bool {
+	now := s.cfg.Now()
+	for _, id := range s.state.ActiveWorkerIDs(owner) {
+		wk, err := s.state.Worker(id)
+		if err != nil || wk.Offline() || s.active(wk, now) {
+			continue
+		}
+		cmd := fsm.Cmd{Op: fsm.OpWorkerOffline, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
+		if _, err := s.propose(ctx, cmd); err == nil {
+			s.logger.Warn("worker offline: its token is at its cap of worker ids", "worker", wk.ID, "last_seen", s.lastSeen(wk), "request_id", requestID(ctx))
+			return true
+		}
+	}
+	return false
 }

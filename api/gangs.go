@@ -144,7 +144,7 @@ func (v *waitView) unschedulable(j *store.Job) string {
 	default:
 		return ""
 	}
-	return unschedulableReason(j.Resources, j.Tags, n, v.workers)
+	return unschedulableReason(j.Resources, j.Tags, n, v.active())
 }
 
 // unschedulableReason compares what n tasks ask for with what the workers

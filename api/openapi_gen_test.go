@@ -123,7 +123,12 @@ var apiOps = []apiOp{
 		replies: map[int]apiContent{201: replyJSON(wire.Worker{})}},
 	{pattern: "POST /workers/{id}/heartbeat", summary: "Renew a worker's leases", body: optionalJSON(wire.WorkerHeartbeatRequest{}),
 		replies: map[int]apiContent{200: replyJSON(wire.WorkerHeartbeatResponse{})}},
-	{pattern: "GET /workers", summary: "Workers", query: []apiParam{oaStale},
+	{pattern: "GET /workers", summary: "Workers, a page at a time in id order",
+		query: []apiParam{
+			{name: "limit", typ: "integer", doc: "page size (default 100, at most 1000)"},
+			{name: "cursor", typ: "string", doc: "next_cursor of the previous page"},
+			oaStale,
+		},
 		replies: map[int]apiContent{200: replyJSON(wire.WorkerList{})}},
 	{pattern: "DELETE /workers/{id}", summary: "Forget an offline worker (409 while it counts as active or holds work)",
 		replies: map[int]apiContent{204: noBody}},

@@ -120,6 +120,14 @@ type Config struct {
 	// claim beyond it does not wait: it takes a ready job if there is one,
 	// else gets 429 with Retry-After. Defaults to 1024.
 	MaxLongPolls int
+	// MaxWorkersPerToken caps the worker ids active at once for one token
+	// (for all workers together on a cluster without tokens): a register
+	// or claim as one more is refused with 429 too_many_workers. Active
+	// means registered or claimed as, and not declared offline or
+	// forgotten since. The cap is carried by the command (fsm.Register,
+	// fsm.Claim MaxWorkers) once the cluster runs fsm.ProtocolWorkerCap.
+	// Defaults to 1000.
+	MaxWorkersPerToken int
 	// Tracer, when set, receives the node's spans: one per request and, in
 	// each job's trace, one per attempt's claim and end (trace.go). Nil
 	// records none; jobs still keep and hand on their callers' traces.
@@ -133,15 +141,16 @@ type Config struct {
 // DefaultConfig returns a Config with every optional field at its default.
 func DefaultConfig() Config {
 	return Config{
-		LeaseTTL:          30 * time.Second,
-		MaxWait:           60 * time.Second,
-		MaxBodyBytes:      1 << 20,
-		MaxBatchBodyBytes: 32 << 20,
-		MaxRestoreBytes:   16 << 30,
-		MaxBatchJobs:      1000,
-		MaxLongPolls:      1024,
-		Retention:         168 * time.Hour,
-		LeaderWait:        5 * time.Second,
+		LeaseTTL:           30 * time.Second,
+		MaxWait:            60 * time.Second,
+		MaxBodyBytes:       1 << 20,
+		MaxBatchBodyBytes:  32 << 20,
+		MaxRestoreBytes:    16 << 30,
+		MaxBatchJobs:       1000,
+		MaxLongPolls:       1024,
+		MaxWorkersPerToken: 1000,
+		Retention:          168 * time.Hour,
+		LeaderWait:         5 * time.Second,
 	}
 }
 
@@ -164,6 +173,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: MaxBatchJobs must be at least 1")
 	case c.MaxLongPolls < 0:
 		return fmt.Errorf("api: MaxLongPolls must not be negative, got %d", c.MaxLongPolls)
+	case c.MaxWorkersPerToken < 0:
+		return fmt.Errorf("api: MaxWorkersPerToken must not be negative, got %d", c.MaxWorkersPerToken)
 	case c.Retention < 0:
 		return fmt.Errorf("api: Retention must not be negative")
 	case c.LeaderWait < 0 || c.LeaderWait > time.Minute:
@@ -214,6 +225,7 @@ func New(cfg Config) (*Server, error) {
 	def := DefaultConfig()
 	cfg.MaxLongPolls = cmp.Or(cfg.MaxLongPolls, def.MaxLongPolls)
 	cfg.MaxRestoreBytes = cmp.Or(cfg.MaxRestoreBytes, def.MaxRestoreBytes)
+	cfg.MaxWorkersPerToken = cmp.Or(cfg.MaxWorkersPerToken, def.MaxWorkersPerToken)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}

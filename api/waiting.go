@@ -12,10 +12,15 @@ import (
 
 // waitView is what explaining why jobs wait reads, once per request: the
 // clock, the workers this node (the leader, for reads) counts as active,
-// and the paused queues.
+// and the paused queues. The workers are looked at only for a job that
+// waits to be placed (pending, or a gang's blocked task), and then from
+// the FSM's copy of their records (Server.activeWorkers): reading a
+// running or finished job costs nothing per worker.
 type waitView struct {
 	now     time.Time
-	workers []*store.Worker
+	workers []*store.Worker // once loaded
+	loaded  bool
+	load    func() []*store.Worker
 	paused  map[string]bool
 	held    func(j *store.Job) string // a flow-control limit holding j back, or ""
 	// cascade names a cancelled or failed job above a blocked one whose
@@ -25,13 +30,21 @@ type waitView struct {
 
 func (s *Server) waitView() *waitView {
 	now := s.cfg.Now()
-	v := &waitView{now: now, workers: s.activeWorkers(now), paused: make(map[string]bool), held: s.limitWaiting, cascade: s.state.CascadeAbove}
+	v := &waitView{now: now, load: func() []*store.Worker { return s.activeWorkers(now) }, paused: make(map[string]bool), held: s.limitWaiting, cascade: s.state.CascadeAbove}
 	for _, q := range s.state.Queues() {
 		if q.Paused {
 			v.paused[q.Name] = true
 		}
 	}
 	return v
+}
+
+// active is the workers active at v.now, loaded at the first call.
+func (v *waitView) active() []*store.Worker {
+	if !v.loaded {
+		v.workers, v.loaded = v.load(), true
+	}
+	return v.workers
 }
 
 // explain fills a shown job's Waiting, WaitingCode and Unschedulable.
@@ -77,11 +90,12 @@ func (v *waitView) waitingOn(j *store.Job) (code, reason string) {
 	case j.Status != store.StatusPending && !(j.Status == store.StatusBlocked && j.GangID != ""):
 		return "", ""
 	}
+	if v.paused[j.Queue] {
+		return wire.WaitPaused, fmt.Sprintf("queue %s is paused", j.Queue)
+	}
 	serving := v.serving(j.Queue)
 	switch {
-	case v.paused[j.Queue]:
-		return wire.WaitPaused, fmt.Sprintf("queue %s is paused", j.Queue)
-	case len(v.workers) == 0:
+	case len(v.active()) == 0:
 		return wire.WaitNoWorker, "no worker is active"
 	case len(serving) == 0:
 		return wire.WaitNoWorker, fmt.Sprintf("no active worker serves queue %s", j.Queue)
@@ -128,7 +142,7 @@ func (v *waitView) cascadeAbove(j *store.Job) string {
 // no queues (one that claims without registering) may serve any.
 func (v *waitView) serving(q string) []*store.Worker {
 	var out []*store.Worker
-	for _, w := range v.workers {
+	for _, w := range v.active() {
 		if len(w.Queues) == 0 || slices.Contains(w.Queues, q) {
 			out = append(out, w)
 		}

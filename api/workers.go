@@ -1,11 +1,12 @@
 package api
 
 import (
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
+	"strconv"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -14,7 +15,10 @@ import (
 )
 
 // handleRegister records a worker and what it offers (POST
-// /workers/register); registering again updates it.
+// /workers/register); registering again updates it. A new id beyond the
+// token's cap (Config.MaxWorkersPerToken) first frees one of the token's
+// ids whose worker went silent, and is refused (429 too_many_workers) if
+// none has.
 func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	var req wire.Worker
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
@@ -31,7 +35,12 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	}}
 	s.fenceFields(r).register(reg)
 	s.releaseSilentID(r.Context(), reg.Worker.ID, reg.Token)
-	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpRegister, Register: reg})
+	cmd := fsm.Cmd{Op: fsm.OpRegister, Register: reg}
+	res, err := s.propose(r.Context(), cmd)
+	var tw *fsm.TooManyWorkersError
+	if errors.As(err, &tw) && s.releaseSilentWorker(r.Context(), tw.Owner) {
+		res, err = s.propose(r.Context(), cmd) // a silent id made room
+	}
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -86,17 +95,52 @@ func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// handleWorkers lists the registered workers (GET /workers).
+// Worker list limits: GET /workers answers a page of at most
+// MaxWorkerListLimit workers (DefaultWorkerListLimit without limit), with
+// a next_cursor while more follow.
+const (
+	DefaultWorkerListLimit = 100
+	MaxWorkerListLimit     = 1000
+)
+
+// handleWorkers lists the registered workers (GET
+// /workers?limit=&cursor=), a page at a time in id order.
 func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request) {
-	workers, err := s.state.Workers()
+	q := r.URL.Query()
+	limit := DefaultWorkerListLimit
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxWorkerListLimit {
+			s.fail(w, r, invalid("limit", "must be a number from 1 to %d, got %q", MaxWorkerListLimit, v))
+			return
+		}
+		limit = n
+	}
+	var after string
+	if v := q.Get("cursor"); v != "" {
+		b, err := base64.RawURLEncoding.DecodeString(v)
+		if err != nil || len(b) == 0 {
+			s.fail(w, r, invalid("cursor", "%q is not a cursor from a previous page", v))
+			return
+		}
+		after = string(b)
+	}
+	workers, more, err := s.state.WorkerPage(after, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	running := s.state.RunningByWorker()
+	ids := make([]string, len(workers))
+	for i, wk := range workers {
+		ids[i] = wk.ID
+	}
+	running := s.state.RunningOf(ids)
 	out := wire.WorkerList{Workers: make([]wire.Worker, 0, len(workers))}
-	for _, wk := range workers {
-		out.Workers = append(out.Workers, s.workerWire(wk, running[wk.ID]))
+	for i, wk := range workers {
+		out.Workers = append(out.Workers, s.workerWire(wk, running[i]))
+	}
+	if more {
+		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(ids[len(ids)-1]))
 	}
 	writeJSON(w, http.StatusOK, out)
 }
@@ -108,17 +152,11 @@ func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request) {
 // registers again as a new one.
 func (s *Server) handleDeleteWorker(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	workers, err := s.state.Workers()
+	wk, err := s.state.Worker(id)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	i := slices.IndexFunc(workers, func(wk *store.Worker) bool { return wk.ID == id })
-	if i < 0 {
-		s.fail(w, r, fmt.Errorf("worker %s: %w", id, fsm.ErrWorkerNotFound))
-		return
-	}
-	wk := workers[i]
 	if s.active(wk, s.cfg.Now()) {
 		s.fail(w, r, fmt.Errorf("worker %s is active (last heard from %s); stop it first, or wait until it counts as offline: %w",
 			id, s.lastSeen(wk).UTC().Format(time.RFC3339), fsm.ErrConflict))
@@ -170,18 +208,8 @@ func (s *Server) active(w *store.Worker, now time.Time) bool {
 	return now.Sub(seen) <= s.cfg.WorkerOfflineAfter
 }
 
-// activeWorkers lists the workers active at now, by id.
+// activeWorkers lists the workers active at now, by id, from the FSM's
+// copy of their records: none is decoded.
 func (s *Server) activeWorkers(now time.Time) []*store.Worker {
-	workers, err := s.state.Workers()
-	if err != nil {
-		s.logger.Warn("read workers", "err", err)
-		return nil
-	}
-	out := workers[:0]
-	for _, w := range workers {
-		if s.active(w, now) {
-			out = append(out, w)
-		}
-	}
-	return out
+	return s.state.WorkersWhere(func(w *store.Worker) bool { return s.active(w, now) })
 }

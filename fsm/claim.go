@@ -1,6 +1,10 @@
 package fsm
 
-import "github.com/workron/workron/store"
+import (
+	"fmt"
+
+	"github.com/workron/workron/store"
+)
 
 // claim leases up to c.Max ready jobs to the worker. The lease (the fencing
 // token that later reports must present) is this entry's Raft index: unique
@@ -16,6 +20,9 @@ func (a *applier) claim(c *Claim) Result {
 	}
 	if err := a.mayActAs(c.WorkerID, c.Token); err != nil {
 		return Result{Err: err}
+	}
+	if err := a.admitWorker(c.WorkerID, c.Token, c.MaxWorkers); err != nil {
+		return Result{Err: fmt.Errorf("claim as worker %s: %w", c.WorkerID, err)}
 	}
 	n := min(max(c.Max, 1), MaxClaim)
 	a.f.idx.promote(a.now)

@@ -149,6 +149,10 @@ type Claim struct {
 	// picks as protocol 2 did, so that every node of a cluster being
 	// upgraded applies it alike.
 	Fair bool `json:"fair,omitempty"`
+	// MaxWorkers (ProtocolWorkerCap; 0: none) is the cap on the token's
+	// active worker ids (workercap.go): a claim that would make one more
+	// active beyond it is refused with a *TooManyWorkersError.
+	MaxWorkers int `json:"max_workers,omitempty"`
 }
 
 // Heartbeat renews one job's lease; Lease 0 means the current attempt.
@@ -242,9 +246,14 @@ type Expire struct {
 // Register records (or refreshes) a worker. Token is the caller's token
 // name (ProtocolFence; empty with auth off): the worker id is then that
 // token's while the worker is active.
+//
+// MaxWorkers (ProtocolWorkerCap; 0: none) is the cap on the token's active
+// worker ids (workercap.go): registering one more beyond it is refused
+// with a *TooManyWorkersError.
 type Register struct {
-	Worker store.Worker `json:"worker"`
-	Token  string       `json:"token,omitempty"`
+	Worker     store.Worker `json:"worker"`
+	Token      string       `json:"token,omitempty"`
+	MaxWorkers int          `json:"max_workers,omitempty"`
 }
 
 // Cancel stops a job; Cascade cancels its blocked dependents too.

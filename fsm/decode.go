@@ -133,6 +133,8 @@ func (r *entryReader) cmd(c *Cmd) {
 			return
 		}
 		r.cmdChunked(c, code)
+	case opClaimCapped:
+		r.claimCapped(c)
 	default:
 		r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
 	}
@@ -205,6 +207,9 @@ func (r *entryReader) jsonCmd(c *Cmd) {
 	}
 	if hasCode(c.Op) {
 		r.Fail(fmt.Sprintf("op %q written as JSON, not in its own layout", c.Op))
+	}
+	if r.cappedJSONCmd(c) {
+		return
 	}
 	if c.Op == OpSetQueueLimits || c.Op == setQueueLimitsWeighted || c.Op == setQueueLimitsPauses {
 		r.queueLimitsCmd(c)

@@ -28,7 +28,7 @@
 //	rate-limited and snoozed attempts      pause.go
 //	in-memory indexes (ready, leases)      index.go; intern.go (the pending items hold no pointers)
 //	retention (expiry and delete)          retention.go
-//	workers (register, offline, forget)    worker.go
+//	workers (register, offline, forget)    worker.go; workercap.go (a token's cap of active ids)
 //	key and size limits of a command       limits.go
 //	command types, encoding, decoding      command.go, encoding.go, decode.go
 //	protocol versions of ops               protocol.go

@@ -62,12 +62,14 @@ import (
 //	then if set Percent, Message
 //	17 report of ProtocolPauses: as 13, of a report whose Capped is set
 //	(pause.go's bounds)
+//	18 report of both: as 13, of a report whose Capped and Chunked are set
+//	(opReportCappedChunked)
+//	19 claim of ProtocolWorkerCap (opClaimCapped, workercap.go): as 7,
+//	then Fair, MaxWorkers
 //	21 report of ProtocolCascade (cascade.go): as 13, of a report whose
 //	Chunked is set (opReportChunked)
 //	22 expire of ProtocolCascade: as 6, of an expire whose Chunked is set
 //	(opExpireChunked)
-//	18 report of both: as 13, of a report whose Capped and Chunked are set
-//	(opReportCappedChunked)
 //
 // Encode writes code 12 only for a Fair claim; code 13 only for a report
 // that sets RateLimitedFor, SnoozeFor, Result or Progress; code 14 only for
@@ -234,7 +236,11 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 	case OpExpire:
 		return appendExpire(append(b, codeFor(c.Expire.Chunked, opExpire, opExpireChunked)), c.Expire)
 	}
-	if name, ok := fencedJSONOps[c.Op]; ok && c.fenceToken() != "" {
+	if c.Op == OpRegister && c.capped() {
+		alias := *c
+		alias.Op = registerCapped // a register's newest name, token or not
+		c = &alias
+	} else if name, ok := fencedJSONOps[c.Op]; ok && c.fenceToken() != "" {
 		alias := *c
 		alias.Op = name
 		c = &alias
@@ -346,9 +352,13 @@ func (c *Cmd) fenceToken() string {
 }
 
 func appendClaim(b []byte, c *Claim) []byte {
-	fence := c.fenced() || c.Fair
+	capped := c.MaxWorkers != 0
+	fence := c.fenced() || c.Fair || capped
 	code := codeFor(fence, opClaim, opClaimFence)
-	if c.Fair {
+	switch {
+	case capped:
+		code = opClaimCapped
+	case c.Fair:
 		code = opClaimFair
 	}
 	b = appendText(append(b, code), c.WorkerID)
@@ -361,6 +371,10 @@ func appendClaim(b []byte, c *Claim) []byte {
 		b = appendText(b, c.Token)
 		b = binenc.AppendBool(b, c.Fenced)
 		b = binenc.AppendUvarint(b, c.Seq)
+	}
+	if capped {
+		b = binenc.AppendBool(b, c.Fair)
+		b = binenc.AppendInt(b, c.MaxWorkers)
 	}
 	return b
 }

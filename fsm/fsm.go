@@ -76,6 +76,10 @@ type FSM struct {
 		lastNow atomic.Int64
 	}
 
+	// workersRead counts the worker records reads have decoded
+	// (WorkerRecordsRead).
+	workersRead atomic.Uint64
+
 	mu      sync.Mutex // guards everything below
 	idx     *index
 	applied uint64

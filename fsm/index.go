@@ -79,8 +79,9 @@ type index struct {
 	byWorker map[string]map[string]struct{}
 	paused   map[string]bool
 	counts   map[string]map[store.Status]int
-	gx       *gangIndex // capacity, reservations and open gangs
-	flow     *flowIndex // limits, running counts, key groups; flow.go
+	gx       *gangIndex   // capacity, reservations and open gangs
+	wx       *workerIndex // each token's active worker ids; workercap.go
+	flow     *flowIndex   // limits, running counts, key groups; flow.go
 	// The intern tables of the pending jobs' items (intern.go).
 	kinds *interns[kind]
 	keys  *interns[string]
@@ -98,6 +99,7 @@ func newIndex() *index {
 		paused:   make(map[string]bool),
 		counts:   make(map[string]map[store.Status]int),
 		gx:       newGangIndex(),
+		wx:       newWorkerIndex(),
 		flow:     newFlowIndex(),
 		kinds:    newInterns[kind](),
 		keys:     newInterns[string](),
@@ -429,6 +431,9 @@ func rebuildIndex(tx *store.Tx, now int64) (*index, error) {
 		return nil
 	})
 	if err != nil {
+		return nil, err
+	}
+	if err := x.rebuildWorkers(tx); err != nil {
 		return nil, err
 	}
 	if err := x.gx.rebuild(tx); err != nil {

@@ -115,6 +115,7 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 	}
 	w.LastHeartbeat = a.now
 	a.must(a.tx.PutWorker(w, a.index))
+	a.f.idx.wx.set(w) // heard from again: active, if it was declared offline
 	r := Result{Worker: w, Deadline: after(a.now, h.LeaseTTL)}
 	var listed map[string]uint64
 	progress := h.leaseProgress()

@@ -65,6 +65,9 @@ func (c *Cmd) Protocol() int {
 	if c.chunked() {
 		p = max(p, ProtocolCascade)
 	}
+	if c.capped() {
+		p = max(p, ProtocolWorkerCap)
+	}
 	return p
 }
 

@@ -114,6 +114,9 @@ func (f *FSM) Worker(id string) (*store.Worker, error) {
 	if errors.Is(err, store.ErrNotFound) {
 		return nil, fmt.Errorf("worker %s: %w", id, ErrWorkerNotFound)
 	}
+	if err == nil {
+		f.workersRead.Add(1)
+	}
 	return w, err
 }
 
@@ -126,7 +129,40 @@ func (f *FSM) Workers() ([]*store.Worker, error) {
 			return nil
 		})
 	})
+	f.workersRead.Add(uint64(len(out)))
 	return out, err
+}
+
+// WorkerPage lists up to limit registered workers whose ids sort after
+// after ("": from the first), in id order, and whether more follow.
+func (f *FSM) WorkerPage(after string, limit int) ([]*store.Worker, bool, error) {
+	var (
+		out  []*store.Worker
+		more bool
+	)
+	err := f.view(func(tx *store.Tx) error {
+		var err error
+		out, more, err = tx.WorkersAfter(after, limit)
+		return err
+	})
+	f.workersRead.Add(uint64(len(out)))
+	return out, more, err
+}
+
+// WorkerRecordsRead counts the worker records that Worker, Workers and
+// WorkerPage have decoded from the store since the FSM was made: what a
+// read that should look at few workers is measured by.
+func (f *FSM) WorkerRecordsRead() uint64 { return f.workersRead.Load() }
+
+// RunningOf counts the leases each of ids holds.
+func (f *FSM) RunningOf(ids []string) []int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([]int, len(ids))
+	for i, id := range ids {
+		out[i] = len(f.idx.byWorker[id])
+	}
+	return out
 }
 
 // Nodes lists the cluster members' recorded addresses.

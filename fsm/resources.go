@@ -62,16 +62,9 @@ func newGangIndex() *gangIndex {
 	}
 }
 
-// rebuild reads the workers and the unfinished gangs (jobs are indexed by
-// rebuildIndex).
+// rebuild reads the unfinished gangs (jobs are indexed by rebuildIndex,
+// workers by rebuildWorkers).
 func (g *gangIndex) rebuild(tx *store.Tx) error {
-	err := tx.ForEachWorker(func(w *store.Worker) error {
-		g.setWorker(w)
-		return nil
-	})
-	if err != nil {
-		return err
-	}
 	return tx.ForEachGang(func(gg *store.Gang) error {
 		g.setGang(gg)
 		return nil

@@ -23,6 +23,9 @@ func (a *applier) register(r *Register) Result {
 	if err := a.mayActAs(w.ID, r.Token); err != nil {
 		return Result{Err: err}
 	}
+	if err := a.admitWorker(w.ID, r.Token, r.MaxWorkers); err != nil {
+		return Result{Err: fmt.Errorf("register worker %s: %w", w.ID, err)}
+	}
 	w.Owner = r.Token
 	if old, err := a.tx.Worker(w.ID); err == nil {
 		w.RegisteredAt = old.RegisteredAt
@@ -33,8 +36,7 @@ func (a *applier) register(r *Register) Result {
 		w.RegisteredAt = a.now
 	}
 	w.LastHeartbeat = a.now
-	a.must(a.tx.PutWorker(&w, a.index))
-	a.f.idx.gx.setWorker(&w)
+	a.putWorker(&w)
 	a.readyChanged = true // its capacity or tags may fit waiting jobs now
 	return Result{Worker: &w}
 }
@@ -79,8 +81,7 @@ func (a *applier) touchWorker(id string, queues []string, token string) *store.W
 		}
 	}
 	w.LastHeartbeat = a.now
-	a.must(a.tx.PutWorker(w, a.index))
-	a.f.idx.gx.setWorker(w)
+	a.putWorker(w)
 	return w
 }
 
@@ -97,8 +98,7 @@ func (a *applier) workerOffline(o *WorkerOffline) Result {
 	}
 	if !w.Offline() {
 		w.OfflineAt = a.now
-		a.must(a.tx.PutWorker(w, a.index))
-		a.f.idx.gx.setWorker(w)
+		a.putWorker(w)
 	}
 	r := Result{Worker: w}
 	msg := "worker " + w.ID + " went offline"
@@ -141,5 +141,6 @@ func (a *applier) forgetWorker(f *ForgetWorker) Result {
 	}
 	a.must(a.tx.DeleteWorker(w.ID))
 	a.f.idx.gx.forgetWorker(w.ID)
+	a.f.idx.wx.remove(w.ID)
 	return Result{Worker: w}
 }

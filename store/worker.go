@@ -74,6 +74,28 @@ func (t *Tx) ForEachWorker(fn func(*Worker) error) error {
 	})
 }
 
+// WorkersAfter returns up to limit workers whose ids sort after after
+// ("" from the first), in id order, and whether more follow them.
+func (t *Tx) WorkersAfter(after string, limit int) ([]*Worker, bool, error) {
+	var out []*Worker
+	c := t.tx.Bucket(bucketWorkers).Cursor()
+	k, v := c.Seek([]byte(after))
+	if k != nil && after != "" && string(k) == after {
+		k, v = c.Next()
+	}
+	for ; k != nil; k, v = c.Next() {
+		if len(out) == limit {
+			return out, true, nil
+		}
+		w := new(Worker)
+		if err := decodeJSON(v, w); err != nil {
+			return nil, false, fmt.Errorf("worker %s: %w", k, err)
+		}
+		out = append(out, w)
+	}
+	return out, false, nil
+}
+
 // PutNode stores a cluster member's addresses.
 func (t *Tx) PutNode(n *Node) error {
 	v, err := encodeJSON(n)

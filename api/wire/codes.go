@@ -36,6 +36,11 @@ const (
 	// CodeOverloaded (429): a claim beyond the node's long-poll limit;
 	// nothing was done, retry after Retry-After.
 	CodeOverloaded = "overloaded"
+	// CodeTooManyWorkers (429): a register or claim that would give the
+	// token one more active worker id than the cluster allows
+	// (--max-workers-per-token); nothing was done. Reuse an id, or wait
+	// until one is offline or forgotten.
+	CodeTooManyWorkers = "too_many_workers"
 	// CodeInternal (500): a bug or a disk error; the message says which.
 	CodeInternal = "internal"
 	// CodeNoLeader (503): no leader could be reached, or the node is
@@ -56,7 +61,7 @@ const (
 var Codes = []string{
 	CodeInvalid, CodeBadBackup, CodeUnauthorized, CodeForbidden, CodeNotFound,
 	CodeStaleLease, CodeStaleEpoch, CodeNotRunning, CodeConflict, CodeLeaseRequired,
-	CodeTooLarge, CodeOverloaded, CodeInternal, CodeNoLeader, CodeRemoved,
+	CodeTooLarge, CodeOverloaded, CodeTooManyWorkers, CodeInternal, CodeNoLeader, CodeRemoved,
 	CodeUpgradeInProgress, CodeOutcomeUnknown,
 }
 

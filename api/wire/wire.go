@@ -384,9 +384,11 @@ type Worker struct {
 	RunningJobs   int       `json:"running_jobs"`
 }
 
-// WorkerList is the reply of GET /workers.
+// WorkerList is the reply of GET /workers: a page of workers in id order,
+// and NextCursor, the cursor of the next page ("" after the last).
 type WorkerList struct {
-	Workers []Worker `json:"workers"`
+	Workers    []Worker `json:"workers"`
+	NextCursor string   `json:"next_cursor,omitempty"`
 }
 
 // Queue is one queue in GET /queues, and the reply of POST

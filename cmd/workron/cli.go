@@ -393,6 +393,9 @@ func truncate(s string, n int) string {
 // workers lists the workers (`workron workers`), or forgets an offline
 // one (`workron workers rm ID`).
 func (c *cli) workers(ctx context.Context, fs *flag.FlagSet, args []string) error {
+	var page client.WorkerPage
+	fs.IntVar(&page.Limit, "limit", 0, "at most this many (default: every worker, a page of 1000 at a time)")
+	fs.StringVar(&page.Cursor, "cursor", "", "next_cursor of a previous page")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -406,6 +409,18 @@ func (c *cli) workers(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	}
 	if remove {
 		return c.removeWorker(ctx, pos[1])
+	}
+	if page.Limit > 0 || page.Cursor != "" {
+		list, err := c.client.WorkerList(ctx, page)
+		if err != nil {
+			return err
+		}
+		return c.print(list, func() {
+			c.printWorkers(list.Workers)
+			if list.NextCursor != "" {
+				fmt.Fprintf(c.out, "more: --cursor %s\n", list.NextCursor)
+			}
+		})
 	}
 	ws, err := c.client.Workers(ctx)
 	if err != nil {

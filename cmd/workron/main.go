@@ -28,7 +28,7 @@ Usage:
   workron jobs ls [--status S] [--queue Q] [--metadata K=V]... [--limit N]
   workron jobs get ID | cancel ID | retry ID [--no-cascade] | wait ID [--timeout D]
   workron gangs get ID                     show a gang and its tasks
-  workron workers                          list workers
+  workron workers [--limit N] [--cursor C] list workers (every page without --limit)
   workron queues [get NAME | pause NAME | resume NAME | limit NAME [--concurrency N --rate 100/s ... | --clear]]
   workron queues pauses | lift NAME [--key KEY]   (rate-limit pauses: list them, end them early)
   workron schedules ls | get NAME | delete NAME | pause NAME | resume NAME | trigger NAME

@@ -556,9 +556,32 @@ func TestForgetWorkersAfterReachesTheLeader(t *testing.T) {
 			t.Fatal(err)
 		}
 		var nc wnode.Config
-		f.gang.configure(&nc)
+		if err := f.gang.configure(&nc); err != nil {
+			t.Fatal(err)
+		}
 		if got := nc.Leader.Admission.ForgetWorkersAfter; got != want {
 			t.Errorf("%q: ForgetWorkersAfter = %s, want %s", args, got, want)
+		}
+	}
+}
+
+// TestMaxWorkersPerTokenReachesTheAPI: the flag sets the API's cap; its
+// default is the documented 1000, and below 1 it is refused.
+func TestMaxWorkersPerTokenReachesTheAPI(t *testing.T) {
+	for args, want := range map[string]int{"": 1000, "--max-workers-per-token=5": 5, "--max-workers-per-token=0": 0} {
+		fs := flag.NewFlagSet("server", flag.ContinueOnError)
+		var f serverFlags
+		f.register(fs)
+		if err := fs.Parse(strings.Fields(args)); err != nil {
+			t.Fatal(err)
+		}
+		var nc wnode.Config
+		err := f.gang.configure(&nc)
+		switch {
+		case want == 0 && (err == nil || !strings.Contains(err.Error(), "--max-workers-per-token")):
+			t.Errorf("%q: %v, want it refused naming the flag", args, err)
+		case want > 0 && (err != nil || nc.API.MaxWorkersPerToken != want):
+			t.Errorf("%q: MaxWorkersPerToken = %d (%v), want %d", args, nc.API.MaxWorkersPerToken, err, want)
 		}
 	}
 }

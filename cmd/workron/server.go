@@ -260,7 +260,9 @@ func (f *serverFlags) nodeConfig(logger *slog.Logger) (wnode.Config, error) {
 	lc.Reaper.Interval, lc.Sweeper.Interval = f.reapInterval, f.sweepInterval
 	lc.Scheduler.Grace, lc.Scheduler.MaxCatchup = f.scheduleGrace, f.scheduleMaxCatchup
 	nc.Tracing = telemetry.Config{Endpoint: f.otlpEndpoint, ServiceName: "workron"}
-	f.gang.configure(&nc)
+	if err := f.gang.configure(&nc); err != nil {
+		return wnode.Config{}, err
+	}
 	return nc, nil
 }
 

@@ -26,14 +26,48 @@ func (c *Client) Register(ctx context.Context, w wire.Worker) error {
 	return nil
 }
 
-// Workers lists the registered workers with their status and running jobs
-// (GET /workers).
-func (c *Client) Workers(ctx context.Context) ([]wire.Worker, error) {
+// WorkerPage is a page of GET /workers: Limit workers at most (0: the
+// server's default, 100; it allows up to 1000) after Cursor (the
+// NextCursor of the previous page; "" from the first).
+type WorkerPage struct {
+	Limit  int
+	Cursor string
+}
+
+// WorkerList returns one page of the registered workers, in id order, with
+// their status and running jobs (GET /workers); its NextCursor is "" after
+// the last.
+func (c *Client) WorkerList(ctx context.Context, page WorkerPage) (*wire.WorkerList, error) {
+	q := url.Values{}
+	if page.Limit > 0 {
+		q.Set("limit", strconv.Itoa(page.Limit))
+	}
+	if page.Cursor != "" {
+		q.Set("cursor", page.Cursor)
+	}
 	var out wire.WorkerList
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/workers", out: &out, idempotent: true}); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/workers", query: q, out: &out, idempotent: true}); err != nil {
 		return nil, fmt.Errorf("list workers: %w", err)
 	}
-	return out.Workers, nil
+	return &out, nil
+}
+
+// Workers lists every registered worker, in id order, with its status and
+// running jobs: WorkerList's pages of 1000, followed to the last.
+func (c *Client) Workers(ctx context.Context) ([]wire.Worker, error) {
+	var all []wire.Worker
+	page := WorkerPage{Limit: 1000}
+	for {
+		out, err := c.WorkerList(ctx, page)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, out.Workers...)
+		if out.NextCursor == "" || out.NextCursor == page.Cursor {
+			return all, nil
+		}
+		page.Cursor = out.NextCursor
+	}
 }
 
 // DeleteWorker forgets a worker (DELETE /workers/{id}; the admin role):
