@@ -82,6 +82,8 @@ var routeRoles = map[string]Role{
 	"DELETE /workers/{id}":           RoleAdmin,
 	"POST /queues/{name}/resume":     RoleAdmin,
 	"PUT /queues/{name}":             RoleAdmin,
+	"DELETE /queues/{name}/pauses":   RoleAdmin,
+	"GET /pauses":                    RoleClient,
 	"POST /cluster/join":             RoleAdmin,
 	"DELETE /cluster/nodes/{id}":     RoleAdmin,
 	"GET /backup":                    RoleAdmin,

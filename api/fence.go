@@ -18,6 +18,9 @@ type fence struct {
 	fair  bool // claims take turns over keys (fsm.ProtocolFair)
 	// chunked: a failure's cascade goes in chunks (fsm.ProtocolCascade)
 	chunked bool
+	// capped puts a report's rate limit or snooze under the bounds of
+	// fsm.ProtocolPauses (a key's pause, at most the queue's max_pause).
+	capped bool
 }
 
 // fenceFields is the one place that decides the fields of
@@ -26,7 +29,8 @@ type fence struct {
 // while an upgrade is under way.
 func (s *Server) fenceFields(r *http.Request) fence {
 	p := s.node.ClusterProtocol()
-	return fence{on: p >= fsm.ProtocolFence, token: tokenName(r.Context()), fair: p >= fsm.ProtocolFair, chunked: p >= fsm.ProtocolCascade}
+	return fence{on: p >= fsm.ProtocolFence, token: tokenName(r.Context()), fair: p >= fsm.ProtocolFair,
+		chunked: p >= fsm.ProtocolCascade, capped: p >= fsm.ProtocolPauses}
 }
 
 // claim marks a claim with its caller; leased says its reply hands the
@@ -54,13 +58,15 @@ func (f fence) workerHeartbeat(h *fsm.WorkerHeartbeat, claimsFrom, claimsTo uint
 	}
 }
 
-// report marks a report with its caller, and a failure's to cascade in
-// chunks.
+// report marks a report with its caller, a failure's to cascade in
+// chunks, and a rate-limited or snoozed one with the bounds of
+// fsm.ProtocolPauses once every node applies them.
 func (f fence) report(r *fsm.Report) {
 	if f.on {
 		r.Token = f.token
 	}
 	r.Chunked = f.chunked && !r.Success
+	r.Capped = f.capped && (r.RateLimitedFor != 0 || r.SnoozeFor != 0)
 }
 
 // register marks a registration with its caller.

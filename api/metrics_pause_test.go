@@ -54,14 +54,19 @@ func TestMetricsOfPauses(t *testing.T) {
 		}
 	}
 
-	// mail, without limits: key acme paused 90s holding its 2 jobs. sms:
-	// a job without a key pauses the whole queue 1h, holding both.
+	// mail, without limits: key acme paused 90s holding its 2 jobs. sms,
+	// which lets it: a job without a key pauses the whole queue 1h,
+	// holding both.
 	submit("mail", "acme")
 	submit("mail", "acme")
 	submit("sms", "")
 	submit("sms", "")
 	rateLimited(claim("mail", 1)[0], "90s")
-	rateLimited(claim("sms", 1)[0], "1h")
+	j := claim("sms", 1)[0]
+	if code, werr := e.do(http.MethodPut, "/queues/sms", wire.QueueLimits{RateLimitPausesQueue: true, MaxPause: "1h"}, nil); code != http.StatusOK {
+		t.Fatalf("PUT /queues/sms: %d %+v", code, werr)
+	}
+	rateLimited(j, "1h")
 	e.clock.Add(30 * time.Second)
 	lines := scrape()
 	for _, q := range []string{"mail", "sms"} {

@@ -73,9 +73,12 @@ func TestOpenAPIScenario(t *testing.T) {
 
 	call(200, "GET", "/workers", nil, nil)
 	call(409, "DELETE", "/workers/w1", nil, nil) // active: refused
-	call(200, "PUT", "/queues/q", `{"concurrency":5,"key_concurrency":2,"rate":"100/s","burst":10,"key_rate":"600/m","key_burst":3,"key_weights":{"acme":3}}`, nil)
+	call(200, "PUT", "/queues/q", `{"concurrency":5,"key_concurrency":2,"rate":"100/s","burst":10,"key_rate":"600/m","key_burst":3,"key_weights":{"acme":3},`+
+		`"rate_limit_pauses_queue":true,"max_pause":"2m"}`, nil)
 	call(200, "GET", "/queues", nil, nil)
 	call(200, "GET", "/queues/q", nil, nil)
+	call(200, "GET", "/pauses?limit=10", nil, nil)
+	call(200, "DELETE", "/queues/q/pauses?key=acme", nil, nil)
 	call(200, "POST", "/queues/q/pause", nil, nil)
 	call(200, "POST", "/queues/q/resume", nil, nil)
 

@@ -3,6 +3,7 @@ package api
 import (
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -96,7 +97,10 @@ func queueWire(q fsm.QueueStats, oldest map[string]int64, now int64) wire.Queue 
 
 // handlePause and handleResume stop and restart claims from a queue
 // (POST /queues/{name}/pause, /resume). A queue may be paused before any
-// job uses it; GET /queues then lists it, paused, with no counts.
+// job uses it; GET /queues then lists it, paused, with no counts. Resume
+// also lifts the queue's rate-limit pauses (its own and its keys', as
+// DELETE /queues/{name}/pauses does) once every node runs
+// fsm.ProtocolPauses, in the same log entry: a resumed queue runs.
 func (s *Server) handlePause(w http.ResponseWriter, r *http.Request) { s.pause(w, r, true) }
 
 func (s *Server) handleResume(w http.ResponseWriter, r *http.Request) { s.pause(w, r, false) }
@@ -107,7 +111,18 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, paused bool) {
 		s.fail(w, r, err)
 		return
 	}
-	if _, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpPauseQueue, Queue: &fsm.PauseQueue{Name: name, Paused: paused}}); err != nil {
+	cmd := fsm.Cmd{Op: fsm.OpPauseQueue, Queue: &fsm.PauseQueue{Name: name, Paused: paused}}
+	var err error
+	if !paused && s.node.ClusterProtocol() >= fsm.ProtocolPauses {
+		lift := fsm.Cmd{Op: fsm.OpLiftPauses, LiftPauses: &fsm.LiftPauses{Queue: name, All: true}}
+		var res []fsm.Result
+		if res, err = s.proposeTogether(r.Context(), []fsm.Cmd{cmd, lift}); err == nil {
+			err = firstErr(res)
+		}
+	} else {
+		_, err = s.propose(r.Context(), cmd)
+	}
+	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -158,9 +173,13 @@ func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
 	if !l.KeyRate.IsZero() {
 		out.KeyRate = wire.FormatRate(l.KeyRate.Count, time.Duration(l.KeyRate.Per))
 	}
+	out.RateLimitPausesQueue = l.PauseQueue
+	if l.MaxPause != 0 {
+		out.MaxPause = time.Duration(l.MaxPause).String()
+	}
 	out.RateLimitedUntil = optTime(fl.RateLimitedUntil)
 	for _, p := range fl.Paused {
-		out.Paused = append(out.Paused, wire.KeyPause{Key: p.Key, Until: time.Unix(0, p.Until).UTC(), Reason: p.Reason})
+		out.Paused = append(out.Paused, keyPauseWire(p))
 	}
 	return out
 }
@@ -169,4 +188,70 @@ func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
 // (GET /jobs/{id}'s "waiting"), "" if none does.
 func (s *Server) limitWaiting(j *store.Job) string {
 	return s.state.HeldBy(j, s.now())
+}
+
+// handlePauses lists the rate-limit pauses in force (GET /pauses?limit=N,
+// default and at most MaxListLimit), by queue then key.
+func (s *Server) handlePauses(w http.ResponseWriter, r *http.Request) {
+	limit := MaxListLimit
+	if v := r.URL.Query().Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > MaxListLimit {
+			s.fail(w, r, invalid("limit", "must be a number from 1 to %d, got %q", MaxListLimit, v))
+			return
+		}
+		limit = n
+	}
+	ps, total := s.state.Pauses(s.now(), limit)
+	out := wire.PauseList{Pauses: make([]wire.Pause, 0, len(ps)), Total: total}
+	for _, p := range ps {
+		out.Pauses = append(out.Pauses, wire.Pause{Queue: p.Queue, KeyPause: keyPauseWire(p.KeyPause)})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// handleLiftPauses ends a queue's rate-limit pauses before their time
+// (DELETE /queues/{name}/pauses): its own and every key's, or with
+// ?key=K that key's only. An admin's pause (POST /queues/{name}/pause)
+// stays. Lifting what is not paused lifts nothing and is no error.
+func (s *Server) handleLiftPauses(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	if err := validName("name", name); err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	lift := &fsm.LiftPauses{Queue: name, All: true}
+	if q := r.URL.Query(); q.Has("key") {
+		key := q.Get("key")
+		if key == "" || len(key) > wire.MaxConcurrencyKeyBytes {
+			s.fail(w, r, invalid("key", "must be 1 to %d bytes", wire.MaxConcurrencyKeyBytes))
+			return
+		}
+		lift.Key, lift.All = key, false
+	}
+	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpLiftPauses, LiftPauses: lift})
+	if err == nil {
+		err = res.Err
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q, _ := s.queue(name)
+	writeJSON(w, http.StatusOK, wire.PausesLifted{Lifted: res.Deleted, Queue: q})
+}
+
+// firstErr is the first rejection among results, nil if none.
+func firstErr(res []fsm.Result) error {
+	for _, r := range res {
+		if r.Err != nil {
+			return r.Err
+		}
+	}
+	return nil
+}
+
+// keyPauseWire shows a pause.
+func keyPauseWire(p fsm.KeyPause) wire.KeyPause {
+	return wire.KeyPause{Key: p.Key, Until: time.Unix(0, p.Until).UTC(), Reason: p.Reason}
 }

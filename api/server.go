@@ -282,6 +282,8 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("PUT /queues/{name}", w(s.handleSetQueueLimits))
 	s.mux.HandleFunc("POST /queues/{name}/pause", w(s.handlePause))
 	s.mux.HandleFunc("POST /queues/{name}/resume", w(s.handleResume))
+	s.mux.HandleFunc("DELETE /queues/{name}/pauses", w(s.handleLiftPauses))
+	s.mux.HandleFunc("GET /pauses", r(s.handlePauses))
 	s.mux.HandleFunc("POST /schedules", w(s.handleCreateSchedule))
 	s.mux.HandleFunc("GET /schedules", r(s.handleListSchedules))
 	s.mux.HandleFunc("GET /schedules/{name}", r(s.handleGetSchedule))

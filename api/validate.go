@@ -236,6 +236,14 @@ func queueLimits(req *wire.QueueLimits) (store.QueueLimits, error) {
 	if len(req.KeyWeights) > 0 {
 		l.KeyWeights = maps.Clone(req.KeyWeights)
 	}
+	if req.MaxPause != "" {
+		d, err := time.ParseDuration(req.MaxPause)
+		if err != nil || d < time.Millisecond || d > wire.MaxHoldOff {
+			return l, invalid("max_pause", "must be a duration from 1ms to %s, got %q", wire.MaxHoldOff, req.MaxPause)
+		}
+		l.MaxPause = int64(d)
+	}
+	l.PauseQueue = req.RateLimitPausesQueue
 	switch {
 	case l.Burst != 0 && l.Rate.IsZero():
 		return l, invalid("burst", "is the burst of a rate; give rate too")

@@ -91,6 +91,8 @@ func (a *applier) apply(c *Cmd) Result {
 		return a.setQueueLimits(c.QueueLimits)
 	case OpPruneBuckets:
 		return a.pruneBuckets(c.PruneBuckets)
+	case OpLiftPauses:
+		return a.liftPauses(c.LiftPauses)
 	}
 	// Decode refuses unknown ops, so this is a bug, not input.
 	panic(fmt.Sprintf("workron: unknown command %q at index %d", c.Op, a.index))

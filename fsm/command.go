@@ -39,6 +39,7 @@ const (
 	OpForgetWorker    Op = "forget_worker" // protocol 2, see opProtocol
 	OpSetQueueLimits  Op = "set_queue_limits"
 	OpPruneBuckets    Op = "prune_buckets" // protocol 3, see opProtocol
+	OpLiftPauses      Op = "lift_pauses"   // protocol 4 (ProtocolPauses), see pause_lift.go
 )
 
 // Entry is what one Raft log entry carries: the leader's clock reading,
@@ -77,6 +78,7 @@ type Cmd struct {
 	QueueLimits     *SetQueueLimits  `json:"qlimits,omitempty"`
 	PruneBuckets    *PruneBuckets    `json:"prune,omitempty"`
 	ContinueCascade *ContinueCascade `json:"cont_cascade,omitempty"` // ProtocolCascade
+	LiftPauses      *LiftPauses      `json:"lift,omitempty"`
 }
 
 // Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
@@ -218,6 +220,12 @@ type Report struct {
 	// Chunked (ProtocolCascade, op code opReportChunked) makes the
 	// cascade of a failure go in chunks (cascade.go).
 	Chunked bool `json:"chunked,omitempty"`
+	// Capped (ProtocolPauses, op code opReportCapped) puts RateLimitedFor
+	// and SnoozeFor under the bounds of issue #28: a pause of the job's key
+	// only (of its queue only where the queue allows it), at most the
+	// queue's max_pause, and hold-offs past MaxHoldOffs in a row counted as
+	// attempts. See pause.go.
+	Capped bool `json:"capped,omitempty"`
 }
 
 // Expire ends an attempt whose lease ran out, if it is still that attempt
@@ -329,6 +337,8 @@ func (c *Cmd) valid() bool {
 		return c.QueueLimits != nil
 	case OpPruneBuckets:
 		return c.PruneBuckets != nil
+	case OpLiftPauses:
+		return c.LiftPauses != nil
 	}
 	return false
 }

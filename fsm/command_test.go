@@ -58,6 +58,9 @@ func everyOp() []fsm.Cmd {
 	if fsm.ProtocolVersion >= 3 {
 		cmds = append(cmds, fsm.Cmd{Op: fsm.OpPruneBuckets, PruneBuckets: &fsm.PruneBuckets{After: []byte("q\x00ka"), Limit: 100}})
 	}
+	if fsm.ProtocolVersion >= fsm.ProtocolPauses {
+		cmds = append(cmds, fsm.Cmd{Op: fsm.OpLiftPauses, LiftPauses: &fsm.LiftPauses{Queue: "q", Key: "k"}})
+	}
 	return cmds
 }
 

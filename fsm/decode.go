@@ -112,6 +112,15 @@ func (r *entryReader) cmd(c *Cmd) {
 	case opReportFence:
 		c.Op, c.Report = OpReport, r.report()
 		c.Report.Token = r.Str()
+	case opReportCapped, opReportCappedChunked:
+		if ProtocolVersion < ProtocolPauses || code == opReportCappedChunked && ProtocolVersion < ProtocolCascade {
+			r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code)) // as a binary before the code
+			return
+		}
+		c.Op, c.Report = OpReport, r.report()
+		r.report3(c.Report)
+		c.Report.Capped = true
+		c.Report.Chunked = code == opReportCappedChunked
 	case opClaimFair, opReport3, opWorkerHeartbeatProgress, opHeartbeatProgress:
 		if ProtocolVersion < 3 { // as a binary before the codes
 			r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
@@ -153,10 +162,7 @@ func (r *entryReader) cmd3(c *Cmd, code byte) {
 		c.Claim.Fair = true
 	case opReport3:
 		c.Op, c.Report = OpReport, r.report()
-		c.Report.Token = r.Str()
-		c.Report.RateLimitedFor, c.Report.SnoozeFor = r.Varint(), r.Varint()
-		c.Report.Result = r.payload()
-		c.Report.Progress = r.progress()
+		r.report3(c.Report)
 		if r.Err() == nil && !c.Report.backpressure() && !c.Report.progressed() {
 			r.Fail(fmt.Sprintf("report of op code %d without its fields", code))
 		}
@@ -176,6 +182,15 @@ func (r *entryReader) cmd3(c *Cmd, code byte) {
 	}
 }
 
+// report3 reads what op code opReport3 (and opReportCapped) adds to a
+// report.
+func (r *entryReader) report3(rep *Report) {
+	rep.Token = r.Str()
+	rep.RateLimitedFor, rep.SnoozeFor = r.Varint(), r.Varint()
+	rep.Result = r.payload()
+	rep.Progress = r.progress()
+}
+
 // jsonCmd reads a command of op code 0. One of an op with a code of its own
 // is refused: Encode never writes it, and JSON would not read it back the
 // same (an empty list is not nil).
@@ -191,11 +206,8 @@ func (r *entryReader) jsonCmd(c *Cmd) {
 	if hasCode(c.Op) {
 		r.Fail(fmt.Sprintf("op %q written as JSON, not in its own layout", c.Op))
 	}
-	if c.Op == setQueueLimitsWeighted {
-		c.Op = OpSetQueueLimits
-		if !c.fair() {
-			r.Fail(fmt.Sprintf("op %q without key weights", setQueueLimitsWeighted))
-		}
+	if c.Op == OpSetQueueLimits || c.Op == setQueueLimitsWeighted || c.Op == setQueueLimitsPauses {
+		r.queueLimitsCmd(c)
 		return
 	}
 	for op, name := range fencedJSONOps {

@@ -60,17 +60,22 @@ import (
 //	ConcurrencyKey, then its TraceParent
 //	16 heartbeat of ProtocolProgress: as 8, then a bool (Progress set),
 //	then if set Percent, Message
+//	17 report of ProtocolPauses: as 13, of a report whose Capped is set
+//	(pause.go's bounds)
 //	21 report of ProtocolCascade (cascade.go): as 13, of a report whose
 //	Chunked is set (opReportChunked)
 //	22 expire of ProtocolCascade: as 6, of an expire whose Chunked is set
 //	(opExpireChunked)
+//	18 report of both: as 13, of a report whose Capped and Chunked are set
+//	(opReportCappedChunked)
 //
 // Encode writes code 12 only for a Fair claim; code 13 only for a report
 // that sets RateLimitedFor, SnoozeFor, Result or Progress; code 14 only for
 // a worker heartbeat one of whose leases carries progress. A
 // set_queue_limits whose limits have KeyWeights is written (as JSON) under
 // the op name setQueueLimitsWeighted, so that a node of protocol 2 stops at
-// it.
+// it; one whose limits set PauseQueue or MaxPause under
+// setQueueLimitsPauses, so that a node of protocol 3 does.
 //
 // Encode writes code 15 only for a submit one of whose jobs has a
 // TraceParent, and code 11 only for a submit one of whose jobs has a
@@ -239,9 +244,9 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 		alias.Op = name
 		c = &alias
 	}
-	if c.Op == OpSetQueueLimits && c.fair() {
+	if name := c.queueLimitsName(); name != c.Op {
 		alias := *c
-		alias.Op = setQueueLimitsWeighted
+		alias.Op = name
 		c = &alias
 	}
 	v, err := json.Marshal(c)
@@ -406,10 +411,19 @@ func appendReport(b []byte, r *Report) ([]byte, error) {
 	if len(r.Result) > 0 && !json.Valid(r.Result) {
 		return nil, fmt.Errorf("result is not JSON")
 	}
-	v3 := r.backpressure() || r.progressed() || r.Chunked
+	v3 := r.backpressure() || r.progressed() || r.Capped || r.Chunked
 	fence := v3 || r.fenced()
-	code := codeFor(v3, codeFor(fence, opReport, opReportFence), opReport3)
-	b = appendText(append(b, codeFor(r.Chunked, code, opReportChunked)), r.JobID)
+	code := codeFor(fence, opReport, opReportFence)
+	code = codeFor(v3, code, opReport3)
+	switch {
+	case r.Capped && r.Chunked:
+		code = opReportCappedChunked
+	case r.Capped:
+		code = opReportCapped
+	case r.Chunked:
+		code = opReportChunked
+	}
+	b = appendText(append(b, code), r.JobID)
 	b = binenc.AppendUvarint(b, r.Lease)
 	b = binenc.AppendBool(b, r.Success)
 	b = binenc.AppendIntPtr(b, r.ExitCode)

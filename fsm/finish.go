@@ -54,7 +54,8 @@ func (a *applier) report(r *Report) Result {
 			msg = fmt.Sprintf("exit status %d", *r.ExitCode)
 		}
 	}
-	if a.holdOff(j, prev, r, tail(msg, MaxOutput)) {
+	held, msg := a.holdOff(j, prev, r, tail(msg, MaxOutput))
+	if held {
 		return Result{Jobs: []*store.Job{j}}
 	}
 	a.failAttempt(j, prev, attemptEnd{msg: tail(msg, MaxOutput), final: r.Final, draw: r.Draw})

@@ -555,6 +555,9 @@ func checkLimits(l *store.QueueLimits) error {
 	if err := checkWeights(l.KeyWeights); err != nil {
 		return err
 	}
+	if err := checkPauseSettings(l); err != nil {
+		return err
+	}
 	return checkRate("key_rate", "key_burst", l.KeyRate, l.KeyBurst)
 }
 

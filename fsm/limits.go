@@ -60,6 +60,11 @@ func checkKeys(c *Cmd) error {
 		return keyLen("name", c.PutSchedule.Name, true)
 	case OpSetQueueLimits:
 		return keyLen("name", c.QueueLimits.Name, true)
+	case OpLiftPauses:
+		if err := keyLen("queue", c.LiftPauses.Queue, false); err != nil {
+			return err
+		}
+		return keyLen("key", c.LiftPauses.Key, true)
 	case OpFire:
 		return keyLen("job", c.Fire.JobID, true)
 	}

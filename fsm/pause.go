@@ -16,7 +16,8 @@ import (
 // concurrency key (with no key, its queue) until the entry's time plus
 // RateLimitedFor: claims of every worker pass the key over until then,
 // like a key out of tokens. Pauses are stored (store.Pause) and so kept by
-// snapshots; one that has run out is deleted by the next claim.
+// snapshots; one that has run out is deleted by the next claim. A report
+// of ProtocolPauses (Report.Capped) is bounded further: pause_bounds.go.
 
 // MaxPause bounds a report's RateLimitedFor and SnoozeFor.
 const MaxPause = int64(24 * time.Hour)
@@ -40,10 +41,14 @@ func checkBackpressure(r *Report) error {
 
 // holdOff ends an unindexed job's attempt as r says (rate-limited or
 // snoozed), without counting it, and reports whether it did: a cancelling
-// job and a gang task are ended as failures instead.
-func (a *applier) holdOff(j *store.Job, prev store.Status, r *Report, msg string) bool {
+// job and a gang task are ended as failures instead, with the message
+// returned. A capped report follows pause_bounds.go's rules.
+func (a *applier) holdOff(j *store.Job, prev store.Status, r *Report, msg string) (bool, string) {
 	if !r.backpressure() || prev == store.StatusCancelling || j.GangID != "" {
-		return false
+		return false, msg
+	}
+	if r.Capped {
+		return a.holdOffCapped(j, prev, r, msg)
 	}
 	st, runAt := store.StatusSnoozed, after(a.now, r.SnoozeFor)
 	if r.RateLimitedFor != 0 {
@@ -56,7 +61,7 @@ func (a *applier) holdOff(j *store.Job, prev store.Status, r *Report, msg string
 	j.Attempts--
 	j.RunAt = runAt
 	a.put(j, prev)
-	return true
+	return true, msg
 }
 
 // pause holds the claims of a queue's key (or of the queue, key "") until

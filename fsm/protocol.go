@@ -25,6 +25,7 @@ var opProtocol = map[Op]int{
 	OpWorkerOfflineChunked:   ProtocolCascade,
 	OpForceDrainChunked:      ProtocolCascade,
 	OpContinueCascade:        ProtocolCascade,
+	OpLiftPauses:             ProtocolPauses,
 }
 
 // protocol is the least protocol a node needs to apply op.
@@ -54,6 +55,9 @@ func (c *Cmd) Protocol() int {
 	}
 	if c.progressed() {
 		p = max(p, ProtocolProgress)
+	}
+	if c.pauseRules() {
+		p = max(p, ProtocolPauses)
 	}
 	if c.traced() {
 		p = max(p, ProtocolTrace)

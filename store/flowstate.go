@@ -59,7 +59,7 @@ func (t *Tx) PutPause(queue string, isKey bool, key string, p Pause) error {
 	return nil
 }
 
-// DeletePause removes a pause that has run out.
+// DeletePause removes a pause that has run out or was lifted.
 func (t *Tx) DeletePause(queue string, isKey bool, key string) error {
 	if err := t.tx.Bucket(bucketFlow).Delete(pauseKey(queue, isKey, key)); err != nil {
 		return fmt.Errorf("delete pause of %s: %w", queue, err)

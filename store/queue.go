@@ -23,7 +23,8 @@ type Rate struct {
 // IsZero reports whether r sets no limit.
 func (r Rate) IsZero() bool { return r.Count == 0 }
 
-// QueueLimits are a queue's flow-control limits; a zero field sets none.
+// QueueLimits are a queue's flow-control limits and settings; a zero field
+// sets none (or keeps the default).
 // Concurrency bounds the queue's running attempts, KeyConcurrency those of
 // each concurrency key; Rate and KeyRate are token buckets of Burst and
 // KeyBurst tokens.
@@ -37,13 +38,21 @@ type QueueLimits struct {
 	// KeyWeights gives some concurrency keys more turns in the queue's
 	// rotation over its keys (default 1 each); see fsm's fair.go.
 	KeyWeights map[string]int `json:"key_w,omitempty"`
+	// Set by protocol 4 (fsm.ProtocolPauses): PauseQueue lets a
+	// rate-limited attempt of a job without a concurrency key pause the
+	// whole queue (else only that job waits); MaxPause (nanoseconds; 0:
+	// fsm.DefaultMaxPause) caps each pause a rate-limited attempt asks for.
+	// See fsm's pause.go.
+	PauseQueue bool  `json:"pause_q,omitempty"`
+	MaxPause   int64 `json:"max_pause,omitempty"`
 
 	ModifyIndex uint64 `json:"mod"`
 }
 
 // IsZero reports whether l sets no limit.
 func (l *QueueLimits) IsZero() bool {
-	return l.Concurrency == 0 && l.KeyConcurrency == 0 && l.Rate.IsZero() && l.KeyRate.IsZero() && len(l.KeyWeights) == 0
+	return l.Concurrency == 0 && l.KeyConcurrency == 0 && l.Rate.IsZero() && l.KeyRate.IsZero() && len(l.KeyWeights) == 0 &&
+		!l.PauseQueue && l.MaxPause == 0
 }
 
 // TokenBucket is a rate limit's state: Level tokens, in units of 1/Per of

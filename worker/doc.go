@@ -51,8 +51,9 @@
 // reported as a failure; wrap an error with NoRetry to make it final.
 // Return RateLimited (the work met a rate limit downstream: the job's
 // concurrency key pauses cluster-wide) or Snooze (run again later) to end
-// the attempt without counting it; a shell job does the same by exiting
-// with ExitRateLimited (holdoff.go).
+// the attempt without counting it; a shell job does the same by printing a
+// WORKRON_RETRY_AFTER= or WORKRON_SNOOZE= line and exiting with
+// ExitRateLimited (holdoff.go).
 //
 // # Progress and results
 //

@@ -10,11 +10,14 @@ import (
 )
 
 // Backpressure from the work. A handler returns RateLimited or Snooze, a
-// shell job exits with ExitRateLimited, and the worker reports the attempt
-// as rate-limited or snoozed: it does not count against the job's
-// max_attempts, and the job is pending again. Rate-limited also pauses the
-// job's concurrency key (with none, its queue) for every worker of the
-// cluster until the time is up; a snooze only delays the job.
+// shell job prints a line and exits with ExitRateLimited, and the worker
+// reports the attempt as rate-limited or snoozed: it does not count
+// against the job's max_attempts (up to the server's ceiling of hold-offs
+// in a row), and the job is pending again. Rate-limited also pauses the
+// job's concurrency key for every worker of the cluster until the time is
+// up (at most the queue's max_pause; a job without a key pauses its queue
+// only where the queue allows it, else waits alone); a snooze only delays
+// the job.
 
 // RateLimitedError is the error of RateLimited; find it with errors.As.
 type RateLimitedError struct {
@@ -31,8 +34,8 @@ func (e *RateLimitedError) Error() string {
 
 // RateLimited returns the error a handler returns when the work met a rate
 // limit downstream (an API's 429, say): the attempt does not count, and no
-// worker of the cluster claims a job of the same concurrency key (with no
-// key, of the same queue) for after. after is bounded to 1ms..24h.
+// worker of the cluster claims a job of the same concurrency key for after
+// (at most the queue's max_pause). after is bounded to 1ms..24h.
 func RateLimited(after time.Duration, reason string) error {
 	return &RateLimitedError{After: after, Reason: reason}
 }
@@ -50,15 +53,17 @@ func (e *SnoozeError) Error() string { return fmt.Sprintf("snoozed for %s", e.Af
 func Snooze(after time.Duration) error { return &SnoozeError{After: after} }
 
 // The shell jobs' way of saying the same: exit with ExitRateLimited (75,
-// EX_TEMPFAIL of sysexits.h). A line "WORKRON_RETRY_AFTER=30s" in the
-// output (the last one wins) sets how long the job's key pauses, by
-// default DefaultRetryAfter; a line "WORKRON_SNOOZE=5m" snoozes the job
-// instead. Print the line last: only the output's tail is read.
+// EX_TEMPFAIL of sysexits.h) after printing a line
+// "WORKRON_RETRY_AFTER=30s" (rate-limited for that long) or
+// "WORKRON_SNOOZE=5m" (snoozed); the last such line wins. Exit 75 without
+// either line is an ordinary failure: a program that exits 75 on its own
+// (sendmail, rsync, many tools of sysexits.h) neither pauses anything nor
+// escapes max_attempts. Print the line last: only the output's tail is
+// read.
 const (
-	ExitRateLimited   = 75
-	RetryAfterLine    = "WORKRON_RETRY_AFTER="
-	SnoozeLine        = "WORKRON_SNOOZE="
-	DefaultRetryAfter = time.Minute
+	ExitRateLimited = 75
+	RetryAfterLine  = "WORKRON_RETRY_AFTER="
+	SnoozeLine      = "WORKRON_SNOOZE="
 )
 
 // holdOff is how an attempt asks not to count: rate-limited or snoozed for
@@ -84,12 +89,13 @@ func holdOffOf(err error) (holdOff, bool) {
 }
 
 // shellHoldOff reads a shell job's exit code and output tail; the error
-// says what it asked for.
+// says what it asked for. Exit ExitRateLimited without a valid line asks
+// for nothing.
 func shellHoldOff(code int, output string) (holdOff, error, bool) {
 	if code != ExitRateLimited {
 		return holdOff{}, nil, false
 	}
-	h := holdOff{rateLimited: DefaultRetryAfter}
+	var h holdOff
 	lines := strings.Split(output, "\n")
 	for i := len(lines) - 1; i >= 0; i-- {
 		line := strings.TrimSpace(lines[i])
@@ -106,10 +112,13 @@ func shellHoldOff(code int, output string) (holdOff, error, bool) {
 			}
 		}
 	}
-	if h.snooze != 0 {
+	switch {
+	case h.snooze != 0:
 		return h, fmt.Errorf("exit status %d: snoozed for %s", code, h.snooze), true
+	case h.rateLimited != 0:
+		return h, fmt.Errorf("exit status %d: rate limited for %s", code, h.rateLimited), true
 	}
-	return h, fmt.Errorf("exit status %d: rate limited for %s", code, h.rateLimited), true
+	return holdOff{}, nil, false
 }
 
 // boundHoldOff keeps d within what the server takes.

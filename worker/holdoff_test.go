@@ -60,7 +60,8 @@ func TestHoldOff(t *testing.T) {
 		name, cmd       string
 		limited, snooze string
 	}{
-		{"ShellExit75IsRateLimitedForTheDefault", "echo busy; exit 75", "1m0s", ""},
+		{"ShellExit75WithoutALineIsAnOrdinaryFailure", "echo busy; exit 75", "", ""},
+		{"ShellExit75WithABadLineIsAnOrdinaryFailure", "echo " + worker.RetryAfterLine + "soon; exit 75", "", ""},
 		{"ShellRetryAfterLineSetsTheTime", "echo " + worker.RetryAfterLine + "45s; exit 75", "45s", ""},
 		{"ShellSnoozeLineSnoozes", "echo " + worker.SnoozeLine + "2m; echo bye; exit 75", "", "2m0s"},
 		{"ShellLinesWithoutExit75AreAPlainFailure", "echo " + worker.RetryAfterLine + "45s; exit 3", "", ""},

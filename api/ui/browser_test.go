@@ -220,6 +220,14 @@ func TestDashboardInBrowser(t *testing.T) {
 		cl.call(http.MethodPost, "/jobs/"+first+"/fail", wire.ReportRequest{Lease: firstLease, Error: "429 from the tenant API", RateLimitedFor: "1h"}, nil, http.StatusOK)
 		b.waitFor("the key's pause shown", `(() => { const el = document.querySelector('tr[data-queue="tenants"] [data-limit="paused"][data-key="acme"]');
 			return !!el && el.textContent.startsWith("key acme paused until ") && el.title === "429 from the tenant API"; })()`)
+
+		// An admin lifts it.
+		b.click(`tr[data-queue="tenants"] button[data-action="lift-pauses"]`)
+		b.waitFor("the pause gone", `!document.querySelector('tr[data-queue="tenants"] [data-limit="paused"]')`)
+		var ps wire.PauseList
+		if cl.call(http.MethodGet, "/pauses", nil, &ps, http.StatusOK); ps.Total != 0 {
+			t.Fatalf("GET /pauses after the lift: %+v", ps)
+		}
 	})
 
 	t.Run("WorkersShowCapacity", func(t *testing.T) {

@@ -27,6 +27,13 @@ type QueueLimits struct {
 	// over its keys: a key of weight 3 gets up to 3 claims in a row where
 	// others get 1 (the default). From 1 to 1000 each.
 	KeyWeights map[string]int `json:"key_weights,omitempty"`
+	// RateLimitPausesQueue lets a rate-limited attempt of a job without a
+	// concurrency_key pause the whole queue (every job of it, whatever its
+	// tenant); off (the default), only that job waits. MaxPause ("30s", up
+	// to 24h; default 5m) caps each pause a rate-limited attempt asks for,
+	// of a key or of the queue. Both need every node at protocol 4.
+	RateLimitPausesQueue bool   `json:"rate_limit_pauses_queue,omitempty"`
+	MaxPause             string `json:"max_pause,omitempty"`
 }
 
 // Limit is a QueueLimits field's value: nil when n is 0 (no limit).
@@ -66,6 +73,27 @@ type KeyPause struct {
 	Key    string    `json:"key,omitempty"` // absent for the queue itself
 	Until  time.Time `json:"until"`
 	Reason string    `json:"reason,omitempty"` // the report's error
+}
+
+// Pause is a rate-limit pause in force, as GET /pauses lists it.
+type Pause struct {
+	Queue    string `json:"queue"`
+	KeyPause        // Key absent: the queue's own pause
+}
+
+// PauseList is the reply of GET /pauses: the pauses in force, by queue
+// then key (a queue's own first), at most the request's limit; Total
+// counts them all.
+type PauseList struct {
+	Pauses []Pause `json:"pauses"`
+	Total  int     `json:"total"`
+}
+
+// PausesLifted is the reply of DELETE /queues/{name}/pauses: how many
+// pauses in force it lifted, and the queue after.
+type PausesLifted struct {
+	Lifted int   `json:"lifted"`
+	Queue  Queue `json:"queue"`
 }
 
 // ParseRate reads a rate "N/s", "N/m" or "N/h" (also "N/sec", "N/min",

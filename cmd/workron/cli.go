@@ -436,15 +436,22 @@ func (c *cli) printWorkers(ws []wire.Worker) {
 // queues lists the queues (`workron queues`) or pauses or resumes one
 // (`workron queues pause|resume NAME`).
 func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	if len(args) > 0 && args[0] == "limit" {
-		return c.queueLimit(ctx, fs, args[1:]) // queuelimits.go
+	if len(args) > 0 {
+		switch args[0] {
+		case "limit":
+			return c.queueLimit(ctx, fs, args[1:]) // queuelimits.go
+		case "pauses":
+			return c.listPauses(ctx, fs, args[1:]) // pauses.go
+		case "lift":
+			return c.liftPauses(ctx, fs, args[1:])
+		}
 	}
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 && pos[0] != "ls" && pos[0] != "list" && ((pos[0] != "pause" && pos[0] != "resume" && pos[0] != "get") || len(pos) != 2) {
-		return errors.New("queues: give ls, get NAME, pause NAME, resume NAME or limit NAME")
+		return errors.New("queues: give ls, get NAME, pause NAME, resume NAME, limit NAME, pauses or lift NAME")
 	}
 	if err := c.connect(); err != nil {
 		return err

@@ -30,6 +30,7 @@ Usage:
   workron gangs get ID                     show a gang and its tasks
   workron workers                          list workers
   workron queues [get NAME | pause NAME | resume NAME | limit NAME [--concurrency N --rate 100/s ... | --clear]]
+  workron queues pauses | lift NAME [--key KEY]   (rate-limit pauses: list them, end them early)
   workron schedules ls | get NAME | delete NAME | pause NAME | resume NAME | trigger NAME
   workron schedules create|update NAME --cron EXPR [--timezone TZ] [--overlap allow|skip|queue]
                     [--catchup none|one|all] [job flags] -- COMMAND...   (or --file SCHEDULE.json)

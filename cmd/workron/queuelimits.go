@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -18,6 +19,7 @@ import (
 const queueLimitUsage = `queues limit: give the queue's name, then its limits (those left out are removed):
   queues limit NAME                     (shows the limits)
   queues limit NAME [--concurrency N] [--key-concurrency N] [--rate N/s|N/m|N/h] [--burst N] [--key-rate R] [--key-burst N] [--key-weight KEY=N ...]
+                    [--rate-limit-pauses-queue] [--max-pause DURATION]
   queues limit NAME --clear             (removes them all)`
 
 // queueLimit shows or sets a queue's flow-control limits
@@ -36,6 +38,8 @@ func (c *cli) queueLimit(ctx context.Context, fs *flag.FlagSet, args []string) e
 	fs.IntVar(&keyBurst, "key-burst", 0, "the key rate's bucket size (default: its count)")
 	fs.BoolVar(&clear, "clear", false, "remove every limit of the queue")
 	fs.Var(keyWeights{&req.KeyWeights}, "key-weight", "KEY=N: give a concurrency key N turns in the queue's rotation over its keys (default 1); repeatable")
+	fs.BoolVar(&req.RateLimitPausesQueue, "rate-limit-pauses-queue", false, "let a rate-limited job without a concurrency key pause the whole queue (default: only that job waits)")
+	fs.StringVar(&req.MaxPause, "max-pause", "", "the longest pause a rate-limited attempt may ask for, up to 24h (default 5m)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -46,11 +50,12 @@ func (c *cli) queueLimit(ctx context.Context, fs *flag.FlagSet, args []string) e
 	set := clear
 	fs.Visit(func(f *flag.Flag) {
 		switch f.Name {
-		case "concurrency", "key-concurrency", "rate", "burst", "key-rate", "key-burst", "key-weight":
+		case "concurrency", "key-concurrency", "rate", "burst", "key-rate", "key-burst", "key-weight", "rate-limit-pauses-queue", "max-pause":
 			set = true
 		}
 	})
-	if clear && (req.Rate != "" || req.KeyRate != "" || conc != 0 || keyConc != 0 || burst != 0 || keyBurst != 0 || len(req.KeyWeights) > 0) {
+	if clear && (req.Rate != "" || req.KeyRate != "" || conc != 0 || keyConc != 0 || burst != 0 || keyBurst != 0 || len(req.KeyWeights) > 0 ||
+		req.RateLimitPausesQueue || req.MaxPause != "") {
 		return errors.New("queues limit: --clear takes no limits")
 	}
 	if err := c.connect(); err != nil {
@@ -123,6 +128,9 @@ func (c *cli) printQueueLimits(q *wire.Queue) {
 			ws = append(ws, fmt.Sprintf("%s=%d", k, l.KeyWeights[k]))
 		}
 		fmt.Fprintf(c.out, "key weights: %s\n", strings.Join(ws, " "))
+	}
+	if l.RateLimitPausesQueue || l.MaxPause != "" {
+		fmt.Fprintf(c.out, "rate limits: a job without a key pauses the queue: %v; max pause: %s\n", l.RateLimitPausesQueue, cmp.Or(l.MaxPause, "5m (default)"))
 	}
 	c.printPauses([]wire.Queue{*q})
 }

@@ -94,6 +94,45 @@ func TestQueueLimitCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("PausesAreListedAndLifted", func(t *testing.T) {
+		out, err := cmd("queues", "limit", "sms", "--rate-limit-pauses-queue", "--max-pause", "10m")
+		if err != nil || !strings.Contains(out, "pauses the queue: true; max pause: 10m0s") {
+			t.Fatalf("set the pause settings: %v\n%s", err, out)
+		}
+		for range 2 {
+			if out, err = cmd("submit", "--queue", "sms", "--", "true"); err != nil {
+				t.Fatalf("submit: %v\n%s", err, out)
+			}
+		}
+		hc := &http.Client{Transport: &http.Transport{}, Timeout: 10 * time.Second}
+		t.Cleanup(hc.CloseIdleConnections)
+		var res wire.ClaimResponse
+		decodeInto(t, post(t, hc, c.URL(0)+"/jobs/claim", wire.ClaimRequest{WorkerID: "w3", Queues: []string{"sms"}, Shell: true}), &res)
+		if len(res.Jobs) != 1 {
+			t.Fatalf("claimed %d jobs, want 1", len(res.Jobs))
+		}
+		post(t, hc, c.URL(0)+"/jobs/"+res.Jobs[0].ID+"/fail", wire.ReportRequest{Lease: res.Jobs[0].Lease, Error: "429 from sms", RateLimitedFor: "1h"})
+		out, err = cmd("queues", "pauses")
+		if err != nil || !strings.Contains(out, "sms    (the queue)") || !strings.Contains(out, "429 from sms") {
+			t.Fatalf("queues pauses: %v\n%s", err, out)
+		}
+		out, err = cmd("queues", "lift", "sms")
+		if err != nil || !strings.Contains(out, "lifted 1 pause(s) of queue sms") {
+			t.Fatalf("queues lift: %v\n%s", err, out)
+		}
+		out, err = cmd("queues", "pauses", "-o", "json")
+		if err != nil || strings.Contains(out, `"queue": "sms"`) {
+			t.Fatalf("queues pauses after the lift: %v\n%s", err, out)
+		}
+		decodeInto(t, post(t, hc, c.URL(0)+"/jobs/claim", wire.ClaimRequest{WorkerID: "w3", Queues: []string{"sms"}, Shell: true, Max: 5}), &res)
+		if len(res.Jobs) != 2 {
+			t.Fatalf("claimed %d jobs after the lift, want 2", len(res.Jobs))
+		}
+		if out, err := cmd("queues", "lift"); err == nil {
+			t.Errorf("queues lift without a name: %s", out)
+		}
+	})
+
 	t.Run("BadLimitsNameTheField", func(t *testing.T) {
 		for _, c := range []struct{ flag, value, field string }{
 			{"--concurrency", "0", "concurrency"},

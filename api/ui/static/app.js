@@ -748,6 +748,7 @@
     ['burst', 'Burst', 'defaults to the rate\'s count', true],
     ['key_rate', 'Per-key rate', '10/s', false],
     ['key_burst', 'Per-key burst', 'defaults to the rate\'s count', true],
+    ['max_pause', 'Max pause', 'longest pause a rate limit sets; 5m', false],
   ];
   // HELD_LABELS name the limits of a queue's "waiting" counts.
   const HELD_LABELS = {
@@ -765,6 +766,9 @@
         l.rate_limited_until ? [' until ', when(l.rate_limited_until)] : ''),
       l.key_rate && h('span', { class: 'chip', dataset: { limit: 'key_rate' } }, `${l.key_rate} per key`, l.key_burst ? ` burst ${l.key_burst}` : '',
         l.keys_rate_limited ? ` (${l.keys_rate_limited} waiting)` : ''),
+      l.rate_limit_pauses_queue && h('span', { class: 'chip', dataset: { limit: 'rate_limit_pauses_queue' },
+        title: 'A rate-limited job without a concurrency key pauses the whole queue.' }, 'rate limits pause the queue'),
+      l.max_pause && h('span', { class: 'chip', dataset: { limit: 'max_pause' } }, `pauses at most ${l.max_pause}`),
       l.key_weights && Object.keys(l.key_weights).length && h('span', { class: 'chip', dataset: { limit: 'key_weights' },
         title: 'Claims take turns over the keys; a key takes up to its weight in a row (others 1).' },
         'weights ', Object.keys(l.key_weights).sort().map((k) => `${k} ${l.key_weights[k]}`).join(', ')),
@@ -820,13 +824,15 @@
       const shown = queues.find((q) => q.name === name);
       const weights = shown && shown.limits && shown.limits.key_weights;
       if (weights && Object.keys(weights).length) body.key_weights = weights;
+      if (shown && shown.limits && shown.limits.rate_limit_pauses_queue) body.rate_limit_pauses_queue = true;
       await call('PUT', `queues/${encodeURIComponent(name)}`, body);
     });
     view.append(h('div', { class: 'page-head' }, h('h1', null, 'Queues'),
       h('button', { type: 'button', dataset: { action: 'new-limits' }, onclick: () => limitsForm.open() }, 'Set limits')),
     limitsForm.card, h('div', { class: 'card flush' }, table),
     h('p', { class: 'muted' }, 'A paused queue keeps its jobs and accepts new ones; workers claim nothing from it until it is resumed. ',
-      'Limits cap the attempts running and the claims per second, in all and per concurrency key, across the cluster; "held" counts the due jobs they hold back.'));
+      'Limits cap the attempts running and the claims per second, in all and per concurrency key, across the cluster; "held" counts the due jobs they hold back. ',
+      'A rate-limited attempt pauses its key (at most the queue\'s max pause); "Lift pauses" ends them now, as Resume does.'));
     const cols = ['pending', 'running', 'blocked', 'done', 'failed', 'cancelled'];
     let queues = [];
     const render = () => replace(table, { queues, armed: [...armed.keys()] }, () => {
@@ -847,6 +853,11 @@
             h('td', { class: 'num' }, held(q)),
             h('td', { class: 'actions' },
               h('button', { type: 'button', class: 'small ghost', dataset: { action: 'limits', queue: q.name }, onclick: () => limitsForm.open(q) }, 'Limits'),
+              q.limits && (q.limits.paused || []).length > 0 && h('button', {
+                type: 'button', class: 'small', dataset: { action: 'lift-pauses', queue: q.name },
+                title: 'End the pauses rate-limited attempts set, the queue\'s and its keys\', now',
+                onclick: () => act(() => call('DELETE', `queues/${name}/pauses`)),
+              }, 'Lift pauses'),
               q.limits && confirmButton({
                 key: `clear-limits:${q.name}`, label: 'Clear limits', confirm: 'Confirm clear', action: 'clear-limits', cls: 'small ghost',
                 data: { queue: q.name }, run: () => call('PUT', `queues/${name}`, {}),

@@ -22,7 +22,7 @@ from typing import Dict, List
 from tests.helpers import CA, URL, WORKER, RunningWorker, client, eventually, needs_node, new_worker, unique
 from workron import Backoff, JobContext, JobSpec, Worker, WorkronError
 from workron.gang import MAX_CHECKPOINT_BYTES, CheckpointFile, Gang
-from workron.shell import _hold_off, _Output, check_pass_env
+from workron.shell import Command, Outcome, _hold_off, _Output, check_pass_env
 
 LOG = logging.getLogger("test")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -323,9 +323,20 @@ class GangOfflineTest(unittest.TestCase):
         self.assertEqual(out.text(), "gress x\n", "the last bytes")
 
     def test_exit_75_hold_off(self) -> None:
-        self.assertEqual(_hold_off(75, "x\n"), ("exit status 75: rate limited for 60000ms",
-                                                {"rate_limited_for": "60000ms"}))
+        self.assertEqual(_hold_off(75, "x\n"), ("exit status 75", {}), "no line: an ordinary failure")
+        self.assertEqual(_hold_off(75, "WORKRON_RETRY_AFTER=soon\n"), ("exit status 75", {}))
+        self.assertEqual(_hold_off(75, "WORKRON_RETRY_AFTER=2s\n"), ("exit status 75: rate limited for 2000ms",
+                                                                  {"rate_limited_for": "2000ms"}))
         self.assertEqual(_hold_off(75, "WORKRON_RETRY_AFTER=2s\nWORKRON_SNOOZE=5s\n")[1], {"snooze_for": "5000ms"})
+
+    def test_exit_75_outcome(self) -> None:
+        def run(command: str) -> Outcome:
+            return Command(command, dict(os.environ), {}, 4096, lambda p, m: None, None, lambda p: None).run()
+        out = run("echo WORKRON_RETRY_AFTER=2s; exit 75")
+        self.assertEqual((out.status, out.hold, out.result), ("failed", {"rate_limited_for": "2000ms"}, None),
+                         "the hold is the report's hold, not its result")
+        out = run("echo busy; exit 75")
+        self.assertEqual((out.status, out.error, out.hold), ("failed", "exit status 75", {}), "no line: an ordinary failure")
 
     def test_pass_env_refuses_the_token(self) -> None:
         with self.assertRaises(ValueError):

@@ -36,7 +36,6 @@ PARENT_RESULTS_FILE_ENV = "WORKRON_PARENT_RESULTS_FILE"
 EXIT_RATE_LIMITED = 75
 RETRY_AFTER_LINE = "WORKRON_RETRY_AFTER="
 SNOOZE_LINE = "WORKRON_SNOOZE="
-DEFAULT_RETRY_AFTER = "1m"
 
 # How long output is read after the command's group is gone: only a process
 # that left the group can hold the pipe open that long.
@@ -228,7 +227,8 @@ class Command:
             name = signal.strsignal(sig) if hasattr(signal, "strsignal") else ""
             return Outcome("failed", 128 + sig, output, f"killed by signal {sig} ({name})")
         if code == EXIT_RATE_LIMITED:
-            return Outcome("failed", code, output, *_hold_off(code, output))
+            error, hold = _hold_off(code, output)
+            return Outcome("failed", code, output, error, hold=hold)
         if code != 0:
             return Outcome("failed", code, output, f"exit status {code}")
         try:
@@ -264,8 +264,10 @@ def _copy(proc: subprocess.Popen, out: _Output) -> None:
 
 def _hold_off(code: int, output: str) -> Tuple[str, Dict[str, str]]:
     """The error and report fields of a command that exited 75: rate
-    limited (for its output's last WORKRON_RETRY_AFTER=, by default 1m) or
-    snoozed (WORKRON_SNOOZE=)."""
+    limited (for its output's last WORKRON_RETRY_AFTER=) or snoozed
+    (WORKRON_SNOOZE=). Without either line it is an ordinary failure, as
+    the Go worker has it: a tool that exits 75 on its own neither pauses
+    anything nor escapes max_attempts."""
     for line in reversed(output.split("\n")):
         line = line.strip()
         for prefix, key in ((RETRY_AFTER_LINE, "rate_limited_for"), (SNOOZE_LINE, "snooze_for")):
@@ -278,8 +280,7 @@ def _hold_off(code: int, output: str) -> Tuple[str, Dict[str, str]]:
                 d = bound_hold_off(line[len(prefix):])
                 what = "rate limited" if key == "rate_limited_for" else "snoozed"
                 return f"exit status {code}: {what} for {d}", {key: d}
-    d = bound_hold_off(DEFAULT_RETRY_AFTER)
-    return f"exit status {code}: rate limited for {d}", {"rate_limited_for": d}
+    return f"exit status {code}", {}
 
 
 # What a rate-limited or snoozed attempt may ask for, as the server takes it.

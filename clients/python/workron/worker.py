@@ -72,9 +72,10 @@ class RateLimited(Exception):
     """Raised by a handler whose work met a rate limit downstream (an API's
     429): the attempt does not count against max_attempts, the job is
     pending again, and no worker of the cluster claims a job of the same
-    concurrency key (with no key, of the same queue) for ``after`` (seconds,
-    a timedelta or a Go duration; 1ms to 24h). ``reason`` is reported as
-    the attempt's error."""
+    concurrency key for ``after`` (seconds, a timedelta or a Go duration;
+    1ms to 24h; the server holds it to the queue's max_pause, and a job
+    without a key pauses its queue only where the queue allows it, else
+    waits alone). ``reason`` is reported as the attempt's error."""
 
     def __init__(self, after: Duration, reason: str = "") -> None:
         super().__init__(reason or f"rate limited for {after}")
