@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -18,9 +19,9 @@ import (
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// serve starts an HTTP server on a capped listener; /slow blocks until
-// release is closed.
-func serve(t *testing.T, max int, release chan struct{}) (*connlimit.Listener, string) {
+// serve starts an HTTP server on a capped listener; /slow says it entered
+// on entered, then blocks until release is closed.
+func serve(t *testing.T, max int, entered, release chan struct{}) (*connlimit.Listener, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -30,6 +31,7 @@ func serve(t *testing.T, max int, release chan struct{}) (*connlimit.Listener, s
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, "ok") })
 	mux.HandleFunc("GET /slow", func(w http.ResponseWriter, r *http.Request) {
+		entered <- struct{}{}
 		select {
 		case <-release:
 		case <-r.Context().Done():
@@ -79,7 +81,7 @@ func get(client *http.Client, url string) error {
 
 func TestListener(t *testing.T) {
 	t.Run("SilentConnectionsBeyondTheCapCloseTheOldest", func(t *testing.T) {
-		lim, addr := serve(t, 50, nil)
+		lim, addr := serve(t, 50, nil, nil)
 		var closed atomic.Int64
 		dialSilent(t, addr, 200, &closed)
 		// A minute of --read-header-timeout: only the cap closes them.
@@ -98,7 +100,7 @@ func TestListener(t *testing.T) {
 	})
 
 	t.Run("IdleKeepAliveConnectionsMakeRoom", func(t *testing.T) {
-		lim, addr := serve(t, 2, nil)
+		lim, addr := serve(t, 2, nil, nil)
 		for range 4 { // a client each: each keeps its connection idle
 			client := &http.Client{Transport: &http.Transport{}}
 			t.Cleanup(client.CloseIdleConnections)
@@ -115,20 +117,18 @@ func TestListener(t *testing.T) {
 	})
 
 	t.Run("BusyConnectionsAreNotClosedAndANewOneWaits", func(t *testing.T) {
-		release := make(chan struct{})
-		lim, addr := serve(t, 2, release)
+		entered, release := make(chan struct{}), make(chan struct{})
+		lim, addr := serve(t, 2, entered, release)
 		errs := make(chan error, 3)
 		for range 2 {
 			go func() {
 				errs <- get(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, "http://"+addr+"/slow")
 			}()
+			<-entered
 		}
-		poll.Wait(t, 10*time.Second, 10*time.Millisecond, func() error {
-			if n := lim.Open(); n != 2 {
-				return fmt.Errorf("%d connections open, want 2 busy ones", n)
-			}
-			return nil
-		})
+		if n := lim.Open(); n != 2 {
+			t.Fatalf("%d connections open, want 2 busy ones", n)
+		}
 		go func() {
 			errs <- get(&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}, "http://"+addr+"/health")
 		}()
@@ -143,6 +143,46 @@ func TestListener(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
+	})
+
+	t.Run("UnderTLSBusyConnectionsAreKnownAndClosedOnesForgotten", func(t *testing.T) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		lim := connlimit.New(ln, 1)
+		entered, release := make(chan struct{}), make(chan struct{})
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/slow" {
+				entered <- struct{}{}
+				<-release
+			}
+		}))
+		srv.Listener.Close()
+		srv.Listener = lim // under the TLS listener, as node puts it
+		srv.Config.ConnState = lim.ConnState
+		srv.StartTLS()
+		defer srv.Close()
+		client := srv.Client()
+		client.Transport.(*http.Transport).DisableKeepAlives = true
+		slow := make(chan error, 1)
+		go func() { slow <- get(client, srv.URL+"/slow") }()
+		<-entered
+		fast := make(chan error, 1)
+		go func() { fast <- get(client, srv.URL+"/") }() // waits: the slow one is busy
+		close(release)
+		if err := <-slow; err != nil {
+			t.Fatalf("the busy connection: %v", err)
+		}
+		if err := <-fast; err != nil {
+			t.Fatalf("the waiting one: %v", err)
+		}
+		poll.Wait(t, 10*time.Second, 10*time.Millisecond, func() error {
+			if n := lim.Open(); n != 0 {
+				return fmt.Errorf("%d connections still counted after both closed", n)
+			}
+			return nil
+		})
 	})
 
 	t.Run("CloseEndsAWaitingAccept", func(t *testing.T) {
