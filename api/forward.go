@@ -59,6 +59,12 @@ func (s *Server) newProxy() *httputil.ReverseProxy {
 			pr.SetURL(target)
 			pr.Out.Host = target.Host
 			pr.Out.Header.Set(headerForwarded, s.node.ID())
+			// This node checked where a browser sent it from
+			// (withBrowserGuard); the leader, whose Host is another, would
+			// take this node's own page for another origin's.
+			for _, h := range browserOriginHeaders {
+				pr.Out.Header.Del(h)
+			}
 			pr.Out.Header.Set(headerRequestID, requestID(pr.In.Context()))
 			if s.tracer != nil { // the leader's span is this node's child
 				traceparent.Inject(pr.In.Context(), pr.Out.Header)

@@ -252,9 +252,9 @@ func CheckContract(t testing.TB, req *http.Request, reqBody []byte, status int, 
 	mk := func() *http.Request {
 		r := req.Clone(req.Context())
 		if r.Header.Get("Content-Type") == "" && len(reqBody) > 0 {
-			// The server reads JSON whatever the type says (curl -d sends
-			// none or a form's), as the document's description says; raw
-			// bodies (restore, checkpoint) are taken as they come.
+			// A body without a type is read as JSON (the seed's workers
+			// and many tests send none), raw bodies (restore, checkpoint)
+			// as they come; other types are refused (crossorigin.go).
 			ct := "application/octet-stream"
 			if b := bytes.TrimSpace(reqBody); len(b) > 0 && (b[0] == '{' || b[0] == '[') {
 				ct = "application/json"

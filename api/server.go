@@ -132,6 +132,16 @@ type Config struct {
 	// each job's trace, one per attempt's claim and end (trace.go). Nil
 	// records none; jobs still keep and hand on their callers' traces.
 	Tracer trace.TracerProvider
+	// CheckHost refuses (403 host_not_allowed) a request whose Host header
+	// names this node by a name it does not know: a web page whose own
+	// domain resolves to this node (DNS rebinding) is then not served.
+	// Known are IP literals, localhost and names under .localhost,
+	// AdvertiseHTTP's host, and AllowedHosts. node sets it for a node that
+	// listens on loopback only, and whenever AllowedHosts is given.
+	CheckHost bool
+	// AllowedHosts are the host names (without port) CheckHost serves
+	// besides those; "*" serves every Host.
+	AllowedHosts []string
 	// Pprof serves the Go runtime's profiles (net/http/pprof) under
 	// /debug/pprof/, admin-only with Auth. Defaults to false: the routes are
 	// not registered and answer 404.
@@ -193,7 +203,8 @@ type Server struct {
 	proxy   *httputil.ReverseProxy
 	client  *http.Client
 	metrics *metrics
-	tracer  trace.Tracer // nil: no spans
+	tracer  trace.Tracer    // nil: no spans
+	hosts   map[string]bool // the names CheckHost serves; nil: every Host
 
 	// polls holds a token per claim long-polling on this node.
 	polls chan struct{}
@@ -252,6 +263,7 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Tracer != nil {
 		s.tracer = cfg.Tracer.Tracer(tracerName)
 	}
+	s.hosts = newHostCheck(cfg)
 	s.proxy = s.newProxy()
 	s.setClientTLS()
 	s.metrics = newMetrics(cfg.Registry, s)
@@ -261,7 +273,7 @@ func New(cfg Config) (*Server, error) {
 
 // Handler is the node's whole HTTP surface.
 func (s *Server) Handler() http.Handler {
-	return s.withTrace(s.withRequestID(s.withAuth(s.refuseIfRemoved(s.traceRoute(s.mux)))))
+	return s.withTrace(s.withRequestID(s.withBrowserGuard(s.withAuth(s.refuseIfRemoved(s.traceRoute(s.mux))))))
 }
 
 func (s *Server) routes() {

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/workron/workron/api"
+	"github.com/workron/workron/internal/connlimit"
 	"github.com/workron/workron/internal/telemetry"
 	"github.com/workron/workron/leader"
 	"github.com/workron/workron/raftnode"
@@ -35,8 +36,9 @@ type Config struct {
 	Raft raftnode.Config
 	// API configures the HTTP API. Start sets Node and State; it sets
 	// AdvertiseHTTP, when empty, to the listener's address; ClientTLS and
-	// JoinNeedsMemberCert from TLS, when given; Now, when nil, to the Raft
-	// node's cluster time; Logger, when nil.
+	// JoinNeedsMemberCert from TLS, when given; CheckHost when the
+	// listener is on loopback or AllowedHosts names hosts; Now, when nil,
+	// to the Raft node's cluster time; Logger, when nil.
 	API api.Config
 	// Leader gives the timings of the leader loops. Start fills their
 	// dependencies, and takes the lease TTL (Reaper.LeaseTTL), the worker
@@ -57,6 +59,12 @@ type Config struct {
 	// MaxHeaderBytes caps a request's header block (431 beyond). Defaults
 	// to 64 KiB; 0 is net/http's default (1 MiB).
 	MaxHeaderBytes int
+	// MaxConnections caps the HTTP connections open at once, before any
+	// authentication (internal/connlimit): at the cap a new connection
+	// closes the oldest one that carries no request (silent since it was
+	// opened, or idle between requests), or waits for a request to end.
+	// Defaults to 4096; 0 means no cap.
+	MaxConnections int
 	// TLS, when set, serves HTTPS with its certificate, sends this node's
 	// requests to its peers with its client configuration, and with a CA
 	// refuses joins without a member certificate and secures the Raft
@@ -74,6 +82,11 @@ type Config struct {
 	Tracing telemetry.Config
 }
 
+// DefaultMaxConnections is Config.MaxConnections' default: room for the
+// 1,024 long-polls api.DefaultConfig allows with a few connections per
+// worker and client, far below the file descriptors a process gets.
+const DefaultMaxConnections = 4096
+
 // DefaultConfig returns a Config with every optional field at its default.
 func DefaultConfig() Config {
 	return Config{
@@ -84,6 +97,7 @@ func DefaultConfig() Config {
 		ReadTimeout:       60 * time.Second,
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    64 << 10,
+		MaxConnections:    DefaultMaxConnections,
 		ShutdownTimeout:   10 * time.Second,
 	}
 }
@@ -98,6 +112,8 @@ func (c *Config) Validate() error {
 		return errors.New("node: the HTTP timeouts must not be negative")
 	case c.MaxHeaderBytes < 0:
 		return fmt.Errorf("node: MaxHeaderBytes must not be negative, got %d", c.MaxHeaderBytes)
+	case c.MaxConnections < 0:
+		return fmt.Errorf("node: MaxConnections must not be negative, got %d", c.MaxConnections)
 	case c.ShutdownTimeout < 0:
 		return fmt.Errorf("node: ShutdownTimeout must not be negative, got %s", c.ShutdownTimeout)
 	}
@@ -164,6 +180,14 @@ func start(cfg Config, ln net.Listener) (*Node, error) {
 	if ac.Logger == nil {
 		ac.Logger = cfg.Logger
 	}
+	// A page whose domain resolves to a loopback node (DNS rebinding) must
+	// not be served: such a node knows the names it answers to.
+	ac.CheckHost = ac.CheckHost || len(ac.AllowedHosts) > 0 || loopbackAddr(ln.Addr())
+	var limit *connlimit.Listener
+	if cfg.MaxConnections > 0 {
+		limit = connlimit.New(ln, cfg.MaxConnections)
+		ln = limit
+	}
 	scheme := "http"
 	if cfg.TLS != nil {
 		scheme = "https"
@@ -228,10 +252,19 @@ func start(cfg Config, ln net.Listener) (*Node, error) {
 		BaseContext:       func(net.Listener) context.Context { return base },
 		ErrorLog:          slog.NewLogLogger(cfg.Logger.Handler(), slog.LevelWarn),
 	}
+	if limit != nil {
+		n.http.ConnState = limit.ConnState
+	}
 	go func() { n.served <- n.http.Serve(ln) }()
 	n.bg.Go(func() { n.api.Announce(base) })
 	n.bg.Go(func() { n.api.WatchProtocols(base) })
 	return n, nil
+}
+
+// loopbackAddr reports whether a listener's address is a loopback one.
+func loopbackAddr(a net.Addr) bool {
+	host, _, err := net.SplitHostPort(a.String())
+	return err == nil && api.IsLoopbackHost(host)
 }
 
 // newLeadership builds the leader loops over the node's Raft and API.

@@ -153,7 +153,7 @@ print_endpoints() {
 	echo "  worker  pid $(pid_of worker)  ($WORKER_CONCURRENCY slots)"
 	echo
 	echo "try:"
-	echo "  curl -s -X POST http://${HTTP[n2]}/jobs -d '{\"command\":\"echo hello\"}'"
+	echo "  curl -s -X POST http://${HTTP[n2]}/jobs -H 'Content-Type: application/json' -d '{\"command\":\"echo hello\"}'"
 	echo "  curl -s http://${HTTP[n3]}/jobs/JOB_ID"
 	echo "  scripts/cluster.sh status"
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -392,6 +393,163 @@ func TestDashboardInBrowser(t *testing.T) {
 	b.noExceptions()
 }
 
+// TestHostilePageCannotUseANodeWithoutTokens (issue #28): a developer with
+// a node without tokens on 127.0.0.1 (as `workron dev` runs) opens a web
+// page that tries, from another port of 127.0.0.1 (same site) and from a
+// domain of its own (cross site), every request a page can make a browser
+// send without asking the node first: fetch and sendBeacon with text/plain
+// and urlencoded JSON bodies, text/plain and urlencoded forms, an image
+// whose URL claims a job, body-less POSTs that cancel a job and pause a
+// queue. Each reaches the node and is refused: no job is created, the
+// waiting job is neither claimed nor cancelled, the queue runs. Then the
+// page's domain is rebound to the node's address (DNS rebinding: the page
+// is now same-origin to the node) and gets 403 host_not_allowed.
+func TestHostilePageCannotUseANodeWithoutTokens(t *testing.T) {
+	chrome := findChromium(t)
+	c := clustertest.New(t, 1, clustertest.WithLeaseTTL(10*time.Minute))
+	node := c.URL(0)
+	cl := &client{t: t, base: node}
+	waiting := cl.submit(wire.SubmitRequest{Command: "echo the developer's own job"})
+
+	evil := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, hostilePage(node, waiting))
+	}))
+	defer evil.Close()
+	_, evilPort, _ := strings.Cut(evil.URL, "127.0.0.1:")
+
+	// evil.test resolves to 127.0.0.1, as an attacker's domain would to
+	// its own server and, once rebound, to the developer's machine.
+	ctx := startBrowser(t, chrome,
+		chromedp.Flag("host-resolver-rules", "MAP evil.test 127.0.0.1"),
+		chromedp.Flag("disable-features", "HttpsUpgrades"))
+	b := &page{t: t, ctx: ctx}
+
+	for _, from := range []struct{ name, origin string }{
+		{"FromAnotherPortOfLoopback", evil.URL},             // Sec-Fetch-Site: same-site
+		{"FromAnotherSite", "http://evil.test:" + evilPort}, // cross-site
+	} {
+		origin := from.origin
+		t.Run(from.name, func(t *testing.T) {
+			b.t = t
+			before := refusals(t, node)
+			b.do(chromedp.Navigate(origin + "/"))
+			b.waitFor("the page to send everything", `window.sent === hostileRequests`)
+			// Each of the page's requests gets one refusal, counted once
+			// the node has answered it (a beacon's answer reaches no one).
+			clustertest.WaitFor(t, 10*time.Second, func() error {
+				if n := refusals(t, node) - before; n != hostileRequests {
+					return fmt.Errorf("the node refused %d of the page's %d requests, and holds %d jobs (1 before)", n, hostileRequests, cl.count())
+				}
+				return nil
+			})
+			if n := cl.count(); n != 1 {
+				t.Fatalf("the node holds %d jobs, want the developer's one", n)
+			}
+			if j := cl.job(waiting); j.Status != wire.StatusPending || j.Attempts != 0 {
+				t.Fatalf("the developer's job is %s after %d attempts, want pending and unclaimed", j.Status, j.Attempts)
+			}
+			if cl.paused("default") {
+				t.Fatal("the page paused the default queue")
+			}
+			var workers wire.WorkerList
+			cl.call(http.MethodGet, "/workers", nil, &workers, http.StatusOK)
+			if len(workers.Workers) != 0 {
+				t.Fatalf("the page's claim left workers %+v", workers.Workers)
+			}
+			b.noExceptions()
+		})
+	}
+
+	t.Run("AfterDNSRebinding", func(t *testing.T) {
+		b.t = t
+		_, nodePort, _ := strings.Cut(node, "127.0.0.1:")
+		rebound := "http://evil.test:" + nodePort
+		b.do(chromedp.Navigate(rebound + "/health"))
+		b.waitFor("the node to refuse the name", `document.body.innerText.includes("host_not_allowed")`)
+		// Same origin now: the page may read the answer, and set any header.
+		sctx, cancel := context.WithTimeout(b.ctx, 10*time.Second)
+		defer cancel()
+		got, err := chromedp.Run(sctx, chromedp.Evaluate[string](`fetch("/jobs", {method: "POST", headers: {"Content-Type": "application/json"},
+			body: JSON.stringify({command: "touch /tmp/pwned-rebound"})}).then(r => r.text().then(body => r.status + " " + body))`, chromedp.EvalAwaitPromise))
+		if err != nil {
+			t.Fatalf("the rebound page's submit: %v", err)
+		}
+		if !strings.HasPrefix(got, "403 ") || !strings.Contains(got, "host_not_allowed") {
+			t.Fatalf("a same-origin submit from the rebound name got %q, want 403", got)
+		}
+		if n := cl.count(); n != 1 {
+			t.Fatalf("the node holds %d jobs, want the developer's one", n)
+		}
+	})
+}
+
+// hostileRequests is how many requests hostilePage sends to the node.
+const hostileRequests = 8
+
+// hostilePage is a web page that tries to make the browser change the
+// node at nodeURL: submit jobs, claim and cancel the job waiting, pause a
+// queue. It counts what it sent in window.sent.
+func hostilePage(nodeURL, waiting string) string {
+	return fmt.Sprintf(`<!doctype html>
+<title>cute cats</title>
+<iframe name="sink1"></iframe><iframe name="sink2"></iframe>
+<form id="text" method="POST" action="%[1]s/jobs" enctype="text/plain" target="sink1"><input name='{"command":"touch /tmp/pwned-form-text","x":"' value='"}'></form>
+<form id="urlencoded" method="POST" action="%[1]s/jobs" target="sink2"><input name='{"command":"touch /tmp/pwned-form-urlencoded","x":"' value='"}'></form>
+<script>
+const node = %[2]q;
+const hostileRequests = %[4]d;
+window.hostileRequests = hostileRequests;
+window.sent = 0;
+const job = (n) => JSON.stringify({command: "touch /tmp/pwned-" + n});
+const sent = () => { window.sent++; };
+fetch(node + "/jobs", {method: "POST", mode: "no-cors", headers: {"Content-Type": "text/plain"}, body: job("fetch-text")}).finally(sent);
+fetch(node + "/jobs", {method: "POST", mode: "no-cors", headers: {"Content-Type": "application/x-www-form-urlencoded"}, body: job("fetch-form")}).finally(sent);
+fetch(node + "/jobs/" + %[3]q + "/cancel", {method: "POST", mode: "no-cors"}).finally(sent);
+fetch(node + "/queues/default/pause", {method: "POST", mode: "no-cors"}).finally(sent);
+if (navigator.sendBeacon(node + "/jobs", new Blob([job("beacon")], {type: "text/plain"}))) sent();
+for (const id of ["text", "urlencoded"]) {
+  document.querySelector("iframe[name=" + (id === "text" ? "sink1" : "sink2") + "]").addEventListener("load", sent, {once: true});
+  document.getElementById(id).submit();
+}
+const img = new Image();
+img.onerror = img.onload = sent;
+img.src = node + "/jobs/next?worker_id=evil";
+</script>`, nodeURL, nodeURL, waiting, hostileRequests)
+}
+
+// refusals is how many requests the node has refused at its door (403 and
+// 415), from its metrics.
+func refusals(t *testing.T, node string) int {
+	t.Helper()
+	resp, err := http.Get(node + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "workron_http_requests_total{") ||
+			!(strings.Contains(line, `status="403"`) || strings.Contains(line, `status="415"`)) {
+			continue
+		}
+		var v float64
+		if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		n += int(v)
+	}
+	return n
+}
+
 // findChromium returns the browser to drive. Outside CI a machine without
 // one skips the test; in CI (CI=true) it must run.
 func findChromium(t *testing.T) string {
@@ -413,7 +571,7 @@ func findChromium(t *testing.T) string {
 }
 
 // startBrowser starts headless Chromium with a fresh profile; cleanup stops it.
-func startBrowser(t *testing.T, path string) context.Context {
+func startBrowser(t *testing.T, path string, extra ...chromedp.ExecAllocatorOption) context.Context {
 	t.Helper()
 	profile := t.TempDir()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
@@ -429,6 +587,7 @@ func startBrowser(t *testing.T, path string) context.Context {
 		chromedp.UserDataDir(profile),
 		chromedp.WindowSize(1280, 800),
 	)
+	opts = append(opts, extra...)
 	// The whole browser session is bounded; each step has its own deadline.
 	life, cancelLife := context.WithTimeout(context.Background(), 2*time.Minute)
 	actx, cancelAlloc := chromedp.NewExecAllocator(life, opts...)

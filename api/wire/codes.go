@@ -16,6 +16,12 @@ const (
 	// CodeForbidden (403): the token's role may not do this, or the attempt
 	// or worker id belongs to another token.
 	CodeForbidden = "forbidden"
+	// CodeCrossOrigin (403): a browser sent the write (or the claim) for a
+	// page of another origin; nothing was done.
+	CodeCrossOrigin = "cross_origin"
+	// CodeHostNotAllowed (403): the Host header names the node by a name it
+	// does not serve (see --allowed-hosts); nothing was done.
+	CodeHostNotAllowed = "host_not_allowed"
 	// CodeNotFound (404): no such job, worker, schedule, gang, member or route.
 	CodeNotFound = "not_found"
 	// CodeStaleLease (409): the job's attempt moved on; nothing was done.
@@ -33,6 +39,10 @@ const (
 	CodeLeaseRequired = "lease_required"
 	// CodeTooLarge (413): the body is over its limit.
 	CodeTooLarge = "too_large"
+	// CodeUnsupportedMediaType (415): a write whose Content-Type is not
+	// application/json (or application/octet-stream where the route takes
+	// raw bytes); nothing was done.
+	CodeUnsupportedMediaType = "unsupported_media_type"
 	// CodeOverloaded (429): a claim beyond the node's long-poll limit;
 	// nothing was done, retry after Retry-After.
 	CodeOverloaded = "overloaded"
@@ -59,9 +69,10 @@ const (
 
 // Codes lists every error code above, in the README's order.
 var Codes = []string{
-	CodeInvalid, CodeBadBackup, CodeUnauthorized, CodeForbidden, CodeNotFound,
-	CodeStaleLease, CodeStaleEpoch, CodeNotRunning, CodeConflict, CodeLeaseRequired,
-	CodeTooLarge, CodeOverloaded, CodeTooManyWorkers, CodeInternal, CodeNoLeader, CodeRemoved,
+	CodeInvalid, CodeBadBackup, CodeUnauthorized, CodeForbidden, CodeCrossOrigin,
+	CodeHostNotAllowed, CodeNotFound, CodeStaleLease, CodeStaleEpoch, CodeNotRunning,
+	CodeConflict, CodeLeaseRequired, CodeTooLarge, CodeUnsupportedMediaType, CodeOverloaded,
+	CodeTooManyWorkers, CodeInternal, CodeNoLeader, CodeRemoved,
 	CodeUpgradeInProgress, CodeOutcomeUnknown,
 }
 

@@ -75,7 +75,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	fmt.Fprintf(stdout, "workron dev: API on %s, data in %s, %d worker slots. Ctrl-C stops.\n", srv.advertise, sf.dataDir, concurrency)
-	fmt.Fprintf(stdout, "try: curl -X POST %s/jobs -d '{\"command\":\"echo hello\"}'\n", srv.advertise)
+	fmt.Fprintf(stdout, "try: curl -X POST %s/jobs -H 'Content-Type: application/json' -d '{\"command\":\"echo hello\"}'\n", srv.advertise)
 	werr := w.Run(ctx)
 	serr := srv.shutdown()
 	if werr != nil {

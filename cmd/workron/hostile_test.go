@@ -121,8 +121,9 @@ func TestHostileRequests(t *testing.T) {
 		{"HundredMegabyteClaim", "POST", "/jobs/claim", "application/json", func() io.Reader { return &zeros{left: 100 << 20, n: &sent} }, nil, 413, "too_large"},
 		{"HugeHeader", "GET", "/jobs", "", nil, http.Header{"X-Junk": {strings.Repeat("j", 4*hostileHeaderLimit)}}, 431, ""},
 		{"ManyHeaders", "GET", "/jobs", "", nil, manyHeaders(2000), 431, ""},
-		{"UnknownContentTypeWithJunk", "POST", "/jobs", "multipart/form-data; boundary=x", text("--x\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n\x00\xff\r\n--x--"), nil, 400, "invalid"},
-		{"XMLBody", "POST", "/jobs", "application/xml", text(`<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><x>&e;</x>`), nil, 400, "invalid"},
+		{"UnknownContentTypeWithJunk", "POST", "/jobs", "multipart/form-data; boundary=x", text("--x\r\nContent-Disposition: form-data; name=\"a\"\r\n\r\n\x00\xff\r\n--x--"), nil, 415, "unsupported_media_type"},
+		{"XMLBody", "POST", "/jobs", "application/xml", text(`<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><x>&e;</x>`), nil, 415, "unsupported_media_type"},
+		{"XMLBodyWithoutContentType", "POST", "/jobs", "", text(`<?xml version="1.0"?><x/>`), nil, 400, "invalid"},
 		{"PathTraversalEscaped", "GET", "/jobs/..%2F..%2Fetc%2Fpasswd", "", nil, nil, 404, "not_found"},
 		{"PathTraversalInAnAction", "POST", "/jobs/..%2F..%2Fetc%2Fpasswd/cancel", "", nil, nil, 404, "not_found"},
 		{"PathTraversalIntoTheDashboard", "GET", "/ui/..%2F..%2F..%2Fetc%2Fpasswd", "", nil, nil, 404, "not_found"},
@@ -163,10 +164,15 @@ func TestHostileRequests(t *testing.T) {
 		})
 	}
 
-	t.Run("TextPlainWithValidJSONIsAccepted", func(t *testing.T) {
+	t.Run("TextPlainWithValidJSONIsRefusedAndJSONAccepted", func(t *testing.T) {
+		// text/plain is what a web page can post here without asking.
 		r, err := send(t, "POST", "/jobs", "text/plain", strings.NewReader(`{"command":"true"}`), nil)
+		if err != nil || r.status != http.StatusUnsupportedMediaType || r.code != "unsupported_media_type" {
+			t.Fatalf("text/plain: got %+v %v", r, err)
+		}
+		r, err = send(t, "POST", "/jobs", "application/json", strings.NewReader(`{"command":"true"}`), nil)
 		if err != nil || r.status != http.StatusCreated {
-			t.Fatalf("got %+v %v", r, err)
+			t.Fatalf("application/json: got %+v %v", r, err)
 		}
 	})
 
@@ -263,7 +269,7 @@ func TestHostileRequests(t *testing.T) {
 		}
 		after := clusterOf(t, hc, base).AppliedIndex
 		if after != before+1 {
-			t.Fatalf("applied index went from %d to %d; want one entry (the text/plain submit)", before, after)
+			t.Fatalf("applied index went from %d to %d; want one entry (the application/json submit)", before, after)
 		}
 	})
 }

@@ -31,6 +31,8 @@ type securityFlags struct {
 	writeTimeout      time.Duration
 	idleTimeout       time.Duration
 	maxLongPolls      int
+	maxConnections    int
+	allowedHosts      string
 }
 
 func (f *securityFlags) register(fs *flag.FlagSet) {
@@ -46,6 +48,10 @@ func (f *securityFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.writeTimeout, "write-timeout", 0, "time to answer a request, long-polls included (default --max-wait + 30s)")
 	fs.DurationVar(&f.idleTimeout, "idle-timeout", 120*time.Second, "how long an idle keep-alive connection stays open")
 	fs.IntVar(&f.maxLongPolls, "max-long-polls", 1024, "claims that may long-poll on this node at once; beyond, a claim with no ready job gets 429")
+	fs.IntVar(&f.maxConnections, "max-connections", wnode.DefaultMaxConnections,
+		"most HTTP connections open at once; beyond, a new one closes the oldest that carries no request, or waits (0 = no cap)")
+	fs.StringVar(&f.allowedHosts, "allowed-hosts", "",
+		"host names (comma-separated) the API answers to besides IP addresses, localhost and --advertise-http's host; a node on loopback, or with this flag, refuses other Host headers (DNS rebinding); * allows any")
 }
 
 // security is what the flags load.
@@ -91,6 +97,14 @@ func (f *securityFlags) load() (*security, error) {
 	if f.maxLongPolls < 1 {
 		return nil, fmt.Errorf("--max-long-polls must be at least 1, got %d", f.maxLongPolls)
 	}
+	if f.maxConnections < 0 {
+		return nil, fmt.Errorf("--max-connections must not be negative (0 = no cap), got %d", f.maxConnections)
+	}
+	for _, h := range splitList(f.allowedHosts) {
+		if strings.ContainsAny(h, "/ ") {
+			return nil, fmt.Errorf("--allowed-hosts: %q is no host name (give names like jobs.example.com, without scheme or path)", h)
+		}
+	}
 	return sec, nil
 }
 
@@ -134,6 +148,7 @@ func (s *security) configure(f *securityFlags, nc *wnode.Config) {
 	nc.API.MaxBodyBytes, nc.API.MaxLongPolls = f.maxBodyBytes, f.maxLongPolls
 	nc.ReadHeaderTimeout, nc.ReadTimeout, nc.WriteTimeout = f.readHeaderTimeout, f.readTimeout, max(f.writeTimeout, 0)
 	nc.IdleTimeout, nc.MaxHeaderBytes = f.idleTimeout, f.maxHeaderBytes
+	nc.MaxConnections, nc.API.AllowedHosts = f.maxConnections, splitList(f.allowedHosts)
 }
 
 // warnExposure says, loudly, when a node is reachable from other hosts
@@ -166,11 +181,7 @@ func loopback(hostport string) bool {
 	if err != nil {
 		host = hostport
 	}
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
+	return api.IsLoopbackHost(host)
 }
 
 // clientSecurity are the flags of the commands that talk to a cluster:

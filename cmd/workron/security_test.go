@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -356,12 +357,14 @@ func TestSecurityFlagsAreChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, args := range map[string][]string{
-		"CAWithoutCertificate":  {"--tls-ca", filepath.Join(dir, "ca.crt")},
-		"CertificateWithoutKey": {"--tls-cert", filepath.Join(dir, "n.crt")},
-		"MissingTokenFile":      {"--auth-token-file", filepath.Join(dir, "nope")},
-		"WeakToken":             {"--auth-token-file", weak},
-		"TinyBodyLimit":         {"--max-body-bytes", "10"},
-		"NoLongPolls":           {"--max-long-polls", "0"},
+		"CAWithoutCertificate":   {"--tls-ca", filepath.Join(dir, "ca.crt")},
+		"CertificateWithoutKey":  {"--tls-cert", filepath.Join(dir, "n.crt")},
+		"MissingTokenFile":       {"--auth-token-file", filepath.Join(dir, "nope")},
+		"WeakToken":              {"--auth-token-file", weak},
+		"TinyBodyLimit":          {"--max-body-bytes", "10"},
+		"NoLongPolls":            {"--max-long-polls", "0"},
+		"NegativeMaxConnections": {"--max-connections", "-1"},
+		"AllowedHostWithScheme":  {"--allowed-hosts", "localhost,http://jobs.example"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fs := flag.NewFlagSet("server", flag.ContinueOnError)
@@ -378,6 +381,35 @@ func TestSecurityFlagsAreChecked(t *testing.T) {
 				t.Errorf("the error quotes the token: %v", err)
 			}
 		})
+	}
+}
+
+// TestBrowserFlagsReachTheNode: --max-connections and --allowed-hosts fill
+// the node's configuration; their defaults are the node's.
+func TestBrowserFlagsReachTheNode(t *testing.T) {
+	for _, tc := range []struct {
+		args  []string
+		conns int
+		hosts []string
+	}{
+		{nil, wnode.DefaultMaxConnections, nil},
+		{[]string{"--max-connections", "0", "--allowed-hosts", " jobs.example, proxy.internal ,"}, 0, []string{"jobs.example", "proxy.internal"}},
+	} {
+		fs := flag.NewFlagSet("server", flag.ContinueOnError)
+		var f serverFlags
+		f.register(fs)
+		if err := fs.Parse(tc.args); err != nil {
+			t.Fatal(err)
+		}
+		sec, err := f.sec.load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc := wnode.DefaultConfig()
+		sec.configure(&f.sec, &nc)
+		if nc.MaxConnections != tc.conns || !slices.Equal(nc.API.AllowedHosts, tc.hosts) {
+			t.Errorf("%q: MaxConnections %d, AllowedHosts %q; want %d, %q", tc.args, nc.MaxConnections, nc.API.AllowedHosts, tc.conns, tc.hosts)
+		}
 	}
 }
 
