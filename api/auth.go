@@ -70,6 +70,7 @@ var routeRoles = map[string]Role{
 	"POST /schedules/{name}/trigger": RoleClient,
 	"GET /jobs/next":                 RoleWorker,
 	"POST /jobs/claim":               RoleWorker,
+	"GET /jobs/{id}/parent_results":  RoleWorker,
 	"POST /jobs/reports":             RoleWorker,
 	"POST /jobs/{id}/heartbeat":      RoleWorker,
 	"POST /jobs/{id}/done":           RoleWorker,

@@ -257,6 +257,10 @@ func appendJobFast(b []byte, j *wire.Job) ([]byte, bool) {
 	part(`"progress":`, j.Progress != nil, func(b []byte) ([]byte, bool) { return appendProgress(b, j.Progress) })
 	raw(`"result":`, j.Result)
 	part(`"parent_results":`, len(j.ParentResults) > 0, func(b []byte) ([]byte, bool) { return appendRawMap(b, j.ParentResults) })
+	if j.ParentResultsTruncated {
+		b = append(b, `,"parent_results_truncated":true`...)
+	}
+	str(`"parent_results_cursor":`, j.ParentResultsCursor, true)
 	return append(b, '}'), ok
 }
 

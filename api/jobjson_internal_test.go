@@ -203,6 +203,7 @@ func TestWriteClaimReplyOfClaimedJobs(t *testing.T) {
 	out := wire.ClaimResponse{Jobs: toWireList(jobs, now), LeaseTTLMillis: 30000, Reports: []wire.BatchReportResult{
 		{JobID: "j-0", Status: wire.StatusDone}, {JobID: "j-9", Error: "stale lease", Code: "stale_lease"}}}
 	out.Jobs[1].ParentResults = map[string]json.RawMessage{"j-00": json.RawMessage(`{"n": 2}`), "j-0": json.RawMessage(`[1]`)}
+	out.Jobs[1].ParentResultsTruncated, out.Jobs[1].ParentResultsCursor = true, "2"
 	for i := range out.Jobs {
 		if _, ok := appendJobFast(nil, &out.Jobs[i]); !ok {
 			t.Errorf("job %d did not take the fast path", i)

@@ -103,6 +103,13 @@ var apiOps = []apiOp{
 		replies: map[int]apiContent{200: replyJSON(wire.BatchReportResponse{})}},
 	{pattern: "GET /jobs/{id}", summary: "A job", query: []apiParam{oaStale},
 		replies: map[int]apiContent{200: replyJSON(wire.Job{})}},
+	{pattern: "GET /jobs/{id}/parent_results", summary: "A page of a claimed job's parent results (the rest of a truncated claim reply)",
+		query: []apiParam{
+			{name: "cursor", typ: "string", doc: "parent_results_cursor of the claim reply, or next_cursor of the previous page"},
+			{name: "limit", typ: "integer", doc: "the most results in the page (1 to 1000)"},
+			oaStale,
+		},
+		replies: map[int]apiContent{200: replyJSON(wire.ParentResultsPage{})}},
 	{pattern: "POST /jobs/{id}/heartbeat", summary: "Renew one job's lease", body: optionalJSON(wire.HeartbeatRequest{}),
 		replies: map[int]apiContent{200: replyJSON(wire.HeartbeatResponse{})}},
 	{pattern: "POST /jobs/{id}/done", summary: "Report an attempt done", body: optionalJSON(wire.ReportRequest{}), header: oaTrace,

@@ -48,6 +48,7 @@ func TestOpenAPIScenario(t *testing.T) {
 	call(409, "POST", "/jobs/"+a.ID+"/done", fmt.Sprintf(`{"lease":%d}`, lease+100), nil)
 	call(200, "POST", "/jobs/"+a.ID+"/done", fmt.Sprintf(`{"lease":%d,"output":"ok"}`, lease), nil)
 	call(0, "GET", "/jobs/next?worker_id=w1&queue=default", nil, nil)
+	call(200, "GET", "/jobs/"+a.ID+"/parent_results?cursor=0&limit=10", nil, nil)
 
 	call(201, "POST", "/jobs", `{"command":"c","queue":"q"}`, &c)
 	call(200, "POST", "/jobs/claim", `{"worker_id":"w1","queues":["q"],"shell":true,"claim_seq":2}`, &claim)

@@ -60,30 +60,6 @@ func progressWire(out *wire.Job, j *store.Job) {
 	out.Result = j.Result
 }
 
-// withParentResults gives each claimed job that depends on others the
-// results of those that returned one, so that its worker can hand them to
-// it. A parent gone meanwhile (deleted after its retention) is left out.
-func (s *Server) withParentResults(jobs []wire.Job) {
-	for i := range jobs {
-		if len(jobs[i].DependsOn) == 0 {
-			continue
-		}
-		parents, err := s.state.Jobs(jobs[i].DependsOn)
-		if err != nil {
-			continue
-		}
-		for _, p := range parents {
-			if p == nil || len(p.Result) == 0 {
-				continue
-			}
-			if jobs[i].ParentResults == nil {
-				jobs[i].ParentResults = make(map[string]json.RawMessage)
-			}
-			jobs[i].ParentResults[p.ID] = p.Result
-		}
-	}
-}
-
 // fieldName names a field of a request that is one report or lease (see
 // reportEnd).
 func fieldName(field string) string { return field }

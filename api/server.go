@@ -289,6 +289,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /jobs/claim", w(s.handleClaim))
 	s.mux.HandleFunc("POST /jobs/reports", big(s.handleBatchReport))
 	s.mux.HandleFunc("GET /jobs/{id}", r(s.handleGet))
+	s.mux.HandleFunc("GET /jobs/{id}/parent_results", r(s.handleParentResults))
 	s.mux.HandleFunc("POST /jobs/{id}/heartbeat", w(s.handleJobHeartbeat))
 	s.mux.HandleFunc("POST /jobs/{id}/done", w(s.handleDone))
 	s.mux.HandleFunc("POST /jobs/{id}/fail", w(s.handleFail))

@@ -48,6 +48,28 @@ func (f *FSM) Jobs(ids []string) ([]*store.Job, error) {
 	return out, err
 }
 
+// EachJob calls fn with each job ids names, in order, with its index in
+// ids, until fn returns false; unknown ids are left out. It decodes one
+// job at a time, so a caller that stops early (a reply's byte bound) reads
+// no more. fn runs inside a read transaction: it must not call f.
+func (f *FSM) EachJob(ids []string, fn func(i int, j *store.Job) bool) error {
+	return f.view(func(tx *store.Tx) error {
+		for i, id := range ids {
+			j, err := tx.Job(id)
+			if errors.Is(err, store.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if !fn(i, j) {
+				return nil
+			}
+		}
+		return nil
+	})
+}
+
 // Dependents lists the ids of the jobs that depend on (or run after) the
 // job, in the order they were added; an error matching ErrNotFound if the
 // job does not exist.

@@ -59,7 +59,8 @@
 //
 // A handler reports progress with Job.Progress and returns a result with
 // Job.SetResult; Job.ParentResults (and ParentResult) hold the results of
-// the jobs it depends on. A shell job reports progress by printing a line
+// the jobs it depends on (all of them: when a claim reply carried only
+// some, the worker reads the rest by pages before the job runs). A shell job reports progress by printing a line
 // "::workron-progress PERCENT MESSAGE" (ProgressLinePrefix), returns a
 // result by writing JSON into the file $WORKRON_RESULT_FILE names (a file
 // that is not JSON fails the attempt), and finds its parents' results in

@@ -140,6 +140,14 @@ func (w *Worker) cancelJob(id string, lease uint64, cause error) bool {
 
 // execute runs job under its timeout and returns how it ended.
 func (w *Worker) execute(ctx context.Context, job wire.Job) outcome {
+	if err := w.client.FetchParentResults(ctx, &job); err != nil {
+		// The claim reply cut the parents' results short and the rest
+		// could not be read: another attempt may.
+		if cause := stopCause(ctx); cause != nil {
+			return stoppedOutcome(cause, nil, "")
+		}
+		return outcome{err: fmt.Errorf("fetch the rest of the parent results: %w", err)}
+	}
 	if job.Timeout != "" {
 		// Not wire.ParseDuration: the cluster checked the timeout when it
 		// took the job, and a release with other limits may have taken it.

@@ -54,7 +54,9 @@ type Job struct {
 	Metadata map[string]string
 	Env      map[string]string
 	// ParentResults are the results of the jobs this one depends on, by
-	// id (those that returned none left out); see ParentResult.
+	// id (those that returned none left out); see ParentResult. All of
+	// them: when the claim reply carried only some (it is bounded), the
+	// worker read the rest before it called the handler.
 	ParentResults map[string]json.RawMessage
 	// TraceParent is the W3C traceparent of the attempt's run span (the
 	// job's trace; "" when it has none). A handler with OpenTelemetry gets

@@ -169,6 +169,39 @@ type Job struct {
 	Progress      *Progress                  `json:"progress,omitempty"`
 	Result        json.RawMessage            `json:"result,omitempty"`
 	ParentResults map[string]json.RawMessage `json:"parent_results,omitempty"`
+	// ParentResultsTruncated, in a claim reply only, says ParentResults
+	// may lack some parents' results: a claim carries at most
+	// MaxClaimJobParentBytes of them per job and MaxClaimParentBytes in
+	// all. ParentResultsCursor is then where the rest begin: pass it as
+	// ?cursor= to GET /jobs/{id}/parent_results, page after page, for
+	// every parent's result exactly once.
+	ParentResultsTruncated bool   `json:"parent_results_truncated,omitempty"`
+	ParentResultsCursor    string `json:"parent_results_cursor,omitempty"`
+}
+
+// Bounds of the parent results a reply carries, in bytes of JSON (each
+// result with its parent's id): a job with 1,000 parents of 64 KiB results
+// would otherwise make one claim of 10 such jobs a 655 MB reply.
+const (
+	// MaxClaimJobParentBytes bounds the parent results of one job in a
+	// claim reply.
+	MaxClaimJobParentBytes = 1 << 20
+	// MaxClaimParentBytes bounds the parent results of all the jobs of
+	// one claim reply.
+	MaxClaimParentBytes = 4 << 20
+	// MaxParentResultsPageBytes bounds one page of GET
+	// /jobs/{id}/parent_results; a page holds at least one result.
+	MaxParentResultsPageBytes = 4 << 20
+)
+
+// ParentResultsPage is the reply of GET /jobs/{id}/parent_results: the
+// results of the job's parents from ?cursor= on, in the order of its
+// depends_on (parents without a result, or deleted, left out), at most
+// MaxParentResultsPageBytes. NextCursor, when not empty, is where the next
+// page begins; it is empty on the last page.
+type ParentResultsPage struct {
+	ParentResults map[string]json.RawMessage `json:"parent_results"`
+	NextCursor    string                     `json:"next_cursor,omitempty"`
 }
 
 // The codes of Job.WaitingCode: why a job that is not running waits.

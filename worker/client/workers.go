@@ -114,7 +114,9 @@ func (c *Client) Next(ctx context.Context, workerID, queue string, wait time.Dur
 // fencing token to send with heartbeats and reports. If the reply is lost
 // (ctx ends, the connection breaks) jobs may have been leased anyway; their
 // leases expire and the server retries them, at once if the request had a
-// ClaimSeq and a later HeartbeatWorker covers it.
+// ClaimSeq and a later HeartbeatWorker covers it. A job's ParentResults
+// are bounded in the reply: when it set ParentResultsTruncated,
+// FetchParentResults reads the rest.
 func (c *Client) Claim(ctx context.Context, req wire.ClaimRequest) (*wire.ClaimResponse, error) {
 	if req.WorkerID == "" {
 		return nil, fmt.Errorf("claim: %w", ErrEmptyID)

@@ -96,6 +96,18 @@ def _format_time(t: Union[str, _dt.datetime, None]) -> Optional[str]:
     return t.isoformat()
 
 
+def _read_bounded(resp: http.client.HTTPResponse, limit: int) -> bytes:
+    """Reads a reply's body, but no more than limit + 1 bytes (one more
+    says it is too long)."""
+    buf = bytearray()
+    while len(buf) <= limit:
+        chunk = resp.read(min(1 << 20, limit + 1 - len(buf)))
+        if not chunk:
+            break
+        buf += chunk
+    return bytes(buf)
+
+
 def _drop_none(d: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
@@ -212,6 +224,9 @@ FINISHED = ("done", "failed", "cancelled")
 # Limits of progress and results (README "Progress and results").
 MAX_PROGRESS_MESSAGE = 200
 MAX_RESULT_BYTES = 64 << 10
+# The most bytes of a reply the client reads (the server bounds its replies
+# well below this; a longer one raises WorkronError "reply_too_large").
+MAX_REPLY_BYTES = 64 << 20
 
 
 @dataclass
@@ -274,6 +289,11 @@ class Job:
     progress: Optional[Progress] = None
     result: Any = None  # the JSON the job returned, None when none
     parent_results: Dict[str, Any] = field(default_factory=dict)  # in a claim reply only
+    # In a claim reply only: parent_results may lack some parents' results
+    # (a claim carries a bounded amount); Client.fetch_parent_results reads
+    # the rest from parent_results_cursor.
+    parent_results_truncated: bool = False
+    parent_results_cursor: str = ""
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -297,7 +317,9 @@ class Job:
             attempt_history=[Attempt.from_dict(a) for a in d.get("attempt_history") or []],
             schedule=d.get("schedule", ""), gang_id=d.get("gang_id", ""), unschedulable=d.get("unschedulable", ""),
             progress=Progress.from_dict(d.get("progress")), result=d.get("result"),
-            parent_results=d.get("parent_results") or {}, traceparent=d.get("traceparent", ""), raw=d,
+            parent_results=d.get("parent_results") or {},
+            parent_results_truncated=bool(d.get("parent_results_truncated", False)),
+            parent_results_cursor=d.get("parent_results_cursor", ""), traceparent=d.get("traceparent", ""), raw=d,
         )
 
 
@@ -479,7 +501,7 @@ class Client:
             try:
                 conn.request(method, (u.path or "") + path, body=data, headers=headers)
                 resp = conn.getresponse()
-                raw = resp.read()
+                raw = _read_bounded(resp, MAX_REPLY_BYTES)
             except (OSError, http.client.HTTPException) as e:
                 raise WorkronError(0, "outcome_unknown", f"{method} {server}{path}: no whole reply: {e!r}") from e
             finally:
@@ -487,6 +509,9 @@ class Client:
                     abort._attach(None)
         finally:
             conn.close()
+        if len(raw) > MAX_REPLY_BYTES:
+            raise WorkronError(resp.status, "reply_too_large",
+                               f"{method} {server}{path}: the reply is over {MAX_REPLY_BYTES} bytes")
         reply: Any = None
         if raw:
             try:
@@ -710,6 +735,38 @@ class Client:
         _, reply = self.request("POST", "/jobs/claim", body, timeout=self._timeout + secs, abort=abort)
         return ([Job.from_dict(j) for j in reply.get("jobs") or []], int(reply.get("lease_ttl_ms", 0)),
                 list(reply.get("reports") or []))
+
+    def parent_results(self, job_id: str, cursor: str = "", *,
+                       limit: Optional[int] = None) -> Tuple[Dict[str, Any], str]:
+        """Returns one page of a job's parent results (GET
+        /jobs/{id}/parent_results) from cursor on (a claimed job's
+        parent_results_cursor, or the cursor of the page before; "" is the
+        first parent), at most limit results and a bounded number of bytes,
+        and the cursor of the next page ("" after the last)."""
+        q = {"cursor": cursor or None, "limit": limit}
+        _, reply = self.request("GET", f"/jobs/{urllib.parse.quote(job_id, safe='')}/parent_results", query=q)
+        return dict(reply.get("parent_results") or {}), reply.get("next_cursor", "")
+
+    def fetch_parent_results(self, job: Job) -> None:
+        """Completes the parent results of a job a claim reply cut short
+        (job.parent_results_truncated): reads the rest page by page, then
+        sets job.parent_results to a new dict of them all and clears the
+        flag and the cursor. A job not cut short costs no request. On an
+        error the job is left as it was."""
+        if not job.parent_results_truncated:
+            return
+        results = dict(job.parent_results)
+        cursor = job.parent_results_cursor
+        # Each page but the last holds a result: a cursor that does not
+        # move is stopped.
+        for _ in range(len(job.depends_on) + 1):
+            page, cursor = self.parent_results(job.id, cursor)
+            results.update(page)
+            if not cursor:
+                break
+        else:
+            raise WorkronError(0, "invalid_reply", f"parent results of job {job.id}: more pages than parents")
+        job.parent_results, job.parent_results_truncated, job.parent_results_cursor = results, False, ""
 
     def heartbeat_worker(self, worker_id: str, jobs: Sequence[Tuple[str, int]], *, claims_from: int = 0,
                          claims_to: int = 0,

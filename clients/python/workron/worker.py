@@ -158,7 +158,8 @@ class JobContext:
     @property
     def parent_results(self) -> Dict[str, Any]:
         """The results of the jobs this one depends on, by id (those that
-        returned none left out)."""
+        returned none left out): all of them (when the claim reply carried
+        only some, the worker read the rest before the handler ran)."""
         return self.job.parent_results
 
     def environ(self) -> Dict[str, str]:
@@ -474,6 +475,7 @@ class Worker:
         try:
             if handler is None:
                 raise NoRetry(f"no handler for job type {task.ctx.type!r}")
+            self.client.fetch_parent_results(task.ctx.job)  # all of them, when the claim cut them short
             with traced(self._trace_hook, task.ctx):
                 value = handler(task.ctx)
         except NoRetry:
@@ -493,9 +495,10 @@ class Worker:
         ctx = task.ctx
         job = ctx.job
         env = command_env(job.env, self._env_names, job.id, job.attempts, ctx.traceparent)
-        cmd = Command(job.command, env, job.parent_results, self.output_tail, ctx.progress, self._watcher,
-                      lambda proc: self._started(task, proc))
         try:
+            self.client.fetch_parent_results(job)  # all of them, when the claim cut them short
+            cmd = Command(job.command, env, job.parent_results, self.output_tail, ctx.progress, self._watcher,
+                          lambda proc: self._started(task, proc))
             out = cmd.run()
         except Exception:  # noqa: BLE001 - a failure fails the attempt, not the worker
             out = Outcome("failed", error=traceback.format_exc())
