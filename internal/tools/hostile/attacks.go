@@ -236,10 +236,13 @@ func parentResults(ctx context.Context, e *env, res *Result) error {
 		return fmt.Errorf("a claim of %d jobs answered %d MiB, over %d MiB", len(cr.Jobs), r.size>>20, maxClaimReply>>20)
 	}
 	if err != nil {
-		if r.status >= 500 || r.status == 0 {
+		if r.status >= 500 || r.status == 0 || r.status/100 == 2 {
 			return fmt.Errorf("the claim failed: %w", err)
 		}
 		return nil // refused as a client error: bounded and clear
+	}
+	if len(cr.Jobs) == 0 {
+		return errors.New("no child became claimable after every parent was done")
 	}
 	var reps []wire.BatchReport
 	for _, j := range cr.Jobs {
@@ -247,6 +250,9 @@ func parentResults(ctx context.Context, e *env, res *Result) error {
 	}
 	return e.report(ctx, reps)
 }
+
+// maxWorkersPage is the most a page of 100 workers may weigh.
+const maxWorkersPage = 1 << 20
 
 // maxClaimReply is the most a claim reply may weigh in the parent_results
 // attack: far below what the parents' results add up to.
@@ -360,11 +366,11 @@ func workerIDs(ctx context.Context, e *env, res *Result) error {
 		return err
 	}
 	var wl wire.WorkerList
-	if err := json.Unmarshal(r.body, &wl); err != nil && r.size <= maxKeptReply {
+	if err := json.Unmarshal(r.body, &wl); err != nil && r.size <= maxWorkersPage {
 		return fmt.Errorf("GET /workers?limit=100: %w", err)
 	}
 	res.Figures["workers_page_bytes"] = r.size
-	if r.size > maxKeptReply || len(wl.Workers) > 100 {
+	if r.size > maxWorkersPage || len(wl.Workers) > 100 {
 		return fmt.Errorf("GET /workers?limit=100 answered %d bytes, %d workers", r.size, len(wl.Workers))
 	}
 	all, err := e.call(ctx, http.MethodGet, "/workers", tokenAdmin, nil, nil)

@@ -17,7 +17,7 @@ const workerID = "hostile-worker"
 
 // maxKeptReply is how much of a reply the suite reads into memory; the rest
 // is counted and discarded, so a huge reply costs the suite nothing.
-const maxKeptReply = 1 << 20
+const maxKeptReply = 8 << 20
 
 // reply is one exchange's outcome.
 type reply struct {
