@@ -164,31 +164,13 @@ func (a *applier) cascadesFrom(c *store.Cascade, p *store.Job) bool {
 // and reports whether it did.
 func (a *applier) cascadeVisit(c *store.Cascade, p, d *store.Job) bool {
 	if c.Kind == store.CascadeRevive {
-		if !a.revivable(d, p.ID) {
-			return false
-		}
-		prev := d.Status
-		d.DoneAt, d.LastError, d.RunAt = 0, "", max(d.RunAt, c.Now)
-		d.Waiting = a.waitingOn(d)
-		d.Status = store.StatusBlocked
-		if d.Waiting == 0 {
-			d.Status = store.StatusPending
-		}
-		a.put(d, prev)
-		return true
-	}
-	if d.Status != store.StatusBlocked {
-		return false
+		return a.reviveDependent(d, p.ID, c.Now)
 	}
 	parent := p.Status
 	if p.ID == c.Root {
 		parent = c.RootStatus
 	}
-	d.Status = cascadeStatus(c.Kind)
-	d.DoneAt = c.Now
-	d.LastError = cascadePrefix(p.ID) + string(parent)
-	a.put(d, store.StatusBlocked)
-	return true
+	return a.endDependent(d, p.ID, parent, cascadeStatus(c.Kind), c.Now)
 }
 
 // Cascades lists up to limit cascades under way, oldest first, for the

@@ -51,15 +51,41 @@ func (a *applier) cascade(j *store.Job, st store.Status) {
 		return
 	}
 	a.walkDependents(j, func(p, d *store.Job) bool {
-		if d.Status != store.StatusBlocked {
-			return false
-		}
-		d.Status = st
-		d.DoneAt = a.now
-		d.LastError = cascadePrefix(p.ID) + string(p.Status)
-		a.put(d, store.StatusBlocked)
-		return true
+		return a.endDependent(d, p.ID, p.Status, st, a.now)
 	})
+}
+
+// endDependent ends d, a blocked dependent of parent (which ended as
+// parentStatus), as st at time now, and reports whether it did: the one
+// step of a cancel or failure cascade, whether in one entry or in chunks.
+func (a *applier) endDependent(d *store.Job, parent string, parentStatus, st store.Status, now int64) bool {
+	if d.Status != store.StatusBlocked {
+		return false
+	}
+	d.Status = st
+	d.DoneAt = now
+	d.LastError = cascadePrefix(parent) + string(parentStatus)
+	a.put(d, store.StatusBlocked)
+	return true
+}
+
+// reviveDependent makes d, a dependent of parent that a cascade ended,
+// blocked again (or pending when it waits on nothing) as of now, and
+// reports whether it did: the one step of a revive, in one entry or in
+// chunks.
+func (a *applier) reviveDependent(d *store.Job, parent string, now int64) bool {
+	if !a.revivable(d, parent) {
+		return false
+	}
+	prev := d.Status
+	d.DoneAt, d.LastError, d.RunAt = 0, "", max(d.RunAt, now)
+	d.Waiting = a.waitingOn(d)
+	d.Status = store.StatusBlocked
+	if d.Waiting == 0 {
+		d.Status = store.StatusPending
+	}
+	a.put(d, prev)
+	return true
 }
 
 // cascadePrefix starts the error of a job that cascade ended because of
@@ -83,17 +109,9 @@ func (a *applier) reviveDependents(j *store.Job) []*store.Job {
 	}
 	var out []*store.Job
 	a.walkDependents(j, func(p, d *store.Job) bool {
-		if !a.revivable(d, p.ID) {
+		if !a.reviveDependent(d, p.ID, a.now) {
 			return false
 		}
-		prev := d.Status
-		d.DoneAt, d.LastError, d.RunAt = 0, "", max(d.RunAt, a.now)
-		d.Waiting = a.waitingOn(d)
-		d.Status = store.StatusBlocked
-		if d.Waiting == 0 {
-			d.Status = store.StatusPending
-		}
-		a.put(d, prev)
 		out = append(out, d)
 		return true
 	})
