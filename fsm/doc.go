@@ -21,9 +21,12 @@
 //	schedules and their ticks              schedule.go
 //	gangs                                  gang.go, gang_reserve.go, gang_drain.go, gang_checkpoint.go
 //	resources and what a worker has free   resources.go
-//	flow control (limits, buckets, keys)   flow.go
+//	flow control (limits, buckets, keys)   flow.go (types, the index), flow_ready.go (heads in the ready
+//	                                       trees, closing and reopening), flow_tokens.go (token buckets),
+//	                                       flow_limits.go (set_queue_limits, checks, rebuild), flow_read.go
+//	                                       (GET /queues' figures, a job's waiting text)
 //	pruning idle key buckets               prune.go
-//	time limits held a job (Result.Held)   flow.go (heldClock; in memory only), pause.go (pauses run it)
+//	time limits held a job (Result.Held)   flow_held.go (heldClock; in memory only), pause.go (pauses run it)
 //	fairness (rotation over a queue's keys) fair.go
 //	rate-limited and snoozed attempts      pause.go
 //	in-memory indexes (ready, leases)      index.go; intern.go (the pending items hold no pointers)
