@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -541,7 +542,9 @@ func (s *Server) newSchedule(req *wire.ScheduleRequest, pathName string) (*fsm.P
 		tz = "UTC"
 	}
 	spec, err := cronspec.Parse(req.Cron, tz)
-	if err != nil {
+	if ce := (*cronspec.Error)(nil); errors.As(err, &ce) {
+		return nil, invalid(ce.Field, "%s", ce.Reason)
+	} else if err != nil {
 		return nil, err
 	}
 	now := s.cfg.Now()

@@ -138,7 +138,7 @@ func (c *Scheduler) runOnce(ctx context.Context) time.Time {
 		if err != nil {
 			continue
 		}
-		p := cronspec.PlanTicks(spec, time.Unix(0, sc.LastTick), now, c.cfg.Grace, sc.Catchup, c.cfg.MaxCatchup)
+		p := cronspec.PlanTicks(spec, time.Unix(0, sc.LastTick), now, c.cfg.Grace, c.catchupKeep(sc.Catchup))
 		if !c.fire(ctx, sc, p) {
 			continue
 		}
@@ -223,4 +223,15 @@ func (c *Scheduler) failed(log *slog.Logger, tick int64, err error) {
 		return // leadership lost, or the schedule was deleted meanwhile
 	}
 	log.Warn("schedule fire failed; retrying next pass", "tick", time.Unix(0, tick), "err", err)
+}
+
+// catchupKeep is how many missed ticks a schedule's catch-up policy runs.
+func (c *Scheduler) catchupKeep(catchup string) int {
+	switch catchup {
+	case fsm.CatchupOne:
+		return 1
+	case fsm.CatchupAll:
+		return c.cfg.MaxCatchup
+	}
+	return 0
 }

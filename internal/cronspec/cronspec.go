@@ -11,8 +11,6 @@ import (
 	"time"
 
 	"github.com/robfig/cron/v3"
-
-	"github.com/workron/workron/fsm"
 )
 
 // cronParser reads standard 5-field cron, an optional leading seconds field,
@@ -22,9 +20,18 @@ var cronParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | 
 // allHours is the hour field of a schedule that fires in every hour.
 const allHours = 1<<24 - 1
 
+// Error is a schedule's bad field: Field is "cron" or "timezone", Reason
+// says why. The API answers it as any invalid field.
+type Error struct {
+	Field  string
+	Reason string
+}
+
+func (e *Error) Error() string { return e.Field + ": " + e.Reason }
+
 // invalid is the error of a bad field.
 func invalid(field, format string, args ...any) error {
-	return &fsm.ValidationError{Field: field, Reason: fmt.Sprintf(format, args...)}
+	return &Error{Field: field, Reason: fmt.Sprintf(format, args...)}
 }
 
 // maxWallSteps bounds the search for a wall-clock time that has not passed
@@ -50,7 +57,7 @@ type Spec struct {
 }
 
 // Parse checks a cron expression and a time zone ("" is UTC) and
-// returns the schedule they make. Errors are *fsm.ValidationError naming
+// returns the schedule they make. Errors are *Error naming
 // the field at fault ("cron" or "timezone").
 func Parse(expr, tz string) (*Spec, error) {
 	if tz == "" {
@@ -189,17 +196,12 @@ type Plan struct {
 
 // PlanTicks decides which of the ticks after lastTick and up to now run. A
 // tick less than grace old is on time and runs. Older ones were missed
-// (there was no leader, or it could not commit): catch-up "none" runs none
-// of them, "one" the latest, "all" the latest maxCatchup.
-func PlanTicks(spec *Spec, lastTick, now time.Time, grace time.Duration, catchup string, maxCatchup int) Plan {
+// (there was no leader, or it could not commit): the latest keep of them
+// run (a schedule's catch-up policy says how many: none 0, one 1, all the
+// leader's cap), the others are dropped.
+func PlanTicks(spec *Spec, lastTick, now time.Time, grace time.Duration, keep int) Plan {
 	var p Plan
-	keep := 0
-	switch catchup {
-	case fsm.CatchupOne:
-		keep = 1
-	case fsm.CatchupAll:
-		keep = maxCatchup
-	}
+	keep = max(keep, 0)
 	from := lastTick
 	if h := now.Add(-catchupHorizon); from.Before(h) {
 		from = h

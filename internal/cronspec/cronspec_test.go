@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/internal/testkit/fsmtest"
 )
 
 // TestCronSpecDST checks the ticks around daylight-saving transitions. In
@@ -43,10 +41,10 @@ func TestCronSpecDST(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			at := fsmtest.Time(t, c.from)
+			at := mustTime(t, c.from)
 			for i, w := range c.want {
 				at = spec.Next(at)
-				if want := fsmtest.Time(t, w); !at.Equal(want) {
+				if want := mustTime(t, w); !at.Equal(want) {
 					t.Fatalf("tick %d of %q in %s after %s: %s, want %s", i, c.expr, c.tz, c.from, at.Format(time.RFC3339), w)
 				}
 			}
@@ -71,7 +69,7 @@ func TestParseCron(t *testing.T) {
 		{"0 3 * * *", "Local", "timezone", "differs from node to node"},
 	} {
 		_, err := Parse(c.expr, c.tz)
-		var be *fsm.ValidationError
+		var be *Error
 		switch {
 		case c.field == "" && err != nil:
 			t.Errorf("Parse(%q, %q): %v", c.expr, c.tz, err)
@@ -87,22 +85,22 @@ func TestPlanTicks(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := fsmtest.Time(t, "2025-01-10T00:00:00Z")
+	last := mustTime(t, "2025-01-10T00:00:00Z")
 	now := last.Add(10*time.Minute + 5*time.Second) // tick 10 is 5s late, 1-9 were missed
 	minute := func(n int) time.Time { return last.Add(time.Duration(n) * time.Minute) }
 	for _, c := range []struct {
 		catchup string
-		max     int
+		keep    int
 		fire    []int
 		missed  int
 		skipTo  int
 	}{
-		{"none", 100, []int{10}, 9, 9},
-		{"one", 100, []int{9, 10}, 8, 8},
+		{"none", 0, []int{10}, 9, 9},
+		{"one", 1, []int{9, 10}, 8, 8},
 		{"all", 100, []int{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, 0, 0},
-		{"all", 4, []int{6, 7, 8, 9, 10}, 5, 5},
+		{"all, at most 4", 4, []int{6, 7, 8, 9, 10}, 5, 5},
 	} {
-		p := PlanTicks(spec, last, now, 10*time.Second, c.catchup, c.max)
+		p := PlanTicks(spec, last, now, 10*time.Second, c.keep)
 		var fire []int
 		for _, f := range p.Fire {
 			fire = append(fire, int(f.Sub(last)/time.Minute))
@@ -112,13 +110,13 @@ func TestPlanTicks(t *testing.T) {
 			skipTo = int(p.SkipTo.Sub(last) / time.Minute)
 		}
 		if !equalInts(fire, c.fire) || p.Missed != c.missed || skipTo != c.skipTo || !p.Next.Equal(minute(11)) {
-			t.Errorf("catchup %s (max %d): fire %v, missed %d up to %d, next %s; want fire %v, missed %d up to %d, next %s",
-				c.catchup, c.max, fire, p.Missed, skipTo, p.Next, c.fire, c.missed, c.skipTo, minute(11))
+			t.Errorf("catchup %s (keep %d): fire %v, missed %d up to %d, next %s; want fire %v, missed %d up to %d, next %s",
+				c.catchup, c.keep, fire, p.Missed, skipTo, p.Next, c.fire, c.missed, c.skipTo, minute(11))
 		}
 	}
 	// A leader that was away for longer than the horizon does not walk the
 	// whole gap.
-	p := PlanTicks(spec, last.Add(-365*24*time.Hour), now, 10*time.Second, "none", 100)
+	p := PlanTicks(spec, last.Add(-365*24*time.Hour), now, 10*time.Second, 0)
 	if len(p.Fire) != 1 || p.Missed > int(catchupHorizon/time.Minute)+10 {
 		t.Errorf("year-old LastTick: fire %d, missed %d", len(p.Fire), p.Missed)
 	}
@@ -153,7 +151,7 @@ func FuzzCron(f *testing.F) {
 	f.Fuzz(func(t *testing.T, expr, tz string) {
 		spec, err := Parse(expr, tz)
 		if err != nil {
-			var be *fsm.ValidationError
+			var be *Error
 			if !errors.As(err, &be) || be.Field == "" {
 				t.Fatalf("Parse(%q, %q) error %v names no field", expr, tz, err)
 			}
@@ -170,7 +168,7 @@ func FuzzCron(f *testing.F) {
 			}
 			from = next
 		}
-		p := PlanTicks(spec, fuzzEpoch, fuzzEpoch.Add(10*time.Minute), 10*time.Second, "all", 100)
+		p := PlanTicks(spec, fuzzEpoch, fuzzEpoch.Add(10*time.Minute), 10*time.Second, 100)
 		for i := 1; i < len(p.Fire); i++ {
 			if !p.Fire[i].After(p.Fire[i-1]) {
 				t.Fatalf("ticks out of order: %v", p.Fire)
@@ -184,3 +182,13 @@ func FuzzCron(f *testing.F) {
 
 // fuzzEpoch is the fixed "now" of FuzzCron.
 var fuzzEpoch = time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// mustTime parses an RFC 3339 time or fails the test.
+func mustTime(t testing.TB, s string) time.Time {
+	t.Helper()
+	v, err := time.Parse(time.RFC3339, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
