@@ -44,7 +44,7 @@ func (a *applier) report(r *Report) Result {
 		j.DoneAt = a.now
 		j.LastError = ""
 		a.put(j, prev)
-		a.taskDone(j)
+		a.jobDone(j)
 		return Result{Jobs: []*store.Job{j}}
 	}
 	msg := r.Error
@@ -188,4 +188,13 @@ func (a *applier) retry(r *Retry) Result {
 		res.Jobs = append(res.Jobs, a.reviveDependents(j)...)
 	}
 	return res
+}
+
+// jobDone follows a job's success, once it is stored done: a plain job's
+// dependents are unblocked at once, a gang task's when its gang's last task
+// is done (gangTaskDone).
+func (a *applier) jobDone(j *store.Job) {
+	if !a.gangTaskDone(j) {
+		a.unblockDependents(j, false)
+	}
 }

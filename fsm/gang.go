@@ -181,17 +181,18 @@ func (a *applier) existingGang(key string) (Result, bool) {
 	return Result{Jobs: a.tasks(g), Gang: g, Existing: true}, true
 }
 
-// taskDone follows a successful report: a plain job's dependents are
-// unblocked at once; a gang's when its last task is done.
-func (a *applier) taskDone(j *store.Job) {
+// gangTaskDone follows the success of j and reports whether j is a task of
+// an unfinished gang: once the gang's last task is done, the gang is done
+// and every task's dependents are unblocked. It does nothing for a plain
+// job (false).
+func (a *applier) gangTaskDone(j *store.Job) bool {
 	g, ok := a.openGang(j)
 	if !ok {
-		a.unblockDependents(j, false)
-		return
+		return false
 	}
 	tasks := a.tasks(g)
 	if slices.ContainsFunc(tasks, func(t *store.Job) bool { return t.Status != store.StatusDone }) {
-		return
+		return true
 	}
 	g.Status, g.DoneAt = store.GangDone, a.now
 	a.putGang(g)
@@ -203,6 +204,7 @@ func (a *applier) taskDone(j *store.Job) {
 		a.must(a.tx.DeleteCheckpoint(t.ID))
 		a.unblockDependents(t, false)
 	}
+	return true
 }
 
 // cancelGang cancels every task of a task's unfinished gang; ok is false
