@@ -24,6 +24,7 @@ type fence struct {
 	// maxWorkers is the cap on the token's active worker ids that
 	// registers and claims carry (fsm.ProtocolWorkerCap; 0: none yet).
 	maxWorkers int
+	ack        bool // claimed attempts await their worker's acknowledgement (fsm.ProtocolAck)
 }
 
 // fenceFields is the one place that decides the fields of
@@ -33,7 +34,8 @@ type fence struct {
 func (s *Server) fenceFields(r *http.Request) fence {
 	p := s.node.ClusterProtocol()
 	f := fence{on: p >= fsm.ProtocolFence, token: tokenName(r.Context()), fair: p >= fsm.ProtocolFair,
-		chunked: p >= fsm.ProtocolCascade, capped: p >= fsm.ProtocolPauses}
+		chunked: p >= fsm.ProtocolCascade, capped: p >= fsm.ProtocolPauses,
+		ack: p >= fsm.ProtocolAck}
 	if p >= fsm.ProtocolWorkerCap {
 		f.maxWorkers = s.cfg.MaxWorkersPerToken
 	}
@@ -47,7 +49,7 @@ func (f fence) claim(c *fsm.Claim, leased bool, seq uint64) {
 	if f.on {
 		c.Token, c.Fenced, c.Seq = f.token, leased, seq
 	}
-	c.Fair, c.MaxWorkers = f.fair, f.maxWorkers
+	c.Fair, c.MaxWorkers, c.Ack = f.fair, f.maxWorkers, f.ack
 }
 
 // heartbeat marks a job heartbeat with its caller.

@@ -87,6 +87,7 @@ func (a *applier) startAttempt(j *store.Job, c *Claim) {
 	j.Progress = nil // a new attempt has reported none yet
 	j.LeaseDeadline = a.deadline(j, c.LeaseTTL)
 	j.ClaimToken, j.Fenced, j.ClaimSeq = c.Token, c.Fenced, c.Seq
+	j.AwaitingAck = c.Ack && j.GangID == "" // see ack.go
 	a.put(j, prev)
 }
 

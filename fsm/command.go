@@ -153,6 +153,10 @@ type Claim struct {
 	// active worker ids (workercap.go): a claim that would make one more
 	// active beyond it is refused with a *TooManyWorkersError.
 	MaxWorkers int `json:"max_workers,omitempty"`
+	// Ack (ProtocolAck, op code opClaimAck) makes each attempt it starts
+	// wait for its worker's acknowledgement: one whose lease runs out
+	// first goes back to pending without counting (ack.go).
+	Ack bool `json:"ack,omitempty"`
 }
 
 // Heartbeat renews one job's lease; Lease 0 means the current attempt.

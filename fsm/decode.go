@@ -71,8 +71,11 @@ func decodeBinary(data []byte) (*Entry, error) {
 	return e, nil
 }
 
-func (r *entryReader) cmd(c *Cmd) {
-	switch code := r.Byte(); code {
+func (r *entryReader) cmd(c *Cmd) { r.cmdOf(c, r.Byte()) }
+
+// cmdOf reads the argument of a command of op code code.
+func (r *entryReader) cmdOf(c *Cmd, code byte) {
+	switch code {
 	case opJSON:
 		r.jsonCmd(c)
 	case opSubmit:
@@ -135,6 +138,8 @@ func (r *entryReader) cmd(c *Cmd) {
 		r.cmdChunked(c, code)
 	case opClaimCapped:
 		r.claimCapped(c)
+	case opClaimAck:
+		r.claimAck(c)
 	default:
 		r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", code))
 	}

@@ -70,6 +70,9 @@ import (
 //	Chunked is set (opReportChunked)
 //	22 expire of ProtocolCascade: as 6, of an expire whose Chunked is set
 //	(opExpireChunked)
+//	23 claim of ProtocolAck (opClaimAck, ack.go), a claim whose Ack is
+//	set: the claim as it is written without Ack, its own op code (2, 7,
+//	12 or a later claim's) included
 //
 // Encode writes code 12 only for a Fair claim; code 13 only for a report
 // that sets RateLimitedFor, SnoozeFor, Result or Progress; code 14 only for
@@ -226,6 +229,9 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 	case OpSubmit:
 		return appendSubmit(b, c.Submit)
 	case OpClaim:
+		if c.Claim.Ack {
+			b = append(b, opClaimAck) // then the claim as it is written without
+		}
 		return appendClaim(b, c.Claim), nil
 	case OpHeartbeat:
 		return appendHeartbeat(b, c.Heartbeat), nil

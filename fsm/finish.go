@@ -114,9 +114,10 @@ type attemptEnd struct {
 }
 
 // failAttempt ends a failed attempt of an unindexed job: a cancelling job is
-// cancelled; one with attempts left waits out its backoff; others fail.
+// cancelled; one with attempts left waits out its backoff; others fail. An
+// expiry of an attempt its worker never acknowledged may not count (ack.go).
 func (a *applier) failAttempt(j *store.Job, prev store.Status, e attemptEnd) {
-	if a.gangFail(j, prev, e) {
+	if a.returnUnacked(j, prev, e) || a.gangFail(j, prev, e) {
 		return
 	}
 	msg := e.msg
@@ -159,6 +160,7 @@ func (a *applier) endAttempt(j *store.Job, st store.Status, msg string, expired 
 		j.History = j.History[len(j.History)-MaxHistory:]
 	}
 	j.LeaseDeadline = 0
+	j.AwaitingAck = false
 }
 
 // retry re-queues a failed or cancelled job with a fresh attempt budget.

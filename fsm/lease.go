@@ -75,7 +75,7 @@ func (a *applier) heartbeat(h *Heartbeat) Result {
 	if err != nil {
 		return Result{Err: err}
 	}
-	a.renewWith(j, h.LeaseTTL, h.Progress)
+	a.renewWith(j, h.LeaseTTL, h.Progress, true)
 	r := Result{Jobs: []*store.Job{j}, Deadline: j.LeaseDeadline, Renewed: 1}
 	if j.Status == store.StatusCancelling {
 		r.Actions = []Action{{JobID: j.ID, Lease: j.Lease, Action: "cancel"}}
@@ -85,10 +85,12 @@ func (a *applier) heartbeat(h *Heartbeat) Result {
 }
 
 // renewWith renews j's lease and, when p is set, keeps p as the attempt's
-// latest progress, in one write.
-func (a *applier) renewWith(j *store.Job, ttl int64, p *LeaseProgress) {
+// latest progress, in one write; ack says the worker named the attempt,
+// acknowledging it (ack.go).
+func (a *applier) renewWith(j *store.Job, ttl int64, p *LeaseProgress, ack bool) {
 	d := a.deadline(j, ttl)
-	if d == j.LeaseDeadline && p == nil {
+	acked := ack && acknowledge(j)
+	if d == j.LeaseDeadline && p == nil && !acked {
 		return
 	}
 	prev := j.Status
@@ -137,7 +139,7 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 			}
 			continue // the worker does not run this attempt: let it expire
 		}
-		a.renewWith(j, h.LeaseTTL, progress[id])
+		a.renewWith(j, h.LeaseTTL, progress[id], h.Listed) // listed: it names the attempt
 		r.Renewed++
 		if j.Status == store.StatusCancelling {
 			r.Actions = append(r.Actions, Action{JobID: j.ID, Lease: j.Lease, Action: "cancel"})

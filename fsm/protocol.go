@@ -68,6 +68,9 @@ func (c *Cmd) Protocol() int {
 	if c.capped() {
 		p = max(p, ProtocolWorkerCap)
 	}
+	if c.Op == OpClaim && c.Claim != nil && c.Claim.Ack {
+		p = max(p, ProtocolAck)
+	}
 	return p
 }
 

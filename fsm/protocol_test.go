@@ -57,6 +57,7 @@ func TestProtocol(t *testing.T) {
 			{[]fsm.Cmd{submit(fsm.NewJob{Command: "x", ConcurrencyKey: "acme", TraceParent: testTraceParent})}, fsm.ProtocolTrace},
 			{[]fsm.Cmd{setLimits("q", store.QueueLimits{KeyWeights: map[string]int{"a": 2}})}, fsm.ProtocolFair},
 			{[]fsm.Cmd{claimCmd(fsm.Claim{WorkerID: "w", LeaseTTL: 1, Fair: true})}, fsm.ProtocolFair},
+			{[]fsm.Cmd{claimCmd(fsm.Claim{WorkerID: "w", LeaseTTL: 1, Fenced: true, Ack: true})}, fsm.ProtocolAck},
 			{[]fsm.Cmd{report(fsm.Report{JobID: "job-1", RateLimitedFor: 1})}, fsm.ProtocolBackpressure},
 			{[]fsm.Cmd{report(fsm.Report{JobID: "job-1", Token: "fleet", SnoozeFor: 1})}, fsm.ProtocolBackpressure},
 		}

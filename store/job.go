@@ -18,10 +18,11 @@ const (
 	StatusCancelled  Status = "cancelled"
 )
 
-// StatusReturned appears in attempt histories only: the attempt's claim
-// reply never reached its worker, so it never ran and did not count (its
-// number is used again). Records write it as a string, outside the status
-// codes.
+// StatusReturned appears in attempt histories only: the attempt did not
+// count (its number is used again), because its claim reply never reached
+// its worker, or because its worker never acknowledged it before its lease
+// ran out (Expired is then set). Records write it as a string, outside the
+// status codes.
 const StatusReturned Status = "returned"
 
 // StatusRateLimited and StatusSnoozed appear in attempt histories only: the
@@ -137,6 +138,13 @@ type Job struct {
 	TraceParent string          `json:"trace,omitempty"`
 	Progress    *Progress       `json:"progress,omitempty"`
 	Result      json.RawMessage `json:"result,omitempty"`
+	// Set by claims of protocol 4 (record jobRecordV5): AwaitingAck says
+	// the running attempt waits for its worker to acknowledge it (a
+	// heartbeat that names it); Unacked counts the attempts of the job's
+	// life that ended unacknowledged and did not count (fsm.MaxUnacked
+	// bounds them).
+	AwaitingAck bool `json:"await_ack,omitempty"`
+	Unacked     int  `json:"unacked,omitempty"`
 }
 
 // Progress is how far a running attempt says it is: Percent from 0 to 100,

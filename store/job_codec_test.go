@@ -108,9 +108,16 @@ func TestJobRecord(t *testing.T) {
 	withResult.Result = []byte(`{"rows":12}`)
 	progressOnly := typicalJob()
 	progressOnly.Progress = &Progress{}
+	awaiting := typicalJob()
+	awaiting.AwaitingAck = true
+	unacked := fullJob()
+	unacked.ConcurrencyKey = "acme"
+	unacked.TraceParent = traced.TraceParent
+	unacked.Unacked = math.MaxInt64
 	jobs := map[string]*Job{
 		"Zero": {}, "Typical": typicalJob(), "Full": fullJob(), "Keyed": keyed, "KeyedWithoutClaim": keyedV1,
 		"Traced": traced, "WithResult": withResult, "ZeroProgress": progressOnly,
+		"AwaitingAck": awaiting, "Unacked": unacked,
 	}
 	for name, j := range jobs {
 		t.Run(name+"RoundTrips", func(t *testing.T) {
@@ -128,6 +135,10 @@ func TestJobRecord(t *testing.T) {
 			// V4 only for a job with a trace, progress or a result.
 			if j.TraceParent != "" || j.Progress != nil || j.Result != nil {
 				want = jobRecordV4
+			}
+			// V5 only for a job a claim of protocol 4 marked.
+			if j.AwaitingAck || j.Unacked != 0 {
+				want = jobRecordV5
 			}
 			if b[0] != want {
 				t.Fatalf("first byte %#x, want %#x", b[0], want)
@@ -222,7 +233,7 @@ func TestJobRecordRefusesBadBytes(t *testing.T) {
 		name, want string
 		b          []byte
 	}{
-		{"NewerFormat", "unknown record format", append([]byte{jobRecordV4 + 1}, good[1:]...)},
+		{"NewerFormat", "unknown record format", append([]byte{jobRecordV5 + 1}, good[1:]...)},
 		{"V1WithV2Fields", "trailing bytes", append([]byte{jobRecordV1}, good[1:]...)},
 		{"TrailingBytes", "trailing bytes", append(append([]byte(nil), good...), 0)},
 		{"NotJSON", "invalid character", []byte("{not json")},

@@ -34,7 +34,8 @@ import (
 // the head and body as above, then ClaimToken, Fenced, ClaimSeq always. A
 // record of jobRecordV4 (0x04) is a V3 record with that first byte, then
 // TraceParent, Progress (a bool, set, then if set Percent, Message, At),
-// and Result (as Payload). Values are written as package binenc says: a time (a
+// and Result (as Payload). A record of jobRecordV5 (0x05) is a V4 record
+// with that first byte, then AwaitingAck (a bool) and Unacked. Values are written as package binenc says: a time (a
 // field named At, Deadline, Started or Ended; Unix nanoseconds) is 8 bytes
 // little-endian; other unsigned integers are uvarints, signed ones varints;
 // a string, or Payload, is its length as a uvarint then its bytes (length 0
@@ -58,7 +59,9 @@ import (
 // commands of protocol 3 give: those are proposed only once every member
 // runs protocol 3, so a node that cannot read V4 never meets one (a
 // downgrade after the upgrade has finished is not supported: its start
-// refuses the record as written by a newer Workron).
+// refuses the record as written by a newer Workron). Likewise a record is
+// written as jobRecordV5 only when AwaitingAck or Unacked is set, which
+// only claims of protocol 4 give.
 
 // interner hands out one string per distinct value, so that a scan of many
 // records (rebuilding the indexes) allocates each queue, type and worker name
@@ -72,6 +75,7 @@ const (
 	jobRecordV2 = 0x02 // V1, then how the last attempt was claimed
 	jobRecordV3 = 0x03 // the concurrency key, then V2
 	jobRecordV4 = 0x04 // V3, then TraceParent, Progress, Result
+	jobRecordV5 = 0x05 // V4, then AwaitingAck, Unacked
 )
 
 // statusCodes numbers the statuses in binary records; append only.
@@ -105,10 +109,13 @@ func appendJob(b []byte, j *Job) ([]byte, error) {
 	if !binenc.Finite(j.Backoff.Jitter) {
 		return nil, fmt.Errorf("encode job %s: backoff jitter %v is not a number", j.ID, j.Backoff.Jitter)
 	}
-	v4 := j.TraceParent != "" || j.Progress != nil || j.Result != nil
+	v5 := j.AwaitingAck || j.Unacked != 0
+	v4 := v5 || j.TraceParent != "" || j.Progress != nil || j.Result != nil
 	v3 := v4 || j.ConcurrencyKey != ""
 	v2 := v3 || j.ClaimToken != "" || j.Fenced || j.ClaimSeq != 0
 	switch {
+	case v5:
+		b = binenc.AppendString(append(b, jobRecordV5), j.ConcurrencyKey)
 	case v4:
 		b = binenc.AppendString(append(b, jobRecordV4), j.ConcurrencyKey)
 	case v3:
@@ -135,6 +142,10 @@ func appendJob(b []byte, j *Job) ([]byte, error) {
 			b = binenc.AppendTime(b, p.At)
 		}
 		b = binenc.AppendBytes(b, j.Result)
+	}
+	if v5 {
+		b = binenc.AppendBool(b, j.AwaitingAck)
+		b = binenc.AppendInt(b, j.Unacked)
 	}
 	return b, nil
 }
@@ -243,6 +254,10 @@ func decodeJob(b []byte, j *Job) error {
 		}
 		j.Result = r.Bytes()
 	}
+	if r.version >= jobRecordV5 {
+		j.AwaitingAck = r.Bool()
+		j.Unacked = r.Int()
+	}
 	if err := r.End(); err != nil {
 		return fmt.Errorf("decode job: %w", err)
 	}
@@ -277,7 +292,7 @@ func jobReader(b []byte) (reader, error) {
 	if len(b) == 0 {
 		return reader{}, fmt.Errorf("decode job: empty record")
 	}
-	if b[0] < jobRecordV1 || b[0] > jobRecordV4 {
+	if b[0] < jobRecordV1 || b[0] > jobRecordV5 {
 		return reader{}, fmt.Errorf("decode job: unknown record format %#x (written by a newer Workron?)", b[0])
 	}
 	r := reader{Reader: binenc.NewReader(b)}
