@@ -56,9 +56,12 @@ func TestMetricsAfterAKnownWorkload(t *testing.T) {
 	// q2: one job whose lease expires with no attempt left, one cancelled.
 	expiring := submit(wire.SubmitRequest{Command: "sleep 1000", Queue: "q2", MaxAttempts: &one})
 	cancelled := submit(wire.SubmitRequest{Command: "true", Queue: "q2"})
-	if got := claim("w2", "q2", 1); len(got) != 1 || got[0].ID != expiring {
+	got := claim("w2", "q2", 1)
+	if len(got) != 1 || got[0].ID != expiring {
 		t.Fatalf("claimed %v from q2, want %s", got, expiring)
 	}
+	// One heartbeat acknowledges the attempt, so that its expiry counts.
+	doHTTP(t, hc, http.StatusOK, "POST", base+"/jobs/"+expiring+"/heartbeat", wire.HeartbeatRequest{Lease: got[0].Lease})
 	doHTTP(t, hc, http.StatusOK, "POST", base+"/jobs/"+cancelled+"/cancel", nil)
 	// q3: one job delayed by an hour.
 	submit(wire.SubmitRequest{Command: "true", Queue: "q3", Delay: "1h"})

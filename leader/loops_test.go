@@ -54,6 +54,39 @@ func TestReaper(t *testing.T) {
 		}
 	})
 
+	t.Run("AnUnacknowledgedAttemptGoesBackUncounted", func(t *testing.T) {
+		// A worker froze before its first heartbeat: its attempt does not
+		// count, and the job of max_attempts 1 waits for another worker.
+		e := newEnv(t, t0)
+		e.propose(fsm.Cmd{Op: fsm.OpSubmit, Submit: &fsm.Submit{Jobs: []fsm.NewJob{{Command: "x", Queue: "default", MaxAttempts: 1}}}})
+		claim := func(worker string) *store.Job {
+			res := e.propose(fsm.Cmd{Op: fsm.OpClaim, Claim: &fsm.Claim{WorkerID: worker, Shell: true, Max: 1, LeaseTTL: int64(time.Minute), Ack: true}})
+			if len(res.Jobs) != 1 {
+				t.Fatalf("%s claimed %d jobs, want 1", worker, len(res.Jobs))
+			}
+			return res.Jobs[0]
+		}
+		frozen := claim("frozen")
+		r := e.reaper(time.Time{})
+		e.clock.Add(2 * time.Minute)
+		if n := r.runOnce(context.Background()); n != 1 || e.rec.expiredEnding != 1 {
+			t.Fatalf("expired %d (recorded %d), want 1", n, e.rec.expiredEnding)
+		}
+		if j, err := e.f.Job(frozen.ID); err != nil || j.Status != store.StatusPending || j.Attempts != 0 {
+			t.Fatalf("job after its unacknowledged lease expired: %+v, %v; want pending with no attempt counted", j, err)
+		}
+		// The next worker acknowledges its attempt; that one counts.
+		next := claim("alive")
+		e.propose(fsm.Cmd{Op: fsm.OpHeartbeat, Heartbeat: &fsm.Heartbeat{JobID: next.ID, Lease: next.Lease, LeaseTTL: int64(time.Minute)}})
+		e.clock.Add(2 * time.Minute)
+		if n := r.runOnce(context.Background()); n != 1 {
+			t.Fatalf("expired %d, want 1", n)
+		}
+		if j, err := e.f.Job(next.ID); err != nil || j.Status != store.StatusFailed || j.Attempts != 1 {
+			t.Fatalf("job after its acknowledged lease expired: %+v, %v; want failed on its one attempt", j, err)
+		}
+	})
+
 	t.Run("NewLeaderWaitsOneLeaseTTL", func(t *testing.T) {
 		e := newEnv(t, t0)
 		e.claimOne(0, time.Minute)

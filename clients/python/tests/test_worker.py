@@ -221,7 +221,12 @@ class WorkerTest(unittest.TestCase):
             try:
                 j = self.c.submit(type="py.block", queue=self.queue)
                 eventually(lambda: os.path.exists(os.path.join(markers, j.id)), what="job started")
-                self.assertEqual(self.c.get(j.id).worker_id, first)
+                claimed = self.c.get(j.id)
+                self.assertEqual(claimed.worker_id, first)
+                # Its heartbeat moves the lease's end: the worker has acknowledged the
+                # attempt, so its loss counts (an unacknowledged one would not).
+                eventually(lambda: self.c.get(j.id).lease_expires_at != claimed.lease_expires_at,
+                           timeout=10 * LEASE_TTL, what="the worker's first heartbeat")
             finally:
                 proc.send_signal(signal.SIGKILL)
                 proc.wait(10)

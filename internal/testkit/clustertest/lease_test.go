@@ -58,13 +58,15 @@ func TestFencingRejectsStaleLease(t *testing.T) {
 		t.Fatalf("A's claim = %+v", a)
 	}
 
-	// A goes silent; the reaper expires its lease and the job is retried.
+	// A goes silent before it ever heartbeats; the reaper expires its
+	// lease and the job goes back to pending, A's unacknowledged attempt
+	// not counted.
 	waitJob(t, urlB, job.ID, 5*time.Second, func(j wire.Job) bool {
 		return j.Status == wire.StatusPending || j.Status == wire.StatusScheduled
 	})
 	b := claimOne(t, urlB, "worker-b", "5s")
-	if b.ID != job.ID || b.Lease <= a.Lease || b.Attempts != 2 {
-		t.Fatalf("B's claim = lease %d attempts %d, want a lease above A's %d and attempt 2", b.Lease, b.Attempts, a.Lease)
+	if b.ID != job.ID || b.Lease <= a.Lease || b.Attempts != 1 {
+		t.Fatalf("B's claim = lease %d attempts %d, want a lease above A's %d and attempt 1 again", b.Lease, b.Attempts, a.Lease)
 	}
 	// B keeps its lease while the subtests look, however slow the machine:
 	// a heartbeat every third of the lease.
@@ -113,8 +115,9 @@ func TestFencingRejectsStaleLease(t *testing.T) {
 			t.Fatalf("attempt_history = %+v, want 2 attempts", got.AttemptHistory)
 		}
 		first, second := got.AttemptHistory[0], got.AttemptHistory[1]
-		if first.WorkerID != "worker-a" || first.Lease != a.Lease || first.Status != wire.StatusFailed || !strings.Contains(first.Error, "lease expired") {
-			t.Errorf("first attempt = %+v, want A's expired lease", first)
+		if first.WorkerID != "worker-a" || first.Lease != a.Lease || first.Status != "returned" || !first.Expired ||
+			!strings.Contains(first.Error, "unacknowledged") || !strings.Contains(first.Error, "lease expired") {
+			t.Errorf("first attempt = %+v, want A's expired lease, unacknowledged", first)
 		}
 		if second.WorkerID != "worker-b" || second.Lease != b.Lease || second.Status != wire.StatusDone {
 			t.Errorf("second attempt = %+v, want B's done", second)
@@ -123,5 +126,37 @@ func TestFencingRejectsStaleLease(t *testing.T) {
 		r := send(t, http.MethodPost, urlA+"/jobs/"+job.ID+"/done", wire.ReportRequest{Lease: a.Lease})
 		wantError(t, r, http.StatusConflict, "stale_lease")
 	})
+	c.Converged(t, 5*time.Second)
+}
+
+// TestUnacknowledgedAttemptIsNotCharged: a worker that claims a job of
+// max_attempts 1 and freezes before it ever heartbeats (SIGSTOP, its TCP
+// connection open) does not use up the job's one attempt: once its lease
+// expires, another worker runs the job to done.
+func TestUnacknowledgedAttemptIsNotCharged(t *testing.T) {
+	c := newCluster(t, 3, clustertest.WithLeaseTTL(300*time.Millisecond), clustertest.WithReapInterval(50*time.Millisecond))
+	url := c.URL(c.Leader(t))
+	one := 1
+	job := submit(t, url, wire.SubmitRequest{Command: "true", Queue: "unacked", MaxAttempts: &one})
+	frozen := claimOne(t, url, "frozen", "", "unacked")
+	if frozen.ID != job.ID || frozen.Attempts != 1 {
+		t.Fatalf("frozen's claim = %+v", frozen)
+	}
+	got := waitJob(t, url, job.ID, 10*time.Second, func(j wire.Job) bool { return j.Status != wire.StatusRunning })
+	if got.Status != wire.StatusPending || got.Attempts != 0 {
+		t.Fatalf("after the frozen worker's lease expired: %s with %d attempts, want pending with none counted", got.Status, got.Attempts)
+	}
+	alive := claimOne(t, url, "alive", "5s", "unacked")
+	if alive.ID != job.ID || alive.Attempts != 1 || alive.Lease <= frozen.Lease {
+		t.Fatalf("alive's claim = attempt %d lease %d, want attempt 1 above lease %d", alive.Attempts, alive.Lease, frozen.Lease)
+	}
+	call(t, http.StatusOK, http.MethodPost, url+"/jobs/"+job.ID+"/done", wire.ReportRequest{Lease: alive.Lease})
+	got = getJob(t, url, job.ID)
+	h := got.AttemptHistory
+	if got.Status != wire.StatusDone || got.Attempts != 1 || len(h) != 2 ||
+		h[0].Status != "returned" || !h[0].Expired || h[0].WorkerID != "frozen" || h[1].Status != wire.StatusDone {
+		t.Fatalf("job %s: %s after %d attempts, history %+v; want done in its one attempt after frozen's returned one",
+			got.ID, got.Status, got.Attempts, h)
+	}
 	c.Converged(t, 5*time.Second)
 }
