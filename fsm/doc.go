@@ -14,6 +14,7 @@
 //	an attempt's start and fencing token   claim.go (startAttempt)
 //	heartbeat, lease renewal, lost replies lease.go
 //	report, expire, retry with backoff     finish.go
+//	unacknowledged attempts (not counted)  ack.go
 //	progress and results (limits, codes)   progress.go
 //	cancel                                 cancel.go
 //	dependencies (unblock, cascade, cycle) deps.go
