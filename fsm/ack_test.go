@@ -233,6 +233,7 @@ func TestClaimAckEncoding(t *testing.T) {
 		"Plain":  {WorkerID: "w", LeaseTTL: 1, Ack: true},
 		"Fenced": {WorkerID: "w", LeaseTTL: 1, Token: "fleet", Fenced: true, Seq: 9, Ack: true},
 		"Fair":   {WorkerID: "w", LeaseTTL: 1, Fair: true, Ack: true},
+		"Capped": {WorkerID: "w", LeaseTTL: 1, Token: "fleet", MaxWorkers: 5, Ack: true},
 	} {
 		e := &fsm.Entry{Now: 1, Cmds: []fsm.Cmd{claimCmd(c)}}
 		b := mustEncode(t, e)
@@ -242,7 +243,7 @@ func TestClaimAckEncoding(t *testing.T) {
 		if got := mustDecode(t, b); !reflect.DeepEqual(got, e) {
 			t.Errorf("%s: round trip = %s\nwant %s", name, dump(got), dump(e))
 		}
-		if p := e.Protocol(); p != fsm.ProtocolAck {
+		if p := e.Protocol(); p != max(fsm.ProtocolAck, fsm.ProtocolWorkerCap) {
 			t.Errorf("%s: protocol %d, want %d", name, p, fsm.ProtocolAck)
 		}
 	}
