@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
 )
 
 // TestCronSpecDST checks the ticks around daylight-saving transitions. In
