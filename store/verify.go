@@ -95,10 +95,17 @@ func verifyGuarded(path string, info *Info, full bool) (err error) {
 		if need := tx.Size(); info.Size < need {
 			return fmt.Errorf("%w: truncated: %d of its %d bytes", ErrDamaged, info.Size, need)
 		}
-		// Walk every page here first: tx.Check has bbolt compute the free
+		// Walk the page trees without bbolt first (walkPages): a cycle
+		// among pages sends bbolt's cursor down forever. Then walk every
+		// page through bbolt here: tx.Check has bbolt compute the free
 		// pages in a goroutine of its own, where a panic on a corrupt page
 		// cannot be recovered. Once this walk has read every reachable page
 		// without panicking, that one reads only pages known to be sound.
+		pageSize := db.Info().PageSize
+		root := uint64(tx.Cursor().Bucket().Root())
+		if err := walkFile(path, pageSize, uint64(tx.Size())/uint64(pageSize), root); err != nil {
+			return fmt.Errorf("%w: %w", ErrDamaged, err)
+		}
 		if err := walkBuckets(tx.Cursor(), 0); err != nil {
 			return fmt.Errorf("%w: %w", ErrDamaged, err)
 		}

@@ -174,3 +174,56 @@ func TestVerify(t *testing.T) {
 		}
 	})
 }
+
+// TestVerifyRefusesAPageCycle: a branch page whose child is the page
+// itself (or an ancestor) is refused as damage. bbolt's cursor descends
+// such a tree forever, its stack growing until the process runs out of
+// memory, so Verify (and with it every restore of an uploaded backup)
+// must find the cycle before bbolt walks the tree.
+func TestVerifyRefusesAPageCycle(t *testing.T) {
+	src := newTestStore(t)
+	insertJobs(t, src, 3000, store.StatusPending)
+	good := snapshotBytes(t, src)
+	path := backupFile(t, good, func(b []byte) []byte { return b })
+
+	// Find a branch page with bbolt, then point its first child at itself.
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, PreLoadFreelist: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pageSize := db.Info().PageSize
+	branch := -1
+	err = db.View(func(tx *bolt.Tx) error {
+		for id := 2; int64(id)*int64(pageSize) < tx.Size(); id++ {
+			p, err := tx.Page(id)
+			if err != nil {
+				return err
+			}
+			if p != nil && p.Type == "branch" {
+				branch = id
+				return nil
+			}
+		}
+		return nil
+	})
+	db.Close()
+	if err != nil || branch < 0 {
+		t.Fatalf("no branch page in a store of 3,000 jobs (err %v)", err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := branch*pageSize + 16 + 8 // the first element's child page id
+	for i := range 8 {
+		b[off+i] = byte(uint64(branch) >> (8 * i))
+	}
+	if err := os.WriteFile(path, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for name, verify := range map[string]func(string) (store.Info, error){"Verify": store.Verify, "VerifyPages": store.VerifyPages} {
+		if _, err := verify(path); !errors.Is(err, store.ErrDamaged) || !strings.Contains(err.Error(), "reached twice") {
+			t.Errorf("%s = %v, want ErrDamaged naming a page reached twice", name, err)
+		}
+	}
+}

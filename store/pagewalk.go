@@ -1,0 +1,189 @@
+package store
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// walkPages reads the page tree of every bucket from root (the root
+// bucket's root page) in the file itself, without bbolt, and refuses a tree
+// that bbolt could not walk safely: a page id past the high-water mark, a
+// page of the wrong type, an element that points outside its page, or a
+// page reached twice (a cycle, on which bbolt's cursor descends forever,
+// growing its stack until the process runs out of memory). Only a file
+// that passes is handed to bbolt's cursors and consistency check.
+//
+// It reads one page (with its overflow) at a time, so it costs the file's
+// size in reads and a bit per page in memory. Pages are in the byte order
+// of the machine that wrote them; bbolt runs little-endian here (amd64,
+// arm64), as every supported platform of Workron is.
+func walkPages(f io.ReaderAt, pageSize int, highWater uint64, root uint64) error {
+	w := &pageWalker{f: f, pageSize: pageSize, high: highWater, seen: map[uint64]bool{}}
+	return w.tree(root, 0)
+}
+
+// Layout of bbolt's pages (go.etcd.io/bbolt/internal/common/page.go).
+const (
+	pageHeaderSize  = 16 // id u64, flags u16, count u16, overflow u32
+	pageElementSize = 16 // branch: pos u32, ksize u32, pgid u64; leaf: flags, pos, ksize, vsize u32
+	bucketHeader    = 16 // a bucket value: root pgid u64, sequence u64
+	branchPage      = 0x01
+	leafPage        = 0x02
+	bucketLeaf      = 0x01 // a leaf element that is a bucket
+	// maxPageOverflow bounds the overflow pages of one page that the walk
+	// reads: a value larger than this many pages is damage for Workron.
+	maxPageOverflow = 1 << 16
+)
+
+var le = binary.LittleEndian
+
+type pageWalker struct {
+	f        io.ReaderAt
+	pageSize int
+	high     uint64 // pages in use: ids from high on are past the end
+	seen     map[uint64]bool
+}
+
+// tree walks the pages of one bucket from its root page id; depth is how
+// deep the bucket is nested.
+func (w *pageWalker) tree(id uint64, depth int) error {
+	if depth > maxBucketDepth {
+		return errors.New("buckets nested too deep")
+	}
+	stack := []uint64{id}
+	for len(stack) > 0 {
+		id := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		p, err := w.read(id)
+		if err != nil {
+			return err
+		}
+		switch flags := le.Uint16(p[8:]); flags {
+		case branchPage:
+			kids, err := branchChildren(p)
+			if err != nil {
+				return fmt.Errorf("page %d: %w", id, err)
+			}
+			stack = append(stack, kids...)
+		case leafPage:
+			if err := w.leaf(p, depth); err != nil {
+				return fmt.Errorf("page %d: %w", id, err)
+			}
+		default:
+			return fmt.Errorf("page %d: type %#x where a branch or leaf page belongs", id, flags)
+		}
+	}
+	return nil
+}
+
+// read reads page id with its overflow pages, once: a page reached again
+// is refused.
+func (w *pageWalker) read(id uint64) ([]byte, error) {
+	if id < 2 || id >= w.high {
+		return nil, fmt.Errorf("page id %d outside the pages in use (2 to %d)", id, w.high-1)
+	}
+	if w.seen[id] {
+		return nil, fmt.Errorf("page %d reached twice (a cycle or a shared page)", id)
+	}
+	w.seen[id] = true
+	head := make([]byte, w.pageSize)
+	if _, err := w.f.ReadAt(head, int64(id)*int64(w.pageSize)); err != nil {
+		return nil, fmt.Errorf("page %d: %w", id, err)
+	}
+	if got := le.Uint64(head); got != id {
+		return nil, fmt.Errorf("page %d says it is page %d", id, got)
+	}
+	over := uint64(le.Uint32(head[12:]))
+	if over == 0 {
+		return head, nil
+	}
+	if over > maxPageOverflow || id+over >= w.high {
+		return nil, fmt.Errorf("page %d: %d overflow pages run past the pages in use", id, over)
+	}
+	for i := id + 1; i <= id+over; i++ {
+		if w.seen[i] {
+			return nil, fmt.Errorf("page %d reached twice (overflow of page %d)", i, id)
+		}
+		w.seen[i] = true
+	}
+	p := make([]byte, int(over+1)*w.pageSize)
+	copy(p, head)
+	if _, err := w.f.ReadAt(p[w.pageSize:], int64(id+1)*int64(w.pageSize)); err != nil {
+		return nil, fmt.Errorf("page %d overflow: %w", id, err)
+	}
+	return p, nil
+}
+
+// branchChildren lists a branch page's child page ids.
+func branchChildren(p []byte) ([]uint64, error) {
+	n := int(le.Uint16(p[10:]))
+	if n == 0 || pageHeaderSize+n*pageElementSize > len(p) {
+		return nil, fmt.Errorf("%d branch elements do not fit the page", n)
+	}
+	kids := make([]uint64, n)
+	for i := range kids {
+		e := pageHeaderSize + i*pageElementSize
+		pos, ksize := int(le.Uint32(p[e:])), int(le.Uint32(p[e+4:]))
+		if e+pos+ksize > len(p) || pos < 0 || ksize < 0 {
+			return nil, fmt.Errorf("branch element %d points outside the page", i)
+		}
+		kids[i] = le.Uint64(p[e+8:])
+	}
+	return kids, nil
+}
+
+// leaf checks a leaf page's elements and walks the buckets it holds.
+func (w *pageWalker) leaf(p []byte, depth int) error {
+	n := int(le.Uint16(p[10:]))
+	if pageHeaderSize+n*pageElementSize > len(p) {
+		return fmt.Errorf("%d leaf elements do not fit the page", n)
+	}
+	for i := range n {
+		e := pageHeaderSize + i*pageElementSize
+		flags := le.Uint32(p[e:])
+		pos, ksize, vsize := uint64(le.Uint32(p[e+4:])), uint64(le.Uint32(p[e+8:])), uint64(le.Uint32(p[e+12:]))
+		end := uint64(e) + pos + ksize + vsize
+		if end > uint64(len(p)) {
+			return fmt.Errorf("leaf element %d points outside the page", i)
+		}
+		if flags&bucketLeaf == 0 {
+			continue
+		}
+		v := p[uint64(e)+pos+ksize : end]
+		if len(v) < bucketHeader {
+			return fmt.Errorf("leaf element %d: a bucket of %d bytes", i, len(v))
+		}
+		if root := le.Uint64(v); root != 0 {
+			if err := w.tree(root, depth+1); err != nil {
+				return err
+			}
+			continue
+		}
+		// An inline bucket: its one leaf page is in the value.
+		inline := v[bucketHeader:]
+		if len(inline) < pageHeaderSize || le.Uint16(inline[8:]) != leafPage {
+			return fmt.Errorf("leaf element %d: an inline bucket without its leaf page", i)
+		}
+		if depth+1 > maxBucketDepth {
+			return errors.New("buckets nested too deep")
+		}
+		if err := w.leaf(inline, depth+1); err != nil {
+			return fmt.Errorf("inline bucket: %w", err)
+		}
+	}
+	return nil
+}
+
+// walkFile runs walkPages on the file at path, for the tree bbolt's
+// transaction tx names (its page size, high-water mark and root).
+func walkFile(path string, pageSize int, highWater, root uint64) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return walkPages(f, pageSize, highWater, root)
+}
