@@ -31,8 +31,11 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
 	if err != nil {
 		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, &badRequest{reason: fmt.Sprintf("request body is larger than %d bytes", limit), tooBig: true}
+		switch {
+		case errors.As(err, &mbe):
+			return nil, tooLarge(limit)
+		case errors.Is(err, errBusy):
+			return nil, errBusy
 		}
 		return nil, &badRequest{reason: "reading request body: " + err.Error()}
 	}
@@ -40,14 +43,25 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 }
 
 // decodeBody reads an optional JSON body of at most limit bytes into v. An
-// empty body leaves v as it is. Unknown fields are ignored.
+// empty body leaves v as it is. Unknown fields are ignored. The body is
+// held to its bounds (checkBody) before it is decoded.
 func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
 	body, err := readBody(w, r, limit)
 	if err != nil {
 		return err
 	}
+	return decodeJSON(body, v, 0)
+}
+
+// decodeJSON decodes a body into v once checkBody found it within bounds
+// (batchJobs: Config.MaxBatchJobs, for a batch); an empty body leaves v
+// as it is.
+func decodeJSON(body []byte, v any, batchJobs int) error {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil
+	}
+	if err := checkBody(body, reflect.TypeOf(v), batchJobs); err != nil {
+		return err
 	}
 	if err := json.Unmarshal(body, v); err != nil {
 		return jsonError(err)
@@ -56,20 +70,23 @@ func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) erro
 }
 
 // decodeBodyWarn is decodeBody for the bodies users write by hand (jobs,
-// batches, schedules): unknown fields are still accepted, so that older
+// schedules): unknown fields are still accepted, so that older
 // and newer clients keep working, but each one is named in the returned
 // warnings, which the reply carries (`unknown field "priorty"`,
 // `unknown field "jobs[1].priorty"`).
 func decodeBodyWarn(w http.ResponseWriter, r *http.Request, limit int64, v any) ([]string, error) {
+	return decodeBatchBody(w, r, limit, 0, v)
+}
+
+// decodeBatchBody is decodeBodyWarn for POST /jobs/batch: the batch holds
+// at most maxJobs jobs, counted before they are decoded.
+func decodeBatchBody(w http.ResponseWriter, r *http.Request, limit int64, maxJobs int, v any) ([]string, error) {
 	body, err := readBody(w, r, limit)
 	if err != nil {
 		return nil, err
 	}
-	if len(bytes.TrimSpace(body)) == 0 {
-		return nil, nil
-	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return nil, jsonError(err)
+	if err := decodeJSON(body, v, maxJobs); err != nil || len(bytes.TrimSpace(body)) == 0 {
+		return nil, err
 	}
 	return unknownFields(body, reflect.TypeOf(v), ""), nil
 }
@@ -83,11 +100,18 @@ var jsonUnmarshaler = reflect.TypeFor[json.Unmarshaler]()
 // bytes finds the keys, and a path is formatted only for a warning (a
 // batch of 1,000 jobs used to cost a json.Decoder per object and a
 // formatted prefix per job, more than decoding the batch itself).
+// At most maxWarnings are named; one more line counts the rest.
 func unknownFields(data []byte, t reflect.Type, prefix string) []string {
 	w := fieldWalker{data: data, path: append([]byte(nil), prefix...)}
 	w.value(t)
+	if w.more > 0 {
+		w.out = append(w.out, fmt.Sprintf("and %d more unknown fields", w.more))
+	}
 	return w.out
 }
+
+// maxWarnings bounds the unknown fields a reply names.
+const maxWarnings = 100
 
 // fieldWalker walks valid JSON against a Go type. path is the prefix of
 // the value being walked ("jobs[3]."), grown and cut back as it descends.
@@ -96,6 +120,7 @@ type fieldWalker struct {
 	pos  int
 	path []byte
 	out  []string
+	more int // unknown fields past maxWarnings
 }
 
 // value walks the value at pos as encoding/json would decode it into t,
@@ -178,7 +203,11 @@ func (w *fieldWalker) object(t reflect.Type) {
 			f, ok = fields[strings.ToLower(string(raw))]
 		}
 		if !ok {
-			w.out = append(w.out, fmt.Sprintf("unknown field %q", string(w.path)+string(raw)))
+			if len(w.out) < maxWarnings {
+				w.out = append(w.out, fmt.Sprintf("unknown field %q", string(w.path)+string(raw)))
+			} else {
+				w.more++
+			}
 			w.space()
 			w.skip()
 			continue

@@ -32,6 +32,7 @@ var statuses = map[string]int{
 	wire.CodeInternal:             http.StatusInternalServerError,
 	wire.CodeNoLeader:             http.StatusServiceUnavailable,
 	wire.CodeRemoved:              http.StatusServiceUnavailable,
+	wire.CodeBusy:                 http.StatusServiceUnavailable,
 	wire.CodeUpgradeInProgress:    http.StatusServiceUnavailable,
 	wire.CodeOutcomeUnknown:       http.StatusGatewayTimeout,
 }
@@ -49,6 +50,7 @@ const (
 	msgNoLeader       = "this node cannot reach a leader right now; nothing was done, retry"
 	msgTooManyWorkers = " (--max-workers-per-token); nothing was done: reuse a worker id, or retry once one is offline (silent for --worker-offline-after) or forgotten (DELETE /workers/{id})"
 	msgOverloaded     = "this node has as many waiting claims as it allows (--max-long-polls); no job is ready, retry later"
+	msgBusy           = "this node holds as many request bodies as it allows (--max-body-bytes-in-flight); nothing was read or done, retry later or on another node"
 	whyNotCommitted   = "the command was handed to Raft but is not known to be committed (the leader lost its leadership, stopped, or took too long)"
 	msgUnknownOutcome = "; the request may or may not have taken effect: retry with the same idempotency_key (or check) to be safe"
 )
@@ -78,6 +80,8 @@ func reply(err error) (code, msg string) {
 		return wire.CodeTooManyWorkers, err.Error() + msgTooManyWorkers
 	case errors.Is(err, errTooManyLongPolls):
 		return wire.CodeOverloaded, msgOverloaded
+	case errors.Is(err, errBusy):
+		return wire.CodeBusy, msgBusy
 	case errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrWorkerNotFound),
 		errors.Is(err, fsm.ErrScheduleNotFound), errors.Is(err, fsm.ErrGangNotFound):
 		return wire.CodeNotFound, err.Error()
@@ -123,6 +127,11 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // code's status. A 429 or 503 tells the client when to retry.
 func writeError(w http.ResponseWriter, code, msg string) {
 	status := statusOf(code)
+	if code == wire.CodeBusy {
+		// A follower passes the leader's busy on rather than sending the
+		// body again (forward.go).
+		w.Header().Set(headerBusy, "1")
+	}
 	if (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "1")
 	}

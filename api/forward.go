@@ -26,6 +26,7 @@ const (
 	headerLeader    = "X-Workron-Leader"
 	headerForwarded = "X-Workron-Forwarded"
 	headerRequestID = "X-Request-Id" // canonical: Header.Get and Set use it without allocating
+	headerBusy      = "X-Workron-Busy"
 )
 
 type ctxKey int
@@ -78,7 +79,9 @@ func (s *Server) newProxy() *httputil.ReverseProxy {
 			// has already set: the reply carries it once.
 			resp.Header.Del(headerRequestID)
 			try := resp.Request.Context().Value(keyTry).(*forwardTry)
-			if resp.StatusCode == http.StatusServiceUnavailable && try.mayRetry() {
+			// A busy leader is left to the client to retry, after
+			// Retry-After: resending the body at once adds to the load.
+			if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get(headerBusy) == "" && try.mayRetry() {
 				return errLeaderUnavailable
 			}
 			return nil
@@ -206,7 +209,9 @@ func (s *Server) leaderURL() (*url.URL, bool) {
 }
 
 // leaderRoute wraps a handler that must run on the leader. It reads the
-// body in full (at most limit bytes, 413 beyond) before anything else, then
+// body in full (at most limit bytes, 413 beyond; within the node's body
+// budget, 503 busy beyond, see readHeld) before anything else, and holds
+// its share of the budget until the request is answered; then it
 // serves the request here if this node leads, else forwards it to the
 // leader; with no leader known it waits for one up to LeaderWait. replay
 // says whether the handler may run again after it proposed nothing because
@@ -214,11 +219,12 @@ func (s *Server) leaderURL() (*url.URL, bool) {
 // through proposals).
 func (s *Server) leaderRoute(limit int64, replay bool, local http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := readBody(w, r, limit)
+		body, release, err := s.readHeld(w, r, limit)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
+		defer release()
 		c := &leaderCall{local: local, body: body, until: time.Now().Add(s.cfg.LeaderWait), replay: replay}
 		s.serveLeader(w, r.WithContext(context.WithValue(r.Context(), keyCall, c)), c)
 	}

@@ -113,7 +113,7 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
 	var req wire.BatchSubmitRequest
-	warnings, err := decodeBodyWarn(w, r, s.cfg.MaxBatchBodyBytes, &req)
+	warnings, err := decodeBatchBody(w, r, s.cfg.MaxBatchBodyBytes, s.cfg.MaxBatchJobs, &req)
 	if err != nil {
 		s.fail(w, r, err)
 		return

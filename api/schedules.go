@@ -87,6 +87,9 @@ func mergeSchedule(cur wire.Schedule, body []byte) (wire.ScheduleRequest, []stri
 	if len(bytes.TrimSpace(body)) == 0 {
 		return req, nil, nil
 	}
+	if err := checkBody(body, reflect.TypeFor[wire.ScheduleRequest](), 0); err != nil {
+		return req, nil, err
+	}
 	var fields struct {
 		Job map[string]json.RawMessage `json:"job"`
 	}

@@ -78,6 +78,13 @@ type Config struct {
 	MaxBodyBytes int64
 	// MaxBatchBodyBytes caps a batch submit's body. Defaults to 32 MiB.
 	MaxBatchBodyBytes int64
+	// MaxBodyBytesInFlight caps the bytes of request bodies this node holds
+	// at once (read, decoded, served or forwarded to the leader), taken by
+	// Content-Length before a body is read, or as a chunked one is read;
+	// a request beyond it gets 503 busy with Retry-After, its body unread.
+	// At least the largest body a route takes (MaxBodyBytes,
+	// MaxBatchBodyBytes, fsm.MaxCheckpointBytes). Defaults to 256 MiB.
+	MaxBodyBytesInFlight int64
 	// MaxRestoreBytes caps the backup POST /restore takes. Defaults to
 	// 16 GiB.
 	MaxRestoreBytes int64
@@ -151,16 +158,17 @@ type Config struct {
 // DefaultConfig returns a Config with every optional field at its default.
 func DefaultConfig() Config {
 	return Config{
-		LeaseTTL:           30 * time.Second,
-		MaxWait:            60 * time.Second,
-		MaxBodyBytes:       1 << 20,
-		MaxBatchBodyBytes:  32 << 20,
-		MaxRestoreBytes:    16 << 30,
-		MaxBatchJobs:       1000,
-		MaxLongPolls:       1024,
-		MaxWorkersPerToken: 1000,
-		Retention:          168 * time.Hour,
-		LeaderWait:         5 * time.Second,
+		LeaseTTL:             30 * time.Second,
+		MaxWait:              60 * time.Second,
+		MaxBodyBytes:         1 << 20,
+		MaxBatchBodyBytes:    32 << 20,
+		MaxRestoreBytes:      16 << 30,
+		MaxBodyBytesInFlight: 256 << 20,
+		MaxBatchJobs:         1000,
+		MaxLongPolls:         1024,
+		MaxWorkersPerToken:   1000,
+		Retention:            168 * time.Hour,
+		LeaderWait:           5 * time.Second,
 	}
 }
 
@@ -179,6 +187,9 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: MaxWait must not be negative")
 	case c.MaxBodyBytes < 1024:
 		return fmt.Errorf("api: MaxBodyBytes must be at least 1024, got %d", c.MaxBodyBytes)
+	case c.MaxBodyBytesInFlight < max(c.MaxBodyBytes, c.MaxBatchBodyBytes, fsm.MaxCheckpointBytes):
+		return fmt.Errorf("api: MaxBodyBytesInFlight must be at least the largest body a route takes (%d bytes), got %d",
+			max(c.MaxBodyBytes, c.MaxBatchBodyBytes, fsm.MaxCheckpointBytes), c.MaxBodyBytesInFlight)
 	case c.MaxBatchJobs < 1:
 		return fmt.Errorf("api: MaxBatchJobs must be at least 1")
 	case c.MaxLongPolls < 0:
@@ -205,6 +216,9 @@ type Server struct {
 	metrics *metrics
 	tracer  trace.Tracer    // nil: no spans
 	hosts   map[string]bool // the names CheckHost serves; nil: every Host
+
+	// budget bounds the request body bytes this node holds (inflight.go).
+	budget bodyBudget
 
 	// polls holds a token per claim long-polling on this node.
 	polls chan struct{}
@@ -237,6 +251,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxLongPolls = cmp.Or(cfg.MaxLongPolls, def.MaxLongPolls)
 	cfg.MaxRestoreBytes = cmp.Or(cfg.MaxRestoreBytes, def.MaxRestoreBytes)
 	cfg.MaxWorkersPerToken = cmp.Or(cfg.MaxWorkersPerToken, def.MaxWorkersPerToken)
+	cfg.MaxBodyBytesInFlight = cmp.Or(cfg.MaxBodyBytesInFlight, def.MaxBodyBytesInFlight)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -260,6 +275,7 @@ func New(cfg Config) (*Server, error) {
 		polls:    make(chan struct{}, cfg.MaxLongPolls),
 		draining: make(chan struct{}),
 	}
+	s.budget.max = cfg.MaxBodyBytesInFlight
 	if cfg.Tracer != nil {
 		s.tracer = cfg.Tracer.Tracer(tracerName)
 	}

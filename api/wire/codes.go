@@ -59,6 +59,10 @@ const (
 	// CodeRemoved (503): this node was removed from the cluster; nothing
 	// was done, retry on another node.
 	CodeRemoved = "removed"
+	// CodeBusy (503): the node holds as many request body bytes as it
+	// allows (--max-body-bytes-in-flight); nothing was read or done, retry
+	// after Retry-After (another node may have room).
+	CodeBusy = "busy"
 	// CodeUpgradeInProgress (503): the request needs a newer protocol than
 	// a node of the cluster runs; nothing was done.
 	CodeUpgradeInProgress = "upgrade_in_progress"
@@ -73,7 +77,7 @@ var Codes = []string{
 	CodeHostNotAllowed, CodeNotFound, CodeStaleLease, CodeStaleEpoch, CodeNotRunning,
 	CodeConflict, CodeLeaseRequired, CodeTooLarge, CodeUnsupportedMediaType, CodeOverloaded,
 	CodeTooManyWorkers, CodeInternal, CodeNoLeader, CodeRemoved,
-	CodeUpgradeInProgress, CodeOutcomeUnknown,
+	CodeBusy, CodeUpgradeInProgress, CodeOutcomeUnknown,
 }
 
 // RetryReport reports whether a BatchReportResult with this code was not
