@@ -660,4 +660,3 @@ func (s *bodyScan) refuse(field, format string, args ...any) bool {
 	s.err = &badRequest{field: field, reason: fmt.Sprintf(format, args...)}
 	return false
 }
-

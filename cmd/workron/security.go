@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api"
+	"github.com/workron/workron/fsm"
 	wnode "github.com/workron/workron/node" // "node" is a type of the e2e tests
 	"github.com/workron/workron/worker/client"
 )
@@ -25,6 +26,7 @@ type securityFlags struct {
 	tlsCert, tlsKey, tlsCA string
 
 	maxBodyBytes      int64
+	maxBodyInFlight   int64
 	maxHeaderBytes    int
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
@@ -42,6 +44,8 @@ func (f *securityFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tlsKey, "tls-key", "", "the PEM key of --tls-cert")
 	fs.StringVar(&f.tlsCA, "tls-ca", "", "PEM CA that signed every node's certificate: turns on mutual TLS for Raft and verifies peers")
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body, except batch submits (413 beyond)")
+	fs.Int64Var(&f.maxBodyInFlight, "max-body-bytes-in-flight", api.DefaultConfig().MaxBodyBytesInFlight,
+		"most bytes of request bodies this node holds at once (taken before a body is read, given back once it is answered); beyond, a request gets 503 busy with Retry-After, its body unread")
 	fs.IntVar(&f.maxHeaderBytes, "max-header-bytes", 64<<10, "largest request header block (431 beyond)")
 	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client has to send its request headers")
 	fs.DurationVar(&f.readTimeout, "read-timeout", 60*time.Second, "time a client has to send a whole request")
@@ -90,6 +94,9 @@ func (f *securityFlags) load() (*security, error) {
 	}
 	if f.maxBodyBytes < 1024 {
 		return nil, fmt.Errorf("--max-body-bytes must be at least 1024, got %d", f.maxBodyBytes)
+	}
+	if least := max(f.maxBodyBytes, api.DefaultConfig().MaxBatchBodyBytes, fsm.MaxCheckpointBytes); f.maxBodyInFlight < least {
+		return nil, fmt.Errorf("--max-body-bytes-in-flight must be at least the largest body a route takes (%d bytes), got %d", least, f.maxBodyInFlight)
 	}
 	if f.maxHeaderBytes < 4096 {
 		return nil, fmt.Errorf("--max-header-bytes must be at least 4096, got %d", f.maxHeaderBytes)
@@ -146,6 +153,7 @@ func (s *security) configure(f *securityFlags, nc *wnode.Config) {
 	nc.API.Auth, nc.API.MetricsOpen = s.tokens, f.metricsOpen
 	nc.TLS = s.tls
 	nc.API.MaxBodyBytes, nc.API.MaxLongPolls = f.maxBodyBytes, f.maxLongPolls
+	nc.API.MaxBodyBytesInFlight = f.maxBodyInFlight
 	nc.ReadHeaderTimeout, nc.ReadTimeout, nc.WriteTimeout = f.readHeaderTimeout, f.readTimeout, max(f.writeTimeout, 0)
 	nc.IdleTimeout, nc.MaxHeaderBytes = f.idleTimeout, f.maxHeaderBytes
 	nc.MaxConnections, nc.API.AllowedHosts = f.maxConnections, splitList(f.allowedHosts)

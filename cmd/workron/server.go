@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"os/signal"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/workron/workron/api"
 	"github.com/workron/workron/internal/gctune"
+	"github.com/workron/workron/internal/memlimit"
 	"github.com/workron/workron/internal/telemetry"
 	"github.com/workron/workron/leader"
 	wnode "github.com/workron/workron/node" // "node" is a type of the e2e tests
@@ -38,6 +40,7 @@ type serverFlags struct {
 	snapshotInterval                time.Duration
 	maxBatch, maxInflight           int
 	gcMinGrowthMB                   int
+	memoryLimit                     string
 	snapshotWriteRateMB             int
 	raftLogLevel                    string
 	pprof                           bool
@@ -78,6 +81,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxBatch, "max-batch", raftnode.DefaultConfig().MaxBatch, "most commands the leader packs into one log entry")
 	fs.IntVar(&f.maxInflight, "max-inflight", raftnode.DefaultConfig().MaxInflight, "most log entries the leader has in flight; while several callers propose, a small one goes out beside another only once one has finished, so commands pack")
 	fs.IntVar(&f.gcMinGrowthMB, "gc-min-growth-mb", 128, "the least the Go heap grows, in MiB, between garbage collections (Go's own rule grows it by what is live: that applies above this); 0 keeps Go's rule; GOGC in the environment, when set, wins")
+	fs.StringVar(&f.memoryLimit, "memory-limit", memlimit.Default, "the Go runtime's soft memory limit: a share of the memory the process may use (its cgroup's limit, else the machine's) like 80%, a size like 4GiB, or off; near it the collector runs more often rather than let the heap grow; GOMEMLIMIT in the environment, when set, wins")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go runtime profiles (net/http/pprof) at /debug/pprof/ on the HTTP API; admin token only with --auth-token-file (default off)")
 	// Test hooks for the chaos harness (internal/tools/chaos); never needed in
 	// production.
@@ -130,6 +134,9 @@ func (f *serverFlags) check() error {
 	}
 	if f.gcMinGrowthMB < 0 {
 		return fmt.Errorf("--gc-min-growth-mb must not be negative (0 keeps Go's rule), got %d", f.gcMinGrowthMB)
+	}
+	if _, err := memlimit.Parse(f.memoryLimit); err != nil {
+		return fmt.Errorf("--memory-limit: %w", err)
 	}
 	if f.scheduleMaxCatchup < 1 {
 		return fmt.Errorf("--schedule-max-catchup must be at least 1, got %d", f.scheduleMaxCatchup)
@@ -204,6 +211,10 @@ func startServer(f serverFlags, logger *slog.Logger) (*runningServer, error) {
 		return nil, err
 	}
 	gctune.Start(uint64(f.gcMinGrowthMB) << 20)
+	limit, _ := memlimit.Parse(f.memoryLimit) // checked above
+	if bytes, from := memlimit.Apply(limit); bytes < math.MaxInt64 {
+		logger.Info("memory limit", "mib", bytes>>20, "from", from)
+	}
 	nc, err := f.nodeConfig(logger)
 	if err != nil {
 		return nil, err

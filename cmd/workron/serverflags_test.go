@@ -18,6 +18,11 @@ func TestServerRefusesBadTuningFlags(t *testing.T) {
 		{"--gc-min-growth-mb", "-1", "--gc-min-growth-mb must not be negative"},
 		{"--snapshot-write-rate-mb", "-1", "--snapshot-write-rate-mb must not be negative"},
 		{"--raft-log-level", "loud", `RaftLogLevel must be trace, debug, info, warn, error or off, got "loud"`},
+		{"--memory-limit", "-1GiB", `--memory-limit: memlimit: invalid limit: "-1GiB" is negative`},
+		{"--memory-limit", "0", `--memory-limit: memlimit: invalid limit: "0" is below 64 MiB`},
+		{"--memory-limit", "150%", `--memory-limit: memlimit: invalid limit: "150%" is not a share of memory`},
+		{"--memory-limit", "lots", `--memory-limit: memlimit: invalid limit: "lots" is not a size`},
+		{"--max-body-bytes-in-flight", "1048576", "--max-body-bytes-in-flight must be at least the largest body a route takes (33554432 bytes)"},
 	} {
 		t.Run(strings.TrimPrefix(c.flag, "--"), func(t *testing.T) {
 			data := filepath.Join(t.TempDir(), "n1")
