@@ -137,7 +137,7 @@ func TestBodyBoundsOverHTTP(t *testing.T) {
 		{"/jobs", string(hostileMetadata(60_000)), "metadata"},
 		{"/jobs/batch", `{"jobs":[` + strings.Repeat(`{},`, DefaultConfig().MaxBatchJobs) + `{}]}`, "jobs"},
 		{"/jobs/claim", `{"worker_id":"w","queues":[` + strings.Repeat(`"q",`, 60_000) + `"q"]}`, "queues"},
-		{"/schedules", `{"name":"s","cron":"@hourly","job":{"command":"x","metadata":` + string(hostileMetadata(100)[29:]), "job.metadata"},
+		{"/schedules", `{"name":"s","cron":"@hourly","job":{"command":"x","metadata":` + string(hostileMetadata(100)[29:]) + "}", "job.metadata"},
 	} {
 		code, werr := e.do(http.MethodPost, c.path, c.body, nil)
 		if code != http.StatusBadRequest || werr.Code != wire.CodeInvalid || !strings.HasPrefix(werr.Error, c.field+":") {
