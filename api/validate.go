@@ -424,7 +424,7 @@ func batchReports(in []wire.BatchReport) ([]*fsm.Report, error) {
 		}
 		reps[i] = &fsm.Report{
 			JobID: br.JobID, Lease: br.Lease, Success: br.Status == wire.StatusDone,
-			ExitCode: br.ExitCode, Output: br.Output, Error: br.Error,
+			ExitCode: br.ExitCode, Output: fsm.TrimOutput(br.Output), Error: fsm.TrimOutput(br.Error),
 			Final: br.Retry != nil && !*br.Retry, Draw: draw(), Result: result, Progress: progress,
 		}
 		if err := holdOff(reps[i], &br.ReportRequest, f); err != nil {

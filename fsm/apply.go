@@ -167,6 +167,12 @@ func (a *applier) insert(j *store.Job) {
 }
 
 // tail keeps the last max bytes of s, starting on a UTF-8 boundary.
+// TrimOutput is what the FSM keeps of a report's output or error: its last
+// MaxOutput bytes, starting on a whole UTF-8 character. The API trims
+// reports with it before proposing them, so a 32 MiB output costs the log
+// 4 KiB, and the job ends the same (trimming twice keeps the same bytes).
+func TrimOutput(s string) string { return tail(s, MaxOutput) }
+
 func tail(s string, max int) string {
 	if len(s) <= max {
 		return s
