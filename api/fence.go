@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"time"
 
 	"github.com/workron/workron/fsm"
 )
@@ -127,18 +128,42 @@ func (s *Server) releaseSilentID(ctx context.Context, id, token string) {
 // workers poll without writing to the log, so only a node that saw their
 // polls can tell which are gone. It reads at most the cap's worker records
 // and reports whether one was freed.
+//
+// A scan that found no silent id is not made again for the same owner
+// within silentScanEvery, so a flood of registrations past the cap costs
+// one scan a second, not one a request.
 func (s *Server) releaseSilentWorker(ctx context.Context, owner string) bool {
 	now := s.cfg.Now()
+	s.silentMu.Lock()
+	if last, ok := s.silentEmpty[owner]; ok && now.Sub(last) < silentScanEvery && now.After(last) {
+		s.silentMu.Unlock()
+		return false
+	}
+	s.silentMu.Unlock()
 	for _, id := range s.state.ActiveWorkerIDs(owner) {
 		wk, err := s.state.Worker(id)
 		if err != nil || wk.Offline() || s.active(wk, now) {
 			continue
 		}
-		cmd := fsm.Cmd{Op: fsm.OpWorkerOffline, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
+		op := fsm.OpWorkerOffline
+		if s.node.ClusterProtocol() >= fsm.ProtocolCascade {
+			op = fsm.OpWorkerOfflineChunked // its failures cascade in chunks
+		}
+		cmd := fsm.Cmd{Op: op, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
 		if _, err := s.propose(ctx, cmd); err == nil {
 			s.logger.Warn("worker offline: its token is at its cap of worker ids", "worker", wk.ID, "last_seen", s.lastSeen(wk), "request_id", requestID(ctx))
 			return true
 		}
 	}
+	s.silentMu.Lock()
+	if s.silentEmpty == nil {
+		s.silentEmpty = make(map[string]time.Time)
+	}
+	s.silentEmpty[owner] = now // one entry a token (and "" without tokens)
+	s.silentMu.Unlock()
 	return false
 }
+
+// silentScanEvery is how often releaseSilentWorker looks again for an
+// owner whose last scan found no silent id.
+const silentScanEvery = time.Second

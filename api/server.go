@@ -206,16 +206,20 @@ func (c *Config) Validate() error {
 
 // Server is the HTTP API of one node.
 type Server struct {
-	cfg     Config
-	node    Raft
-	state   *fsm.FSM
-	logger  *slog.Logger
-	mux     *http.ServeMux
-	proxy   *httputil.ReverseProxy
-	client  *http.Client
-	metrics *metrics
-	tracer  trace.Tracer    // nil: no spans
-	hosts   map[string]bool // the names CheckHost serves; nil: every Host
+	cfg   Config
+	node  Raft
+	state *fsm.FSM
+	// silentEmpty is when releaseSilentWorker last found no silent id of
+	// an owner (fence.go).
+	silentMu    sync.Mutex
+	silentEmpty map[string]time.Time
+	logger      *slog.Logger
+	mux         *http.ServeMux
+	proxy       *httputil.ReverseProxy
+	client      *http.Client
+	metrics     *metrics
+	tracer      trace.Tracer    // nil: no spans
+	hosts       map[string]bool // the names CheckHost serves; nil: every Host
 
 	// budget bounds the request body bytes this node holds (inflight.go).
 	budget bodyBudget

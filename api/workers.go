@@ -35,9 +35,15 @@ func (s *Server) handleRegister(w http.ResponseWriter, r *http.Request) {
 	}}
 	s.fenceFields(r).register(reg)
 	s.releaseSilentID(r.Context(), reg.Worker.ID, reg.Token)
+	// Past the cap, refuse here unless a silent id can make room: a flood
+	// of registrations that would be refused never reaches the log.
+	var tw *fsm.TooManyWorkersError
+	if err := s.state.AdmitWorker(reg.Worker.ID, reg.Token, reg.MaxWorkers); errors.As(err, &tw) && !s.releaseSilentWorker(r.Context(), tw.Owner) {
+		s.fail(w, r, err)
+		return
+	}
 	cmd := fsm.Cmd{Op: fsm.OpRegister, Register: reg}
 	res, err := s.propose(r.Context(), cmd)
-	var tw *fsm.TooManyWorkersError
 	if errors.As(err, &tw) && s.releaseSilentWorker(r.Context(), tw.Owner) {
 		res, err = s.propose(r.Context(), cmd) // a silent id made room
 	}

@@ -114,26 +114,38 @@ func (x *workerIndex) deactivate(id string) {
 // it will have holds fewer than max active ids. A register or claim with
 // an empty token keeps an existing worker's owner.
 func (a *applier) admitWorker(id, token string, max int) error {
+	return a.f.idx.wx.admit(id, token, max)
+}
+
+// admit is admitWorker's rule, read from the index alone: a worker that is
+// not active keeps its owner through its last record (an offline one comes
+// back as its owner's).
+func (x *workerIndex) admit(id, token string, max int) error {
 	if max <= 0 {
 		return nil
 	}
-	x := a.f.idx.wx
 	if owner, ok := x.ownerOf[id]; ok && (token == "" || owner == token) {
 		return nil
 	}
 	owner := token
-	if owner == "" {
-		w, err := a.tx.Worker(id)
-		if err == nil {
-			owner = w.Owner // offline: it comes back as its owner's
-		} else if !errors.Is(err, store.ErrNotFound) {
-			a.must(err)
-		}
+	if w := x.records[id]; owner == "" && w != nil {
+		owner = w.Owner
 	}
 	if len(x.byOwner[owner]) >= max {
 		return &TooManyWorkersError{Owner: owner, Max: max}
 	}
 	return nil
+}
+
+// AdmitWorker is what a register or claim as worker id by token, carrying
+// the cap max, would meet if applied now: nil, or the *TooManyWorkersError
+// it would be refused with. The API answers a refusal without proposing
+// it, so a flood of registrations past the cap costs a map lookup each;
+// the FSM still decides when it applies one.
+func (f *FSM) AdmitWorker(id, token string, max int) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.idx.wx.admit(id, token, max)
 }
 
 // putWorker stores w and updates the indexes that read workers.
