@@ -2,7 +2,6 @@ package raftnode
 
 import (
 	"fmt"
-	"sync"
 
 	"github.com/hashicorp/raft"
 )
@@ -41,54 +40,17 @@ func newLogCache(logs raft.LogStore) (*detachedLogs, error) {
 // the followers' 200 MiB, and its anonymous memory peaked at 966 MiB; with
 // the copies, 240 MiB like the followers'. A copy is one small struct per
 // entry; its Data is shared.
-//
-// It also serves the entries of a write under way: the leader's
-// replicators send entries while the leader writes them (dispatchLogs in
-// third_party/raft, see its WORKRON.md). The leader stages them first
-// (StageLogs, raft.LogStager), then wakes its replicators, then stores
-// them; a replicator reads them through GetLog before StoreLogs returns,
-// when neither raft.LogCache (which caches an entry once written) nor the
-// store below has them yet. An entry of a failed write is never served
-// afterwards.
 type detachedLogs struct {
 	raft.LogStore
-
-	mu      sync.RWMutex
-	pending []*raft.Log // the entries of the write under way, by index
 }
-
-var _ raft.LogStager = (*detachedLogs)(nil)
 
 func (d *detachedLogs) StoreLog(l *raft.Log) error {
 	return d.StoreLogs([]*raft.Log{l})
 }
 
-// StageLogs serves copies of logs from now until the StoreLogs of the same
-// entries returns. Without it, a leader's replicator woken for an entry
-// could ask for it before StoreLogs had begun, find it nowhere, and fall
-// back to sending the follower a whole snapshot.
-func (d *detachedLogs) StageLogs(logs []*raft.Log) {
-	copies := detach(logs)
-	d.mu.Lock()
-	d.pending = copies
-	d.mu.Unlock()
-}
-
-// StoreLogs stores the staged copies of logs, or copies made now if they
-// were not staged (a follower's entries).
+// StoreLogs stores copies of logs.
 func (d *detachedLogs) StoreLogs(logs []*raft.Log) error {
-	d.mu.Lock()
-	copies := d.pending
-	if !sameEntries(copies, logs) {
-		copies = detach(logs)
-		d.pending = copies
-	}
-	d.mu.Unlock()
-	err := d.LogStore.StoreLogs(copies)
-	d.mu.Lock()
-	d.pending = nil
-	d.mu.Unlock()
-	return err
+	return d.LogStore.StoreLogs(detach(logs))
 }
 
 // detach copies each entry into an allocation of its own: copies sharing
@@ -101,28 +63,4 @@ func detach(logs []*raft.Log) []*raft.Log {
 		copies[i] = &c
 	}
 	return copies
-}
-
-// sameEntries says whether copies were made of logs: the same indexes and
-// terms.
-func sameEntries(copies, logs []*raft.Log) bool {
-	if len(copies) != len(logs) || len(logs) == 0 {
-		return false
-	}
-	a, b := copies[0], logs[0]
-	y, z := copies[len(copies)-1], logs[len(logs)-1]
-	return a.Index == b.Index && a.Term == b.Term && y.Index == z.Index && y.Term == z.Term
-}
-
-// GetLog reads the entry at index from the write under way, if it holds
-// it, and from the stores below otherwise.
-func (d *detachedLogs) GetLog(index uint64, out *raft.Log) error {
-	d.mu.RLock()
-	if p := d.pending; len(p) > 0 && index >= p[0].Index && index <= p[len(p)-1].Index {
-		*out = *p[index-p[0].Index]
-		d.mu.RUnlock()
-		return nil
-	}
-	d.mu.RUnlock()
-	return d.LogStore.GetLog(index, out)
 }

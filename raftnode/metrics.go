@@ -103,7 +103,7 @@ type snapshotRecorder struct {
 }
 
 // load starts from the newest snapshot on disk; call it before Raft starts.
-func (r *snapshotRecorder) load(snaps *raft.FileSnapshotStore) {
+func (r *snapshotRecorder) load(snaps raft.SnapshotStore) {
 	metas, err := snaps.List()
 	if err != nil || len(metas) == 0 {
 		return

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
-	bolt "go.etcd.io/bbolt"
 
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/store"
@@ -45,8 +43,8 @@ type Node struct {
 	raft      *raft.Raft
 	fsm       *fsm.FSM
 	state     *store.Store
-	logStore  *raftboltdb.BoltStore
-	snaps     *raft.FileSnapshotStore
+	logStore  *boltLogStore
+	snaps     *snapshotStore
 	transport *raft.NetworkTransport
 
 	proposals    chan *proposal
@@ -64,8 +62,9 @@ type Node struct {
 	ready        leaderReady
 	member       membership
 	protocols    memberProtocols
-	restoreMu    sync.Mutex    // one restore at a time
-	restored     chan struct{} // a restore replaced the state: restart the leader's run
+	restoreMu    sync.Mutex     // one restore at a time; Shutdown waits for it
+	restored     chan struct{}  // a restore replaced the state: restart the leader's run
+	applying     sync.WaitGroup // the proposer's entries Raft has not answered; Shutdown waits for them
 	// leaderChanged fires on every leader change this node observes.
 	leaderChanged signal
 	watchDone     chan struct{}
@@ -154,15 +153,12 @@ func (n *Node) open() error {
 			return fmt.Errorf("load state: %w", err)
 		}
 	}
-	n.logStore, err = raftboltdb.New(raftboltdb.Options{
-		Path:        filepath.Join(cfg.DataDir, "raft.db"),
-		BoltOptions: &bolt.Options{Timeout: 5 * time.Second, NoFreelistSync: true, FreelistType: bolt.FreelistMapType},
-	})
+	n.logStore, err = openLogStore(filepath.Join(cfg.DataDir, "raft.db"))
 	if err != nil {
 		return fmt.Errorf("open raft log: %w", err)
 	}
 	hlog := raftLogger(n.logger, cfg.RaftLogLevel)
-	n.snaps, err = raft.NewFileSnapshotStoreWithLogger(cfg.DataDir, 2, hlog)
+	n.snaps, err = newSnapshotStore(cfg.DataDir, 2, hlog)
 	if err != nil {
 		return fmt.Errorf("open snapshots: %w", err)
 	}
@@ -205,9 +201,9 @@ func (n *Node) open() error {
 	if err != nil {
 		return err
 	}
-	var cache raft.LogStager = detached
+	var cache raft.LogStore = detached
 	if cfg.BeforeLogWrite != nil {
-		cache = &heldLogStore{LogStager: detached, before: cfg.BeforeLogWrite}
+		cache = &heldLogStore{LogStore: detached, before: cfg.BeforeLogWrite}
 	}
 	if err := n.bootstrap(rc); err != nil {
 		return err
@@ -283,6 +279,18 @@ func (n *Node) bootstrap(rc *raft.Config) error {
 
 // Shutdown stops the node: a leader first hands leadership to a peer, then
 // Raft stops and the files close. Safe to call twice.
+//
+// Before Raft stops, Shutdown waits until Raft has answered every future it
+// was handed through its apply queue: the proposer's entries, the
+// leadership Barrier (runLeadership) and a restore's closing no-op.
+// hashicorp/raft gives those futures no shutdown channel (hashicorp/raft#498,
+// still so in v1.8.0): one still queued when Raft shuts down is never
+// taken, and its Error waits for ever. While Raft runs it answers each: a
+// leader applies it or, on losing leadership, answers ErrLeadershipLost; a
+// follower answers ErrNotLeader. So the wait lasts as long as the leader's
+// log write under way (which Raft's own shutdown waits for too) and the
+// entries' commit, or, for a leader cut off from its peers, until its lease
+// runs out (HeartbeatTimeout).
 func (n *Node) Shutdown() error {
 	n.closeOnce.Do(func() {
 		if n.raft != nil && n.raft.State() == raft.Leader && len(n.raft.GetConfiguration().Configuration().Servers) > 1 {
@@ -297,9 +305,12 @@ func (n *Node) Shutdown() error {
 		<-n.leaderDone
 		<-n.proposerDone
 		<-n.memberDone
+		n.applying.Wait()  // the proposer has stopped: no more are added
+		n.restoreMu.Lock() // a restore under way ends first; later ones see shutdownCh
 		if n.raft != nil {
 			n.closeErr = n.raft.Shutdown().Error()
 		}
+		n.restoreMu.Unlock()
 		if n.transport != nil {
 			// Close alone stops the listener but keeps pooled outbound
 			// connections open, and with them the peers' handlers

@@ -170,7 +170,7 @@ func (n *Node) await(ctx context.Context, p *proposal) ([]fsm.Result, error) {
 // entry in flight.
 //
 // At shutdown the proposals gathered or queued are answered ErrShutdown;
-// Raft answers the entries in flight.
+// Raft answers the entries in flight, before it stops (Shutdown).
 func (n *Node) runProposer() {
 	defer close(n.proposerDone)
 	freed := make(chan struct{}, n.cfg.MaxInflight) // an entry in flight is done
@@ -284,10 +284,12 @@ func (n *Node) submitEntry(batch []*proposal, freed chan<- struct{}) bool {
 		n.stages.observe(stageQueue, start.Sub(p.queued))
 	}
 	n.stages.proposing.Add(1)
+	n.applying.Add(1) // before the future exists: Shutdown waits for it
 	fut := n.raft.Apply(data, n.cfg.ApplyTimeout)
 	n.metrics.observeEntry(len(e.Cmds))
 	go func() {
 		defer func() { freed <- struct{}{} }()
+		defer n.applying.Done()
 		defer n.stages.proposing.Add(-1)
 		if err := fut.Error(); err != nil {
 			fail(batch, mapApplyError(err))

@@ -289,10 +289,11 @@ func TestProposerShutdownAnswersTheWaitingOnce(t *testing.T) {
 }
 
 // An entry handed to Raft but not yet taken by its leader loop when the
-// node shuts down is answered (ErrUnknownOutcome), not left waiting for
-// ever: hashicorp/raft's ApplyLog gave its future no shutdown channel
-// (hashicorp/raft#498). Whether the leader loop takes the entry or sees
-// the shutdown first is up to its select, so the test tries several times.
+// node shuts down is answered, not left waiting for ever: hashicorp/raft's
+// ApplyLog gives its future no shutdown channel (hashicorp/raft#498, still
+// so in v1.8.0), so Shutdown lets Raft answer every entry before it stops
+// Raft. Without that, whether the leader loop takes the entry or sees the
+// shutdown first is up to its select, so the test tries several times.
 func TestProposerShutdownAnswersAnEntryRaftHasNotTaken(t *testing.T) {
 	for i := range 8 {
 		t.Run(fmt.Sprint(i), func(t *testing.T) {

@@ -98,6 +98,11 @@ func (n *Node) restoreFile(ctx context.Context, path string) (RestoreInfo, error
 	}
 	n.restoreMu.Lock()
 	defer n.restoreMu.Unlock()
+	select {
+	case <-n.shutdownCh: // Raft stops once this lock is free; see Shutdown
+		return RestoreInfo{Info: info}, fmt.Errorf("restore: %w", ErrShutdown)
+	default:
+	}
 	// Raft puts the snapshot at max(its last index, meta.Index) + 1 and
 	// leaves that index out of its log, so a follower asking for it gets
 	// the snapshot. Index above the backup's applied index keeps the FSM

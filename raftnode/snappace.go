@@ -44,7 +44,8 @@ func (p *pacedSink) Write(b []byte) (int, error) {
 		select {
 		case <-p.stop:
 		default:
-			if d := p.lim.ReserveN(p.now(), len(c)).Delay(); d > 0 {
+			now := p.now() // Delay would read the wall clock, not p.now
+			if d := p.lim.ReserveN(now, len(c)).DelayFrom(now); d > 0 {
 				p.sleep(d, p.stop)
 			}
 		}

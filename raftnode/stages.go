@@ -9,20 +9,17 @@ import (
 )
 
 // Where a proposed entry's time goes, stage by stage, on the leader that
-// proposed it. The leader writes an entry to its own log while it
-// replicates it (Raft thesis §10.2.1; the one change Workron's copy of
-// hashicorp/raft makes, see third_party/raft/WORKRON.md), and the entry
-// commits once both the leader's write and a follower's answer are done.
-// The stages follow one another all the same, each what the entry waited
-// for beyond the one before:
+// proposed it. The leader writes an entry to its own log and then
+// replicates it (hashicorp/raft's dispatchLogs wakes the replicators once
+// its write returns), and the entry commits once a follower has answered
+// too. Each stage is what the entry waited for beyond the one before:
 //
 //	queue          a command waits in the proposer's queue for an entry
 //	dispatch       raft.Apply until Raft's leader loop takes the entry
 //	leader_write   the leader's log write (a bbolt commit, fsync'd)
 //	replicate      the leader's write done until the first follower
 //	               answers the AppendEntries holding the entry (the
-//	               network, and the follower's own log write, which ran
-//	               beside the leader's); 0 if a follower answered first
+//	               network, and the follower's own log write)
 //	commit_notice  the later of the two (the entry is committed) until
 //	               the state machine starts applying it
 //	apply          the state machine's apply of the batch holding it
@@ -87,9 +84,7 @@ func newTracer() *tracer {
 	return t
 }
 
-// writing notes the start of a log write of logs: on the leader, the
-// replicators may send the entries, and a follower answer, before the
-// write ends (see dispatchLogs in third_party/raft).
+// writing notes the start of a log write of logs.
 func (t *tracer) writing(logs []*raft.Log) {
 	if t.proposing.Load() == 0 {
 		return

@@ -24,10 +24,9 @@ func (s *slowLogStore) StoreLogs(logs []*raft.Log) error {
 
 // heldLogStore holds the test hook BeforeLogWrite: it sits in front of
 // every other log store, so before is called as a write to the Raft log
-// starts, before any store has seen it (the leader has staged its entries
-// by then: see detachedLogs).
+// starts, before any store has seen it.
 type heldLogStore struct {
-	raft.LogStager
+	raft.LogStore
 	before func()
 }
 
@@ -37,5 +36,5 @@ func (h *heldLogStore) StoreLog(l *raft.Log) error {
 
 func (h *heldLogStore) StoreLogs(logs []*raft.Log) error {
 	h.before()
-	return h.LogStager.StoreLogs(logs)
+	return h.LogStore.StoreLogs(logs)
 }

@@ -1,13 +1,14 @@
 package raftnode_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/workron/workron/raftnode"
 )
@@ -34,15 +35,7 @@ func TestSnapshotLeavesTrailingLogs(t *testing.T) {
 	if err := n.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	logs, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(dir, "raft.db")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logs.Close()
-	first, err := logs.FirstIndex()
-	if err != nil {
-		t.Fatal(err)
-	}
+	first := firstLogIndex(t, filepath.Join(dir, "raft.db"))
 	if want := last - 5 + 1; first != want {
 		t.Fatalf("the log starts at index %d after a snapshot at %d, want %d (5 trailing entries)", first, last, want)
 	}
@@ -63,4 +56,27 @@ func TestConfigIsValidated(t *testing.T) {
 			t.Errorf("%s: err = %v, want one naming it", name, err)
 		}
 	}
+}
+
+// firstLogIndex reads the oldest entry's index from a Raft log file: its
+// "logs" bucket, keyed by big-endian index (raft-boltdb's layout, which
+// raftnode keeps).
+func firstLogIndex(t *testing.T, path string) uint64 {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var first uint64
+	err = db.View(func(tx *bolt.Tx) error {
+		if k, _ := tx.Bucket([]byte("logs")).Cursor().First(); k != nil {
+			first = binary.BigEndian.Uint64(k)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return first
 }

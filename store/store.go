@@ -289,8 +289,8 @@ func (s *Store) Restore(r io.Reader) error {
 // restoreSyncBytes is how many bytes Restore writes before it fsyncs them.
 // One fsync of a whole snapshot (tens of MB) at the end would hold every
 // fsync of the Raft log on the same disk behind it for tens of
-// milliseconds; Raft's snapshot sink syncs as it writes for the same reason
-// (third_party/raft/WORKRON.md).
+// milliseconds; raftnode's snapshot sink syncs as it writes for the same
+// reason (raftnode/snapstore.go).
 const restoreSyncBytes = 4 << 20
 
 // syncingWriter writes to f and fsyncs every restoreSyncBytes.
