@@ -14,11 +14,15 @@ import (
 // unitsDir holds the example systemd units and their environment files.
 const unitsDir = "../../examples/systemd"
 
+// credentialsDir stands for %d, the unit's credentials directory.
+const credentialsDir = "/run/credentials/unit"
+
 // TestSystemdUnits keeps examples/systemd in step with the binary: each
 // unit's ExecStart, with its example environment file filled in, must parse
 // with the flags of the verb it runs (no unknown flag, no bad value, no
-// stray argument), use no variable the file leaves unset, and keep --data
-// where ProtectSystem=strict lets it write. A worker unit must stop the
+// stray argument), use no variable the file leaves unset, read only
+// credentials it loads, and keep --data where ProtectSystem=strict lets it
+// write. A worker unit must stop the
 // worker alone (KillMode=mixed) and wait longer than --grace + --kill-grace.
 // CI runs systemd-analyze verify on the same files for the directives.
 func TestSystemdUnits(t *testing.T) {
@@ -56,6 +60,7 @@ func TestSystemdUnits(t *testing.T) {
 			if fs.NArg() > 0 {
 				t.Fatalf("ExecStart leaves arguments %q that are no flag's", fs.Args())
 			}
+			u.checkCredentials(t, argv)
 			if data := fs.Lookup("data"); data != nil {
 				u.checkWritable(t, data.Value.String())
 			}
@@ -124,6 +129,22 @@ func (u unit) one(t *testing.T, key string) string {
 		t.Fatalf("[Service] has %d %s lines, want 1", len(u[key]), key)
 	}
 	return u[key][0]
+}
+
+// checkCredentials fails unless every %d/NAME in ExecStart is loaded by a
+// LoadCredential=NAME:PATH line.
+func (u unit) checkCredentials(t *testing.T, argv []string) {
+	t.Helper()
+	loaded := map[string]bool{}
+	for _, c := range u["LoadCredential"] {
+		name, _, _ := strings.Cut(c, ":")
+		loaded[name] = true
+	}
+	for _, a := range argv {
+		if name, ok := strings.CutPrefix(a, credentialsDir+"/"); ok && !loaded[name] {
+			t.Errorf("ExecStart reads credential %s, which no LoadCredential= loads", name)
+		}
+	}
 }
 
 // checkWritable fails unless dir is under the unit's StateDirectory or a
@@ -203,7 +224,7 @@ func readEnvFile(t *testing.T, path string) map[string]string {
 // expandExec splits an ExecStart command line as systemd does for the
 // forms the example units use: words split on spaces, ${VAR} replaced
 // within a word, $VAR as a word replaced by the value's words, %H by a
-// host name and %% by %. A variable the environment lacks fails the test.
+// host name, %d by credentialsDir and %% by %. A variable the environment lacks fails the test.
 func expandExec(t *testing.T, line string, env map[string]string) []string {
 	t.Helper()
 	lookup := func(name string) string {
@@ -231,6 +252,9 @@ func expandExec(t *testing.T, line string, env map[string]string) []string {
 				rest = rest[end+1:]
 			case strings.HasPrefix(rest, "%H"):
 				b.WriteString("host1")
+				rest = rest[2:]
+			case strings.HasPrefix(rest, "%d"):
+				b.WriteString(credentialsDir)
 				rest = rest[2:]
 			case strings.HasPrefix(rest, "%%"):
 				b.WriteByte('%')
