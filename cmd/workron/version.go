@@ -16,6 +16,13 @@ import (
 // `go install ...@version` records, or "devel".
 var version = ""
 
+// commit and modified are the commit a release was built from and "true"
+// if the tree had uncommitted changes, set by scripts/release (-X
+// main.commit=... -X main.modified=true). Without them, the commit comes
+// from the VCS stamp Go adds to builds in a git clone (-buildvcs), which
+// it does not add in a git worktree nor with -buildvcs=false.
+var commit, modified = "", ""
+
 // buildInfo is what `workron version` prints.
 type buildInfo struct {
 	Version  string `json:"version"`
@@ -40,6 +47,9 @@ func currentBuild() buildInfo {
 				b.Modified = s.Value == "true"
 			}
 		}
+	}
+	if commit != "" {
+		b.Commit, b.Modified = commit, modified == "true"
 	}
 	if b.Version == "" {
 		b.Version = "devel"
