@@ -26,6 +26,9 @@ type fence struct {
 	// registers and claims carry (fsm.ProtocolWorkerCap; 0: none yet).
 	maxWorkers int
 	ack        bool // claimed attempts await their worker's acknowledgement (fsm.ProtocolAck)
+	// maxClaimBytes is the byte budget of a claim's jobs
+	// (fsm.ProtocolClaimBytes; 0: none yet).
+	maxClaimBytes int64
 }
 
 // fenceFields is the one place that decides the fields of
@@ -40,6 +43,9 @@ func (s *Server) fenceFields(r *http.Request) fence {
 	if p >= fsm.ProtocolWorkerCap {
 		f.maxWorkers = s.cfg.MaxWorkersPerToken
 	}
+	if p >= fsm.ProtocolClaimBytes {
+		f.maxClaimBytes = fsm.DefaultMaxClaimBytes
+	}
 	return f
 }
 
@@ -50,7 +56,7 @@ func (f fence) claim(c *fsm.Claim, leased bool, seq uint64) {
 	if f.on {
 		c.Token, c.Fenced, c.Seq = f.token, leased, seq
 	}
-	c.Fair, c.MaxWorkers, c.Ack = f.fair, f.maxWorkers, f.ack
+	c.Fair, c.MaxWorkers, c.Ack, c.MaxBytes = f.fair, f.maxWorkers, f.ack, f.maxClaimBytes
 }
 
 // heartbeat marks a job heartbeat with its caller.

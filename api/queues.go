@@ -4,7 +4,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -12,32 +11,65 @@ import (
 	"github.com/workron/workron/store"
 )
 
+// Queue list limits: GET /queues answers a page of at most
+// MaxPageLimit queues (DefaultPageLimit without ?limit=), in name order,
+// with a next_cursor while more follow; each queue lists at most
+// MaxQueuePausesListed pauses, and says how many more are in force.
+const MaxQueuePausesListed = 20
+
 // handleQueues lists the queues with their jobs by status and their
-// limits (GET /queues): those that hold jobs, are paused or have limits.
+// limits (GET /queues?limit=&cursor=): those that hold jobs, are paused or
+// have limits, a page at a time by name. Only the page's queues are
+// looked at in detail.
 func (s *Server) handleQueues(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, wire.QueueList{Queues: s.queues()})
+	limit, after, err := pageQuery(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	now := s.now()
+	limited := s.flowQueues(now)
+	names := mergeSorted(s.state.QueueNames(), limited)
+	i, _ := slices.BinarySearch(names, after)
+	if i < len(names) && after != "" && names[i] == after {
+		i++
+	}
+	page := names[i:min(i+limit, len(names))]
+	oldest := s.state.OldestReady(now)
+	out := wire.QueueList{Queues: make([]wire.Queue, 0, len(page))}
+	for _, name := range page {
+		q, _ := s.state.QueueOf(name)
+		out.Queues = append(out.Queues, s.queueShown(q, oldest, now, limited))
+	}
+	if i+len(page) < len(names) {
+		out.NextCursor = nextCursor(page[len(page)-1])
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
-// queues lists the queues GET /queues shows, by name.
-func (s *Server) queues() []wire.Queue {
-	var out []wire.Queue
-	now := s.now()
-	oldest := s.state.OldestReady(now)
-	limited := s.flowQueues(now)
-	stats := s.state.Queues()
-	for _, name := range limited {
-		if !slices.ContainsFunc(stats, func(q fsm.QueueStats) bool { return q.Name == name }) {
-			stats = append(stats, fsm.QueueStats{Name: name})
+// queueShown is a queue as GET /queues shows it; limited lists the queues
+// whose flow it shows (flowQueues).
+func (s *Server) queueShown(q fsm.QueueStats, oldest map[string]int64, now int64, limited []string) wire.Queue {
+	qi := queueWire(q, oldest, now)
+	if _, ok := slices.BinarySearch(limited, q.Name); ok {
+		qi.Limits = flowWire(s.state.QueueLimits(q.Name))
+	}
+	return qi
+}
+
+// mergeSorted is the sorted union of two sorted lists of names.
+func mergeSorted(a, b []string) []string {
+	out := make([]string, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		switch {
+		case len(b) == 0 || len(a) > 0 && a[0] < b[0]:
+			out, a = append(out, a[0]), a[1:]
+		case len(a) == 0 || b[0] < a[0]:
+			out, b = append(out, b[0]), b[1:]
+		default:
+			out, a, b = append(out, a[0]), a[1:], b[1:]
 		}
 	}
-	for _, q := range stats {
-		qi := queueWire(q, oldest, now)
-		if slices.Contains(limited, q.Name) {
-			qi.Limits = flowWire(s.state.QueueLimits(q.Name))
-		}
-		out = append(out, qi)
-	}
-	slices.SortFunc(out, func(a, b wire.Queue) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -71,14 +103,15 @@ func (s *Server) handleGetQueue(w http.ResponseWriter, r *http.Request) {
 }
 
 // queue is one queue as the API shows it (GET /queues lists it), and
-// whether it exists.
+// whether it exists; it looks at that queue alone.
 func (s *Server) queue(name string) (wire.Queue, bool) {
-	for _, q := range s.queues() {
-		if q.Name == name {
-			return q, true
-		}
+	now := s.now()
+	limited := s.flowQueues(now)
+	q, ok := s.state.QueueOf(name)
+	if _, lim := slices.BinarySearch(limited, name); !ok && !lim {
+		return wire.Queue{Name: name, Counts: map[string]int{}}, false
 	}
-	return wire.Queue{Name: name, Counts: map[string]int{}}, false
+	return s.queueShown(q, s.state.OldestReady(now), now, limited), true
 }
 
 // queueWire shows a queue's stats; counts is {} (never null) for a queue
@@ -178,9 +211,10 @@ func flowWire(fl fsm.QueueFlow) *wire.QueueFlow {
 		out.MaxPause = time.Duration(l.MaxPause).String()
 	}
 	out.RateLimitedUntil = optTime(fl.RateLimitedUntil)
-	for _, p := range fl.Paused {
+	for _, p := range fl.Paused[:min(len(fl.Paused), MaxQueuePausesListed)] {
 		out.Paused = append(out.Paused, keyPauseWire(p))
 	}
+	out.PausedMore = max(len(fl.Paused)-MaxQueuePausesListed, 0)
 	return out
 }
 

@@ -133,8 +133,15 @@ func mergeSchedule(cur wire.Schedule, body []byte) (wire.ScheduleRequest, []stri
 	return req, unknownFields(body, reflect.TypeFor[wire.ScheduleRequest](), ""), nil
 }
 
+// handleListSchedules lists the schedules (GET
+// /schedules?limit=&cursor=), a page at a time in name order.
 func (s *Server) handleListSchedules(w http.ResponseWriter, r *http.Request) {
-	scheds, err := s.state.Schedules()
+	limit, after, err := pageQuery(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	scheds, more, err := s.state.SchedulePage(after, limit)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -142,6 +149,9 @@ func (s *Server) handleListSchedules(w http.ResponseWriter, r *http.Request) {
 	out := wire.ScheduleList{Schedules: make([]wire.Schedule, len(scheds))}
 	for i, sc := range scheds {
 		out.Schedules[i] = s.toWireSchedule(sc)
+	}
+	if more {
+		out.NextCursor = nextCursor(scheds[len(scheds)-1].Name)
 	}
 	writeJSON(w, http.StatusOK, out)
 }

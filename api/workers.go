@@ -1,12 +1,10 @@
 package api
 
 import (
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -105,31 +103,17 @@ func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 // MaxWorkerListLimit workers (DefaultWorkerListLimit without limit), with
 // a next_cursor while more follow.
 const (
-	DefaultWorkerListLimit = 100
-	MaxWorkerListLimit     = 1000
+	DefaultWorkerListLimit = DefaultPageLimit
+	MaxWorkerListLimit     = MaxPageLimit
 )
 
 // handleWorkers lists the registered workers (GET
 // /workers?limit=&cursor=), a page at a time in id order.
 func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit := DefaultWorkerListLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxWorkerListLimit {
-			s.fail(w, r, invalid("limit", "must be a number from 1 to %d, got %q", MaxWorkerListLimit, v))
-			return
-		}
-		limit = n
-	}
-	var after string
-	if v := q.Get("cursor"); v != "" {
-		b, err := base64.RawURLEncoding.DecodeString(v)
-		if err != nil || len(b) == 0 {
-			s.fail(w, r, invalid("cursor", "%q is not a cursor from a previous page", v))
-			return
-		}
-		after = string(b)
+	limit, after, err := pageQuery(r.URL.Query())
+	if err != nil {
+		s.fail(w, r, err)
+		return
 	}
 	workers, more, err := s.state.WorkerPage(after, limit)
 	if err != nil {
@@ -146,7 +130,7 @@ func (s *Server) handleWorkers(w http.ResponseWriter, r *http.Request) {
 		out.Workers = append(out.Workers, s.workerWire(wk, running[i]))
 	}
 	if more {
-		out.NextCursor = base64.RawURLEncoding.EncodeToString([]byte(ids[len(ids)-1]))
+		out.NextCursor = nextCursor(ids[len(ids)-1])
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -6,9 +6,10 @@ import (
 	"github.com/workron/workron/store"
 )
 
-// claim leases up to c.Max ready jobs to the worker. The lease (the fencing
-// token that later reports must present) is this entry's Raft index: unique
-// and increasing across the cluster, so no two attempts ever share one.
+// claim leases up to c.Max ready jobs to the worker, within c.MaxBytes
+// (claim_bytes.go). The lease (the fencing token that later reports must
+// present) is this entry's Raft index: unique and increasing across the
+// cluster, so no two attempts ever share one.
 func (a *applier) claim(c *Claim) Result {
 	if c.WorkerID == "" {
 		return Result{Err: &ValidationError{Field: "worker_id", Reason: "must not be empty"}}
@@ -29,6 +30,10 @@ func (a *applier) claim(c *Claim) Result {
 	a.deletePauses(a.f.idx.reopen(a.now))
 	kinds := claimKinds(c.Queues, c.Types, c.Shell)
 	out := a.claimReserved(c, n)
+	var used int64 // claimBytes of out, against c.MaxBytes
+	for _, j := range out {
+		used += claimBytes(j)
+	}
 	fit := a.f.idx.fitOf(c.WorkerID)
 	for len(out) < n {
 		it, ok := a.f.idx.pick(kinds, fit, c.Fair)
@@ -43,6 +48,9 @@ func (a *applier) claim(c *Claim) Result {
 			a.f.idx.removeReady(it)
 			continue
 		}
+		if c.MaxBytes > 0 && len(out) > 0 && used+claimBytes(j) > c.MaxBytes {
+			break // the reply is full: the job stays pending
+		}
 		if !a.takeTokens(it) {
 			continue // its queue or key is out of tokens, and now closed
 		}
@@ -53,6 +61,7 @@ func (a *applier) claim(c *Claim) Result {
 		j.WorkerID = c.WorkerID
 		a.startAttempt(j, c)
 		out = append(out, j)
+		used += claimBytes(j)
 	}
 	if len(out) > 0 {
 		a.touchWorker(c.WorkerID, c.Queues, c.Token)

@@ -157,6 +157,10 @@ type Claim struct {
 	// wait for its worker's acknowledgement: one whose lease runs out
 	// first goes back to pending without counting (ack.go).
 	Ack bool `json:"ack,omitempty"`
+	// MaxBytes (ProtocolClaimBytes; 0: none) is the claim's byte budget:
+	// it takes no more jobs once those it took reach MaxBytes, as
+	// claimBytes counts them, and always at least one (claim_bytes.go).
+	MaxBytes int64 `json:"max_bytes,omitempty"`
 }
 
 // Heartbeat renews one job's lease; Lease 0 means the current attempt.

@@ -213,7 +213,7 @@ func (r *entryReader) jsonCmd(c *Cmd) {
 	if hasCode(c.Op) {
 		r.Fail(fmt.Sprintf("op %q written as JSON, not in its own layout", c.Op))
 	}
-	if r.cappedJSONCmd(c) {
+	if r.cappedJSONCmd(c) || r.boundedJSONCmd(c) {
 		return
 	}
 	if c.Op == OpSetQueueLimits || c.Op == setQueueLimitsWeighted || c.Op == setQueueLimitsPauses {

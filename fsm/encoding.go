@@ -90,6 +90,10 @@ import (
 // node of protocol 2 stops at them rather than drop the trace; Decode
 // refuses either under its plain name with a trace.
 //
+// A claim that carries MaxBytes (ProtocolClaimBytes) is written as JSON
+// under the op name claimBounded (claim_bytes.go), so that a node of
+// protocol 3 stops at it; Decode refuses a claim as JSON under its own name.
+//
 // Encode writes codes 7 to 10 only for a command whose fields of
 // ProtocolFence are set, so one without them gives the bytes it always
 // did. Of the ops written as JSON, register, checkpoint and preempted are
@@ -232,7 +236,13 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 		if c.Claim.Ack {
 			b = append(b, opClaimAck) // then the claim as it is written without
 		}
-		return appendClaim(b, c.Claim), nil
+		if !c.bounded() {
+			return appendClaim(b, c.Claim), nil
+		}
+		alias, claim := *c, *c.Claim
+		claim.Ack = false                            // carried by opClaimAck
+		alias.Op, alias.Claim = claimBounded, &claim // a claim with a byte budget: JSON, by name
+		c = &alias
 	case OpHeartbeat:
 		return appendHeartbeat(b, c.Heartbeat), nil
 	case OpWorkerHeartbeat:

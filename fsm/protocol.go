@@ -71,6 +71,9 @@ func (c *Cmd) Protocol() int {
 	if c.Op == OpClaim && c.Claim != nil && c.Claim.Ack {
 		p = max(p, ProtocolAck)
 	}
+	if c.bounded() {
+		p = max(p, ProtocolClaimBytes)
+	}
 	return p
 }
 

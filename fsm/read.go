@@ -3,7 +3,6 @@ package fsm
 import (
 	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/workron/workron/store"
 )
@@ -274,25 +273,50 @@ type QueueStats struct {
 func (f *FSM) Queues() []QueueStats {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	names := make(map[string]bool)
+	names := f.queueNamesLocked()
+	out := make([]QueueStats, len(names))
+	for i, q := range names {
+		out[i] = f.queueStatsLocked(q)
+	}
+	return out
+}
+
+// QueueNames lists, in order, the names of the queues Queues lists.
+func (f *FSM) QueueNames() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.queueNamesLocked()
+}
+
+// QueueOf is one queue as Queues lists it, and whether Queues lists it
+// (it holds jobs or is paused).
+func (f *FSM) QueueOf(name string) (QueueStats, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	_, counted := f.idx.counts[name]
+	_, paused := f.idx.paused[name]
+	return f.queueStatsLocked(name), counted || paused
+}
+
+func (f *FSM) queueNamesLocked() []string {
+	names := make(map[string]bool, len(f.idx.counts)+len(f.idx.paused))
 	for q := range f.idx.counts {
 		names[q] = true
 	}
 	for q := range f.idx.paused {
 		names[q] = true
 	}
-	out := make([]QueueStats, 0, len(names))
-	for q := range names {
-		c := make(map[store.Status]int)
-		for st, n := range f.idx.counts[q] {
-			if n != 0 {
-				c[st] = n
-			}
+	return sortedKeys(names)
+}
+
+func (f *FSM) queueStatsLocked(q string) QueueStats {
+	c := make(map[store.Status]int)
+	for st, n := range f.idx.counts[q] {
+		if n != 0 {
+			c[st] = n
 		}
-		out = append(out, QueueStats{Name: q, Paused: f.idx.paused[q], Counts: c})
 	}
-	sort.Slice(out, func(i, k int) bool { return out[i].Name < out[k].Name })
-	return out
+	return QueueStats{Name: q, Paused: f.idx.paused[q], Counts: c}
 }
 
 // Digest hashes the whole state; equal on nodes at the same applied index.

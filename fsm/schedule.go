@@ -302,6 +302,21 @@ func (f *FSM) Schedule(name string) (*store.Schedule, error) {
 	return sc, err
 }
 
+// SchedulePage lists up to limit schedules whose names sort after after
+// ("": from the first), in name order, and whether more follow.
+func (f *FSM) SchedulePage(after string, limit int) ([]*store.Schedule, bool, error) {
+	var (
+		out  []*store.Schedule
+		more bool
+	)
+	err := f.view(func(tx *store.Tx) error {
+		var err error
+		out, more, err = tx.SchedulesAfter(after, limit)
+		return err
+	})
+	return out, more, err
+}
+
 // Schedules lists every schedule in name order.
 func (f *FSM) Schedules() ([]*store.Schedule, error) {
 	var out []*store.Schedule

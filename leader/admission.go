@@ -110,26 +110,25 @@ func (a *Admission) Start(ctx context.Context) {
 func (a *Admission) Stop() { a.run.stop() }
 
 // runOnce makes one pass and returns how many commands the FSM accepted.
+// It reads only the workers it may act on (silent ones, and active ones
+// when a gang waits), from the FSM's in-memory records (WorkersWhere): a
+// pass decodes no worker record, and an idle one lists none.
 func (a *Admission) runOnce(ctx context.Context) int {
 	s := a.cfg
 	led := time.Since(a.since)
 	now := s.Now()
 	gangs := s.State.OpenGangs()
-	workers, err := s.State.Workers()
-	if err != nil {
-		s.Logger.Warn("admission: read workers", "err", err)
-		return 0
-	}
 	n := a.timeouts(ctx, gangs, now, led)
 	if led >= s.WorkerOfflineAfter {
 		busy := holding(s.State.RunningByWorker(), gangs)
-		n += a.offline(ctx, busy, workers, now)
-		n += a.forget(ctx, busy, workers, now)
+		silent := s.State.WorkersWhere(func(w *store.Worker) bool { return !s.Liveness.Active(w, now) })
+		n += a.offline(ctx, busy, silent, now)
+		n += a.forget(ctx, busy, silent, now)
 	}
 	if n > 0 {
 		return n // the state moved: place on the next pass, from fresh reads
 	}
-	return a.place(ctx, gangs, workers, now)
+	return a.place(ctx, gangs, now)
 }
 
 // timeouts rolls back stale reservations and force-drains stale drains.
@@ -173,12 +172,13 @@ func holding(running map[string]int, gangs []store.Gang) map[string]bool {
 	return out
 }
 
-// offline declares offline each silent worker that holds a lease or a
-// reservation (busy); a silent worker that holds nothing costs nothing.
-func (a *Admission) offline(ctx context.Context, busy map[string]bool, workers []*store.Worker, now time.Time) int {
+// offline declares offline each silent worker (of silent) that holds a
+// lease or a reservation (busy); a silent worker that holds nothing costs
+// nothing.
+func (a *Admission) offline(ctx context.Context, busy map[string]bool, silent []*store.Worker, now time.Time) int {
 	s := a.cfg
 	n := 0
-	for _, w := range workers {
+	for _, w := range silent {
 		if s.Liveness.Active(w, now) || w.Offline() || !busy[w.ID] {
 			continue
 		}
@@ -194,16 +194,17 @@ func (a *Admission) offline(ctx context.Context, busy map[string]bool, workers [
 	return n
 }
 
-// forget forgets each worker silent for ForgetWorkersAfter that holds
-// nothing (busy): GET /workers stops listing it. The FSM re-checks both:
-// a worker heard from since, or holding a lease by then, is kept.
-func (a *Admission) forget(ctx context.Context, busy map[string]bool, workers []*store.Worker, now time.Time) int {
+// forget forgets each worker (of silent) silent for ForgetWorkersAfter
+// that holds nothing (busy): GET /workers stops listing it. The FSM
+// re-checks both: a worker heard from since, or holding a lease by then,
+// is kept.
+func (a *Admission) forget(ctx context.Context, busy map[string]bool, silent []*store.Worker, now time.Time) int {
 	s := a.cfg
 	if s.ForgetWorkersAfter <= 0 {
 		return 0
 	}
 	n := 0
-	for _, w := range workers {
+	for _, w := range silent {
 		if busy[w.ID] || s.Liveness.Active(w, now) || now.Sub(s.Liveness.LastSeen(w)) < s.ForgetWorkersAfter {
 			continue
 		}
@@ -235,8 +236,9 @@ type placement struct {
 	workers []string
 }
 
-// place proposes a reservation for every waiting gang that fits now.
-func (a *Admission) place(ctx context.Context, gangs []store.Gang, workers []*store.Worker, now time.Time) int {
+// place proposes a reservation for every waiting gang that fits now, on
+// the active workers; it lists them only when a gang waits.
+func (a *Admission) place(ctx context.Context, gangs []store.Gang, now time.Time) int {
 	s := a.cfg
 	var waiting []store.Gang
 	paused := make(map[string]bool)
@@ -261,10 +263,7 @@ func (a *Admission) place(ctx context.Context, gangs []store.Gang, workers []*st
 		}
 	}
 	var cands []candidate
-	for _, w := range workers {
-		if !s.Liveness.Active(w, now) {
-			continue
-		}
+	for _, w := range s.State.WorkersWhere(func(w *store.Worker) bool { return s.Liveness.Active(w, now) }) {
 		cands = append(cands, candidate{id: w.ID, free: w.Capacity().Add(usage[w.ID], -1), tags: w.Tags,
 			queues: w.Queues, busy: busy[w.ID], slots: w.Slots})
 	}

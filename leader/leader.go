@@ -45,7 +45,9 @@ type Recorder interface {
 // long-polls seen on this node, which leave no trace in the log
 // (api.Server implements it).
 type Liveness interface {
-	// Active reports whether w counts as alive at now.
+	// Active reports whether w counts as alive at now. Admission calls it
+	// under the FSM's lock (AdmissionState.WorkersWhere): it must be quick
+	// and read nothing of the state.
 	Active(w *store.Worker, now time.Time) bool
 	// LastSeen is when this node last heard from w.
 	LastSeen(w *store.Worker) time.Time
@@ -71,7 +73,10 @@ type SchedulerState interface {
 // AdmissionState is what admission reads of the state.
 type AdmissionState interface {
 	OpenGangs() []store.Gang
-	Workers() ([]*store.Worker, error)
+	// WorkersWhere lists, in id order, the workers keep reports true of,
+	// from the FSM's in-memory copy of their records: none is decoded.
+	// keep runs under the FSM's lock and must only look at the record.
+	WorkersWhere(keep func(*store.Worker) bool) []*store.Worker
 	RunningByWorker() map[string]int
 	Queues() []fsm.QueueStats
 	WorkerUsage() map[string]store.Resources

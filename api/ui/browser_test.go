@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -370,6 +371,33 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.click(del + `[data-armed="1"]`)
 		b.waitFor("the schedule gone from the list", `!document.querySelector('tr[data-schedule="from-the-page"]')`)
 		cl.call(http.MethodGet, "/schedules/from-the-page", nil, nil, http.StatusNotFound)
+	})
+
+	// Lists the API pages (100 items without a limit): each page follows
+	// them, so the 150th worker, queue and schedule show.
+	t.Run("ListsFollowThePages", func(t *testing.T) {
+		b.t = t
+		const n = 150
+		for i := range n {
+			cl.call(http.MethodPost, "/workers/register", wire.Worker{ID: fmt.Sprintf("zz-worker-%03d", i)}, nil, http.StatusCreated)
+			cl.call(http.MethodPost, fmt.Sprintf("/queues/zz-queue-%03d/pause", i), nil, nil, http.StatusOK)
+			if jobs.schedules {
+				cl.call(http.MethodPost, "/schedules", wire.ScheduleRequest{Name: fmt.Sprintf("zz-sched-%03d", i), Cron: "@daily", Job: wire.SubmitRequest{Command: "true"}}, nil, http.StatusCreated)
+			}
+		}
+		last := fmt.Sprintf("%03d", n-1)
+		b.do(chromedp.Navigate(dash + "#/workers"))
+		b.waitFor("every worker", `document.querySelectorAll('tr[data-worker-id^="zz-worker-"]').length === `+strconv.Itoa(n)+
+			` && !!document.querySelector('tr[data-worker-id="zz-worker-`+last+`"]')`)
+		b.do(chromedp.Navigate(dash + "#/queues"))
+		b.waitFor("every queue", `document.querySelectorAll('tr[data-queue^="zz-queue-"]').length === `+strconv.Itoa(n))
+		b.do(chromedp.Navigate(dash + "#/jobs"))
+		b.waitFor("the last queue in the filter", `!![...document.querySelectorAll('option')].find((o) => o.value === "zz-queue-`+last+`")`)
+		if jobs.schedules {
+			b.do(chromedp.Navigate(dash + "#/schedules"))
+			b.waitFor("every schedule", `document.querySelectorAll('tr[data-schedule^="zz-sched-"]').length === `+strconv.Itoa(n))
+		}
+		b.waitFor("no note of more", `!document.querySelector('[data-test="list-more"]')`)
 	})
 
 	// Last: it stops a node.

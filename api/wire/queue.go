@@ -62,8 +62,10 @@ type QueueFlow struct {
 	// "paused" (the queue's) and "key_paused".
 	Waiting map[string]int `json:"waiting"`
 	// Paused lists the pauses that rate-limited attempts asked for and
-	// that are in force: the queue's own (no key) first, then by key.
-	Paused []KeyPause `json:"paused,omitempty"`
+	// that are in force: the queue's own (no key) first, then by key; at
+	// most 20 (PausedMore counts the others, which GET /pauses lists).
+	Paused     []KeyPause `json:"paused,omitempty"`
+	PausedMore int        `json:"paused_more,omitempty"`
 }
 
 // KeyPause is a queue's or concurrency key's pause: a job of it reported

@@ -63,7 +63,10 @@ type Schedule struct {
 	Missed   uint64   `json:"missed"`
 }
 
-// ScheduleList is the reply of GET /schedules, in name order.
+// ScheduleList is the reply of GET /schedules, a page at a time in name
+// order (at most the request's limit, 100 without one, up to 1000);
+// NextCursor, while more follow, is the cursor of the next page.
 type ScheduleList struct {
-	Schedules []Schedule `json:"schedules"`
+	Schedules  []Schedule `json:"schedules"`
+	NextCursor string     `json:"next_cursor,omitempty"`
 }

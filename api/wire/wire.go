@@ -437,10 +437,13 @@ type Queue struct {
 	Limits *QueueFlow `json:"limits,omitempty"`
 }
 
-// QueueList is the reply of GET /queues: the queues that hold jobs or were
-// paused.
+// QueueList is the reply of GET /queues: the queues that hold jobs, were
+// paused or have limits, a page at a time in name order (at most the
+// request's limit, 100 without one, up to 1000); NextCursor, while more
+// follow, is the cursor of the next page.
 type QueueList struct {
-	Queues []Queue `json:"queues"`
+	Queues     []Queue `json:"queues"`
+	NextCursor string  `json:"next_cursor,omitempty"`
 }
 
 // CheckpointReply is the reply of POST /jobs/{id}/checkpoint: the

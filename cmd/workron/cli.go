@@ -393,9 +393,7 @@ func truncate(s string, n int) string {
 // workers lists the workers (`workron workers`), or forgets an offline
 // one (`workron workers rm ID`).
 func (c *cli) workers(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	var page client.WorkerPage
-	fs.IntVar(&page.Limit, "limit", 0, "at most this many (default: every worker, a page of 1000 at a time)")
-	fs.StringVar(&page.Cursor, "cursor", "", "next_cursor of a previous page")
+	page := pageFlags(fs, "worker")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -410,23 +408,37 @@ func (c *cli) workers(ctx context.Context, fs *flag.FlagSet, args []string) erro
 	if remove {
 		return c.removeWorker(ctx, pos[1])
 	}
-	if page.Limit > 0 || page.Cursor != "" {
-		list, err := c.client.WorkerList(ctx, page)
+	if onePage(page) {
+		list, err := c.client.WorkerList(ctx, *page)
 		if err != nil {
 			return err
 		}
-		return c.print(list, func() {
-			c.printWorkers(list.Workers)
-			if list.NextCursor != "" {
-				fmt.Fprintf(c.out, "more: --cursor %s\n", list.NextCursor)
-			}
-		})
+		return c.print(list, func() { c.printWorkers(list.Workers); c.printMore(list.NextCursor) })
 	}
 	ws, err := c.client.Workers(ctx)
 	if err != nil {
 		return err
 	}
 	return c.print(wire.WorkerList{Workers: ws}, func() { c.printWorkers(ws) })
+}
+
+// pageFlags registers a list verb's --limit and --cursor; without them
+// the verb lists every item (of what), a page of 1000 at a time.
+func pageFlags(fs *flag.FlagSet, what string) *client.Page {
+	p := new(client.Page)
+	fs.IntVar(&p.Limit, "limit", 0, "at most this many (default: every "+what+", a page of 1000 at a time)")
+	fs.StringVar(&p.Cursor, "cursor", "", "next_cursor of a previous page")
+	return p
+}
+
+// onePage reports whether p asks for one page rather than every item.
+func onePage(p *client.Page) bool { return p.Limit > 0 || p.Cursor != "" }
+
+// printMore says how to ask for the next page, if there is one.
+func (c *cli) printMore(next string) {
+	if next != "" {
+		fmt.Fprintf(c.out, "more: --cursor %s\n", next)
+	}
 }
 
 // removeWorker forgets an offline worker that holds nothing (`workron
@@ -461,6 +473,7 @@ func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error
 			return c.liftPauses(ctx, fs, args[1:])
 		}
 	}
+	page := pageFlags(fs, "queue")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -470,6 +483,13 @@ func (c *cli) queues(ctx context.Context, fs *flag.FlagSet, args []string) error
 	}
 	if err := c.connect(); err != nil {
 		return err
+	}
+	if (len(pos) == 0 || pos[0] == "ls" || pos[0] == "list") && onePage(page) {
+		list, err := c.client.QueueList(ctx, *page)
+		if err != nil {
+			return err
+		}
+		return c.print(list, func() { c.printQueues(list.Queues); c.printMore(list.NextCursor) })
 	}
 	if len(pos) == 0 || pos[0] == "ls" || pos[0] == "list" {
 		qs, err := c.client.Queues(ctx)

@@ -19,7 +19,7 @@ import (
 )
 
 const schedulesUsage = `schedules: give one of
-  ls
+  ls [--limit N] [--cursor C]
   get NAME
   create NAME --cron EXPR [--timezone TZ] [--overlap allow|skip|queue] [--catchup none|one|all] [job flags] -- COMMAND...
   create NAME --file SCHEDULE.json     (the body of POST /schedules; - reads stdin)
@@ -40,6 +40,7 @@ func (c *cli) schedules(ctx context.Context, fs *flag.FlagSet, args []string) er
 	fs.BoolVar(&req.Paused, "paused", false, "create: start paused (update keeps the schedule's state; use pause and resume)")
 	fs.StringVar(&file, "file", "", "create/update: read the schedule as JSON from this file (- for stdin)")
 	jf.register(fs, &req.Job, "job: ")
+	page := pageFlags(fs, "schedule")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -51,6 +52,13 @@ func (c *cli) schedules(ctx context.Context, fs *flag.FlagSet, args []string) er
 		return err
 	}
 	sub := pos[0]
+	if (sub == "ls" || sub == "list") && onePage(page) {
+		list, err := c.client.ScheduleList(ctx, *page)
+		if err != nil {
+			return err
+		}
+		return c.print(list, func() { c.printSchedules(list.Schedules); c.printMore(list.NextCursor) })
+	}
 	if sub == "ls" || sub == "list" {
 		list, err := c.client.Schedules(ctx)
 		if err != nil {

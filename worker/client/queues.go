@@ -9,13 +9,27 @@ import (
 	"github.com/workron/workron/api/wire"
 )
 
-// Queues lists the queues with their jobs counted by status (GET /queues).
-func (c *Client) Queues(ctx context.Context) ([]wire.Queue, error) {
+// QueueList returns one page of the queues, in name order, with their jobs
+// counted by status and their limits (GET /queues); its NextCursor is ""
+// after the last.
+func (c *Client) QueueList(ctx context.Context, page Page) (*wire.QueueList, error) {
 	var out wire.QueueList
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/queues", out: &out, idempotent: true}); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/queues", query: page.query(), out: &out, idempotent: true}); err != nil {
 		return nil, fmt.Errorf("list queues: %w", err)
 	}
-	return out.Queues, nil
+	return &out, nil
+}
+
+// Queues lists every queue with its jobs counted by status: QueueList's
+// pages of 1000, followed to the last.
+func (c *Client) Queues(ctx context.Context) ([]wire.Queue, error) {
+	return followPages(ctx, func(ctx context.Context, p Page) ([]wire.Queue, string, error) {
+		out, err := c.QueueList(ctx, p)
+		if err != nil {
+			return nil, "", err
+		}
+		return out.Queues, out.NextCursor, nil
+	})
 }
 
 // PauseQueue stops claims from a queue (POST /queues/{name}/pause); jobs

@@ -39,13 +39,26 @@ func (c *Client) UpdateSchedule(ctx context.Context, req wire.ScheduleRequest) (
 	return &out, nil
 }
 
-// Schedules lists every schedule (GET /schedules).
-func (c *Client) Schedules(ctx context.Context) ([]wire.Schedule, error) {
+// ScheduleList returns one page of the schedules, in name order (GET
+// /schedules); its NextCursor is "" after the last.
+func (c *Client) ScheduleList(ctx context.Context, page Page) (*wire.ScheduleList, error) {
 	var out wire.ScheduleList
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/schedules", out: &out, idempotent: true}); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/schedules", query: page.query(), out: &out, idempotent: true}); err != nil {
 		return nil, fmt.Errorf("list schedules: %w", err)
 	}
-	return out.Schedules, nil
+	return &out, nil
+}
+
+// Schedules lists every schedule: ScheduleList's pages of 1000, followed
+// to the last.
+func (c *Client) Schedules(ctx context.Context) ([]wire.Schedule, error) {
+	return followPages(ctx, func(ctx context.Context, p Page) ([]wire.Schedule, string, error) {
+		out, err := c.ScheduleList(ctx, p)
+		if err != nil {
+			return nil, "", err
+		}
+		return out.Schedules, out.NextCursor, nil
+	})
 }
 
 // Schedule returns one schedule (GET /schedules/{name}); an unknown name

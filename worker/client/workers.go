@@ -26,27 +26,15 @@ func (c *Client) Register(ctx context.Context, w wire.Worker) error {
 	return nil
 }
 
-// WorkerPage is a page of GET /workers: Limit workers at most (0: the
-// server's default, 100; it allows up to 1000) after Cursor (the
-// NextCursor of the previous page; "" from the first).
-type WorkerPage struct {
-	Limit  int
-	Cursor string
-}
+// WorkerPage is a page of GET /workers.
+type WorkerPage = Page
 
 // WorkerList returns one page of the registered workers, in id order, with
 // their status and running jobs (GET /workers); its NextCursor is "" after
 // the last.
 func (c *Client) WorkerList(ctx context.Context, page WorkerPage) (*wire.WorkerList, error) {
-	q := url.Values{}
-	if page.Limit > 0 {
-		q.Set("limit", strconv.Itoa(page.Limit))
-	}
-	if page.Cursor != "" {
-		q.Set("cursor", page.Cursor)
-	}
 	var out wire.WorkerList
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/workers", query: q, out: &out, idempotent: true}); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/workers", query: page.query(), out: &out, idempotent: true}); err != nil {
 		return nil, fmt.Errorf("list workers: %w", err)
 	}
 	return &out, nil
@@ -55,19 +43,13 @@ func (c *Client) WorkerList(ctx context.Context, page WorkerPage) (*wire.WorkerL
 // Workers lists every registered worker, in id order, with its status and
 // running jobs: WorkerList's pages of 1000, followed to the last.
 func (c *Client) Workers(ctx context.Context) ([]wire.Worker, error) {
-	var all []wire.Worker
-	page := WorkerPage{Limit: 1000}
-	for {
-		out, err := c.WorkerList(ctx, page)
+	return followPages(ctx, func(ctx context.Context, p Page) ([]wire.Worker, string, error) {
+		out, err := c.WorkerList(ctx, p)
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
-		all = append(all, out.Workers...)
-		if out.NextCursor == "" || out.NextCursor == page.Cursor {
-			return all, nil
-		}
-		page.Cursor = out.NextCursor
-	}
+		return out.Workers, out.NextCursor, nil
+	})
 }
 
 // DeleteWorker forgets a worker (DELETE /workers/{id}; the admin role):

@@ -193,6 +193,35 @@
 
   const post = (path, body) => call('POST', path, body);
 
+  // LIST_BOUND bounds what a page loads of a list the server pages by name
+  // or id (GET /workers, /queues, /schedules).
+  const LIST_BOUND = 5000;
+
+  // getAll reads such a list (key: its field in the reply) a page of 1000
+  // at a time, following next_cursor up to LIST_BOUND items; more says
+  // whether the list goes on past them.
+  async function getAll(path, key) {
+    const items = [];
+    let cursor = '';
+    for (;;) {
+      const q = new URLSearchParams({ limit: '1000' });
+      if (cursor) q.set('cursor', cursor);
+      const page = await get(`${path}?${q}`);
+      items.push(...(page[key] || []));
+      const next = page.next_cursor || '';
+      if (!next || next === cursor) return { items, more: false };
+      if (items.length >= LIST_BOUND) return { items, more: true };
+      cursor = next;
+    }
+  }
+
+  // moreNote says that a list shows its first items only, and where the
+  // rest are.
+  function moreNote(more, what, verb) {
+    return more && h('p', { class: 'muted small-note', dataset: { test: 'list-more' } },
+      `Showing the first ${LIST_BOUND} ${what}s; ${verb} --limit and --cursor list the rest.`);
+  }
+
   // ---- forms ----------------------------------------------------------------
 
   // An InputError is a form field the page could not read; the server
@@ -516,8 +545,8 @@
         if (status) q.set('status', status);
         if (queue) q.set('queue', queue);
         if (jobsPaging.cursor) q.set('cursor', jobsPaging.cursor);
-        const [list, queues] = await Promise.all([get(`jobs?${q}`), get('queues')]);
-        data = { jobs: list.jobs || [], next: list.next_cursor || '', queues: queues.queues || [] };
+        const [list, queues] = await Promise.all([get(`jobs?${q}`), getAll('queues', 'queues')]);
+        data = { jobs: list.jobs || [], next: list.next_cursor || '', queues: queues.items };
         render();
       },
       rerender: render,
@@ -835,9 +864,10 @@
       'A rate-limited attempt pauses its key (at most the queue\'s max pause); "Lift pauses" ends them now, as Resume does.'));
     const cols = ['pending', 'running', 'blocked', 'done', 'failed', 'cancelled'];
     let queues = [];
-    const render = () => replace(table, { queues, armed: [...armed.keys()] }, () => {
+    let more = false;
+    const render = () => replace(table, { queues, more, armed: [...armed.keys()] }, () => {
       if (!queues.length) return empty('No queues yet.', 'A queue appears when its first job is submitted, or when it is paused or given limits.');
-      return h('table', { class: 'table', dataset: { test: 'queues' } },
+      return [moreNote(more, 'queue', 'workron queues'), h('table', { class: 'table', dataset: { test: 'queues' } },
         h('thead', null, h('tr', null, h('th', null, 'Queue'), h('th', null, 'State'), cols.map((c) => h('th', { class: 'num' }, c)), h('th', { class: 'num' }, 'total'),
           h('th', null, 'Limits'), h('th', { class: 'num' }, 'held'), h('th', null, ''))),
         h('tbody', null, queues.map((q) => {
@@ -865,12 +895,14 @@
               q.paused
                 ? h('button', { type: 'button', class: 'small', dataset: { action: 'resume', queue: q.name }, onclick: () => act(() => post(`queues/${name}/resume`)) }, 'Resume')
                 : h('button', { type: 'button', class: 'small', dataset: { action: 'pause', queue: q.name }, onclick: () => act(() => post(`queues/${name}/pause`)) }, 'Pause')));
-        })));
+        })))];
     });
     return {
       rerender: render,
       async refresh() {
-        queues = ((await get('queues')).queues || []).slice().sort((a, b) => a.name.localeCompare(b.name));
+        const all = await getAll('queues', 'queues');
+        queues = all.items.slice().sort((a, b) => a.name.localeCompare(b.name));
+        more = all.more;
         render();
       },
     };
@@ -880,9 +912,10 @@
     const table = h('div', { id: 'workers-table' });
     view.append(h('div', { class: 'page-head' }, h('h1', null, 'Workers')), h('div', { class: 'card flush' }, table));
     let workers = [];
-    const render = () => replace(table, workers, () => {
+    let more = false;
+    const render = () => replace(table, { workers, more }, () => {
       if (!workers.length) return empty('No workers have registered.', `Start one: workron worker --server ${API_ROOT}`);
-      return h('table', { class: 'table', dataset: { test: 'workers' } },
+      return [moreNote(more, 'worker', 'workron workers'), h('table', { class: 'table', dataset: { test: 'workers' } },
         head(['Worker', 'Status', 'Running', 'Memory', 'VRAM', 'CPU', 'Queues', 'Tags', 'Last heartbeat', 'Registered'], ['Memory', 'VRAM', 'CPU']),
         h('tbody', null, workers.map((w) => {
           const r = w.resources || {};
@@ -897,11 +930,13 @@
             h('td', null, (w.tags || []).map((t) => h('span', { class: 'chip' }, t))),
             h('td', null, when(w.last_heartbeat)),
             h('td', null, when(w.registered_at)));
-        })));
+        })))];
     });
     return {
       async refresh() {
-        workers = ((await get('workers')).workers || []).slice().sort((a, b) => a.id.localeCompare(b.id));
+        const all = await getAll('workers', 'workers');
+        workers = all.items.slice().sort((a, b) => a.id.localeCompare(b.id));
+        more = all.more;
         render();
       },
     };
@@ -971,12 +1006,13 @@
       h('button', { type: 'button', dataset: { action: 'new-schedule' }, onclick: () => scheduleForm.open() }, 'New schedule')),
     scheduleForm.card, h('div', { class: 'card flush' }, table));
     let list = null;
-    const render = () => replace(table, { list, armed: [...armed.keys()] }, () => {
+    let more = false;
+    const render = () => replace(table, { list, more, armed: [...armed.keys()] }, () => {
       if (!list) return empty('No schedules.', 'This node does not serve schedules.');
       if (!list.length) return empty('No schedules.', `Create one: curl -X POST ${API_ROOT}/schedules -d '{"name":"nightly","cron":"0 3 * * *","job":{"command":"./backup.sh"}}'`);
-      return h('table', { class: 'table', dataset: { test: 'schedules' } },
+      return [moreNote(more, 'schedule', 'workron schedules ls'), h('table', { class: 'table', dataset: { test: 'schedules' } },
         head(['Schedule', 'Cron', 'Job', 'Next run', 'Last run', 'Runs', 'State', ''], ['Runs']),
-        h('tbody', null, list.map(scheduleRow)));
+        h('tbody', null, list.map(scheduleRow)))];
     });
 
     function scheduleRow(sc) {
@@ -1011,7 +1047,7 @@
       rerender: render,
       async refresh() {
         try {
-          list = ((await get('schedules')).schedules || []);
+          ({ items: list, more } = await getAll('schedules', 'schedules'));
         } catch (err) {
           if (!(err instanceof APIError) || err.status !== 404) throw err;
           list = null; // a node without schedules (an older version)

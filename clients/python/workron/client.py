@@ -639,9 +639,15 @@ class Client:
     # ---- queues and workers
 
     def queues(self) -> List[Queue]:
-        """Returns every queue with its counts."""
-        _, reply = self.request("GET", "/queues")
-        return [Queue.from_dict(q) for q in reply.get("queues") or []]
+        """Returns every queue with its counts, following GET /queues' pages."""
+        return self._follow_pages(self.queues_page)
+
+    def queues_page(self, *, limit: Optional[int] = None, cursor: Optional[str] = None) -> Tuple[List[Queue], str]:
+        """Returns one page of queues by name (limit: the server's default,
+        100, up to 1000) after cursor, and the cursor of the next page (""
+        after the last)."""
+        reply = self._page("/queues", limit, cursor)
+        return [Queue.from_dict(q) for q in reply.get("queues") or []], reply.get("next_cursor", "")
 
     def pause_queue(self, name: str) -> None:
         """Stops claims from the queue (admin role)."""
@@ -652,9 +658,34 @@ class Client:
         self.request("POST", f"/queues/{urllib.parse.quote(name, safe='')}/resume")
 
     def workers(self) -> List[Dict[str, Any]]:
-        """Returns the workers the cluster knows, as JSON objects."""
-        _, reply = self.request("GET", "/workers")
-        return list(reply.get("workers") or [])
+        """Returns every worker the cluster knows, as JSON objects, following
+        GET /workers' pages."""
+        return self._follow_pages(self.workers_page)
+
+    def workers_page(self, *, limit: Optional[int] = None,
+                     cursor: Optional[str] = None) -> Tuple[List[Dict[str, Any]], str]:
+        """Returns one page of workers by id (limit: the server's default,
+        100, up to 1000) after cursor, and the cursor of the next page (""
+        after the last)."""
+        reply = self._page("/workers", limit, cursor)
+        return list(reply.get("workers") or []), reply.get("next_cursor", "")
+
+    def _page(self, path: str, limit: Optional[int], cursor: Optional[str]) -> Dict[str, Any]:
+        _, reply = self.request("GET", path, query=_drop_none({"limit": limit, "cursor": cursor or None}))
+        return reply
+
+    @staticmethod
+    def _follow_pages(page: Callable[..., Tuple[List[Any], str]]) -> List[Any]:
+        """Reads pages of 1000 from the first to the last; a cursor answered
+        twice ends the walk rather than loop."""
+        out: List[Any] = []
+        cursor = ""
+        while True:
+            items, nxt = page(limit=1000, cursor=cursor or None)
+            out.extend(items)
+            if not nxt or nxt == cursor:
+                return out
+            cursor = nxt
 
     # ---- schedules
 
@@ -681,9 +712,16 @@ class Client:
         return Schedule.from_dict(reply)
 
     def schedules(self) -> List[Schedule]:
-        """Returns every schedule."""
-        _, reply = self.request("GET", "/schedules")
-        return [Schedule.from_dict(s) for s in reply.get("schedules") or []]
+        """Returns every schedule, following GET /schedules' pages."""
+        return self._follow_pages(self.schedules_page)
+
+    def schedules_page(self, *, limit: Optional[int] = None,
+                       cursor: Optional[str] = None) -> Tuple[List[Schedule], str]:
+        """Returns one page of schedules by name (limit: the server's
+        default, 100, up to 1000) after cursor, and the cursor of the next
+        page ("" after the last)."""
+        reply = self._page("/schedules", limit, cursor)
+        return [Schedule.from_dict(s) for s in reply.get("schedules") or []], reply.get("next_cursor", "")
 
     def delete_schedule(self, name: str) -> None:
         self.request("DELETE", self._schedule_path(name))
