@@ -16,10 +16,12 @@ import (
 // only the stored job, so every node stops at the same job. It is part of
 // how a claim of this form applies: changing it takes a new form.
 //
-// A claim with MaxBytes is written as JSON under the op name claimBounded
-// (after op code opClaimAck when it carries Ack), so a node of protocol 3,
-// which would lease every job it picks, stops at the entry; the API sets MaxBytes (DefaultMaxClaimBytes) only once every
-// node runs ProtocolClaimBytes.
+// A claim with MaxBytes is written with op code opClaimBounded (after op
+// code opClaimAck when it carries Ack), so a node of protocol 3, which
+// would lease every job it picks, stops at the entry; the API sets
+// MaxBytes (DefaultMaxClaimBytes) only once every node runs
+// ProtocolClaimBytes. Claims are the hottest command, so the form is
+// binary like the other claims'.
 
 // ProtocolClaimBytes is the protocol of a Claim's MaxBytes.
 const ProtocolClaimBytes = 4
@@ -27,8 +29,9 @@ const ProtocolClaimBytes = 4
 // DefaultMaxClaimBytes is the byte budget the API gives a claim's jobs.
 const DefaultMaxClaimBytes = 16 << 20
 
-// claimBounded is the op name of a claim that carries MaxBytes.
-const claimBounded Op = "claim_bounded"
+// opClaimBounded is the op code of a claim that carries MaxBytes: as
+// opClaimCapped (MaxWorkers may be 0), then MaxBytes.
+const opClaimBounded byte = 20
 
 // claimJobOverhead is what claimBytes counts for a job beyond its
 // variable fields: its ids, times, numbers and JSON names.
@@ -66,19 +69,16 @@ func (c *Cmd) bounded() bool {
 	return c.Op == OpClaim && c.Claim != nil && c.Claim.MaxBytes != 0
 }
 
-// boundedJSONCmd reads the op name claimBounded back as OpClaim, which
-// must then carry MaxBytes. A claim under its plain name as JSON is
-// refused before (hasCode). It reports whether c was a bounded claim.
-func (r *entryReader) boundedJSONCmd(c *Cmd) bool {
-	if c.Op != claimBounded {
-		return false
+// claimBounded reads the rest of a claim of op code opClaimBounded.
+func (r *entryReader) claimBounded(c *Cmd) {
+	if ProtocolVersion < ProtocolClaimBytes { // as a binary before the code
+		r.Fail(fmt.Sprintf("unknown op code %d (written by a newer Workron?)", opClaimBounded))
+		return
 	}
-	c.Op = OpClaim
-	switch {
-	case !c.bounded():
-		r.Fail(fmt.Sprintf("op %q without its byte budget", claimBounded))
-	case c.Claim.Ack:
-		r.Fail(fmt.Sprintf("op %q with ack, which op code %d carries", claimBounded, opClaimAck))
+	c.Op, c.Claim = OpClaim, r.claim()
+	c.Claim.Token, c.Claim.Fenced, c.Claim.Seq = r.Str(), r.Bool(), r.Uvarint()
+	c.Claim.Fair, c.Claim.MaxWorkers, c.Claim.MaxBytes = r.Bool(), r.Int(), r.Varint()
+	if r.Err() == nil && c.Claim.MaxBytes == 0 {
+		r.Fail(fmt.Sprintf("claim of op code %d without its byte budget", opClaimBounded))
 	}
-	return true
 }

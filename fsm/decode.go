@@ -138,6 +138,8 @@ func (r *entryReader) cmdOf(c *Cmd, code byte) {
 		r.cmdChunked(c, code)
 	case opClaimCapped:
 		r.claimCapped(c)
+	case opClaimBounded:
+		r.claimBounded(c)
 	case opClaimAck:
 		r.claimAck(c)
 	default:
@@ -213,7 +215,7 @@ func (r *entryReader) jsonCmd(c *Cmd) {
 	if hasCode(c.Op) {
 		r.Fail(fmt.Sprintf("op %q written as JSON, not in its own layout", c.Op))
 	}
-	if r.cappedJSONCmd(c) || r.boundedJSONCmd(c) {
+	if r.cappedJSONCmd(c) {
 		return
 	}
 	if c.Op == OpSetQueueLimits || c.Op == setQueueLimitsWeighted || c.Op == setQueueLimitsPauses {

@@ -66,6 +66,8 @@ import (
 //	(opReportCappedChunked)
 //	19 claim of ProtocolWorkerCap (opClaimCapped, workercap.go): as 7,
 //	then Fair, MaxWorkers
+//	20 claim of ProtocolClaimBytes (opClaimBounded, claim_bytes.go): as
+//	19 (MaxWorkers may be 0), then MaxBytes
 //	21 report of ProtocolCascade (cascade.go): as 13, of a report whose
 //	Chunked is set (opReportChunked)
 //	22 expire of ProtocolCascade: as 6, of an expire whose Chunked is set
@@ -90,8 +92,8 @@ import (
 // node of protocol 2 stops at them rather than drop the trace; Decode
 // refuses either under its plain name with a trace.
 //
-// A claim that carries MaxBytes (ProtocolClaimBytes) is written as JSON
-// under the op name claimBounded (claim_bytes.go), so that a node of
+// A claim that carries MaxBytes (ProtocolClaimBytes) is written with op
+// code 20 (opClaimBounded, claim_bytes.go), so that a node of
 // protocol 3 stops at it; Decode refuses a claim as JSON under its own name.
 //
 // Encode writes codes 7 to 10 only for a command whose fields of
@@ -236,13 +238,7 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 		if c.Claim.Ack {
 			b = append(b, opClaimAck) // then the claim as it is written without
 		}
-		if !c.bounded() {
-			return appendClaim(b, c.Claim), nil
-		}
-		alias, claim := *c, *c.Claim
-		claim.Ack = false                            // carried by opClaimAck
-		alias.Op, alias.Claim = claimBounded, &claim // a claim with a byte budget: JSON, by name
-		c = &alias
+		return appendClaim(b, c.Claim), nil
 	case OpHeartbeat:
 		return appendHeartbeat(b, c.Heartbeat), nil
 	case OpWorkerHeartbeat:
@@ -368,10 +364,13 @@ func (c *Cmd) fenceToken() string {
 }
 
 func appendClaim(b []byte, c *Claim) []byte {
-	capped := c.MaxWorkers != 0
+	bounded := c.MaxBytes != 0
+	capped := c.MaxWorkers != 0 || bounded
 	fence := c.fenced() || c.Fair || capped
 	code := codeFor(fence, opClaim, opClaimFence)
 	switch {
+	case bounded:
+		code = opClaimBounded
 	case capped:
 		code = opClaimCapped
 	case c.Fair:
@@ -391,6 +390,9 @@ func appendClaim(b []byte, c *Claim) []byte {
 	if capped {
 		b = binenc.AppendBool(b, c.Fair)
 		b = binenc.AppendInt(b, c.MaxWorkers)
+	}
+	if bounded {
+		b = binenc.AppendVarint(b, c.MaxBytes)
 	}
 	return b
 }

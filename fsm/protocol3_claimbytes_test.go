@@ -7,21 +7,21 @@ import (
 	"testing"
 
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/internal/binenc"
 )
 
 // A binary built with the workron_protocol3 tag is the release before a
 // claim's byte budget: it does not write a claim with MaxBytes, and stops
-// at one (op name claim_bounded) rather than lease every job it picks. Run
+// at one (op code 20) rather than lease every job it picks. Run
 // with go test -tags workron_protocol3 -run TestProtocol3 ./fsm/.
 func TestProtocol3BinaryClaimBytes(t *testing.T) {
 	claim := fsm.Cmd{Op: fsm.OpClaim, Claim: &fsm.Claim{WorkerID: "w", LeaseTTL: 1, MaxBytes: 1 << 20}}
 	if _, err := fsm.Encode(&fsm.Entry{Cmds: []fsm.Cmd{claim}}); err == nil {
 		t.Error("Encode wrote a claim with MaxBytes (ProtocolClaimBytes)")
 	}
-	js := `{"op":"claim_bounded","claim":{"worker":"w","ttl":1,"max_bytes":1048576}}`
-	data := binenc.AppendBytes([]byte{fsm.EncodingVersion, 0, 1, 0}, []byte(js))
-	if _, err := fsm.Decode(data); err == nil || !strings.Contains(err.Error(), "unknown") {
-		t.Errorf("Decode of %s: %v, want it refused as unknown", js, err)
+	// Op code 20: a bounded claim (as the capped claim of op code 19 in
+	// protocol3_workercap_test.go, then MaxBytes 1 MiB as a varint).
+	data := []byte("\x02\x02\x01\x14\x01w\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x80\x80\x80\x01")
+	if _, err := fsm.Decode(data); err == nil || !strings.Contains(err.Error(), "unknown op code 20") {
+		t.Errorf("Decode of op code 20 (a bounded claim): %v, want it refused as unknown", err)
 	}
 }
