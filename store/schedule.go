@@ -86,21 +86,5 @@ func (t *Tx) ForEachSchedule(fn func(*Schedule) error) error {
 // SchedulesAfter returns up to limit schedules whose names sort after
 // after ("" from the first), in name order, and whether more follow them.
 func (t *Tx) SchedulesAfter(after string, limit int) ([]*Schedule, bool, error) {
-	var out []*Schedule
-	c := t.tx.Bucket(bucketSchedules).Cursor()
-	k, v := c.Seek([]byte(after))
-	if k != nil && after != "" && string(k) == after {
-		k, v = c.Next()
-	}
-	for ; k != nil; k, v = c.Next() {
-		if len(out) == limit {
-			return out, true, nil
-		}
-		s := new(Schedule)
-		if err := decodeJSON(v, s); err != nil {
-			return nil, false, fmt.Errorf("schedule %s: %w", k, err)
-		}
-		out = append(out, s)
-	}
-	return out, false, nil
+	return pageAfter[Schedule](t.tx.Bucket(bucketSchedules), "schedule", after, limit)
 }

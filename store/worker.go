@@ -1,6 +1,10 @@
 package store
 
-import "fmt"
+import (
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
 
 // Worker is the stored record of a registered worker.
 type Worker struct {
@@ -77,8 +81,15 @@ func (t *Tx) ForEachWorker(fn func(*Worker) error) error {
 // WorkersAfter returns up to limit workers whose ids sort after after
 // ("" from the first), in id order, and whether more follow them.
 func (t *Tx) WorkersAfter(after string, limit int) ([]*Worker, bool, error) {
-	var out []*Worker
-	c := t.tx.Bucket(bucketWorkers).Cursor()
+	return pageAfter[Worker](t.tx.Bucket(bucketWorkers), "worker", after, limit)
+}
+
+// pageAfter reads up to limit JSON records of bucket b whose keys sort
+// after after ("" from the first), in key order, and whether more follow:
+// one page of a list that pages by key. what names a record in errors.
+func pageAfter[T any](b *bolt.Bucket, what, after string, limit int) ([]*T, bool, error) {
+	var out []*T
+	c := b.Cursor()
 	k, v := c.Seek([]byte(after))
 	if k != nil && after != "" && string(k) == after {
 		k, v = c.Next()
@@ -87,11 +98,11 @@ func (t *Tx) WorkersAfter(after string, limit int) ([]*Worker, bool, error) {
 		if len(out) == limit {
 			return out, true, nil
 		}
-		w := new(Worker)
-		if err := decodeJSON(v, w); err != nil {
-			return nil, false, fmt.Errorf("worker %s: %w", k, err)
+		rec := new(T)
+		if err := decodeJSON(v, rec); err != nil {
+			return nil, false, fmt.Errorf("%s %s: %w", what, k, err)
 		}
-		out = append(out, w)
+		out = append(out, rec)
 	}
 	return out, false, nil
 }
