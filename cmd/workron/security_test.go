@@ -468,7 +468,7 @@ func TestReadableTokenFileIsWarnedAbout(t *testing.T) {
 	if err := os.WriteFile(path, []byte("client "+tokClient+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f := securityFlags{tokenFile: path, maxBodyBytes: 1 << 20, maxHeaderBytes: 1 << 16, maxLongPolls: 1}
+	f := securityFlags{tokenFile: path, maxBodyBytes: 1 << 20, maxHeaderBytes: 1 << 16, maxLongPolls: 1, maxBodyInFlight: 256 << 20}
 	sec, err := f.load()
 	if err != nil {
 		t.Fatal(err)
