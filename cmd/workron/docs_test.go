@@ -185,9 +185,7 @@ func (d *mdDoc) addCommandFlags(n int, line string) {
 	if i := strings.Index(cmd, " -- "); i >= 0 {
 		cmd = cmd[:i]
 	}
-	if strings.HasSuffix(cmd, " --") {
-		cmd = strings.TrimSuffix(cmd, " --")
-	}
+	cmd = strings.TrimSuffix(cmd, " --")
 	if i := strings.Index(cmd, " #"); i >= 0 {
 		cmd = cmd[:i]
 	}
