@@ -16,17 +16,17 @@ import (
 	"github.com/workron/workron/raftnode"
 )
 
-// The README's status table lists exactly the codes of package wire, each
-// beside the status the server answers it with.
-func TestREADMEStatusTableListsEveryCode(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
+// The status table of docs/api.md lists exactly the codes of package wire,
+// each beside the status the server answers it with.
+func TestDocsStatusTableListsEveryCode(t *testing.T) {
+	readme, err := os.ReadFile("../docs/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const intro = "These are all the statuses a client can get:"
 	_, table, ok := strings.Cut(string(readme), intro)
 	if !ok {
-		t.Fatalf("README has no %q", intro)
+		t.Fatalf("docs/api.md has no %q", intro)
 	}
 	table, _, _ = strings.Cut(strings.TrimLeft(table, "\n"), "\n\n")
 	word := regexp.MustCompile("`([a-z_]+)`")
@@ -52,16 +52,16 @@ func TestREADMEStatusTableListsEveryCode(t *testing.T) {
 	for _, code := range wire.Codes {
 		st, ok := documented[code]
 		if !ok {
-			t.Errorf("code %q is not in the README's status table", code)
+			t.Errorf("code %q is not in the status table of docs/api.md", code)
 			continue
 		}
 		if !slices.Contains(st, statusOf(code)) {
-			t.Errorf("code %q: README says status %v, the server answers %d", code, st, statusOf(code))
+			t.Errorf("code %q: docs/api.md says status %v, the server answers %d", code, st, statusOf(code))
 		}
 	}
 	for code := range documented {
 		if !slices.Contains(wire.Codes, code) {
-			t.Errorf("README's status table names %q, which is no wire.Code constant", code)
+			t.Errorf("docs/api.md's status table names %q, which is no wire.Code constant", code)
 		}
 	}
 	if len(statuses) != len(wire.Codes) {

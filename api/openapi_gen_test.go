@@ -64,7 +64,7 @@ var (
 	oaStale   = apiParam{name: "stale", typ: "string", doc: "1 or true: read this node's own state instead of the leader's"}
 	oaCascade = apiParam{name: "cascade", typ: "string", doc: "false: leave the job's dependents alone"}
 	oaEpoch   = apiParam{name: "epoch", typ: "integer", doc: "the preemption epoch the task was told", required: true}
-	// oaTrace is the W3C trace context header (README: Tracing).
+	// oaTrace is the W3C trace context header (docs/observability.md, Tracing).
 	oaTrace = []apiParam{{name: "traceparent", typ: "string",
 		doc: "W3C trace context: the request's span (and a submitted job's trace) joins this trace; an invalid one is ignored"}}
 	// oaPrefer is RFC 7240's header, as POST /jobs/batch reads it.

@@ -318,7 +318,7 @@ var (
 
 // foldKeys renames the object keys of a JSON request body that name a
 // property of the document only case aside ("worKer_id") to that property,
-// as encoding/json matches them when the server decodes the body (README:
+// as encoding/json matches them when the server decodes the body (docs/api.md:
 // "Field names match as Go's encoding/json matches them, case aside"). A
 // body that is not JSON, or has no such key, is returned as it is.
 func foldKeys(t testing.TB, body []byte) []byte {

@@ -87,7 +87,7 @@ type Config struct {
 	// has waited for one entry to finish, so small commands that arrive
 	// meanwhile pack into one entry instead of paying a log write and an
 	// apply transaction on every node each, while a large entry's apply
-	// overlaps the next one's writes (runProposer; README Performance). 1
+	// overlaps the next one's writes (runProposer; docs/performance.md). 1
 	// sends nothing beside an entry in flight. Defaults to 2.
 	MaxInflight int
 

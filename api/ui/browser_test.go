@@ -25,7 +25,7 @@ import (
 	"github.com/workron/workron/internal/testkit/clustertest"
 )
 
-// screenshotDir is where WORKRON_SCREENSHOTS=1 writes the README's images.
+// screenshotDir is where WORKRON_SCREENSHOTS=1 writes the images of docs/cli.md.
 const screenshotDir = "../../docs/img"
 
 // TestDashboardInBrowser drives the dashboard in headless Chromium against a
@@ -737,7 +737,7 @@ func (p *page) dump() string {
 	return "page:\n" + text
 }
 
-// screenshot writes a full-page PNG for the README when WORKRON_SCREENSHOTS=1.
+// screenshot writes a full-page PNG for docs/cli.md when WORKRON_SCREENSHOTS=1.
 func (p *page) screenshot(name string) {
 	p.t.Helper()
 	if os.Getenv("WORKRON_SCREENSHOTS") != "1" {

@@ -18,7 +18,7 @@ import (
 )
 
 // TestEndToEndJobsDieWithTheirWorker runs the real `workron worker` against
-// a node with tokens, the worker's token in its environment as the README
+// a node with tokens, the worker's token in its environment as docs/workers.md
 // recommends, and gives it a job (submitted with a client token) that
 // records its environment and user, starts a background grandchild and
 // sleeps. The job must not see the token, must see what --pass-env passes,
@@ -114,7 +114,7 @@ func TestEndToEndJobsDieWithTheirWorker(t *testing.T) {
 		t.Errorf("the job ran as uid %s, want %s", uid, wantUID)
 	}
 	// Run as another user, the job cannot read the worker's own
-	// environment either (as the worker's user it could: the README says so).
+	// environment either (as the worker's user it could: docs/security.md says so).
 	if runAs {
 		if penv := readFile(t, filepath.Join(dir, "worker-env")); strings.Contains(penv, tokWorker) {
 			t.Errorf("the job read the worker's token from /proc/<worker pid>/environ")

@@ -104,7 +104,7 @@ func TestRestoreIntoARunningCluster(t *testing.T) {
 	c.checkAlive(t)
 }
 
-// TestOfflineRestoreOnThreeNodes follows the README's procedure for a
+// TestOfflineRestoreOnThreeNodes follows the procedure of docs/operations.md for a
 // cluster that cannot start: `workron restore --data` stages the backup in a
 // new node's data directory, that node starts with --bootstrap, two more
 // join it with empty data directories. Then the node that restored is

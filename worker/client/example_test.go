@@ -51,7 +51,7 @@ func ExampleClient_Submit() {
 	// Output: job-1 pending echo hello
 }
 
-// Example_sdk is the README's Go SDK example; it is compiled, not run.
+// Example_sdk is the Go SDK example of docs/workers.md; it is compiled, not run.
 func Example_sdk() {
 	ctx := context.Background()
 	pool, _ := x509.SystemCertPool()

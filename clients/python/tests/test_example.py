@@ -1,4 +1,4 @@
-"""The README's example is example.py, and it runs."""
+"""The example of the READMEs (docs/workers.md) is example.py, and it runs."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class ExampleInReadmeTest(unittest.TestCase):
     def test_readme_shows_example(self) -> None:
         with open(os.path.join(ROOT, "example.py")) as f:
             example = f.read()
-        for readme in ("README.md", os.path.join("..", "..", "README.md")):
+        for readme in ("README.md", os.path.join("..", "..", "docs", "workers.md")):
             with open(os.path.join(ROOT, readme)) as f:
                 self.assertIn("```python\n" + example + "```", f.read(), f"{readme} must show example.py as it is")
 

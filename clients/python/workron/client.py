@@ -1,6 +1,6 @@
 """The HTTP client: jobs, schedules, queues, and the worker protocol's calls.
 
-It speaks the JSON API of README.md "HTTP API" (and api/openapi.json) over
+It speaks the JSON API of docs/api.md (and api/openapi.json) over
 http.client, one connection per request. Errors from the server raise
 WorkronError with its status and code. A node that refuses the connection,
 or answers 503 (no leader, removed, stopping: nothing was done), is retried
@@ -26,7 +26,7 @@ Duration = Union[str, float, int, _dt.timedelta]
 
 
 class WorkronError(Exception):
-    """An error answer: ``status`` (HTTP), ``code`` (README's table, e.g.
+    """An error answer: ``status`` (HTTP), ``code`` (docs/api.md's table, e.g.
     "stale_lease", "not_found") and the server's sentence. ``status`` is 0
     when no node answered."""
 
@@ -147,7 +147,7 @@ class Backoff:
 
 @dataclass
 class JobSpec:
-    """Every field of a submit (README "Submit fields"). Durations are Go
+    """Every field of a submit (docs/api.md, "Submit fields"). Durations are Go
     duration strings or seconds; run_at a datetime (UTC if naive) or an RFC
     3339 string; payload any JSON value."""
 
@@ -221,7 +221,7 @@ class Attempt:
 
 FINISHED = ("done", "failed", "cancelled")
 
-# Limits of progress and results (README "Progress and results").
+# Limits of progress and results (docs/scheduling.md, "Progress and results").
 MAX_PROGRESS_MESSAGE = 200
 MAX_RESULT_BYTES = 64 << 10
 # The most bytes of a reply the client reads (the server bounds its replies
@@ -350,7 +350,7 @@ class Queue:
 
 @dataclass
 class Schedule:
-    """A cron schedule (README "Schedules"); ``job`` is its job template as
+    """A cron schedule (docs/scheduling.md, "Schedules"); ``job`` is its job template as
     the server returned it."""
 
     name: str
@@ -743,7 +743,7 @@ class Client:
     def _schedule_path(name: str) -> str:
         return "/schedules/" + urllib.parse.quote(name, safe="")
 
-    # ---- the worker protocol (used by Worker; see README "Workers")
+    # ---- the worker protocol (used by Worker; see docs/workers.md)
 
     def register(self, worker_id: str, *, queues: Sequence[str] = (), tags: Sequence[str] = (),
                  resources: Optional[Resources] = None, exec_addr: str = "") -> None:

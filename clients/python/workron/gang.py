@@ -1,5 +1,5 @@
 """Gang tasks on the worker: the gang's env, the checkpoint file, and the
-drain's upload and acknowledgement (README "Resources and gangs").
+drain's upload and acknowledgement (docs/scheduling.md, "Resources and gangs").
 
 A claimed gang task's env holds GANG_ID, GANG_SIZE, GANG_INDEX, GANG_PEERS
 and, when its previous attempt left one, CHECKPOINT_DATA (base64). As the Go

@@ -1,5 +1,5 @@
 """Shell-command jobs on the Python worker (Worker(shell=True)), with the Go
-worker's contract (README "Workers", "Progress and results", "Resources
+worker's contract (docs/workers.md; docs/scheduling.md, "Progress and results", "Resources
 and gangs"): ``sh -c COMMAND`` in a process group of its own, a clean
 environment, the output's last bytes and the exit code, progress lines, a
 result file, exit 75 for a rate limit, and a stop that sends SIGTERM to the

@@ -1,6 +1,6 @@
 """The worker runtime: typed handlers for jobs claimed from the cluster.
 
-It follows the protocol of the Go worker (package worker, README "Workers"):
+It follows the protocol of the Go worker (package worker, docs/workers.md):
 it registers, long-polls POST /jobs/claim for as many jobs as it has free
 slots, numbering each claim (claim_seq); runs each job's handler in a thread
 of its own; renews all its leases with one heartbeat per third of the lease
