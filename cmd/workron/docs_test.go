@@ -285,3 +285,48 @@ func workronFlags(t *testing.T) map[string]bool {
 	}
 	return flags
 }
+
+// TestREADMETestCommand keeps CI running the test command the README gives a
+// newcomer: every word of the README's `go test` line is in .ci/run's.
+func TestREADMETestCommand(t *testing.T) {
+	readme := goTestLines(t, filepath.Join(repoRoot, "README.md"))
+	ci := goTestLines(t, filepath.Join(repoRoot, ".ci", "run"))
+	if len(readme) != 1 {
+		t.Fatalf("README.md gives %d go test commands (%q), want one", len(readme), readme)
+	}
+	for _, line := range ci {
+		if containsAll(strings.Fields(line), strings.Fields(readme[0])) {
+			return
+		}
+	}
+	t.Errorf(".ci/run runs no go test with every word of the README's %q: %q", readme[0], ci)
+}
+
+// goTestLines are a file's lines that start with `go test `.
+func goTestLines(t *testing.T, path string) []string {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "go test ") {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+func containsAll(have, want []string) bool {
+	set := map[string]bool{}
+	for _, w := range have {
+		set[w] = true
+	}
+	for _, w := range want {
+		if !set[w] {
+			return false
+		}
+	}
+	return true
+}
