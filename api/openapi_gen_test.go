@@ -425,7 +425,7 @@ func generateOpenAPI() ([]byte, error) {
 		"info": map[string]any{
 			"title":       "Workron",
 			"version":     "1",
-			"description": "Workron's HTTP API. Every node serves all of it; see README.md, section HTTP API. Generated from api/openapi_gen_test.go and package api/wire.",
+			"description": "Workron's HTTP API. Every node serves all of it; see docs/api.md. Generated from api/openapi_gen_test.go and package api/wire.",
 		},
 		"paths": paths,
 		"components": map[string]any{
@@ -492,7 +492,7 @@ func (g *schemaGen) operation(o apiOp, method, path string, n int, errRef map[st
 		op["requestBody"] = map[string]any{"required": !o.body.optional, "content": g.content(*o.body)}
 	}
 	replies := map[string]any{
-		"default": map[string]any{"description": "an error (README: HTTP API)", "content": map[string]any{"application/json": map[string]any{"schema": errRef}}},
+		"default": map[string]any{"description": "an error (docs/api.md, Requests, leaders and errors)", "content": map[string]any{"application/json": map[string]any{"schema": errRef}}},
 	}
 	for status, c := range o.replies {
 		r := map[string]any{"description": httpStatusText(status)}
