@@ -11,7 +11,7 @@ import (
 )
 
 // statuses is the HTTP status of each error code (wire.Codes): the one
-// table relating the two, which the README's status table shows.
+// table relating the two, which the status table of docs/api.md shows.
 var statuses = map[string]int{
 	wire.CodeInvalid:              http.StatusBadRequest,
 	wire.CodeBadBackup:            http.StatusBadRequest,

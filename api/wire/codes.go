@@ -2,7 +2,7 @@ package wire
 
 // Error codes: the Code of an Error body, and of a BatchReportResult that
 // was not recorded. These are all the codes the server answers; the
-// README's HTTP API section lists each with its HTTP status and whether the
+// docs/api.md lists each with its HTTP status and whether the
 // request is safe to resend. Clients compare codes with these constants,
 // never with string literals.
 const (
@@ -71,7 +71,7 @@ const (
 	CodeOutcomeUnknown = "outcome_unknown"
 )
 
-// Codes lists every error code above, in the README's order.
+// Codes lists every error code above, in the order of docs/api.md.
 var Codes = []string{
 	CodeInvalid, CodeBadBackup, CodeUnauthorized, CodeForbidden, CodeCrossOrigin,
 	CodeHostNotAllowed, CodeNotFound, CodeStaleLease, CodeStaleEpoch, CodeNotRunning,
