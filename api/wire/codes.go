@@ -1,7 +1,7 @@
 package wire
 
 // Error codes: the Code of an Error body, and of a BatchReportResult that
-// was not recorded. These are all the codes the server answers; the
+// was not recorded. These are all the codes the server answers;
 // docs/api.md lists each with its HTTP status and whether the
 // request is safe to resend. Clients compare codes with these constants,
 // never with string literals.
