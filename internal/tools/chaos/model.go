@@ -66,12 +66,13 @@ func recordOf(j wire.Job, virtual func(string) bool) jobRecord {
 	r := jobRecord{ID: j.ID, Key: j.IdempotencyKey, Final: j.Status}
 	for _, a := range j.AttemptHistory {
 		end := a.Status
-		if a.Expired {
+		if a.Expired && end != returned {
 			end = "expired"
 		}
-		// A "returned" attempt (its claim reply was lost; the worker's
-		// next heartbeat gave it back) ended internally and, once
-		// ended, does not count.
+		// A "returned" attempt ended internally and, once ended, does
+		// not count: its claim reply was lost (the worker's next
+		// heartbeat gave it back), or its lease ran out before the
+		// worker acknowledged it (fsm/ack.go: expired too, not counted).
 		r.Attempts = append(r.Attempts, attemptInfo{Lease: a.Lease, Worker: a.WorkerID, End: end, Virtual: virtual(a.WorkerID)})
 	}
 	if j.Status == wire.StatusRunning || j.Status == wire.StatusCancelling {

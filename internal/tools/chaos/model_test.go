@@ -262,3 +262,23 @@ func TestCheckLimits(t *testing.T) {
 		}
 	})
 }
+
+// TestRecordOfAnUnacknowledgedExpiry: an attempt whose lease ran out before
+// its worker acknowledged it is in the history as returned and expired
+// (fsm/ack.go); the record keeps it returned, which stops counting once
+// ended, not expired, which counts. Read as expired, the chaos run of
+// 2026-11-27 found 21 jobs not linearizable.
+func TestRecordOfAnUnacknowledgedExpiry(t *testing.T) {
+	j := wire.Job{ID: "job-1", Status: wire.StatusDone, AttemptHistory: []wire.Attempt{
+		{Attempt: 1, WorkerID: "real-1", Lease: 10, Status: "returned", Expired: true},
+		{Attempt: 1, WorkerID: "v1", Lease: 20, Status: wire.StatusDone},
+	}}
+	r := recordOf(j, func(w string) bool { return w == "v1" })
+	if len(r.Attempts) != 2 || r.Attempts[0].End != returned || r.Attempts[1].End != wire.StatusDone {
+		t.Fatalf("record %+v, want the first attempt returned", r.Attempts)
+	}
+	m := jobModel{rec: r}
+	if got := m.count(mstate{Created: true, K: 2, Running: true}); got != 1 {
+		t.Errorf("attempts while the second runs: %d, want 1 (the returned one does not count)", got)
+	}
+}
