@@ -97,9 +97,11 @@ func (h *heldLeader) finishHeld(t *testing.T, held <-chan outcome) {
 
 // waitEntries waits until the node has proposed n entries in all.
 func (h *heldLeader) waitEntries(t *testing.T, n uint64) {
+	// At least n: the node's own entries (its address, a no-op of a new
+	// term) may land beside the ones a test proposes on a busy machine.
 	t.Helper()
 	poll.Wait(t, 5*time.Second, time.Millisecond, func() error {
-		if got := h.Stats().Entries; got != n {
+		if got := h.Stats().Entries; got < n {
 			return fmt.Errorf("%d entries proposed, want %d", got, n)
 		}
 		return nil
