@@ -149,14 +149,22 @@ func (s *Server) receiveBackup(w http.ResponseWriter, r *http.Request) (*os.File
 		if !ok || free >= uint64(need)+restoreDiskReserve {
 			return nil
 		}
+		if need == 0 {
+			return refuse(wire.CodeTooLarge, "this node's data directory has %d bytes free, less than the %d a restore leaves: nothing was done",
+				free, restoreDiskReserve)
+		}
 		return refuse(wire.CodeTooLarge, "this node's data directory has %d bytes free; the backup (%d bytes) would leave it less than %d: nothing was done",
 			free, need, restoreDiskReserve)
 	}
 	rc := http.NewResponseController(w)
+	var extended time.Time
 	extend := func() {
-		// Not every ResponseWriter has deadlines (ErrNotSupported).
-		_ = rc.SetReadDeadline(time.Now().Add(restoreStall))
-		_ = rc.SetWriteDeadline(time.Now().Add(restoreStall))
+		if now := time.Now(); now.Sub(extended) >= time.Second {
+			extended = now
+			// Not every ResponseWriter has deadlines (ErrNotSupported).
+			_ = rc.SetReadDeadline(now.Add(restoreStall))
+			_ = rc.SetWriteDeadline(now.Add(restoreStall))
+		}
 	}
 	n, err := int64(0), room(max(r.ContentLength, 0))
 	if err == nil {

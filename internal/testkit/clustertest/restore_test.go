@@ -185,15 +185,36 @@ func largeBackup(t *testing.T, minBytes int64) (string, int) {
 	}
 }
 
+// pacedReader pauses after every 512 KiB it reads: an upload slower
+// than the server's ReadTimeout. The pauses pace it; they synchronise
+// nothing.
+type pacedReader struct {
+	r     io.Reader
+	read  int
+	pause time.Duration
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b[:min(len(b), 512<<10-p.read%(512<<10))])
+	p.read += n
+	if p.read%(512<<10) == 0 && n > 0 {
+		time.Sleep(p.pause)
+	}
+	return n, err
+}
+
 // TestRestoreOfALargeBackupThroughAFollower: a backup larger than the
 // ordinary body limit (--max-body-bytes, 1 MiB) is restored through a
 // follower, which streams it to disk, verifies it and streams it on to the
 // leader; every node then holds it, and no received file is left behind.
-// Before, POST /restore read its body as a write does, whole into memory
-// within --max-body-bytes, and refused any real backup with 413.
+// The upload takes longer than the server's ReadTimeout, which a restore
+// replaces with a deadline that follows its progress. Before, POST
+// /restore read its body as a write does, whole into memory within
+// --max-body-bytes, and refused any real backup with 413.
 func TestRestoreOfALargeBackupThroughAFollower(t *testing.T) {
 	file, jobs := largeBackup(t, 2<<20)
-	c := newCluster(t, 3)
+	const readTimeout = 300 * time.Millisecond
+	c := newCluster(t, 3, clustertest.WithConfig(func(_ int, nc *node.Config) { nc.ReadTimeout = readTimeout }))
 	lead := c.Leader(t)
 	submit(t, c.URL(lead), wire.SubmitRequest{Command: "echo replaced"})
 	c.Converged(t, 10*time.Second)
@@ -208,7 +229,7 @@ func TestRestoreOfALargeBackupThroughAFollower(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, err := http.NewRequest(http.MethodPost, c.URL(f)+"/restore", body)
+	req, err := http.NewRequest(http.MethodPost, c.URL(f)+"/restore", &pacedReader{r: body, pause: readTimeout / 2})
 	if err != nil {
 		t.Fatal(err)
 	}
