@@ -44,7 +44,8 @@ const (
 	// outlasts.
 	restoreStall = time.Minute
 	// restoreWork bounds the reply's wait once the body is in: verifying
-	// it and restoring it through Raft, or forwarding it to the leader.
+	// it and restoring it through Raft, or forwarding it to the leader
+	// (the read and write deadlines move this far ahead).
 	restoreWork = 30 * time.Minute
 	// restoreRetryAfter is the Retry-After, in seconds, of a restore
 	// refused because another is in progress on the node.
@@ -88,7 +89,11 @@ func (s *Server) handleRestore(w http.ResponseWriter, r *http.Request) {
 		f.Close()
 		os.Remove(f.Name())
 	}()
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(restoreWork))
+	// With the body in, net/http reads on in the background, and a read
+	// deadline passing there would cancel the request's context.
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(restoreWork))
+	_ = rc.SetWriteDeadline(time.Now().Add(restoreWork))
 	path := f.Name()
 	if !s.node.IsLeader() {
 		// Refused here, a damaged backup costs the leader nothing.

@@ -86,9 +86,11 @@ type Config struct {
 	// Content-Length before a body is read, or as a chunked one is read;
 	// a request beyond it gets 503 busy with Retry-After, its body unread.
 	// At least the largest body a route takes (MaxBodyBytes,
-	// MaxBatchBodyBytes, fsm.MaxCheckpointBytes). Defaults to 256 MiB.
+	// MaxBatchBodyBytes, fsm.MaxCheckpointBytes); a restore, which streams
+	// to disk, takes only its 64 KiB buffer. Defaults to 256 MiB.
 	MaxBodyBytesInFlight int64
-	// MaxRestoreBytes caps the backup POST /restore takes. Defaults to
+	// MaxRestoreBytes caps the backup POST /restore takes, which streams
+	// to a file in the data directory, never into memory. Defaults to
 	// 16 GiB.
 	MaxRestoreBytes int64
 	// MaxBatchJobs caps the jobs of one batch submit. Defaults to 1000.
