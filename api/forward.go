@@ -127,6 +127,11 @@ func (t *forwardTry) mayRetry() bool { return time.Now().Before(t.until) }
 type leaderCall struct {
 	local func(http.ResponseWriter, *http.Request) // serves it on the leader
 	body  []byte
+	// file, when set, is the body instead, size bytes of it: a backup
+	// received on disk (POST /restore), read from its start on each try,
+	// never held in memory.
+	file  io.ReaderAt
+	size  int64
 	until time.Time // wait for a leader until then (--leader-wait)
 	// replay allows serving the request again (here or elsewhere) after the
 	// leader it ran on lost its leadership before proposing anything.
@@ -141,11 +146,28 @@ type leaderCall struct {
 
 // reader is the body to forward: an io.NopCloser over a bytes.Reader,
 // which net/http's transport knows is in memory and so sends with the
-// headers in one write (any other reader has the headers flushed first).
-func (c *leaderCall) reader() io.ReadCloser { return io.NopCloser(bytes.NewReader(c.body)) }
+// headers in one write (any other reader has the headers flushed first);
+// or over the file, streamed from its start.
+func (c *leaderCall) reader() io.ReadCloser {
+	if c.file != nil {
+		return io.NopCloser(io.NewSectionReader(c.file, 0, c.size))
+	}
+	return io.NopCloser(bytes.NewReader(c.body))
+}
+
+// length is the body's length in bytes.
+func (c *leaderCall) length() int64 {
+	if c.file != nil {
+		return c.size
+	}
+	return int64(len(c.body))
+}
 
 // localBody is the body to serve here.
 func (c *leaderCall) localBody() io.ReadCloser {
+	if c.file != nil {
+		return c.reader()
+	}
 	return &callBody{Reader: bytes.NewReader(c.body), body: c.body}
 }
 
@@ -314,7 +336,7 @@ func (s *Server) forwardOnce(w http.ResponseWriter, r *http.Request, c *leaderCa
 	}
 	try := &forwardTry{until: c.until}
 	out := r.WithContext(context.WithValue(context.WithValue(cut, keyTarget, target), keyTry, try))
-	out.Body, out.ContentLength, out.TransferEncoding = c.reader(), int64(len(c.body)), nil
+	out.Body, out.ContentLength, out.TransferEncoding = c.reader(), c.length(), nil
 	// Lets the transport resend on a fresh connection when a pooled one
 	// turns out dead before anything was written.
 	out.GetBody = func() (io.ReadCloser, error) { return c.reader(), nil }

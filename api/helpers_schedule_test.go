@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"testing"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 // handlers and leader loops, with no Raft underneath.
 type loneNode struct {
 	*fsmtest.Applier
+	restoreDir string // where NewRestoreFile makes its files
 }
 
 var _ Raft = (*loneNode)(nil)
@@ -50,8 +53,17 @@ func (n *loneNode) Stats() raftnode.Stats                          { return raft
 func (n *loneNode) WriteBackup(io.Writer) (int64, error)           { return 0, nil }
 func (n *loneNode) ClusterProtocol() int                           { return fsm.ProtocolVersion }
 func (n *loneNode) SetMemberProtocols(map[string]int)              {}
-func (n *loneNode) Restore(context.Context, io.Reader) (raftnode.RestoreInfo, error) {
-	return raftnode.RestoreInfo{}, nil
+func (n *loneNode) NewRestoreFile() (*os.File, error) {
+	return os.CreateTemp(n.restoreDir, "restore-upload-*.db")
+}
+
+// RestoreFile verifies the backup and says it restored it.
+func (n *loneNode) RestoreFile(_ context.Context, path string) (raftnode.RestoreInfo, error) {
+	info, err := store.Verify(path)
+	if err != nil {
+		return raftnode.RestoreInfo{Info: info}, fmt.Errorf("restore: %w", err)
+	}
+	return raftnode.RestoreInfo{Info: info, Index: info.Applied + 1}, nil
 }
 
 // schedEnv is a Server over a loneNode, driven by a test clock.
@@ -68,7 +80,7 @@ func newSchedEnv(t testing.TB, start time.Time, mutate func(*Config)) *schedEnv 
 	t.Helper()
 	a := fsmtest.NewApplier(t, start)
 	clock, f := a.Clock, a.FSM
-	node := &loneNode{a}
+	node := &loneNode{Applier: a, restoreDir: t.TempDir()}
 	cfg := DefaultConfig()
 	cfg.Node, cfg.State, cfg.AdvertiseHTTP, cfg.Now = node, f, "http://127.0.0.1:1", clock.Now
 	if mutate != nil {

@@ -17,8 +17,10 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httputil"
+	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,7 +53,8 @@ type Raft interface {
 	WriteBackup(w io.Writer) (int64, error)
 	ClusterProtocol() int
 	SetMemberProtocols(m map[string]int)
-	Restore(ctx context.Context, r io.Reader) (raftnode.RestoreInfo, error)
+	NewRestoreFile() (*os.File, error)
+	RestoreFile(ctx context.Context, path string) (raftnode.RestoreInfo, error)
 }
 
 // Config configures a Server.
@@ -83,9 +86,11 @@ type Config struct {
 	// Content-Length before a body is read, or as a chunked one is read;
 	// a request beyond it gets 503 busy with Retry-After, its body unread.
 	// At least the largest body a route takes (MaxBodyBytes,
-	// MaxBatchBodyBytes, fsm.MaxCheckpointBytes). Defaults to 256 MiB.
+	// MaxBatchBodyBytes, fsm.MaxCheckpointBytes); a restore, which streams
+	// to disk, takes only its 64 KiB buffer. Defaults to 256 MiB.
 	MaxBodyBytesInFlight int64
-	// MaxRestoreBytes caps the backup POST /restore takes. Defaults to
+	// MaxRestoreBytes caps the backup POST /restore takes, which streams
+	// to a file in the data directory, never into memory. Defaults to
 	// 16 GiB.
 	MaxRestoreBytes int64
 	// MaxBatchJobs caps the jobs of one batch submit. Defaults to 1000.
@@ -223,6 +228,10 @@ type Server struct {
 
 	// budget bounds the request body bytes this node holds (inflight.go).
 	budget bodyBudget
+	// restoring is held by the one restore this node receives at a time
+	// (backup.go); diskFree tells the room left for it (tests replace it).
+	restoring atomic.Bool
+	diskFree  func(dir string) (uint64, bool)
 
 	// polls holds a token per claim long-polling on this node.
 	polls chan struct{}
@@ -278,6 +287,7 @@ func New(cfg Config) (*Server, error) {
 		client:   &http.Client{Transport: newTransport(), Timeout: 10 * time.Second},
 		polls:    make(chan struct{}, cfg.MaxLongPolls),
 		draining: make(chan struct{}),
+		diskFree: diskFree,
 	}
 	s.budget.max = cfg.MaxBodyBytesInFlight
 	if cfg.Tracer != nil {
@@ -342,7 +352,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /cluster/join", member(s.handleJoin))
 	s.mux.HandleFunc("DELETE /cluster/nodes/{id}", member(s.handleRemove))
 	s.mux.HandleFunc("GET /backup", r(s.handleBackup))
-	s.mux.HandleFunc("POST /restore", w(s.handleRestore))
+	s.mux.HandleFunc("POST /restore", s.handleRestore) // streams its body to disk, then to the leader
 	s.mux.HandleFunc("GET /debug/digest", s.handleDigest)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.mux.HandleFunc("GET /openapi.json", s.handleOpenAPI)

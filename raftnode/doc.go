@@ -59,10 +59,11 @@
 //
 // # Restore
 //
-// Restore hands a verified backup to Raft's user restore: the leader stores
-// it as a snapshot at an index past its log and the backup's applied index,
-// leaving that index out of the log, so every follower and every later
-// joiner is sent the snapshot. The FSM then holds the backup's applied index,
+// Restore, or RestoreFile for a backup already received into the data
+// directory (NewRestoreFile), hands a verified backup to Raft's user
+// restore: the leader stores it as a snapshot at an index past its log and
+// the backup's applied index, leaving that index out of the log, so every
+// follower and every later joiner is sent the snapshot. The FSM then holds the backup's applied index,
 // below the snapshot's, and applies every later entry. A backup staged by
 // StageRestore in a new node's data directory goes the same way once that
 // node, bootstrapped alone, first leads.

@@ -131,6 +131,7 @@ func (n *Node) open() error {
 	if err := os.MkdirAll(cfg.DataDir, 0o700); err != nil {
 		return fmt.Errorf("create data dir: %w", err)
 	}
+	removeRestoreFiles(cfg.DataDir)
 	var err error
 	n.state, err = n.openState(filepath.Join(cfg.DataDir, "state.db"))
 	if err != nil {

@@ -28,22 +28,20 @@ type RestoreInfo struct {
 	Index uint64
 }
 
+// restoreUploadPattern names the files a backup is received into
+// (NewRestoreFile, Restore); any left by a crash go when the node starts.
+const restoreUploadPattern = "restore-upload-*.db"
+
 // Restore replaces the whole cluster's state with the backup read from r,
-// through Raft: the leader installs it as a snapshot at an index past its
-// log and the backup's, and each follower receives that snapshot, as does
-// every node that joins later. The backup is copied into the data directory
-// and verified first (store.Verify); one that is not whole gives an error
-// wrapping store.ErrDamaged and changes nothing. The cluster's members and
-// their addresses stay as they are. Leader only (ErrNotLeader). The call
-// returns once a quorum holds the restored state; on ErrUnknownOutcome it may
-// have been restored.
+// through Raft: it copies r into the data directory and restores that file
+// (RestoreFile). Leader only (ErrNotLeader), checked before r is read.
 func (n *Node) Restore(ctx context.Context, r io.Reader) (RestoreInfo, error) {
 	if !n.IsLeader() {
 		return RestoreInfo{}, ErrNotLeader
 	}
-	f, err := os.CreateTemp(n.cfg.DataDir, "restore-upload-*.db")
+	f, err := n.NewRestoreFile()
 	if err != nil {
-		return RestoreInfo{}, fmt.Errorf("restore: %w", err)
+		return RestoreInfo{}, err
 	}
 	defer os.Remove(f.Name())
 	_, err = io.Copy(f, r)
@@ -56,7 +54,36 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (RestoreInfo, error) {
 	if err != nil {
 		return RestoreInfo{}, fmt.Errorf("restore: receive backup: %w", err)
 	}
-	info, err := n.restoreFile(ctx, f.Name())
+	return n.RestoreFile(ctx, f.Name())
+}
+
+// NewRestoreFile creates an empty file in the data directory to receive a
+// backup into for RestoreFile: on the disk the restored state will take.
+// The caller closes and removes it; files left by a crash are removed when
+// the node next starts.
+func (n *Node) NewRestoreFile() (*os.File, error) {
+	f, err := os.CreateTemp(n.cfg.DataDir, restoreUploadPattern)
+	if err != nil {
+		return nil, fmt.Errorf("restore: %w", err)
+	}
+	return f, nil
+}
+
+// RestoreFile replaces the whole cluster's state with the backup in the
+// file at path, through Raft: the leader installs it as a snapshot at an
+// index past its log and the backup's, and each follower receives that
+// snapshot, as does every node that joins later. The backup is verified
+// first (store.Verify); one that is not whole gives an error wrapping
+// store.ErrDamaged and changes nothing. The cluster's members and their
+// addresses stay as they are: they are written into the file, which the
+// caller then removes. Leader only (ErrNotLeader, the file unchanged). The
+// call returns once a quorum holds the restored state; on
+// ErrUnknownOutcome it may have been restored.
+func (n *Node) RestoreFile(ctx context.Context, path string) (RestoreInfo, error) {
+	if !n.IsLeader() {
+		return RestoreInfo{}, ErrNotLeader
+	}
+	info, err := n.restoreFile(ctx, path)
 	if err != nil {
 		return info, err
 	}
@@ -67,6 +94,15 @@ func (n *Node) Restore(ctx context.Context, r io.Reader) (RestoreInfo, error) {
 	default:
 	}
 	return info, nil
+}
+
+// removeRestoreFiles removes the files backups were received into that a
+// crash left in the data directory.
+func removeRestoreFiles(dataDir string) {
+	left, _ := filepath.Glob(filepath.Join(dataDir, restoreUploadPattern))
+	for _, p := range left {
+		_ = os.Remove(p)
+	}
 }
 
 // restoreFile verifies the backup at path, makes its member list this

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/testkit/clustertest"
 	"github.com/workron/workron/internal/testkit/poll"
 	"github.com/workron/workron/internal/testkit/ports"
 	"github.com/workron/workron/store"
@@ -100,6 +101,78 @@ func TestRestoreIntoARunningCluster(t *testing.T) {
 	c.sameDigest(t)
 	if !strings.Contains(lead.LogSince(off), "state file is damaged") {
 		t.Errorf("%s did not say it rebuilt its damaged state file", lead.Name)
+	}
+	c.checkAlive(t)
+}
+
+// TestRestoreOfALargeBackup restores, with `workron restore --server` sent
+// to a follower of a 3-node cluster of server processes, a backup larger
+// than the body limit of every other request (--max-body-bytes, 1 MiB):
+// the follower streams it to disk and on to the leader, and every node
+// ends with its jobs. Before, POST /restore read its body whole within
+// --max-body-bytes and refused it (413).
+func TestRestoreOfALargeBackup(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: starts three server processes")
+	}
+	bin := workronBinary(t)
+	hc := &http.Client{Transport: &http.Transport{}, Timeout: 30 * time.Second}
+	t.Cleanup(hc.CloseIdleConnections)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+
+	// A one-node cluster of 300 jobs of 8 KiB commands, backed up.
+	src := clustertest.New(t, 1)
+	const jobs = 300
+	for b := range jobs / 100 {
+		var batch wire.BatchSubmitRequest
+		for i := range 100 {
+			batch.Jobs = append(batch.Jobs, wire.SubmitRequest{Command: fmt.Sprintf("echo %d %s", b*100+i, strings.Repeat("x", 8<<10))})
+		}
+		post(t, hc, src.URL(0)+"/jobs/batch", batch)
+	}
+	file := filepath.Join(t.TempDir(), "large.bak")
+	var stdout, stderr bytes.Buffer
+	if err := run(ctx, []string{"backup", file, "--server", src.URL(0)}, &stdout, &stderr); err != nil {
+		t.Fatalf("workron backup: %v\n%s", err, stderr.String())
+	}
+	info, err := store.Verify(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Size <= 2<<20 || info.Jobs != jobs {
+		t.Fatalf("the backup is %d bytes with %d jobs, want more than 2 MiB and %d", info.Size, info.Jobs, jobs)
+	}
+
+	c := startCluster(t, bin, t.TempDir())
+	lead := c.leader(t)
+	post(t, hc, lead.URL+"/jobs", wire.SubmitRequest{Command: "echo replaced"})
+	follower := c.Nodes[0]
+	if follower == lead {
+		follower = c.Nodes[1]
+	}
+	stdout.Reset()
+	if err := run(ctx, []string{"restore", "-o", "json", "--server", follower.URL, file}, &stdout, &stderr); err != nil {
+		t.Fatalf("workron restore of %d bytes: %v\n%s", info.Size, err, stderr.String())
+	}
+	var res wire.Restore
+	decodeInto(t, stdout.Bytes(), &res)
+	if res.Jobs != jobs || res.Bytes != info.Size {
+		t.Fatalf("restored %+v, want %d jobs and %d bytes", res, jobs, info.Size)
+	}
+	c.sameDigest(t)
+	var list wire.JobList
+	if err := getJSON(hc, follower.URL+"/jobs?limit=1000", &list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Jobs) != jobs {
+		t.Errorf("the cluster lists %d jobs, want the backup's %d", len(list.Jobs), jobs)
+	}
+	for _, n := range c.Nodes {
+		left, _ := filepath.Glob(filepath.Join(n.Data, "restore-*"))
+		if len(left) > 0 {
+			t.Errorf("%s: the restore left %v", n.Name, left)
+		}
 	}
 	c.checkAlive(t)
 }

@@ -105,9 +105,12 @@ func (c *Client) Backup(ctx context.Context, w io.Writer) (int64, error) {
 // /restore; the admin role), size bytes long, through Raft to every node,
 // and returns what it restored. r is read from its start on each try. The
 // server verifies the backup first and refuses one that is not whole with a
-// 400 bad_backup (ErrInvalid), changing nothing. Restoring the same backup
-// again gives the same state, so it is resent like a read. It is bounded by
-// ctx only.
+// 400 bad_backup (ErrInvalid), changing nothing. The server streams r to
+// its disk, never into memory: a backup over its limit (16 GiB) or its
+// disk's room is ErrTooLarge, and one sent while another restore is
+// received on that node is ErrConflict (retry after a while). Restoring the
+// same backup again gives the same state, so it is resent like a read. It
+// is bounded by ctx only.
 func (c *Client) Restore(ctx context.Context, r io.ReadSeeker, size int64) (*wire.Restore, error) {
 	var out wire.Restore
 	_, err := c.do(ctx, call{method: http.MethodPost, path: "/restore", file: r, size: size, out: &out, idempotent: true, noTimeout: true})

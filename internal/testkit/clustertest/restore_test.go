@@ -5,7 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -145,5 +150,122 @@ func TestRestoreOverHTTP(t *testing.T) {
 	}
 	if got := c.Converged(t, 10*time.Second); got != before || c.Digest(t, lead) != d {
 		t.Fatalf("refused restores changed the state: index %d, was %d", got, before)
+	}
+}
+
+// largeBackup writes a backup of more than minBytes (a 1-node cluster's
+// state, with jobs of 8 KiB commands) to a file and returns its path and
+// how many jobs it holds.
+func largeBackup(t *testing.T, minBytes int64) (string, int) {
+	t.Helper()
+	src := newCluster(t, 1)
+	jobs := 0
+	file := filepath.Join(t.TempDir(), "large.bak")
+	for {
+		var batch wire.BatchSubmitRequest
+		for range 100 {
+			jobs++
+			batch.Jobs = append(batch.Jobs, wire.SubmitRequest{Command: fmt.Sprintf("echo %d %s", jobs, strings.Repeat("x", 8<<10))})
+		}
+		call(t, http.StatusCreated, http.MethodPost, src.URL(0)+"/jobs/batch", batch)
+		f, err := os.Create(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := src.Node(0).Raft().WriteBackup(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > minBytes {
+			return file, jobs
+		}
+	}
+}
+
+// pacedReader pauses after every 512 KiB it reads: an upload slower
+// than the server's ReadTimeout. The pauses pace it; they synchronise
+// nothing.
+type pacedReader struct {
+	r     io.Reader
+	read  int
+	pause time.Duration
+}
+
+func (p *pacedReader) Read(b []byte) (int, error) {
+	n, err := p.r.Read(b[:min(len(b), 512<<10-p.read%(512<<10))])
+	p.read += n
+	if p.read%(512<<10) == 0 && n > 0 {
+		time.Sleep(p.pause)
+	}
+	return n, err
+}
+
+// TestRestoreOfALargeBackupThroughAFollower: a backup larger than the
+// ordinary body limit (--max-body-bytes, 1 MiB) is restored through a
+// follower, which streams it to disk, verifies it and streams it on to the
+// leader; every node then holds it, and no received file is left behind.
+// The upload takes longer than the server's ReadTimeout, which a restore
+// replaces with a deadline that follows its progress. Before, POST
+// /restore read its body as a write does, whole into memory within
+// --max-body-bytes, and refused any real backup with 413.
+func TestRestoreOfALargeBackupThroughAFollower(t *testing.T) {
+	file, jobs := largeBackup(t, 2<<20)
+	const readTimeout = 300 * time.Millisecond
+	c := newCluster(t, 3, clustertest.WithConfig(func(_ int, nc *node.Config) { nc.ReadTimeout = readTimeout }))
+	lead := c.Leader(t)
+	submit(t, c.URL(lead), wire.SubmitRequest{Command: "echo replaced"})
+	c.Converged(t, 10*time.Second)
+	f := c.Followers(t)[0]
+
+	body, err := os.Open(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer body.Close()
+	fi, err := body.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, c.URL(f)+"/restore", &pacedReader{r: body, pause: readTimeout / 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.ContentLength = fi.Size()
+	req.Header.Set("Content-Type", "application/octet-stream")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("POST /restore of %d bytes to a follower: HTTP %d %s", fi.Size(), resp.StatusCode, data)
+	}
+	var got wire.Restore
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Jobs != jobs || got.Bytes != fi.Size() {
+		t.Fatalf("restored %+v, want %d jobs and %d bytes", got, jobs, fi.Size())
+	}
+	c.Converged(t, 10*time.Second)
+	for i := range c.Len() {
+		held, _, err := c.Node(i).Raft().FSM().ListJobs(store.ListQuery{Limit: jobs + 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(held) != jobs {
+			t.Errorf("%s holds %d jobs, want the backup's %d", c.Node(i).ID(), len(held), jobs)
+		}
+		left, _ := filepath.Glob(filepath.Join(c.Node(i).DataDir(), "restore-*"))
+		if len(left) > 0 {
+			t.Errorf("%s: the restore left %v", c.Node(i).ID(), left)
+		}
 	}
 }

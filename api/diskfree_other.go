@@ -1,0 +1,7 @@
+//go:build !linux
+
+package api
+
+// diskFree cannot tell the free space on this system: a restore is then
+// refused only when a write to the disk fails.
+func diskFree(string) (uint64, bool) { return 0, false }
