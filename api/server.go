@@ -48,6 +48,7 @@ type Raft interface {
 	TransferLeadership(ctx context.Context) error
 	Removed() bool
 	Stats() raftnode.Stats
+	AppliedIndex() uint64
 	WriteBackup(w io.Writer) (int64, error)
 	ClusterProtocol() int
 	SetMemberProtocols(m map[string]int)
