@@ -34,9 +34,11 @@ type fence struct {
 // fenceFields is the one place that decides the fields of
 // fsm.ProtocolFence for a request's commands: set once every member of the
 // cluster runs that protocol (an older node would stop at them), left empty
-// while an upgrade is under way.
+// while an upgrade is under way. A member whose protocol is not known yet
+// makes it wait (raftnode.Node.AwaitProtocol), rather than leave a claim
+// unfenced.
 func (s *Server) fenceFields(r *http.Request) fence {
-	p := s.node.ClusterProtocol()
+	p := s.node.AwaitProtocol(r.Context())
 	f := fence{on: p >= fsm.ProtocolFence, token: tokenName(r.Context()), fair: p >= fsm.ProtocolFair,
 		chunked: p >= fsm.ProtocolCascade, capped: p >= fsm.ProtocolPauses,
 		ack: p >= fsm.ProtocolAck}

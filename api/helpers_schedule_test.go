@@ -51,6 +51,7 @@ func (n *loneNode) AppliedIndex() uint64                           { return n.FS
 func (n *loneNode) WriteBackup(io.Writer) (int64, error)           { return 0, nil }
 func (n *loneNode) ClusterProtocol() int                           { return fsm.ProtocolVersion }
 func (n *loneNode) SetMemberProtocols(map[string]int)              {}
+func (n *loneNode) AwaitProtocol(context.Context) int              { return fsm.ProtocolVersion }
 func (n *loneNode) Restore(context.Context, io.Reader) (raftnode.RestoreInfo, error) {
 	return raftnode.RestoreInfo{}, nil
 }

@@ -51,6 +51,7 @@ type Raft interface {
 	AppliedIndex() uint64
 	WriteBackup(w io.Writer) (int64, error)
 	ClusterProtocol() int
+	AwaitProtocol(ctx context.Context) int
 	SetMemberProtocols(m map[string]int)
 	Restore(ctx context.Context, r io.Reader) (raftnode.RestoreInfo, error)
 }

@@ -61,7 +61,7 @@ type Node struct {
 	clock        clusterClock
 	ready        leaderReady
 	member       membership
-	protocols    memberProtocols
+	protos       memberProtocols
 	restoreMu    sync.Mutex     // one restore at a time; Shutdown waits for it
 	restored     chan struct{}  // a restore replaced the state: restart the leader's run
 	applying     sync.WaitGroup // the proposer's entries Raft has not answered; Shutdown waits for them
