@@ -102,6 +102,15 @@ type Config struct {
 	// or the node shuts down, and the node waits for it to return.
 	OnLeader func(ctx context.Context)
 
+	// OnFatal is called, from Raft's goroutine that applies entries, when
+	// this node cannot apply a committed entry because its state file
+	// cannot be written (a full or failing disk; the error is a
+	// *fsm.StateWriteError). A node cannot skip an entry, so it must stop:
+	// OnFatal must not return. Defaults to one ERROR log line naming the
+	// data directory, then os.Exit(1); started again once the disk has
+	// room, the node applies the log from where it stopped.
+	OnFatal func(err error)
+
 	// Logger receives the node's logs. Defaults to discarding them.
 	Logger *slog.Logger
 	// RaftLogLevel is hashicorp/raft's own log level (trace, debug, info,

@@ -211,6 +211,11 @@ func (n *Node) open() error {
 		return err
 	}
 	n.loadRemoved()
+	onFatal := cfg.OnFatal
+	if onFatal == nil {
+		onFatal = fatalExit(n.logger, cfg.DataDir, os.Exit)
+	}
+	n.fsm.OnFatal(onFatal)
 	trans := tracedTransport{serialHeartbeats: serialHeartbeats{n.transport}, t: n.stages}
 	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats, stages: n.stages, writeRate: n.cfg.SnapshotWriteRate, stop: n.shutdownCh, restored: &n.snapRestored}, cache, n.logStore, n.snaps, trans)
 	if err != nil {
