@@ -211,6 +211,7 @@ func (n *Node) open() error {
 		return err
 	}
 	n.loadRemoved()
+	n.loadProtocols()
 	onFatal := cfg.OnFatal
 	if onFatal == nil {
 		onFatal = fatalExit(n.logger, cfg.DataDir, os.Exit)

@@ -2,8 +2,11 @@ package raftnode
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -38,6 +41,56 @@ type memberProtocols struct {
 
 	mu           sync.Mutex
 	unknownSince map[string]time.Time // members without a record, by id
+	// last is what each member said last, in this run or an earlier one
+	// (the file protocolsFile): a member not heard from yet in this run
+	// counts at it, so a node restarted while a member is down knows that
+	// member's protocol at once.
+	last map[string]int
+}
+
+// protocolsFile in the data directory records what each member said last
+// (see memberProtocols.last); it holds no state of the cluster's.
+const protocolsFile = "member-protocols.json"
+
+// loadProtocols reads what an earlier run recorded; call before Raft
+// starts. A missing or unreadable file records nothing.
+func (n *Node) loadProtocols() {
+	b, err := os.ReadFile(filepath.Join(n.cfg.DataDir, protocolsFile))
+	if err != nil {
+		return
+	}
+	var last map[string]int
+	if err := json.Unmarshal(b, &last); err != nil {
+		n.logger.Warn("ignoring the members' protocols recorded by an earlier run", "file", protocolsFile, "err", err)
+		return
+	}
+	n.protos.last = last
+}
+
+// recordProtocols adds m to what each member said last, keeps only the
+// members of the configuration, and writes the file if that changed.
+// Callers hold n.protos.mu.
+func (n *Node) recordProtocols(m map[string]int, members map[string]bool) {
+	last := maps.Clone(n.protos.last)
+	if last == nil {
+		last = make(map[string]int)
+	}
+	maps.Copy(last, m)
+	maps.DeleteFunc(last, func(id string, _ int) bool { return !members[id] })
+	if maps.Equal(last, n.protos.last) {
+		return
+	}
+	n.protos.last = last
+	b, err := json.Marshal(last)
+	if err == nil {
+		path := filepath.Join(n.cfg.DataDir, protocolsFile)
+		if err = os.WriteFile(path+".tmp", b, 0o600); err == nil {
+			err = os.Rename(path+".tmp", path)
+		}
+	}
+	if err != nil {
+		n.logger.Warn("record the members' protocols", "err", err)
+	}
 }
 
 // protocolView is the cluster's protocol as this node knows it now.
@@ -54,7 +107,11 @@ type protocolView struct {
 // protocolView reads the cluster's protocol from the records and the current
 // configuration. A member with no record starts its ProtocolWait the first
 // time it is looked for.
-func (n *Node) protocolView() protocolView {
+func (n *Node) protocolView() protocolView { return n.lookProtocols(false) }
+
+// lookProtocols is protocolView; with record it also records the members'
+// reports (see recordProtocols).
+func (n *Node) lookProtocols(record bool) protocolView {
 	var known map[string]int
 	if p := n.protos.m.Load(); p != nil {
 		known = *p
@@ -71,7 +128,11 @@ func (n *Node) protocolView() protocolView {
 		if id == n.cfg.ID {
 			continue
 		}
-		if p, ok := known[id]; ok {
+		p, ok := known[id]
+		if !ok {
+			p, ok = mp.last[id]
+		}
+		if ok {
 			v.known = min(v.known, max(p, 1))
 			delete(mp.unknownSince, id)
 			continue
@@ -95,6 +156,9 @@ func (n *Node) protocolView() protocolView {
 			delete(mp.unknownSince, id) // left the configuration
 		}
 	}
+	if record {
+		n.recordProtocols(known, members)
+	}
 	return v
 }
 
@@ -113,7 +177,9 @@ func later(a, b time.Time) time.Time {
 // The cluster's protocol is the lowest of the members of the current Raft
 // configuration, this node's own binary included. A member without a
 // record (one that just joined, or that this process has not reached yet)
-// is not taken for an old one: AwaitProtocol, and every proposal of a
+// counts at what it said last, in an earlier run of this node too (a file
+// in the data directory keeps it); one never heard from is not taken for
+// an old one: AwaitProtocol, and every proposal of a
 // command above protocol 1, wait for its record, for up to
 // Config.ProtocolWait from the moment this node first looks for it; after
 // that it counts as protocol 1 until it is recorded. The proposer refuses,
@@ -123,7 +189,7 @@ func later(a, b time.Time) time.Time {
 func (n *Node) SetMemberProtocols(m map[string]int) {
 	c := maps.Clone(m)
 	n.protos.m.Store(&c)
-	n.protocolView() // starts the wait of members without a record
+	n.lookProtocols(true) // starts the wait of members without a record
 	n.protos.changed.fire()
 }
 

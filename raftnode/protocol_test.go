@@ -3,6 +3,7 @@ package raftnode_test
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -153,5 +154,34 @@ func TestProposeWaitsForAnUnknownMemberBoundedly(t *testing.T) {
 	submit := fsm.Cmd{Op: fsm.OpSubmit, Submit: &fsm.Submit{Jobs: []fsm.NewJob{{Command: "a"}}}}
 	if _, err := n1.Propose(ctx, submit); err != nil {
 		t.Fatalf("a submit of protocol 1: %v", err)
+	}
+}
+
+// What the members said outlives a restart of this node: restarted while
+// a member is down, it knows that member's protocol at once instead of
+// waiting for it and then counting it as protocol 1.
+func TestMemberProtocolsOutliveARestart(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "n1")
+	n1 := openNode(t, "n1", nil, func(c *raftnode.Config) { c.Bootstrap, c.DataDir = true, dir })
+	waitFor(t, 10*time.Second, leads(n1))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	n2 := openNode(t, "n2", nil, nil)
+	if err := n1.AddVoter(ctx, "n2", n2.RaftAddr()); err != nil {
+		t.Fatal(err)
+	}
+	n1.SetMemberProtocols(map[string]int{"n2": fsm.ProtocolVersion})
+	if err := n1.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n2.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	again := openNode(t, "n1", nil, func(c *raftnode.Config) { c.DataDir, c.ProtocolWait = dir, time.Minute })
+	short, cancelShort := context.WithTimeout(ctx, 2*time.Second)
+	defer cancelShort()
+	if got := again.AwaitProtocol(short); got != fsm.ProtocolVersion || short.Err() != nil {
+		t.Fatalf("AwaitProtocol after a restart with n2 down = %d (waited: %v), want n2's recorded %d at once",
+			got, short.Err(), fsm.ProtocolVersion)
 	}
 }
