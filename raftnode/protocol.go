@@ -121,10 +121,16 @@ func (n *Node) lookProtocols(record bool) protocolView {
 	mp := &n.protos
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
-	members := make(map[string]bool)
-	for _, s := range n.raft.GetConfiguration().Configuration().Servers {
+	servers := n.raft.GetConfiguration().Configuration().Servers
+	var members map[string]bool // built only when something is pruned or recorded
+	if record || len(mp.unknownSince) > 0 {
+		members = make(map[string]bool, len(servers))
+		for _, s := range servers {
+			members[string(s.ID)] = true
+		}
+	}
+	for _, s := range servers {
 		id := string(s.ID)
-		members[id] = true
 		if id == n.cfg.ID {
 			continue
 		}
@@ -152,7 +158,7 @@ func (n *Node) lookProtocols(record bool) protocolView {
 		}
 	}
 	for id := range mp.unknownSince {
-		if !members[id] {
+		if members != nil && !members[id] {
 			delete(mp.unknownSince, id) // left the configuration
 		}
 	}
@@ -178,11 +184,11 @@ func later(a, b time.Time) time.Time {
 // configuration, this node's own binary included. A member without a
 // record (one that just joined, or that this process has not reached yet)
 // counts at what it said last, in an earlier run of this node too (a file
-// in the data directory keeps it); one never heard from is not taken for
-// an old one: AwaitProtocol, and every proposal of a
-// command above protocol 1, wait for its record, for up to
-// Config.ProtocolWait from the moment this node first looks for it; after
-// that it counts as protocol 1 until it is recorded. The proposer refuses,
+// in the data directory keeps it). One never heard from is not taken for
+// an old one: AwaitProtocol, and every proposal of a command above
+// protocol 1, wait for its record, for up to Config.ProtocolWait from the
+// moment this node first looks for it; after that it counts as protocol 1
+// until it is recorded. The proposer refuses,
 // with *NeedsUpgradeError, every command whose fsm.Cmd.Protocol is higher
 // than the cluster's, so no member known to run an older protocol is sent
 // an entry it cannot apply.
