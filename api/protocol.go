@@ -68,7 +68,8 @@ type protocolWatch struct {
 }
 
 // runOnce probes every member once, records what they said and returns the
-// cluster protocol, and whether a member has never answered.
+// cluster protocol, and whether to look again soon: a member has never
+// answered, or this node is not a member yet.
 func (p *protocolWatch) runOnce(ctx context.Context) (int, bool) {
 	servers, err := p.s.node.Servers()
 	if err != nil {
@@ -88,7 +89,9 @@ func (p *protocolWatch) runOnce(ctx context.Context) (int, bool) {
 	}
 	p.s.probeHealth(ctx, members)
 	var behind []string
-	unknown := false
+	// A node that is not a member yet (it is joining) is asked to look
+	// again soon too: its first members are to be asked as soon as it joins.
+	unknown := !slices.ContainsFunc(members, func(m wire.Node) bool { return m.ID == p.s.node.ID() })
 	for _, m := range members {
 		if m.Health != nil && m.Health.Reachable {
 			p.seen[m.ID] = max(m.Health.Protocol, 1)
