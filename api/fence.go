@@ -154,7 +154,7 @@ func (s *Server) releaseSilentWorker(ctx context.Context, owner string) bool {
 			continue
 		}
 		op := fsm.OpWorkerOffline
-		if s.node.ClusterProtocol() >= fsm.ProtocolCascade {
+		if s.node.AwaitProtocol(ctx) >= fsm.ProtocolCascade {
 			op = fsm.OpWorkerOfflineChunked // its failures cascade in chunks
 		}
 		cmd := fsm.Cmd{Op: op, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
