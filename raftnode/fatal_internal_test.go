@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/testkit/poll"
 )
 
 // A disk that fills stops the node with one line that says so and names
@@ -37,24 +39,47 @@ func TestFatalExitNamesTheFullDisk(t *testing.T) {
 	}
 }
 
-// A state file that cannot be written (here: closed under the FSM, as a
-// full disk fails every commit) makes the node call OnFatal with a
-// *fsm.StateWriteError, instead of panicking, and apply nothing.
+// A follower whose state file cannot be written (here: closed under its
+// FSM, as a full disk fails every commit) calls OnFatal with a
+// *fsm.StateWriteError, instead of panicking, and applies nothing more;
+// the leader goes on.
 func TestAStateWriteFailureStopsTheNode(t *testing.T) {
+	h := openHeldLeader(t, nil)
 	stopped := make(chan error, 1)
-	h := openHeldLeader(t, func(c *Config) {
-		c.OnFatal = func(err error) {
-			stopped <- err
-			runtime.Goexit() // OnFatal does not return: this goroutine ends here
-		}
-	})
-	applied := h.fsm.Applied()
-	if err := h.state.Close(); err != nil {
+	cfg := DefaultConfig()
+	cfg.ID, cfg.RaftAddr, cfg.DataDir = "n2", "127.0.0.1:0", filepath.Join(t.TempDir(), "n2")
+	cfg.HeartbeatTimeout, cfg.ElectionTimeout = 100*time.Millisecond, 100*time.Millisecond
+	cfg.RaftLogLevel = "OFF"
+	cfg.OnFatal = func(err error) {
+		stopped <- err
+		runtime.Goexit() // OnFatal does not return: Raft's FSM goroutine ends here
+	}
+	f, err := Open(cfg)
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = f.Shutdown() })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	go func() { _, _ = h.Propose(ctx, submitOf(1)) }()
+	if err := h.AddVoter(ctx, "n2", f.RaftAddr()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Propose(ctx, submitOf(1)); err != nil {
+		t.Fatal(err)
+	}
+	poll.Wait(t, 10*time.Second, 10*time.Millisecond, func() error {
+		if f.fsm.Applied() < h.fsm.Applied() {
+			return errors.New("n2 has not caught up yet")
+		}
+		return nil
+	})
+	applied := f.fsm.Applied()
+	if err := f.state.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Propose(ctx, submitOf(1)); err != nil {
+		t.Fatalf("the leader's submit: %v", err)
+	}
 	select {
 	case err := <-stopped:
 		var we *fsm.StateWriteError
@@ -64,8 +89,7 @@ func TestAStateWriteFailureStopsTheNode(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("OnFatal was not called")
 	}
-	if got := h.fsm.Applied(); got != applied {
-		t.Fatalf("applied index %d after the failed write, want %d", got, applied)
+	if got := f.fsm.Applied(); got != applied {
+		t.Fatalf("n2's applied index %d after the failed write, want %d", got, applied)
 	}
-	cancel()
 }
