@@ -34,9 +34,11 @@ type fence struct {
 // fenceFields is the one place that decides the fields of
 // fsm.ProtocolFence for a request's commands: set once every member of the
 // cluster runs that protocol (an older node would stop at them), left empty
-// while an upgrade is under way.
+// while an upgrade is under way. A member whose protocol is not known yet
+// makes it wait (raftnode.Node.AwaitProtocol), rather than leave a claim
+// unfenced.
 func (s *Server) fenceFields(r *http.Request) fence {
-	p := s.node.ClusterProtocol()
+	p := s.node.AwaitProtocol(r.Context())
 	f := fence{on: p >= fsm.ProtocolFence, token: tokenName(r.Context()), fair: p >= fsm.ProtocolFair,
 		chunked: p >= fsm.ProtocolCascade, capped: p >= fsm.ProtocolPauses,
 		ack: p >= fsm.ProtocolAck}
@@ -117,7 +119,7 @@ func (s *Server) releaseSilentID(ctx context.Context, id, token string) {
 		return
 	}
 	op := fsm.OpWorkerOffline
-	if s.node.ClusterProtocol() >= fsm.ProtocolCascade {
+	if s.node.AwaitProtocol(ctx) >= fsm.ProtocolCascade {
 		op = fsm.OpWorkerOfflineChunked // its failures cascade in chunks
 	}
 	cmd := fsm.Cmd{Op: op, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
@@ -152,7 +154,7 @@ func (s *Server) releaseSilentWorker(ctx context.Context, owner string) bool {
 			continue
 		}
 		op := fsm.OpWorkerOffline
-		if s.node.ClusterProtocol() >= fsm.ProtocolCascade {
+		if s.node.AwaitProtocol(ctx) >= fsm.ProtocolCascade {
 			op = fsm.OpWorkerOfflineChunked // its failures cascade in chunks
 		}
 		cmd := fsm.Cmd{Op: op, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}

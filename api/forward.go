@@ -283,13 +283,20 @@ func (s *Server) leaderRead(h http.HandlerFunc) http.HandlerFunc {
 // serveLeader serves c here while this node leads, else forwards it to the
 // leader. While no leader is known, or the leader could not be reached or
 // said nothing was done, it waits for the leader to change (or a moment)
-// and tries again, until c.until; then it answers 503.
+// and tries again, until c.until; then it answers 503. Once this node is
+// removed from the cluster it answers 503 removed at once: the leader it
+// lost will not come back to it.
 func (s *Server) serveLeader(w http.ResponseWriter, r *http.Request, c *leaderCall) {
 	ctx := r.Context()
 	for {
 		// Without a known leader, its address may arrive with the next
 		// applied entry; after a failed try, only a new leader or time helps.
 		addressWanted := false
+		if s.node.Removed() {
+			// Removed while it waited: no leader will come back to it.
+			writeError(w, wire.CodeRemoved, s.removedMessage())
+			return
+		}
 		if s.node.IsLeader() {
 			c.again = false
 			r.Body = c.localBody()

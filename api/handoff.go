@@ -129,7 +129,10 @@ func (s *Server) proposeSubmit(ctx context.Context, jobs []fsm.NewJob) (fsm.Resu
 
 // submitWithClaims proposes submit with the claims of the taken waiters
 // behind it in one entry, answers each waiter, and returns the submit's
-// result as propose would.
+// result as propose would. A group refused because a claim needs a newer
+// protocol than the cluster runs now (a member older than this node's
+// view when the waiter made its claim) does not cost the submit: the
+// waiters wait on, and the submit is proposed alone.
 func (s *Server) submitWithClaims(ctx context.Context, submit fsm.Cmd, taken []*waiter) (fsm.Result, error) {
 	cmds := make([]fsm.Cmd, 1, 1+len(taken))
 	cmds[0] = submit
@@ -143,6 +146,10 @@ func (s *Server) submitWithClaims(ctx context.Context, submit fsm.Cmd, taken []*
 			continue
 		}
 		w.result <- handoff{res: res[i+1], err: res[i+1].Err}
+	}
+	var ue *raftnode.NeedsUpgradeError
+	if errors.As(err, &ue) && ue.Op != submit.Op {
+		return s.propose(ctx, submit)
 	}
 	if err != nil {
 		return fsm.Result{}, err

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/internal/testkit/poll"
+	"github.com/workron/workron/raftnode"
 	"github.com/workron/workron/store"
 )
 
@@ -360,4 +362,41 @@ func takeN(e *handoffEnv, n int) []*waiter {
 	e.srv.waiters.parked = nil
 	e.srv.waiters.mu.Unlock()
 	return taken
+}
+
+// upgradingNode refuses the first group that carries a claim as needing a
+// newer protocol than the cluster runs: a member turned out older after
+// the waiter made its claim.
+type upgradingNode struct {
+	*groupNode
+	refused atomic.Int32
+}
+
+func (n *upgradingNode) ProposeTogether(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, error) {
+	if len(cmds) > 1 && cmds[1].Op == fsm.OpClaim && n.refused.Add(1) == 1 {
+		return nil, &raftnode.NeedsUpgradeError{Op: fsm.OpClaim, Need: fsm.ProtocolVersion, Cluster: 1}
+	}
+	return n.groupNode.ProposeTogether(ctx, cmds)
+}
+
+// A submit whose entry would carry a waiting worker's claim is not refused
+// when the claim is (503 upgrade_in_progress): the submit is proposed
+// alone, and the worker waits on and gets the job.
+func TestHandoffRefusedClaimDoesNotCostTheSubmit(t *testing.T) {
+	var node *upgradingNode
+	e := newSchedEnv(t, time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), func(c *Config) {
+		node = &upgradingNode{groupNode: &groupNode{loneNode: c.Node.(*loneNode)}}
+		c.Node = node
+		c.MaxWait = time.Minute
+	})
+	he := &handoffEnv{schedEnv: e, node: node.groupNode}
+	reply := he.parkClaim(context.Background(), "w1", "q", 1)
+	j := he.submit("q") // fails the test on anything but 201
+	if node.refused.Load() != 1 {
+		t.Fatalf("the submit's group with the claim was proposed %d times, want it refused once", node.refused.Load())
+	}
+	cr := <-reply // the waiter claims the job itself
+	if len(cr.Jobs) != 1 || cr.Jobs[0].ID != j.ID {
+		t.Fatalf("the waiting claim got %+v, want job %s", cr.Jobs, j.ID)
+	}
 }

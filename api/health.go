@@ -99,7 +99,7 @@ func (s *Server) readiness(ctx context.Context, h wire.Health) wire.Health {
 	h.LeaderCommitIndex = target
 	ctx, cancel := context.WithTimeout(ctx, ReadyWait)
 	defer cancel()
-	applied := s.state.Applied()
+	applied := s.node.AppliedIndex()
 	for applied < target && ctx.Err() == nil {
 		t := time.NewTimer(10 * time.Millisecond)
 		select {
@@ -107,7 +107,7 @@ func (s *Server) readiness(ctx context.Context, h wire.Health) wire.Health {
 		case <-t.C:
 		}
 		t.Stop()
-		applied = s.state.Applied()
+		applied = s.node.AppliedIndex()
 	}
 	var lag uint64
 	if applied < target {

@@ -337,7 +337,7 @@ func listFilter(status, queue string, q map[string][]string, now int64) (store.S
 func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 	cascade := r.URL.Query().Get("cascade") != "false"
 	op := fsm.OpCancel
-	if cascade && s.node.ClusterProtocol() >= fsm.ProtocolCascade {
+	if cascade && s.node.AwaitProtocol(r.Context()) >= fsm.ProtocolCascade {
 		op = fsm.OpCancelChunked
 	}
 	s.jobCommand(w, r, fsm.Cmd{Op: op, Cancel: &fsm.Cancel{JobID: r.PathValue("id"), Cascade: cascade}})
@@ -349,7 +349,7 @@ func (s *Server) handleCancel(w http.ResponseWriter, r *http.Request) {
 // fsm.ProtocolCascade).
 func (s *Server) handleRetry(w http.ResponseWriter, r *http.Request) {
 	op := fsm.OpRetryDependents
-	if s.node.ClusterProtocol() >= fsm.ProtocolCascade {
+	if s.node.AwaitProtocol(r.Context()) >= fsm.ProtocolCascade {
 		op = fsm.OpRetryDependentsChunked
 	}
 	cmd := fsm.Cmd{Op: op, Retry: &fsm.Retry{JobID: r.PathValue("id"), Dependents: true}}

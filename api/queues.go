@@ -146,7 +146,7 @@ func (s *Server) pause(w http.ResponseWriter, r *http.Request, paused bool) {
 	}
 	cmd := fsm.Cmd{Op: fsm.OpPauseQueue, Queue: &fsm.PauseQueue{Name: name, Paused: paused}}
 	var err error
-	if !paused && s.node.ClusterProtocol() >= fsm.ProtocolPauses {
+	if !paused && s.node.AwaitProtocol(r.Context()) >= fsm.ProtocolPauses {
 		lift := fsm.Cmd{Op: fsm.OpLiftPauses, LiftPauses: &fsm.LiftPauses{Queue: name, All: true}}
 		var res []fsm.Result
 		if res, err = s.proposeTogether(r.Context(), []fsm.Cmd{cmd, lift}); err == nil {

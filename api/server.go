@@ -50,8 +50,10 @@ type Raft interface {
 	TransferLeadership(ctx context.Context) error
 	Removed() bool
 	Stats() raftnode.Stats
+	AppliedIndex() uint64
 	WriteBackup(w io.Writer) (int64, error)
 	ClusterProtocol() int
+	AwaitProtocol(ctx context.Context) int
 	SetMemberProtocols(m map[string]int)
 	NewRestoreFile() (*os.File, error)
 	RestoreFile(ctx context.Context, path string) (raftnode.RestoreInfo, error)

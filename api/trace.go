@@ -110,16 +110,18 @@ var traceparentKey = http.CanonicalHeaderKey(traceparent.Header)
 // node's, or the caller's header when the node records none);
 // "" when there is none, or while a member of the cluster runs a protocol
 // before traces (the job is then stored without one, rather than the
-// submit refused).
+// submit refused). A member whose protocol is not known yet makes it wait
+// (raftnode.Node.AwaitProtocol), rather than drop the trace.
 func (s *Server) jobTrace(r *http.Request) string {
-	if s.node.ClusterProtocol() < fsm.ProtocolTrace {
+	ctx := r.Context()
+	spanned := trace.SpanContextFromContext(ctx).IsValid()
+	if _, ok := r.Header[traceparentKey]; !spanned && !ok {
+		return "" // no span, no header: nothing to parse, no protocol to wait for
+	}
+	if s.node.AwaitProtocol(ctx) < fsm.ProtocolTrace {
 		return ""
 	}
-	ctx := r.Context()
-	if !trace.SpanContextFromContext(ctx).IsValid() {
-		if _, ok := r.Header[traceparentKey]; !ok {
-			return "" // no span, no header: nothing to parse
-		}
+	if !spanned {
 		ctx = traceparent.FromHeader(ctx, r.Header)
 	}
 	return traceparent.Of(ctx)
@@ -261,7 +263,7 @@ func (s *Server) TraceFire(ctx context.Context, sc *store.Schedule, f *fsm.Fire)
 	ctx, span := s.tracer.Start(ctx, "schedule.fire", trace.WithNewRoot(), trace.WithAttributes(
 		attrSchedule.String(sc.Name), attrTick.String(time.Unix(0, f.Tick).UTC().Format(time.RFC3339Nano)),
 		attrJobID.String(f.JobID), attrQueue.String(queue)))
-	if s.node.ClusterProtocol() >= fsm.ProtocolTrace {
+	if s.node.AwaitProtocol(ctx) >= fsm.ProtocolTrace {
 		f.TraceParent = traceparent.Of(ctx)
 	}
 	return func(res fsm.Result, err error) {

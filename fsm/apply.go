@@ -98,14 +98,19 @@ func (a *applier) apply(c *Cmd) Result {
 	panic(fmt.Sprintf("workron: unknown command %q at index %d", c.Op, a.index))
 }
 
-// fatal turns a store error into a panic: a write that fails half way would
-// leave this node's state different from its peers'.
+// fatal turns a store error into a panic that ApplyBatch recovers (see
+// writeFailure): a write that fails half way would leave this node's state
+// different from its peers', so the batch stops there and the node with it.
 func (a *applier) fatal(err error) Result {
 	if err != nil {
-		panic(fmt.Sprintf("workron: state write failed at index %d: %v", a.index, err))
+		panic(writeFailure{fmt.Errorf("at log index %d: %w", a.index, err)})
 	}
 	return Result{}
 }
+
+// writeFailure carries a store error out of a batch's transaction, which
+// the unwinding rolls back.
+type writeFailure struct{ err error }
 
 func (a *applier) must(err error) {
 	if err != nil {

@@ -66,3 +66,21 @@ type VersionError struct{ Got byte }
 func (e *VersionError) Error() string {
 	return fmt.Sprintf("log entry encoding version %d is newer than this node's %d: upgrade this node's binary", e.Got, EncodingVersion)
 }
+
+// StateWriteError is a batch of committed entries the state file could
+// not take (a full or failing disk): nothing of the batch was written, and
+// the node must stop (see FSM.OnFatal). Started again, it applies the log
+// from Applied on.
+type StateWriteError struct {
+	Applied uint64 // the state file's applied index, kept
+	Index   uint64 // the last entry of the batch that failed
+	Path    string // the state file
+	Err     error
+}
+
+func (e *StateWriteError) Error() string {
+	return fmt.Sprintf("workron: stopping: the state file %s could not be written (log entries %d..%d): %v",
+		e.Path, e.Applied+1, e.Index, e.Err)
+}
+
+func (e *StateWriteError) Unwrap() error { return e.Err }

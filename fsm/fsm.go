@@ -85,9 +85,18 @@ type FSM struct {
 	applied uint64
 	lastNow int64
 	changed chan struct{}
+
+	onFatal func(error) // see OnFatal; set before the first apply
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
+
+// OnFatal sets what ApplyBatch calls when the state file cannot be
+// written (a full or failing disk), with a *StateWriteError: the FSM
+// cannot skip an entry nor go on with indexes that disagree with the
+// file, so fn must stop the process and not return. Without it (or if it
+// returns) ApplyBatch panics. Call it before the first apply.
+func (f *FSM) OnFatal(fn func(error)) { f.onFatal = fn }
 
 // New wraps an open store and builds the indexes from it.
 func New(st *store.Store, logger *slog.Logger) (*FSM, error) {
@@ -130,7 +139,8 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	readyChanged := false
-	err := f.st.Update(func(tx *store.Tx) error {
+	from := f.applied
+	err := f.update(func(tx *store.Tx) error {
 		for i, l := range logs {
 			if l.Index <= f.applied {
 				continue
@@ -163,9 +173,14 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		return tx.SetApplied(f.applied)
 	})
 	if err != nil {
-		// The indexes may now disagree with the store; the only safe move is
-		// to stop and let a restart rebuild from the log.
-		panic(fmt.Sprintf("workron: state write failed at index %d: %v", f.applied, err))
+		// The indexes may now disagree with the store, and no entry may be
+		// skipped: the only safe move is to stop, and let a restart apply
+		// the log again from the state file's index.
+		err = &StateWriteError{Applied: from, Index: logs[len(logs)-1].Index, Path: f.st.Path(), Err: err}
+		if f.onFatal != nil {
+			f.onFatal(err) // does not return
+		}
+		panic(err.Error())
 	}
 	f.publish()
 	if readyChanged {
@@ -173,6 +188,21 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		f.changed = make(chan struct{})
 	}
 	return out
+}
+
+// update is f.st.Update, with a write that failed inside the transaction
+// (applier.fatal) returned as its error.
+func (f *FSM) update(fn func(tx *store.Tx) error) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			wf, ok := r.(writeFailure)
+			if !ok {
+				panic(r)
+			}
+			err = wf.err
+		}
+	}()
+	return f.st.Update(fn)
 }
 
 // publish makes the committed applied index and time readable without mu.

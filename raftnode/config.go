@@ -56,6 +56,12 @@ type Config struct {
 	// ApplyTimeout bounds how long a proposal may wait to be enqueued in
 	// Raft when the caller's context has no deadline. Defaults to 10s.
 	ApplyTimeout time.Duration
+	// ProtocolWait bounds how long a member of the configuration whose
+	// protocol version is not known yet holds back what needs more than
+	// protocol 1 (see AwaitProtocol): counted from when this node first
+	// looks for it, after which it counts as protocol 1 until it is heard
+	// from. 0 counts it as 1 at once. Defaults to 5s.
+	ProtocolWait time.Duration
 	// SnapshotThreshold is how many log entries since the last snapshot
 	// trigger a new one. Defaults to 8192.
 	SnapshotThreshold uint64
@@ -96,6 +102,15 @@ type Config struct {
 	// or the node shuts down, and the node waits for it to return.
 	OnLeader func(ctx context.Context)
 
+	// OnFatal is called, from Raft's goroutine that applies entries, when
+	// this node cannot apply a committed entry because its state file
+	// cannot be written (a full or failing disk; the error is a
+	// *fsm.StateWriteError). A node cannot skip an entry, so it must stop:
+	// OnFatal must not return. Defaults to one ERROR log line naming the
+	// data directory, then os.Exit(1); started again once the disk has
+	// room, the node applies the log from where it stopped.
+	OnFatal func(err error)
+
 	// Logger receives the node's logs. Defaults to discarding them.
 	Logger *slog.Logger
 	// RaftLogLevel is hashicorp/raft's own log level (trace, debug, info,
@@ -133,6 +148,7 @@ func DefaultConfig() Config {
 		HeartbeatTimeout:  time.Second,
 		ElectionTimeout:   time.Second,
 		ApplyTimeout:      10 * time.Second,
+		ProtocolWait:      5 * time.Second,
 		SnapshotThreshold: 8192,
 		SnapshotInterval:  30 * time.Second,
 		TrailingLogs:      10240,
@@ -160,6 +176,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("raftnode: ElectionTimeout (%s) must be at least HeartbeatTimeout (%s)", c.ElectionTimeout, c.HeartbeatTimeout)
 	case c.ApplyTimeout <= 0:
 		return fmt.Errorf("raftnode: ApplyTimeout must be positive")
+	case c.ProtocolWait < 0 || c.ProtocolWait > time.Minute:
+		return fmt.Errorf("raftnode: ProtocolWait must be between 0 and 1m, got %s", c.ProtocolWait)
 	case c.SnapshotThreshold < 1:
 		return fmt.Errorf("raftnode: SnapshotThreshold must be at least 1, got %d", c.SnapshotThreshold)
 	case c.SnapshotInterval < 5*time.Millisecond:

@@ -27,7 +27,11 @@
 // The proposer refuses (ErrNeedsUpgrade) a command whose fsm.Cmd.Protocol is
 // higher than the cluster's protocol, the lowest that a member runs, which
 // the API measures and records (SetMemberProtocols): in a cluster of two
-// versions no member is sent an entry it would stop at.
+// versions no member is sent an entry it would stop at. A member whose
+// protocol is not known yet (a new cluster's first moments, a node that
+// just joined) is not taken for an old one: a command above protocol 1,
+// and a caller choosing a command's form (AwaitProtocol), wait for it, for
+// at most Config.ProtocolWait.
 //
 // # Leadership
 //

@@ -1,6 +1,7 @@
 package raftnode
 
 import (
+	"io"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -135,6 +136,20 @@ type timedFSM struct {
 	// closes.
 	writeRate int64
 	stop      <-chan struct{}
+	// restored records the index of each snapshot the FSM restores.
+	restored *restoredIndex
+}
+
+// Restore replaces the state with a snapshot's (one a leader sent, or a
+// backup restored through Raft) and records the snapshot's index: the
+// state stands at it, though the FSM's own applied index may be lower (see
+// Node.AppliedIndex).
+func (t *timedFSM) Restore(rc io.ReadCloser) error {
+	if err := t.FSM.Restore(rc); err != nil {
+		return err
+	}
+	t.restored.newest()
+	return nil
 }
 
 // ApplyBatch applies logs, timed for the stage histograms.

@@ -61,10 +61,11 @@ type Node struct {
 	clock        clusterClock
 	ready        leaderReady
 	member       membership
-	protocols    memberProtocols
+	protos       memberProtocols
 	restoreMu    sync.Mutex     // one restore at a time; Shutdown waits for it
 	restored     chan struct{}  // a restore replaced the state: restart the leader's run
 	applying     sync.WaitGroup // the proposer's entries Raft has not answered; Shutdown waits for them
+	snapRestored restoredIndex  // the newest snapshot the FSM restored
 	// leaderChanged fires on every leader change this node observes.
 	leaderChanged signal
 	watchDone     chan struct{}
@@ -164,6 +165,7 @@ func (n *Node) open() error {
 		return fmt.Errorf("open snapshots: %w", err)
 	}
 	n.snapStats.load(n.snaps)
+	n.snapRestored.snaps = n.snaps
 	if err := n.catchUpFromSnapshot(); err != nil {
 		return err
 	}
@@ -210,8 +212,14 @@ func (n *Node) open() error {
 		return err
 	}
 	n.loadRemoved()
+	n.loadProtocols()
+	onFatal := cfg.OnFatal
+	if onFatal == nil {
+		onFatal = fatalExit(n.logger, cfg.DataDir, os.Exit)
+	}
+	n.fsm.OnFatal(onFatal)
 	trans := tracedTransport{serialHeartbeats: serialHeartbeats{n.transport}, t: n.stages}
-	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats, stages: n.stages, writeRate: n.cfg.SnapshotWriteRate, stop: n.shutdownCh}, cache, n.logStore, n.snaps, trans)
+	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats, stages: n.stages, writeRate: n.cfg.SnapshotWriteRate, stop: n.shutdownCh, restored: &n.snapRestored}, cache, n.logStore, n.snaps, trans)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -247,7 +255,11 @@ func (n *Node) catchUpFromSnapshot() error {
 		return fmt.Errorf("open snapshot %s: %w", metas[0].ID, err)
 	}
 	n.logger.Info("state file behind snapshot; restoring", "state_index", n.fsm.Applied(), "snapshot_index", metas[0].Index)
-	return n.fsm.Restore(rc)
+	if err := n.fsm.Restore(rc); err != nil {
+		return err
+	}
+	n.snapRestored.v.Store(metas[0].Index)
+	return nil
 }
 
 func (n *Node) bootstrap(rc *raft.Config) error {
@@ -467,7 +479,7 @@ func (n *Node) Stats() Stats {
 	return Stats{
 		Term:             n.raft.CurrentTerm(),
 		CommitIndex:      n.raft.CommitIndex(),
-		AppliedIndex:     n.fsm.Applied(),
+		AppliedIndex:     n.AppliedIndex(),
 		LastLogIndex:     n.raft.LastIndex(),
 		LastContact:      n.raft.LastContact(),
 		Entries:          n.metrics.entries.Load(),

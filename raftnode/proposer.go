@@ -36,7 +36,9 @@ func newProposal(cmds ...fsm.Cmd) *proposal {
 //
 // On ErrNotLeader or ErrNotCommitted nothing was applied and the caller may
 // retry elsewhere or later. On ErrNeedsUpgrade (a command newer than some
-// member runs, see SetMemberProtocols) nothing was applied either. On
+// member runs, see SetMemberProtocols) nothing was applied either; a
+// command above protocol 1 first waits while a member's protocol is not
+// known yet (see AwaitProtocol). On
 // ErrUnknownOutcome (ctx ended, leadership was lost or the node shut down
 // after the entry was handed to Raft) the command may or may not have been
 // applied.
@@ -45,6 +47,7 @@ func (n *Node) Propose(ctx context.Context, cmd fsm.Cmd) (fsm.Result, error) {
 		return fsm.Result{}, ErrNotLeader
 	}
 	p := newProposal(cmd)
+	n.awaitProtocolFor(ctx, p)
 	if err := n.enqueue(ctx, p); err != nil {
 		return fsm.Result{}, err
 	}
@@ -78,6 +81,7 @@ func (n *Node) ProposeTogether(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Resul
 		return nil, ErrNotLeader
 	}
 	p := newProposal(cmds...)
+	n.awaitProtocolFor(ctx, p)
 	if err := n.enqueue(ctx, p); err != nil {
 		return nil, err
 	}
@@ -101,6 +105,7 @@ func (n *Node) ProposeAll(ctx context.Context, cmds []fsm.Cmd) (results []fsm.Re
 	for i, cmd := range cmds {
 		ps[i] = newProposal(cmd)
 		ps[i].follows = i > 0
+		n.awaitProtocolFor(ctx, ps[i])
 		if errs[i] = n.enqueue(ctx, ps[i]); errs[i] != nil {
 			ps[i] = nil
 		}

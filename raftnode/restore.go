@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -286,3 +287,44 @@ func syncDir(dir string) {
 		d.Close()
 	}
 }
+
+// restoredIndex is the index of the newest snapshot the FSM restored in
+// this process (0 before any): a snapshot a leader sent, a backup restored
+// through Raft, or the one a start caught up from.
+type restoredIndex struct {
+	snaps raft.SnapshotStore
+	v     atomic.Uint64
+}
+
+// newest records the newest snapshot's index, which is the one just
+// restored: Raft stores a snapshot before it hands it to the FSM.
+func (r *restoredIndex) newest() {
+	if metas, err := r.snaps.List(); err == nil && len(metas) > 0 {
+		r.v.Store(metas[0].Index)
+	}
+}
+
+// AppliedIndex is the Raft index this node's state stands at. That is the
+// last entry its FSM applied, or higher in two cases the FSM's own index
+// does not see: the index of the snapshot it last restored (a restored
+// backup keeps its own applied index, below the index Raft gives its
+// snapshot, see Restore), and entries Raft applied that never reach the
+// FSM and change nothing (the no-op a leader writes when elected or after
+// a restore, barriers), read from the log up to maxSkipped of them. Without
+// these, a cluster that writes nothing after an election or a restore would
+// show its state behind the commit index for good.
+func (n *Node) AppliedIndex() uint64 {
+	a := max(n.fsm.Applied(), n.snapRestored.v.Load())
+	ra := n.raft.AppliedIndex()
+	for i := 0; a < ra && i < maxSkipped; i++ {
+		var l raft.Log
+		if err := n.logStore.GetLog(a+1, &l); err != nil || (l.Type != raft.LogNoop && l.Type != raft.LogBarrier) {
+			break // the FSM has an entry to apply yet (or the log no longer holds it)
+		}
+		a++
+	}
+	return a
+}
+
+// maxSkipped bounds the log reads of AppliedIndex.
+const maxSkipped = 16

@@ -24,6 +24,8 @@ import (
 var (
 	// ErrNotFound means the record does not exist.
 	ErrNotFound = errors.New("store: not found")
+	// ErrClosed means the state file was closed: nothing was written.
+	ErrClosed = errors.New("store: closed")
 )
 
 var (
@@ -143,6 +145,9 @@ func (s *Store) Close() error {
 
 // Sync flushes the file to disk; needed only when it was opened NoSync.
 func (s *Store) Sync() error {
+	if s.db == nil {
+		return ErrClosed
+	}
 	if err := s.db.Sync(); err != nil {
 		return fmt.Errorf("sync state %s: %w", s.path, err)
 	}
@@ -161,7 +166,11 @@ func (s *Store) BytesWritten() int64 {
 func (s *Store) Path() string { return s.path }
 
 // Update runs fn in one write transaction, committed if fn returns nil.
+// On a closed store it fails with ErrClosed.
 func (s *Store) Update(fn func(tx *Tx) error) error {
+	if s.db == nil {
+		return ErrClosed
+	}
 	return s.db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
 }
 

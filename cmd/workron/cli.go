@@ -38,15 +38,17 @@ func (c *cliFlags) register(fs *flag.FlagSet) {
 type cli struct {
 	flags  cliFlags
 	client *client.Client
-	out    io.Writer
-	errOut io.Writer     // progress and warnings
+	out    io.Writer     // human-readable output, through escapeControls
+	errOut io.Writer     // progress and warnings, through escapeControls
+	stdout io.Writer     // -o json's, as it is
+	stderr io.Writer     // the progress bar's, which escapes its own text
 	poll   time.Duration // how often wait asks for the job
 }
 
 func runClient(ctx context.Context, verb string, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	c := &cli{out: stdout, errOut: stderr, poll: 200 * time.Millisecond}
+	c := &cli{out: escaping{stdout}, errOut: escaping{stderr}, stdout: stdout, stderr: stderr, poll: 200 * time.Millisecond}
 	c.flags.register(fs)
 	switch verb {
 	case "submit":
@@ -302,7 +304,7 @@ func (c *cli) jobs(ctx context.Context, fs *flag.FlagSet, args []string) error {
 
 func (c *cli) print(v any, table func()) error {
 	if c.flags.output == "json" {
-		enc := json.NewEncoder(c.out)
+		enc := json.NewEncoder(c.stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(v)
 	}

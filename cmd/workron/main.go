@@ -70,7 +70,7 @@ func exitCode(err error, stderr io.Writer) int {
 	case errors.As(err, &ee):
 		return ee.code
 	}
-	fmt.Fprintln(stderr, "workron:", err)
+	fmt.Fprintln(stderr, "workron:", escapeControls(err.Error()))
 	return 1
 }
 

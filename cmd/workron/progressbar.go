@@ -16,7 +16,8 @@ const barWidth = 24
 
 // progressView shows a running job's progress while wait follows it: on a
 // terminal one bar, redrawn in place; elsewhere a plain line each time the
-// progress changes.
+// progress changes. It writes to the stream itself (its bar moves the
+// cursor) and escapes the text it shows (escapeControls).
 type progressView struct {
 	w    io.Writer
 	tty  bool
@@ -49,7 +50,7 @@ func (v *progressView) show(id string, p *wire.Progress) {
 			line += " " + p.Message
 		}
 		if line != v.last {
-			fmt.Fprintln(v.w, line)
+			fmt.Fprintln(v.w, escapeControls(line))
 			v.last = line
 		}
 		return
@@ -58,7 +59,7 @@ func (v *progressView) show(id string, p *wire.Progress) {
 	if line == v.last && v.open {
 		return
 	}
-	fmt.Fprint(v.w, "\r\x1b[K"+line) // back to the start, clear, draw
+	fmt.Fprint(v.w, "\r\x1b[K"+escapeControls(line)) // back to the start, clear, draw
 	v.last, v.open = line, true
 }
 

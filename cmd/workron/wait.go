@@ -24,7 +24,7 @@ func (c *cli) wait(ctx context.Context, id string, timeout time.Duration) error 
 	}
 	c.learnMembers(ctx)
 	var last string
-	bar := newProgressView(c.errOut)
+	bar := newProgressView(c.stderr)
 	defer bar.endLine()
 	server := c.client.Server()
 	tick := time.NewTicker(c.poll)

@@ -269,3 +269,50 @@ func TestRestoreOfALargeBackupThroughAFollower(t *testing.T) {
 		}
 	}
 }
+
+// TestReadyWithoutAWrite: after POST /restore, and after an election,
+// every running node, the leader too, answers GET /health?ready=1 with 200
+// once it holds the state, with no write after them. Neither the restored
+// snapshot's index nor the no-op entry Raft writes after a restore and at
+// an election reaches the FSM's own applied index.
+func TestReadyWithoutAWrite(t *testing.T) {
+	src := newCluster(t, 1)
+	submit(t, src.URL(0), wire.SubmitRequest{Command: "echo restored"})
+	var backup bytes.Buffer
+	if _, err := src.Node(0).Raft().WriteBackup(&backup); err != nil {
+		t.Fatal(err)
+	}
+
+	c := newCluster(t, 3)
+	lead := c.Leader(t)
+	for range 5 {
+		submit(t, c.URL(lead), wire.SubmitRequest{Command: "echo replaced"})
+	}
+	c.Converged(t, 10*time.Second)
+	ready := func(when string) {
+		t.Helper()
+		for i := range c.Len() {
+			if !c.Node(i).Running() {
+				continue
+			}
+			clustertest.WaitFor(t, 10*time.Second, func() error {
+				r, err := try(http.MethodGet, c.URL(i)+"/health?ready=1", nil)
+				if err != nil {
+					return err
+				}
+				if r.Status != http.StatusOK {
+					return fmt.Errorf("%s %s: %s", c.Node(i).ID(), when, r)
+				}
+				return nil
+			})
+		}
+	}
+	call(t, http.StatusOK, http.MethodPost, c.URL(lead)+"/restore", backup.Bytes())
+	c.Converged(t, 10*time.Second)
+	ready("after the restore")
+
+	c.Kill(t, lead)
+	c.Leader(t)
+	c.Converged(t, 10*time.Second)
+	ready("after an election")
+}
