@@ -280,7 +280,7 @@ func (s *Server) reportsThenClaim(ctx context.Context, a claimArgs, reps []*fsm.
 	return jobs, out, err
 }
 
-// handleNext is the seed's claim: GET /jobs/next?worker_id=W[&wait=][&queue=].
+// handleNext is the v0 worker API's claim: GET /jobs/next?worker_id=W[&wait=][&queue=].
 // Without a queue it serves every queue, "default" first.
 func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
@@ -296,7 +296,7 @@ func (s *Server) handleNext(w http.ResponseWriter, r *http.Request) {
 	if args.anyQueue = q.Get("queue") == ""; args.anyQueue {
 		args.cmd.Queues = s.allQueues()
 	}
-	s.fenceFields(r).claim(&args.cmd, false, 0) // the seed's worker gets no lease
+	s.fenceFields(r).claim(&args.cmd, false, 0) // a v0 worker gets no lease
 	jobs, err := s.boundedClaim(r.Context(), args)
 	if err != nil {
 		s.fail(w, r, err)

@@ -28,7 +28,7 @@ import (
 //   - a write whose Content-Type is one a browser sends without preflight:
 //     writes take application/json, the raw-bytes routes also
 //     application/octet-stream (rawBodyRoutes), and a request without a
-//     Content-Type passes (the seed's workers send none with their
+//     Content-Type passes (v0 workers send none with their
 //     body-less POSTs, and a browser that sends none sends an Origin): 415
 //     unsupported_media_type;
 //   - with Config.CheckHost, a Host that names this node by a name it does
@@ -37,7 +37,7 @@ import (
 //
 // The dashboard, served by the node itself, is same-origin and sends JSON.
 
-// sideEffectGETs are the GET routes that change the cluster: the seed's
+// sideEffectGETs are the GET routes that change the cluster: the v0 worker API's
 // workers claim with a GET, which must stay wire-compatible.
 var sideEffectGETs = map[string]bool{"GET /jobs/next": true}
 

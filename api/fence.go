@@ -12,7 +12,7 @@ import (
 // fsm.ProtocolFence: who calls (the token's name, empty with auth off) and
 // whether those fields may be set at all. While they are not (on false),
 // every command encodes as before that protocol, and the FSM applies the
-// seed's rules: any token, a lease optional.
+// v0 worker API's rules: any token, a lease optional.
 type fence struct {
 	on    bool
 	token string
@@ -52,7 +52,7 @@ func (s *Server) fenceFields(r *http.Request) fence {
 }
 
 // claim marks a claim with its caller; leased says its reply hands the
-// worker the lease (POST /jobs/claim, not the seed's GET /jobs/next), and
+// worker the lease (POST /jobs/claim, not the v0 worker API's GET /jobs/next), and
 // seq is the worker's number for the request.
 func (f fence) claim(c *fsm.Claim, leased bool, seq uint64) {
 	if f.on {

@@ -180,7 +180,7 @@ func TestFence(t *testing.T) {
 	})
 }
 
-// TestSeedWorkerUnchanged runs the seed's worker calls (GET /jobs/next,
+// TestSeedWorkerUnchanged runs a v0 worker calls (GET /jobs/next,
 // then heartbeats and reports without a body) with auth on and off.
 func TestSeedWorkerUnchanged(t *testing.T) {
 	for _, auth := range []bool{true, false} {

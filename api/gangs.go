@@ -20,7 +20,7 @@ func init() {
 }
 
 // submitGang serves POST /jobs with a gang_size: N tasks from one template.
-// The reply is the seed system's {"gang_id","tasks"}.
+// The reply is the v0 worker API's {"gang_id","tasks"}.
 func (s *Server) submitGang(w http.ResponseWriter, r *http.Request, req *wire.SubmitRequest, warnings []string) {
 	size := req.GangSize
 	switch {

@@ -274,7 +274,7 @@ func TestHandoffTakenPollThatEndsGivesTheJobBack(t *testing.T) {
 }
 
 // Only long-polls that carry a lease and a claim number park for a submit:
-// the seed's GET /jobs/next and a claim without claim_seq claim for
+// the v0 worker API's GET /jobs/next and a claim without claim_seq claim for
 // themselves, as before.
 func TestHandoffOnlyNumberedClaimsPark(t *testing.T) {
 	for _, tc := range []struct {

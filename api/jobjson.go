@@ -81,7 +81,7 @@ func writeClaimReply(w http.ResponseWriter, status int, out wire.ClaimResponse) 
 }
 
 // writeJob writes j as writeJSON does, byte for byte, through appendJob:
-// the seed's claim (GET /jobs/next) and its reports answer one job each.
+// the v0 worker API's claim (GET /jobs/next) and its reports answer one job each.
 func writeJob(w http.ResponseWriter, status int, j wire.Job) {
 	b, ok := appendJob(make([]byte, 0, 512), &j)
 	if !ok {

@@ -90,7 +90,7 @@ var apiOps = []apiOp{
 			oaStale,
 		},
 		replies: map[int]apiContent{200: replyJSON(wire.JobList{})}},
-	{pattern: "GET /jobs/next", summary: "The seed system's claim of one job",
+	{pattern: "GET /jobs/next", summary: "The v0 worker API's claim of one job",
 		query: []apiParam{
 			{name: "worker_id", typ: "string", required: true},
 			{name: "wait", typ: "string", doc: "a Go duration to long-poll for"},

@@ -252,7 +252,7 @@ func CheckContract(t testing.TB, req *http.Request, reqBody []byte, status int, 
 	mk := func() *http.Request {
 		r := req.Clone(req.Context())
 		if r.Header.Get("Content-Type") == "" && len(reqBody) > 0 {
-			// A body without a type is read as JSON (the seed's workers
+			// A body without a type is read as JSON (v0 workers
 			// and many tests send none), raw bodies (restore, checkpoint)
 			// as they come; other types are refused (crossorigin.go).
 			ct := "application/octet-stream"

@@ -116,7 +116,7 @@ func TestClusterProtocol(t *testing.T) {
 		doHTTP(t, hc, http.StatusOK, "POST", c.URL(c.Leader(t))+"/jobs/"+job.ID+"/retry?cascade=false", nil) // protocol 1: proposed
 		// A worker's commands go out without the fields of ProtocolFence
 		// (an old node would stop at them), so the claim is not refused and
-		// the seed's rules apply to it: a report without its lease is taken.
+		// the v0 worker API's rules apply to it: a report without its lease is taken.
 		leasedClaimThenDoneWithoutLease(t, http.StatusOK)
 		doHTTP(t, hc, http.StatusOK, "POST", c.URL(c.Leader(t))+"/jobs/"+job.ID+"/cancel", nil)
 	})

@@ -105,7 +105,7 @@ func (s *Server) handleDone(w http.ResponseWriter, r *http.Request) { s.report(w
 
 func (s *Server) handleFail(w http.ResponseWriter, r *http.Request) { s.report(w, r, false) }
 
-// report ends an attempt. Without a lease (the seed's workers send no
+// report ends an attempt. Without a lease (v0 workers send no
 // body) it applies to the job's current attempt if that was claimed with
 // GET /jobs/next; the FSM refuses it (lease_required) for one claimed with
 // POST /jobs/claim, and (forbidden) for another token's attempt.

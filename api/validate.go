@@ -266,12 +266,12 @@ func rateOf(field, s string) (store.Rate, error) {
 	return store.Rate{Count: n, Per: int64(per)}, nil
 }
 
-// maxAttempts reads max_attempts, or the seed's max_retries (same meaning).
+// maxAttempts reads max_attempts, or the v0 worker API's max_retries (same meaning).
 func maxAttempts(req *wire.SubmitRequest, f func(string) string) (int, error) {
 	n := DefaultMaxAttempts
 	switch {
 	case req.MaxAttempts != nil && req.MaxRetries != nil && *req.MaxAttempts != *req.MaxRetries:
-		return 0, invalid(f("max_retries"), "is the seed's name for max_attempts; give one, or both equal")
+		return 0, invalid(f("max_retries"), "is the v0 worker API's name for max_attempts; give one, or both equal")
 	case req.MaxAttempts != nil:
 		n = *req.MaxAttempts
 	case req.MaxRetries != nil:
@@ -526,7 +526,7 @@ func epochParam(r *http.Request) (uint64, error) {
 type claimArgs struct {
 	cmd  fsm.Claim
 	wait time.Duration
-	// anyQueue (the seed's /jobs/next without a queue) re-lists the queues
+	// anyQueue (the v0 worker API's /jobs/next without a queue) re-lists the queues
 	// on every wake-up, so a queue created during the wait is seen.
 	anyQueue bool
 }

@@ -114,7 +114,7 @@ func TestUnacknowledgedAttempt(t *testing.T) {
 	})
 
 	t.Run("AWorkerHeartbeatThatListsNothingDoesNot", func(t *testing.T) {
-		// The seed's workers send no list: it renews the lease, but says
+		// V0 workers send no list: it renews the lease, but says
 		// nothing of which claim replies the worker received.
 		h, j := claimed(t)
 		h.ok(register(store.Worker{ID: "w1"}))

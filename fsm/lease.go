@@ -8,7 +8,7 @@ import (
 )
 
 // currentAttempt loads a job and checks that lease names its current attempt
-// (0 means "whatever attempt is current", as the seed's workers send).
+// (0 means "whatever attempt is current", as v0 workers send).
 func (a *applier) currentAttempt(id string, lease uint64) (*store.Job, error) {
 	j, err := a.job(id)
 	if err != nil {

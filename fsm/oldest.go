@@ -24,7 +24,7 @@ func (f *FSM) OldestReady(now int64) map[string]int64 {
 	return f.oldestReadyLocked(now)
 }
 
-// AnyQueues is the queue list of a claim from any queue (the seed's GET
+// AnyQueues is the queue list of a claim from any queue (the v0 worker API's GET
 // /jobs/next without a queue): DefaultQueue, then the unpaused queues with a
 // job due at now, the longest-waiting first (by OldestReady; ties by name),
 // limit queues in all. However many queues there are, the claim stays

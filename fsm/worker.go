@@ -65,7 +65,7 @@ func (a *applier) mayActAs(workerID, token string) error {
 const touchEvery = int64(time.Second)
 
 // touchWorker records that a worker was heard from, registering it (for
-// the token) if it never did (the seed's workers may claim without
+// the token) if it never did (v0 workers may claim without
 // registering).
 func (a *applier) touchWorker(id string, queues []string, token string) *store.Worker {
 	w, err := a.tx.Worker(id)

@@ -32,7 +32,7 @@ const (
 )
 
 // SubmitRequest is the body of POST /jobs. Unknown fields are ignored.
-// MaxRetries and QueueName are the seed system's names for MaxAttempts and
+// MaxRetries and QueueName are the v0 worker API's names for MaxAttempts and
 // Queue; they are accepted on submit and mean the same.
 type SubmitRequest struct {
 	Command        string            `json:"command,omitempty"`
@@ -311,7 +311,7 @@ type ClaimResponse struct {
 }
 
 // ReportRequest is the optional body of POST /jobs/{id}/done and /fail. A zero
-// Lease means "the current attempt" (the seed's workers send no body). Retry
+// Lease means "the current attempt" (v0 workers send no body). Retry
 // false on /fail makes the failure final.
 //
 // RateLimitedFor and SnoozeFor (Go durations such as "30s", at most
@@ -457,7 +457,7 @@ type CheckpointReply struct {
 // WorkerHeartbeatRequest is the optional body of POST /workers/{id}/heartbeat.
 // When Jobs is present (even empty), only those leases are renewed: a job
 // whose claim reply the worker never received is then left to expire. With
-// no body (the seed's workers) every lease the worker holds is renewed.
+// no body (v0 workers) every lease the worker holds is renewed.
 //
 // ClaimsFrom and ClaimsTo (both 0: none) are the range of ClaimSeq numbers
 // of this run's claim requests that had all ended (answered or failed) when

@@ -66,7 +66,7 @@ func (c *Client) DeleteWorker(ctx context.Context, id string) error {
 	return nil
 }
 
-// Next is the seed system's claim (GET /jobs/next?worker_id=W): one job
+// Next is the v0 worker API's claim (GET /jobs/next?worker_id=W): one job
 // of queue (any when "") leased to workerID, waiting up to wait (0: the
 // server's default), or nil when none came (204). Its heartbeats and
 // reports may leave out the lease. Prefer Claim.

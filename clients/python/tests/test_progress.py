@@ -85,7 +85,7 @@ class ProgressTest(unittest.TestCase):
         self.assertEqual((j.progress.percent, j.progress.message), (100, "all done"))
 
     def test_job_heartbeat_carries_progress(self) -> None:
-        # A worker of the seed API's shape: it claims, then renews its one
+        # A worker of the v0 worker API's shape: it claims, then renews its one
         # job with POST /jobs/{id}/heartbeat, the progress riding on it.
         wc = client(WORKER)
         wid = unique("pyw-hb")

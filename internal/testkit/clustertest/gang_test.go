@@ -37,7 +37,7 @@ func waitGang(tb testing.TB, url, id, status string, timeout time.Duration) wire
 	return g
 }
 
-// next is the seed worker's claim: the job, or nil on 204.
+// next is a v0 worker's claim: the job, or nil on 204.
 func next(tb testing.TB, url, worker string) *seedJob {
 	tb.Helper()
 	r := send(tb, http.MethodGet, url+"/jobs/next?worker_id="+worker, nil)
@@ -52,7 +52,7 @@ func next(tb testing.TB, url, worker string) *seedJob {
 	return nil
 }
 
-// claimGang has each worker of a reserved gang claim its task, seed-style,
+// claimGang has each worker of a reserved gang claim its task, as a v0 worker does,
 // and returns the claimed jobs by index.
 func claimGang(tb testing.TB, url string, g wire.Gang, only ...int) []*seedJob {
 	tb.Helper()
@@ -79,7 +79,7 @@ func containsInt(ns []int, n int) bool {
 	return false
 }
 
-// TestGangOverHTTP plays four seed-protocol workers (raw HTTP, no bodies)
+// TestGangOverHTTP plays four v0 workers (raw HTTP, no bodies)
 // against a 3-node cluster through a follower: placement of a gang, its
 // env, a failure that drains it, preemption on the per-job and worker
 // heartbeats, checkpoints and acknowledgements fenced by epoch, a sibling

@@ -71,7 +71,7 @@ func currentTerm(c *clustertest.Cluster) uint64 {
 }
 
 // idlePolls long-polls for work on every node, as raw claims (wait=1s) and
-// as seed /jobs/next calls, for d, and returns how many polls each poller
+// as v0 /jobs/next calls, for d, and returns how many polls each poller
 // finished.
 func idlePolls(t *testing.T, c *clustertest.Cluster, d time.Duration) []int {
 	ctx, cancel := context.WithTimeout(context.Background(), d)

@@ -9,7 +9,7 @@ import (
 	"github.com/workron/workron/api/wire"
 )
 
-// seedJob is the part of a job the seed's worker decodes.
+// seedJob is the part of a job a v0 worker decodes.
 type seedJob struct {
 	ID         string            `json:"id"`
 	Command    string            `json:"command"`
@@ -19,12 +19,12 @@ type seedJob struct {
 	Status     string            `json:"status"`
 }
 
-// TestSeedWorkerProtocol plays a worker written for the seed system: raw
+// TestSeedWorkerProtocol plays a worker written for the v0 worker API: raw
 // HTTP, no bodies where it sends none, the status codes SEED-API.md lists.
 func TestSeedWorkerProtocol(t *testing.T) {
 	c := newCluster(t, 3)
 	f := c.Followers(t)
-	url := c.URL(f[0]) // a seed worker talks to whichever node it was given
+	url := c.URL(f[0]) // a v0 worker talks to whichever node it was given
 	const worker = "seed-worker-1"
 
 	t.Run("RegisterIs201TwiceWithZeroTimes", func(t *testing.T) {
@@ -101,7 +101,7 @@ func TestSeedWorkerProtocol(t *testing.T) {
 	})
 
 	t.Run("FailWithoutBodyIs200AndRetriesWhileAttemptsAreLeft", func(t *testing.T) {
-		// The seed's submitters give no backoff; this test gives a short
+		// The v0 worker API's submitters give no backoff; this test gives a short
 		// one so the retry comes quickly.
 		j := submit(t, url, map[string]any{"command": "exit 3", "queue_name": "seedq", "max_retries": 2, "backoff": map[string]string{"base": "10ms"}})
 		got := decode[seedJob](t, call(t, http.StatusOK, http.MethodGet, url+"/jobs/next?worker_id="+worker+"&queue=seedq", nil))
