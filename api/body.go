@@ -297,21 +297,31 @@ func (w *fieldWalker) skip() {
 // time cost a quarter of a batch submit.
 var jsonFields sync.Map // reflect.Type -> map[string]reflect.StructField
 
+// jsonName is the name encoding/json gives struct field f, and false for a
+// field it neither reads nor writes (unexported, embedded, or tagged "-").
+func jsonName(f reflect.StructField) (string, bool) {
+	if !f.IsExported() || f.Anonymous {
+		return "", false
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "-" {
+		return "", false
+	}
+	if name == "" {
+		name = f.Name
+	}
+	return name, true
+}
+
 func jsonFieldsOf(t reflect.Type) map[string]reflect.StructField {
 	if m, ok := jsonFields.Load(t); ok {
 		return m.(map[string]reflect.StructField)
 	}
 	m := make(map[string]reflect.StructField)
 	for _, f := range reflect.VisibleFields(t) {
-		if !f.IsExported() || f.Anonymous {
+		name, ok := jsonName(f)
+		if !ok {
 			continue
-		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = f.Name
 		}
 		if _, dup := m[strings.ToLower(name)]; !dup {
 			m[strings.ToLower(name)] = f

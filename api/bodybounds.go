@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
-	"strings"
 	"sync"
 
 	"github.com/workron/workron/api/wire"
@@ -196,15 +195,9 @@ func buildShape(t reflect.Type, lim limit, depth int) *shape {
 		sh.byName = make(map[string]int)
 		lims := fieldLimits[t]
 		for _, f := range reflect.VisibleFields(t) {
-			if !f.IsExported() || f.Anonymous {
+			name, ok := jsonName(f)
+			if !ok {
 				continue
-			}
-			name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-			if name == "-" {
-				continue
-			}
-			if name == "" {
-				name = f.Name
 			}
 			if _, dup := sh.byName[name]; dup {
 				continue
