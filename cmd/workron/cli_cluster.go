@@ -37,7 +37,8 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		}
 		return c.print(cl, func() { printCluster(c.out, cl) })
 	case "health":
-		// The first --server's own view (GET /health): 503 answers
+		// The own view (GET /health) of the first server that takes the
+		// connection, found as every verb finds one: 503 answers
 		// (no_leader, removed, catching_up) are shown, and exit 1.
 		h, err := c.client.Health(ctx, *ready)
 		if h == nil {

@@ -99,6 +99,7 @@ type call struct {
 	streamed   *int64        // how many bytes went to stream, when not nil
 	idempotent bool          // safe to resend after any transport error or 502/504
 	single     bool          // this node only: no failover, no resend
+	oneNode    bool          // one node's own answer: skip servers that refuse the connection, then no failover, no resend
 	noTimeout  bool          // bounded by ctx only, not by the HTTP client's Timeout
 	longPoll   time.Duration
 }
@@ -142,8 +143,8 @@ func (c *Client) do(ctx context.Context, cl call) (int, error) {
 		if err == nil {
 			return status, nil
 		}
-		if retry == noRetry {
-			return status, err
+		if retry == noRetry || (cl.oneNode && !isDialError(err)) {
+			return status, err // oneNode: the first node that answered gave its answer
 		}
 		c.rotate(idx)
 		if retry == rotateOnly {

@@ -49,20 +49,23 @@ func (c *Client) RemoveNode(ctx context.Context, id string) (*wire.Removal, erro
 	return out, nil
 }
 
-// Health asks the node Server() names, and only it, how it is (GET
-// /health, or GET /health?ready=1 when ready). A node that answers 503 (no
-// leader, removed, catching up) returns its Health together with an error
-// wrapping the *Error, for which IsUnavailable is true.
+// Health asks one node how it is (GET /health, or GET /health?ready=1 when
+// ready): the first server, from Server() on, that takes the connection.
+// Servers that refuse it are skipped as for every request (so the default
+// list of the CLI finds a running node); once a node answers, its answer
+// is the answer, never another node's. A node that answers 503 (no leader,
+// removed, catching up) returns its Health together with an error wrapping
+// the *Error, for which IsUnavailable is true.
 func (c *Client) Health(ctx context.Context, ready bool) (*wire.Health, error) {
 	var q url.Values
 	if ready {
 		q = url.Values{"ready": {"1"}}
 	}
 	var body []byte
-	_, err := c.do(ctx, call{method: http.MethodGet, path: "/health", query: q, rawOut: &body, single: true})
+	_, err := c.do(ctx, call{method: http.MethodGet, path: "/health", query: q, rawOut: &body, oneNode: true})
 	var ae *Error
 	if err != nil && !errors.As(err, &ae) {
-		return nil, fmt.Errorf("health of %s: %w", c.Server(), err)
+		return nil, fmt.Errorf("health: %w", err) // no reply; err names the server it last tried
 	}
 	var h wire.Health
 	if jerr := json.Unmarshal(body, &h); jerr != nil || h.Status == "" {
@@ -77,12 +80,17 @@ func (c *Client) Health(ctx context.Context, ready bool) (*wire.Health, error) {
 	return &h, nil
 }
 
-// Digest returns a hash of the state of the node Server() names, and only
-// it, with the applied index it belongs to (GET /debug/digest). Two nodes
-// that report the same applied index must report the same digest.
+// Digest returns a hash of one node's state with the applied index it
+// belongs to (GET /debug/digest), asking the node as Health does: the first
+// server that takes the connection. Two nodes that report the same applied
+// index must report the same digest.
 func (c *Client) Digest(ctx context.Context) (*wire.Digest, error) {
 	var out wire.Digest
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/debug/digest", out: &out, single: true}); err != nil {
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/debug/digest", out: &out, oneNode: true}); err != nil {
+		var ae *Error
+		if !errors.As(err, &ae) {
+			return nil, fmt.Errorf("digest: %w", err) // no reply; err names the server it last tried
+		}
 		return nil, fmt.Errorf("digest of %s: %w", c.Server(), err)
 	}
 	return &out, nil

@@ -9,7 +9,8 @@
 // side. It does not track the Raft leader: any node accepts every request and
 // forwards writes itself. A Client fails over between the configured servers
 // when one is unreachable or answers 503 (no leader), 502 or 504. Health and
-// Digest, which describe one node, ask Server() only.
+// Digest, which describe one node, skip only the servers that refuse the
+// connection and give the first answer, whatever it is.
 //
 // # Retries
 //

@@ -129,3 +129,34 @@ func TestBackupIsNotResentOnceItStreams(t *testing.T) {
 		t.Fatalf("Backup: %d bytes %q, %d requests, err %v; want one request and ErrIncompleteReply", n, buf.String(), hits.Load(), err)
 	}
 }
+
+// TestHealthAsksOneNode: Health and Digest skip a server that refuses the
+// connection, as every request does, and then give the first node's
+// answer, a 503 included, without asking another.
+func TestHealthAsksOneNode(t *testing.T) {
+	var second atomic.Int32
+	sick := http.NewServeMux()
+	sick.HandleFunc("GET /health", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusServiceUnavailable, wire.Health{NodeID: "n1", Status: "no_leader"})
+	})
+	sick.HandleFunc("GET /debug/digest", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusServiceUnavailable, "no_leader", "no leader")
+	})
+	well := http.NewServeMux()
+	well.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		second.Add(1)
+		writeJSON(w, http.StatusOK, wire.Health{NodeID: "n2", Status: "ok"})
+	})
+	first, other := newServer(t, sick), newServer(t, well)
+	c := newClient(t, nil, closedURL(t), first.URL, other.URL)
+	h, err := c.Health(t.Context(), false)
+	if h == nil || h.NodeID != "n1" || !client.IsUnavailable(err) || c.Server() != first.URL {
+		t.Fatalf("Health = %+v, %v (server %s); want n1's no_leader from %s", h, err, c.Server(), first.URL)
+	}
+	if _, err := c.Digest(t.Context()); !client.IsUnavailable(err) {
+		t.Fatalf("Digest = %v, want n1's 503", err)
+	}
+	if n := second.Load(); n != 0 {
+		t.Errorf("the node after the one that answered was asked %d times", n)
+	}
+}
