@@ -100,6 +100,14 @@ const (
 )
 
 // Job is a job as the API shows it.
+//
+// MaxAttempts is how many times the job may run, the first run included:
+// with 3 it runs at most 3 times (a failed attempt is retried while
+// Attempts < MaxAttempts). Attempts counts the attempts so far that count
+// against it (a retry by hand starts it again from 0; AttemptHistory keeps
+// them). MaxRetries is the v0 worker API's name for MaxAttempts, always
+// equal to it and kept because v0 workers and clients read it: despite its
+// name it counts attempts, not retries after the first.
 type Job struct {
 	ID             string            `json:"id"`
 	Command        string            `json:"command,omitempty"`
@@ -343,10 +351,14 @@ type ReportRequest struct {
 // MaxHoldOff bounds a report's RateLimitedFor and SnoozeFor.
 const MaxHoldOff = 24 * time.Hour
 
-// History statuses of attempts that did not count (see ReportRequest).
+// History statuses of attempts that did not count against MaxAttempts: the
+// worker said rate-limited or snoozed (see ReportRequest), or the attempt
+// was returned because its claim never reached its worker or its worker
+// never acknowledged it (its number is used again).
 const (
 	AttemptRateLimited = "rate_limited"
 	AttemptSnoozed     = "snoozed"
+	AttemptReturned    = "returned"
 )
 
 // BatchReportRequest is the body of POST /jobs/reports: several attempts

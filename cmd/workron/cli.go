@@ -344,8 +344,7 @@ func (c *cli) printJob(j *wire.Job) {
 	row("queue", j.Queue)
 	row("concurrency_key", j.ConcurrencyKey)
 	row("priority", fmt.Sprint(j.Priority))
-	row("attempts", fmt.Sprintf("%d/%d", j.Attempts, j.MaxAttempts))
-	row("not_counted", notCounted(j.AttemptHistory))
+	row("attempts", fmt.Sprintf("%d of %d", j.Attempts, j.MaxAttempts))
 	row("depends_on", strings.Join(j.DependsOn, ","))
 	row("schedule", j.Schedule)
 	if j.ScheduledFor != nil {
@@ -359,6 +358,7 @@ func (c *cli) printJob(j *wire.Job) {
 	}
 	row("last_error", j.LastError)
 	tw.Flush()
+	c.printAttempts(j.AttemptHistory) // cli_show.go
 	if j.Output != "" {
 		fmt.Fprintf(c.out, "output:\n%s", j.Output)
 		if !strings.HasSuffix(j.Output, "\n") {
@@ -366,23 +366,6 @@ func (c *cli) printJob(j *wire.Job) {
 		}
 	}
 	printResult(c.out, j.Result)
-}
-
-// notCounted lists the attempts that did not count against max_attempts
-// because their worker said rate-limited or snoozed, "" if none.
-func notCounted(h []wire.Attempt) string {
-	var out []string
-	for _, a := range h {
-		if a.Status != wire.AttemptRateLimited && a.Status != wire.AttemptSnoozed {
-			continue
-		}
-		s := fmt.Sprintf("%s at %s", a.Status, a.Ended.Local().Format(time.DateTime))
-		if a.Error != "" {
-			s += " (" + a.Error + ")"
-		}
-		out = append(out, s)
-	}
-	return strings.Join(out, "; ")
 }
 
 func truncate(s string, n int) string {
@@ -455,9 +438,10 @@ func (c *cli) removeWorker(ctx context.Context, id string) error {
 
 func (c *cli) printWorkers(ws []wire.Worker) {
 	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATUS\tRUNNING\tSLOTS\tQUEUES\tLAST HEARTBEAT")
+	fmt.Fprintln(tw, "ID\tSTATUS\tRUNNING\tSLOTS\tRESOURCES\tTAGS\tQUEUES\tLAST HEARTBEAT")
 	for _, w := range ws {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", w.ID, w.Status, w.RunningJobs, w.Resources.Slots, strings.Join(w.Queues, ","), w.LastHeartbeat.Local().Format(time.DateTime))
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", cell(w.ID), w.Status, w.RunningJobs, w.Resources.Slots, resourcesText(w.Resources),
+			cell(strings.Join(w.Tags, ",")), cell(strings.Join(w.Queues, ",")), w.LastHeartbeat.Local().Format(time.DateTime))
 	}
 	tw.Flush()
 }

@@ -32,13 +32,14 @@ func TestEscapeControls(t *testing.T) {
 }
 
 // TestJobsPrintEscapes: `jobs get` and `jobs ls` show a job's command,
-// progress, output, result and error with their control characters
+// progress, output, result, error and attempt history with their control characters
 // escaped, as do the errors a server sends; -o json gives them exactly.
 func TestJobsPrintEscapes(t *testing.T) {
 	const evil = "\x1b]52;c;ZXZpbA==\x07\x1b]0;pwned\x07\x1b[2J\r"
 	job := wire.Job{ID: "job-1", Status: wire.StatusRunning, Queue: "default", Command: "echo " + evil, WorkerID: "w" + evil,
 		Progress: &wire.Progress{Percent: 40, Message: "step " + evil}, Output: "out " + evil + "\n", LastError: "err " + evil,
-		Result: json.RawMessage(`{"k":"\u001b]52;c;eA==\u0007"}`), MaxAttempts: 3, CreatedAt: time.Unix(0, 0)}
+		Result: json.RawMessage(`{"k":"\u001b]52;c;eA==\u0007"}`), MaxAttempts: 3, CreatedAt: time.Unix(0, 0),
+		AttemptHistory: []wire.Attempt{{Attempt: 1, WorkerID: "w" + evil, Status: "failed" + evil, Error: "err " + evil}}}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		switch {

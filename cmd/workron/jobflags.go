@@ -7,8 +7,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
+	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/store"
 )
 
 // jobFlags are the job flags submit and schedules create/update share.
@@ -25,10 +28,12 @@ type jobFlags struct {
 func (f *jobFlags) register(fs *flag.FlagSet, req *wire.SubmitRequest, prefix string) {
 	fs.StringVar(&req.Queue, "queue", "", prefix+"queue (default \"default\")")
 	fs.IntVar(&req.Priority, "priority", 0, prefix+"priority; higher runs first")
-	fs.IntVar(&f.maxAttempts, "max-attempts", 0, prefix+"total attempts (default 3)")
+	fs.IntVar(&f.maxAttempts, "max-attempts", 0, prefix+fmt.Sprintf("how many times the job may run, the first included (default %d)", api.DefaultMaxAttempts))
 	fs.StringVar(&req.Timeout, "timeout", "", prefix+"per-attempt timeout, e.g. 90s")
-	fs.StringVar(&req.Retention, "retention", "", prefix+"how long the finished job is kept, e.g. 24h (default 168h)")
-	fs.StringVar(&f.backoff, "backoff", "", prefix+"delay before a retry: `BASE[,MAX[,JITTER]]`, e.g. 1s,5m,0.3 (default 1s,5m,0.2)")
+	fs.StringVar(&req.Retention, "retention", "", prefix+"how long the finished job is kept, e.g. 24h (default: the server's --retention, "+
+		shortDuration(api.DefaultConfig().Retention)+" unless set)")
+	fs.StringVar(&f.backoff, "backoff", "", prefix+"delay before a retry: `BASE[,MAX[,JITTER]]`, e.g. 2s,10m,0.1; left out, MAX is the default's and JITTER is 0 (default "+
+		backoffText(api.DefaultBackoff)+")")
 	fs.Var(&f.env, "env", prefix+"environment variable `K=V`; repeatable, the value kept whole (commas included)")
 	fs.Var(&f.meta, "metadata", prefix+"metadata `K=V`; repeatable, the value kept whole")
 	fs.StringVar(&req.Type, "type", "", prefix+"a typed job for the Go handler registered under this name, instead of a command")
@@ -96,6 +101,24 @@ func parseBackoff(s string) (*wire.Backoff, error) {
 		b.Jitter = j
 	}
 	return b, nil
+}
+
+// backoffText writes a retry policy as --backoff takes it: 1s,1h,0.3.
+func backoffText(b store.Backoff) string {
+	return shortDuration(time.Duration(b.Base)) + "," + shortDuration(time.Duration(b.Max)) + "," + strconv.FormatFloat(b.Jitter, 'g', -1, 64)
+}
+
+// shortDuration writes d as time.Duration.String does, without zero
+// minutes and seconds after the unit before them: 1h, 5m, 1h30m, 90s is 1m30s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }
 
 // shellCommand makes the job's command (run with sh -c) from the words

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -86,7 +87,7 @@ func TestQueueLimitCLI(t *testing.T) {
 			t.Fatalf("queues: %v\n%s", err, out)
 		}
 		out, err = cmd("jobs", "get", j.ID)
-		if err != nil || !strings.Contains(out, "not_counted:") || !strings.Contains(out, "rate_limited at ") || !strings.Contains(out, "waiting:          key beta rate-limited until") {
+		if err != nil || !regexp.MustCompile(`(?m)^  1\s+w2\s+.*rate_limited, not counted\s+-\s+429 from api$`).MatchString(out) || !strings.Contains(out, "waiting:          key beta rate-limited until") {
 			t.Fatalf("jobs get: %v\n%s", err, out)
 		}
 		if _, err := cmd("queues", "limit", "api", "--key-weight", "acme"); err == nil {

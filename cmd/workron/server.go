@@ -63,7 +63,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, "how long a claimed job's lease lasts without a heartbeat")
 	fs.DurationVar(&f.maxWait, "max-wait", 60*time.Second, "longest long-poll a claim may ask for")
 	fs.DurationVar(&f.reapInterval, "reap-interval", time.Second, "how often the leader looks for expired leases")
-	fs.DurationVar(&f.retention, "retention", 168*time.Hour, "how long finished jobs are kept unless they say otherwise (0 = forever)")
+	fs.DurationVar(&f.retention, "retention", api.DefaultConfig().Retention, "how long finished jobs are kept unless they say otherwise (0 = forever)")
 	fs.DurationVar(&f.sweepInterval, "sweep-interval", time.Minute, "how often the leader deletes finished jobs past their retention and prunes idle key buckets")
 	fs.DurationVar(&f.scheduleGrace, "schedule-grace", leader.DefaultSchedulerConfig().Grace, "how late a schedule's tick may run and still count as on time; later ticks follow the schedule's catchup")
 	fs.IntVar(&f.scheduleMaxCatchup, "schedule-max-catchup", leader.DefaultSchedulerConfig().MaxCatchup, "most missed ticks catchup \"all\" runs per schedule (the latest ones)")
