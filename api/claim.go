@@ -3,11 +3,10 @@ package api
 import (
 	"context"
 	"net/http"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/dispatch"
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/store"
 )
@@ -21,8 +20,8 @@ const claimRetryPause = 5 * time.Millisecond
 // (and the next delayed job's due time) and proposes a claim only when the
 // state holds a job this worker could take.
 func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
-	s.lastPoll.Store(a.cmd.WorkerID, time.Now())
-	defer s.lastPoll.Store(a.cmd.WorkerID, time.Now())
+	s.live.Heard(a.cmd.WorkerID, time.Now())
+	defer s.live.Heard(a.cmd.WorkerID, time.Now())
 	deadline := time.Now().Add(a.wait)
 	gatedLooks := 0
 	for {
@@ -30,13 +29,13 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 		if a.anyQueue {
 			a.cmd.Queues = s.allQueues()
 		}
-		finished := s.claimsFinished()
+		finished := s.claiming.Finished()
 		ready := s.state.ClaimableCount(a.cmd.WorkerID, a.cmd.Queues, a.cmd.Types, a.cmd.Shell, s.now())
 		gated := false
 		if ready > 0 {
-			if gated = !s.claiming.acquire(ready); !gated {
+			if gated = !s.claiming.Acquire(ready); !gated {
 				res, err := s.propose(ctx, fsm.Cmd{Op: fsm.OpClaim, Claim: &a.cmd})
-				s.claiming.release()
+				s.claiming.Release()
 				if err != nil {
 					return nil, err
 				}
@@ -102,11 +101,11 @@ func (s *Server) awaitClaimInFlight(ctx context.Context, finished <-chan struct{
 // claim. over says the poll ends, with jobs (a submit's claim got them), an
 // error, or nothing.
 func (s *Server) await(ctx context.Context, a *claimArgs, d time.Duration, changed, finished <-chan struct{}) (jobs []*store.Job, over bool, err error) {
-	var w *waiter
-	var taken <-chan handoff
+	var w *dispatch.Waiter
+	var taken <-chan dispatch.Handoff
 	if parks(a) {
-		w = s.waiters.park(a.cmd)
-		taken = w.result
+		w = s.waiters.Park(a.cmd)
+		taken = w.Result
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
@@ -121,59 +120,13 @@ func (s *Server) await(ctx context.Context, a *claimArgs, d time.Duration, chang
 	case <-ctx.Done():
 		over = true
 	}
-	if w != nil && !s.waiters.leave(w) {
+	if w != nil && !s.waiters.Leave(w) {
 		// A submit took it: its claim is proposed, and is answered even
 		// if the poll ends now (see handoff.go). The submit's proposal
 		// ends within proposeTimeout.
-		return s.handedOff(ctx, <-w.result)
+		return s.handedOff(ctx, <-w.Result)
 	}
 	return nil, over, nil
-}
-
-// claimGate keeps the long-polls of one leader from sending many more
-// claims than there are jobs: when a job arrives every parked worker wakes,
-// but only as many claims as there are claimable jobs go out at once; the
-// others wait for one of them to finish, then look again.
-type claimGate struct {
-	inflight atomic.Int64
-	mu       sync.Mutex
-	done     chan struct{} // closed when a claim in flight finishes
-}
-
-// acquire takes a slot if fewer than ready claims are in flight.
-func (g *claimGate) acquire(ready int) bool {
-	for {
-		n := g.inflight.Load()
-		if n >= int64(ready) {
-			return false
-		}
-		if g.inflight.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
-
-// release frees a slot and wakes the polls waiting for one.
-func (g *claimGate) release() {
-	g.inflight.Add(-1)
-	g.mu.Lock()
-	if g.done != nil {
-		close(g.done)
-		g.done = nil
-	}
-	g.mu.Unlock()
-}
-
-// claimsFinished returns a channel closed when the next claim in flight
-// finishes.
-func (s *Server) claimsFinished() <-chan struct{} {
-	g := &s.claiming
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.done == nil {
-		g.done = make(chan struct{})
-	}
-	return g.done
 }
 
 // untilNextDue is how long to sleep before the next delayed job is due.
@@ -242,7 +195,7 @@ func (s *Server) claimReporting(ctx context.Context, a claimArgs, reps []*fsm.Re
 	}
 	if len(reps) <= maxReportsBesideClaim {
 		ready := s.state.ClaimableCount(a.cmd.WorkerID, a.cmd.Queues, a.cmd.Types, a.cmd.Shell, s.now())
-		if ready > 0 && s.claiming.acquire(ready) {
+		if ready > 0 && s.claiming.Acquire(ready) {
 			return s.reportsThenClaim(ctx, a, reps)
 		}
 	}
@@ -256,7 +209,7 @@ func (s *Server) claimReporting(ctx context.Context, a claimArgs, reps []*fsm.Re
 // usual.
 func (s *Server) reportsThenClaim(ctx context.Context, a claimArgs, reps []*fsm.Report) ([]*store.Job, []wire.BatchReportResult, error) {
 	res, err := s.proposeTogether(ctx, append(reportCmds(reps), fsm.Cmd{Op: fsm.OpClaim, Claim: &a.cmd}))
-	s.claiming.release()
+	s.claiming.Release()
 	out := make([]wire.BatchReportResult, len(reps))
 	errs := make([]error, len(reps))
 	for i := range reps {

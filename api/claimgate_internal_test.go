@@ -8,38 +8,6 @@ import (
 	"time"
 )
 
-func TestClaimGate(t *testing.T) {
-	t.Run("LetsOutOnlyAsManyClaimsAsJobs", func(t *testing.T) {
-		var s Server
-		g := &s.claiming
-		for i := 0; i < 2; i++ {
-			if !g.acquire(2) {
-				t.Fatalf("two jobs ready: claim %d must go out", i+1)
-			}
-		}
-		if g.acquire(2) {
-			t.Fatal("a third claim went out for two jobs")
-		}
-		finished := s.claimsFinished()
-		g.release()
-		select {
-		case <-finished:
-		default:
-			t.Fatal("waiters were not woken when a claim finished")
-		}
-		if !g.acquire(2) {
-			t.Fatal("a freed slot was not reusable")
-		}
-	})
-
-	t.Run("NothingReadyLetsNothingOut", func(t *testing.T) {
-		var g claimGate
-		if g.acquire(0) {
-			t.Fatal("a claim went out with no job ready")
-		}
-	})
-}
-
 // TestClaimThatMayNotWaitWaitsForAClaimInFlight: a job is ready, but as
 // many claims are in flight as jobs are ready (one of them may already
 // have taken its job: its slot is freed only after its reply). A claim
@@ -52,7 +20,7 @@ func TestClaimThatMayNotWaitWaitsForAClaimInFlight(t *testing.T) {
 		t.Fatalf("submit: %d %+v", code, werr)
 	}
 	g := &e.srv.claiming
-	if !g.acquire(1) { // a claim in flight holds the only slot
+	if !g.Acquire(1) { // a claim in flight holds the only slot
 		t.Fatal("the gate refused the first claim")
 	}
 	done := make(chan *httptest.ResponseRecorder, 1)
@@ -65,16 +33,13 @@ func TestClaimThatMayNotWaitWaitsForAClaimInFlight(t *testing.T) {
 	// first), then free the slot as the claim in flight would.
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		g.mu.Lock()
-		asked := g.done != nil
-		g.mu.Unlock()
-		if asked || time.Now().After(deadline) {
+		if asked := g.Watched(); asked || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(time.Millisecond)
 	}
 	time.Sleep(50 * time.Millisecond)
-	g.release()
+	g.Release()
 	rec := <-done
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"lease"`) {
 		t.Fatalf("a claim beside a ready job came back without it: %d %s", rec.Code, rec.Body)

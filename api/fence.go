@@ -107,7 +107,7 @@ func (f fence) gangCall(token *string) {
 // holds when the worker has gone silent: the FSM gives an id to a new token
 // only once its worker is declared offline, and the leader's admission loop
 // declares offline only workers that hold work. So when this leader has not
-// heard from the worker for Config.WorkerOfflineAfter, it proposes that
+// heard from the worker for its liveness OfflineAfter, it proposes that
 // declaration first, as the admission loop would. Errors are dropped: the
 // register that follows is refused if the id is still held.
 func (s *Server) releaseSilentID(ctx context.Context, id, token string) {
@@ -115,7 +115,7 @@ func (s *Server) releaseSilentID(ctx context.Context, id, token string) {
 		return
 	}
 	wk, err := s.state.Worker(id)
-	if err != nil || wk.Owner == "" || wk.Owner == token || wk.Offline() || s.active(wk, s.cfg.Now()) {
+	if err != nil || wk.Owner == "" || wk.Owner == token || wk.Offline() || s.live.Active(wk, s.cfg.Now()) {
 		return
 	}
 	op := fsm.OpWorkerOffline
@@ -124,13 +124,13 @@ func (s *Server) releaseSilentID(ctx context.Context, id, token string) {
 	}
 	cmd := fsm.Cmd{Op: op, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
 	if _, err := s.propose(ctx, cmd); err == nil {
-		s.logger.Warn("worker offline: another token registers its id", "worker", wk.ID, "last_seen", s.lastSeen(wk), "request_id", requestID(ctx))
+		s.logger.Warn("worker offline: another token registers its id", "worker", wk.ID, "last_seen", s.live.LastSeen(wk), "request_id", requestID(ctx))
 	}
 }
 
 // releaseSilentWorker frees one of owner's active worker ids for a
 // register refused at the cap (fsm.TooManyWorkersError): the first, in id
-// order, that this leader has not heard from for Config.WorkerOfflineAfter
+// order, that this leader has not heard from for its liveness OfflineAfter
 // is declared offline, as the admission loop would declare a busy one. The
 // FSM counts a worker active until it is declared offline, and idle
 // workers poll without writing to the log, so only a node that saw their
@@ -150,7 +150,7 @@ func (s *Server) releaseSilentWorker(ctx context.Context, owner string) bool {
 	s.silentMu.Unlock()
 	for _, id := range s.state.ActiveWorkerIDs(owner) {
 		wk, err := s.state.Worker(id)
-		if err != nil || wk.Offline() || s.active(wk, now) {
+		if err != nil || wk.Offline() || s.live.Active(wk, now) {
 			continue
 		}
 		op := fsm.OpWorkerOffline
@@ -159,7 +159,7 @@ func (s *Server) releaseSilentWorker(ctx context.Context, owner string) bool {
 		}
 		cmd := fsm.Cmd{Op: op, WorkerOffline: &fsm.WorkerOffline{WorkerID: wk.ID, SeenAt: wk.LastHeartbeat, Draw: draw()}}
 		if _, err := s.propose(ctx, cmd); err == nil {
-			s.logger.Warn("worker offline: its token is at its cap of worker ids", "worker", wk.ID, "last_seen", s.lastSeen(wk), "request_id", requestID(ctx))
+			s.logger.Warn("worker offline: its token is at its cap of worker ids", "worker", wk.ID, "last_seen", s.live.LastSeen(wk), "request_id", requestID(ctx))
 			return true
 		}
 	}

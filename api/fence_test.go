@@ -152,7 +152,7 @@ func TestFence(t *testing.T) {
 		e := fenceEnv(t)
 		e.call(http.StatusCreated, "POST", "/workers/register", fleet1, `{"id":"w1"}`)
 		e.call(http.StatusForbidden, "POST", "/workers/register", fleet2, `{"id":"w1"}`)
-		e.clock.Add(e.srv.cfg.WorkerOfflineAfter + time.Second)
+		e.clock.Add(e.srv.live.OfflineAfter() + time.Second)
 		e.call(http.StatusCreated, "POST", "/workers/register", fleet2, `{"id":"w1","resources":{"vram_mb":300,"memory_mb":100}}`)
 		e.call(http.StatusForbidden, "POST", "/workers/w1/heartbeat", fleet1, "")
 	})

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/dispatch"
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/internal/testkit/poll"
 	"github.com/workron/workron/raftnode"
@@ -86,9 +87,7 @@ func (e *handoffEnv) parkClaim(ctx context.Context, worker, q string, seq uint64
 }
 
 func (e *handoffEnv) parked() int {
-	e.srv.waiters.mu.Lock()
-	defer e.srv.waiters.mu.Unlock()
-	return len(e.srv.waiters.parked)
+	return e.srv.waiters.Len()
 }
 
 func (e *handoffEnv) waitParked(n int) {
@@ -321,7 +320,7 @@ func TestClaimCarryingAReportIsOneEntry(t *testing.T) {
 }
 
 // A batch submit hands one job to each parked long-poll of its queue, up to
-// maxHandoffs, all in the entry of the submit.
+// dispatch.MaxHandoffs, all in the entry of the submit.
 func TestHandoffBatchTakesOneWaiterPerJob(t *testing.T) {
 	e := newHandoffEnv(t)
 	replies := []<-chan wire.ClaimResponse{e.parkClaim(context.Background(), "w1", "q", 1), e.parkClaim(context.Background(), "w2", "q", 1)}
@@ -344,23 +343,24 @@ func TestHandoffBatchTakesOneWaiterPerJob(t *testing.T) {
 	if !got[out.Jobs[0].ID] || !got[out.Jobs[2].ID] {
 		t.Fatalf("claimed %v, want the two jobs due now (%s, %s)", got, out.Jobs[0].ID, out.Jobs[2].ID)
 	}
-	if n := len(takeN(e, maxHandoffs+5)); n != maxHandoffs {
-		t.Fatalf("a batch of %d due jobs took %d waiters, want maxHandoffs (%d)", maxHandoffs+5, n, maxHandoffs)
+	if n := len(takeN(e, dispatch.MaxHandoffs+5)); n != dispatch.MaxHandoffs {
+		t.Fatalf("a batch of %d due jobs took %d waiters, want dispatch.MaxHandoffs (%d)", dispatch.MaxHandoffs+5, n, dispatch.MaxHandoffs)
 	}
 }
 
 // takeN parks n waiters on queue q directly and lets a batch of n due jobs
 // take them; it returns those taken and unparks the rest.
-func takeN(e *handoffEnv, n int) []*waiter {
+func takeN(e *handoffEnv, n int) []*dispatch.Waiter {
 	jobs := make([]fsm.NewJob, n)
+	parked := make([]*dispatch.Waiter, n)
 	for i := range jobs {
 		jobs[i] = fsm.NewJob{Queue: "q"}
-		e.srv.waiters.park(fsm.Claim{Queues: []string{"q"}})
+		parked[i] = e.srv.waiters.Park(fsm.Claim{Queues: []string{"q"}})
 	}
-	taken := e.srv.takeWaiters(jobs)
-	e.srv.waiters.mu.Lock()
-	e.srv.waiters.parked = nil
-	e.srv.waiters.mu.Unlock()
+	taken := e.srv.waiters.TakeFor(jobs, e.srv.now())
+	for _, w := range parked {
+		e.srv.waiters.Leave(w) // the taken ones stay taken
+	}
 	return taken
 }
 

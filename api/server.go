@@ -28,7 +28,9 @@ import (
 
 	"github.com/workron/workron/api/ui"
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/dispatch"
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/liveness"
 	"github.com/workron/workron/raftnode"
 )
 
@@ -76,9 +78,11 @@ type Config struct {
 	LeaseTTL time.Duration
 	// MaxWait caps a claim's long-poll. Defaults to 60s.
 	MaxWait time.Duration
-	// WorkerOfflineAfter is how long a silent worker is shown active.
-	// Defaults to 3 lease TTLs.
-	WorkerOfflineAfter time.Duration
+	// Liveness is which workers this node counts as alive; the API marks
+	// in it the long-polls and heartbeats it hears. node shares one with
+	// the leader loops. Defaults to a Tracker whose OfflineAfter is 3
+	// lease TTLs.
+	Liveness *liveness.Tracker
 	// MaxBodyBytes caps a request body (413 beyond). Defaults to 1 MiB.
 	MaxBodyBytes int64
 	// MaxBatchBodyBytes caps a batch submit's body. Defaults to 32 MiB.
@@ -238,16 +242,15 @@ type Server struct {
 	// polls holds a token per claim long-polling on this node.
 	polls chan struct{}
 
-	// lastPoll is when each worker last long-polled this node (worker id to
-	// time.Time). Idle workers poll without writing to the log, so this
-	// in-memory mark is what shows them active.
-	lastPoll sync.Map
+	// live is which workers this node counts as alive; the API marks the
+	// long-polls and heartbeats it hears (Config.Liveness).
+	live *liveness.Tracker
 
 	// claiming limits concurrent long-poll claims to the jobs ready.
-	claiming claimGate
+	claiming dispatch.Gate
 	// waiters are the long-polls parked for a submit to hand them a job
 	// (handoff.go).
-	waiters waiters
+	waiters dispatch.Waiters
 
 	// draining is closed by Drain: long-polls end, forwarded ones are cut.
 	draining  chan struct{}
@@ -256,9 +259,6 @@ type Server struct {
 
 // New builds a Server; call Handler to serve it.
 func New(cfg Config) (*Server, error) {
-	if cfg.WorkerOfflineAfter == 0 {
-		cfg.WorkerOfflineAfter = 3 * cfg.LeaseTTL
-	}
 	if cfg.MaxBatchBodyBytes == 0 {
 		cfg.MaxBatchBodyBytes = 32 << 20
 	}
@@ -269,6 +269,13 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxBodyBytesInFlight = cmp.Or(cfg.MaxBodyBytesInFlight, def.MaxBodyBytesInFlight)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
+	}
+	if cfg.Liveness == nil {
+		live, err := liveness.New(liveness.Config{OfflineAfter: 3 * cfg.LeaseTTL})
+		if err != nil {
+			return nil, fmt.Errorf("api: worker liveness: %w", err)
+		}
+		cfg.Liveness = live
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -284,6 +291,7 @@ func New(cfg Config) (*Server, error) {
 		cfg:      cfg,
 		node:     cfg.Node,
 		state:    cfg.State,
+		live:     cfg.Liveness,
 		logger:   cfg.Logger.With("component", "api"),
 		mux:      http.NewServeMux(),
 		client:   &http.Client{Transport: newTransport(), Timeout: 10 * time.Second},

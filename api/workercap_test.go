@@ -44,9 +44,9 @@ func TestMaxWorkersPerToken(t *testing.T) {
 
 	// a1 and a2 go silent; a0 polls on. The next new id frees one silent
 	// id (a1, the first), not more.
-	e.clock.Add(e.srv.cfg.WorkerOfflineAfter / 2)
+	e.clock.Add(e.srv.live.OfflineAfter() / 2)
 	e.call(http.StatusCreated, "POST", "/workers/register", fleet1, `{"id":"a0"}`)
-	e.clock.Add(e.srv.cfg.WorkerOfflineAfter/2 + time.Second)
+	e.clock.Add(e.srv.live.OfflineAfter()/2 + time.Second)
 	e.call(http.StatusCreated, "POST", "/workers/register", fleet1, `{"id":"a3"}`)
 	if got := e.srv.state.ActiveWorkerIDs("fleet1"); strings.Join(got, ",") != "a0,a2,a3" {
 		t.Fatalf("fleet1's active ids %v, want a0,a2,a3", got)

@@ -83,7 +83,7 @@ func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: hb})
 	if !errors.Is(err, fsm.ErrForbidden) {
-		s.lastPoll.Store(hb.WorkerID, time.Now()) // heard from, unless from another token
+		s.live.Heard(hb.WorkerID, time.Now()) // heard from, unless from another token
 	}
 	if err != nil {
 		s.fail(w, r, err)
@@ -147,9 +147,9 @@ func (s *Server) handleDeleteWorker(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	if s.active(wk, s.cfg.Now()) {
+	if s.live.Active(wk, s.cfg.Now()) {
 		s.fail(w, r, fmt.Errorf("worker %s is active (last heard from %s); stop it first, or wait until it counts as offline: %w",
-			id, s.lastSeen(wk).UTC().Format(time.RFC3339), fsm.ErrConflict))
+			id, s.live.LastSeen(wk).UTC().Format(time.RFC3339), fsm.ErrConflict))
 		return
 	}
 	cmd := fsm.Cmd{Op: fsm.OpForgetWorker, ForgetWorker: &fsm.ForgetWorker{WorkerID: id, SeenAt: wk.LastHeartbeat}}
@@ -157,16 +157,17 @@ func (s *Server) handleDeleteWorker(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	s.lastPoll.Delete(id)
+	s.live.Forget(id)
 	s.logger.Info("worker forgotten", "worker", id, "request_id", requestID(r.Context()))
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// workerWire shows a worker, active unless silent for WorkerOfflineAfter.
+// workerWire shows a worker, active unless silent for the liveness
+// tracker's OfflineAfter.
 func (s *Server) workerWire(w *store.Worker, running int) wire.Worker {
-	seen := s.lastSeen(w)
+	seen := s.live.LastSeen(w)
 	status := "active"
-	if s.cfg.Now().Sub(seen) > s.cfg.WorkerOfflineAfter {
+	if s.cfg.Now().Sub(seen) > s.live.OfflineAfter() {
 		status = "offline"
 	}
 	return wire.Worker{
@@ -177,29 +178,8 @@ func (s *Server) workerWire(w *store.Worker, running int) wire.Worker {
 	}
 }
 
-// lastSeen is when this node last heard from a worker: its stored last
-// heartbeat, or a later long-poll or heartbeat seen here.
-func (s *Server) lastSeen(w *store.Worker) time.Time {
-	seen := time.Unix(0, w.LastHeartbeat)
-	if t, ok := s.lastPoll.Load(w.ID); ok && t.(time.Time).After(seen) {
-		seen = t.(time.Time)
-	}
-	return seen
-}
-
-// active reports whether this node (the leader, for decisions) counts a
-// worker as alive at now: heard from within WorkerOfflineAfter and not
-// declared offline since.
-func (s *Server) active(w *store.Worker, now time.Time) bool {
-	seen := s.lastSeen(w)
-	if w.OfflineAt != 0 && w.OfflineAt >= seen.UnixNano() {
-		return false
-	}
-	return now.Sub(seen) <= s.cfg.WorkerOfflineAfter
-}
-
 // activeWorkers lists the workers active at now, by id, from the FSM's
 // copy of their records: none is decoded.
 func (s *Server) activeWorkers(now time.Time) []*store.Worker {
-	return s.state.WorkersWhere(func(w *store.Worker) bool { return s.active(w, now) })
+	return s.state.WorkersWhere(func(w *store.Worker) bool { return s.live.Active(w, now) })
 }

@@ -45,7 +45,7 @@ func TestDeleteWorker(t *testing.T) {
 			t.Fatalf("got %d %+v, want 409", code, werr)
 		}
 	})
-	e.clock.Add(e.srv.cfg.WorkerOfflineAfter + time.Second)
+	e.clock.Add(e.srv.live.OfflineAfter() + time.Second)
 	t.Run("AnOfflineWorkerHoldingALeaseIsRefused", func(t *testing.T) {
 		if code, werr := e.do(http.MethodDelete, "/workers/busy", nil, nil); code != http.StatusConflict {
 			t.Fatalf("got %d %+v, want 409", code, werr)

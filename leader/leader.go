@@ -43,7 +43,7 @@ type Recorder interface {
 
 // Liveness says which workers this node counts as alive. It knows the
 // long-polls seen on this node, which leave no trace in the log
-// (api.Server implements it).
+// (*liveness.Tracker implements it; node hands the API's to the loops).
 type Liveness interface {
 	// Active reports whether w counts as alive at now. Admission calls it
 	// under the FSM's lock (AdmissionState.WorkersWhere): it must be quick

@@ -1,8 +1,9 @@
 // Package node assembles one Workron node from one Config: the Raft member
 // (raftnode), the HTTP API (api) behind a net/http server with its limits
 // and TLS, the leader loops (leader) that Raft starts and stops
-// with leadership, and the API's background work (announcing this node,
-// watching the members' protocols). Start brings them up in that order and
+// with leadership, the worker liveness (liveness) both of them read, and
+// the API's background work (announcing this node, watching the members'
+// protocols). Start brings them up in that order and
 // Shutdown takes them down HTTP first, Raft last. The binary, the test
 // clusters and the bench start nodes only through it. It holds no rule of
 // its own: it wires, and it keeps the order.
@@ -25,6 +26,7 @@ import (
 	"github.com/workron/workron/internal/connlimit"
 	"github.com/workron/workron/internal/telemetry"
 	"github.com/workron/workron/leader"
+	"github.com/workron/workron/liveness"
 	"github.com/workron/workron/raftnode"
 )
 
@@ -38,12 +40,18 @@ type Config struct {
 	// AdvertiseHTTP, when empty, to the listener's address; ClientTLS and
 	// JoinNeedsMemberCert from TLS, when given; CheckHost when the
 	// listener is on loopback or AllowedHosts names hosts; Now, when nil,
-	// to the Raft node's cluster time; Logger, when nil.
+	// to the Raft node's cluster time; Logger, when nil; Liveness, to the
+	// tracker built from Liveness below.
 	API api.Config
 	// Leader gives the timings of the leader loops. Start fills their
-	// dependencies, and takes the lease TTL (Reaper.LeaseTTL), the worker
-	// timeout (Admission.WorkerOfflineAfter) and the clock from API.
+	// dependencies, takes the lease TTL (Reaper.LeaseTTL) and the clock
+	// from API, and the worker timeout (Admission.WorkerOfflineAfter) from
+	// Liveness.
 	Leader leader.Config
+	// Liveness configures which workers the node counts as alive, one
+	// tracker shared by the API and the leader loops. OfflineAfter
+	// defaults to 3 API.LeaseTTLs.
+	Liveness liveness.Config
 
 	// HTTPAddr is the host:port the API listens on; port 0 picks one (see
 	// Node.Addr). Required unless Listener is set.
@@ -224,6 +232,13 @@ func start(cfg Config, ln net.Listener) (*Node, error) {
 		return nil, errors.Join(err, n.traces.Shutdown(context.Background()))
 	}
 	ac.Node, ac.State = n.raft, n.raft.FSM()
+	lv := cfg.Liveness
+	if lv.OfflineAfter == 0 {
+		lv.OfflineAfter = 3 * ac.LeaseTTL
+	}
+	if ac.Liveness, err = liveness.New(lv); err != nil {
+		return nil, errors.Join(fmt.Errorf("worker liveness: %w", err), n.raft.Shutdown(), n.traces.Shutdown(context.Background()))
+	}
 	if ac.Now == nil {
 		ac.Now = n.raft.Now // the cluster time: never behind the log's
 	}
@@ -271,9 +286,9 @@ func loopbackAddr(a net.Addr) bool {
 func newLeadership(cfg Config, ac api.Config, n *Node) (*leader.Leadership, error) {
 	lc := cfg.Leader
 	lc.Reaper.LeaseTTL = ac.LeaseTTL
-	lc.Admission.WorkerOfflineAfter = n.api.WorkerOfflineAfter()
+	lc.Admission.WorkerOfflineAfter = ac.Liveness.OfflineAfter()
 	lc.Proposer, lc.State = n.raft, n.raft.FSM()
-	lc.Recorder, lc.Liveness, lc.Establish = n.api, n.api, n.api.RecordAddress
+	lc.Recorder, lc.Liveness, lc.Establish = n.api, ac.Liveness, n.api.RecordAddress
 	lc.Now = ac.Now
 	if lc.Logger == nil {
 		lc.Logger = ac.Logger

@@ -30,7 +30,7 @@ func (f *gangFlags) configure(nc *wnode.Config) error {
 	if f.maxWorkersPerToken < 1 {
 		return fmt.Errorf("--max-workers-per-token must be at least 1, got %d", f.maxWorkersPerToken)
 	}
-	nc.API.WorkerOfflineAfter = f.offlineAfter
+	nc.Liveness.OfflineAfter = f.offlineAfter
 	nc.API.MaxWorkersPerToken = f.maxWorkersPerToken
 	a := &nc.Leader.Admission
 	a.ReserveTimeout, a.DrainTimeout, a.Interval = f.reserveTimeout, f.drainTimeout, f.admissionInterval
