@@ -11,6 +11,7 @@
 //	rule                                   file
 //	submit (ids, templates, idempotency)   submit.go
 //	claim, the claim order, queue pauses   claim.go; index.go (best: the one picker)
+//	a claim's byte budget                  claim_bytes.go
 //	an attempt's start and fencing token   claim.go (startAttempt)
 //	heartbeat, lease renewal, lost replies lease.go
 //	report, expire, retry with backoff     finish.go
@@ -29,13 +30,15 @@
 //	pruning idle key buckets               prune.go
 //	time limits held a job (Result.Held)   flow_held.go (heldClock; in memory only), pause.go (pauses run it)
 //	fairness (rotation over a queue's keys) fair.go
-//	rate-limited and snoozed attempts      pause.go
+//	rate-limited and snoozed attempts      pause.go; pause_bounds.go (bounds, protocol 4), pause_lift.go
 //	in-memory indexes (ready, leases)      index.go; intern.go (the pending items hold no pointers)
 //	retention (expiry and delete)          retention.go
 //	workers (register, offline, forget)    worker.go; workercap.go (a token's cap of active ids)
 //	key and size limits of a command       limits.go
+//	the FSM: Apply, snapshots, restore     fsm.go (and the bounds on what it keeps)
+//	rejections (sentinels, typed errors)   errors.go
 //	command types, encoding, decoding      command.go, encoding.go, decode.go
-//	protocol versions of ops               protocol.go
+//	protocol versions of ops               protocol.go; protocol_version*.go (this binary's, by build tag)
 //	reads for the API and the leader loops read.go, oldest.go
 //
 // # Commands
