@@ -21,7 +21,9 @@ const claimRetryPause = 5 * time.Millisecond
 // state holds a job this worker could take.
 func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 	s.live.Heard(a.cmd.WorkerID, time.Now())
-	defer s.live.Heard(a.cmd.WorkerID, time.Now())
+	// The end of the poll counts too: a deferred call's arguments are read
+	// when it is deferred, so the time is read inside the closure.
+	defer func() { s.live.Heard(a.cmd.WorkerID, time.Now()) }()
 	deadline := time.Now().Add(a.wait)
 	gatedLooks := 0
 	for {

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/workron/workron/store"
 )
 
 // TestClaimThatMayNotWaitWaitsForAClaimInFlight: a job is ready, but as
@@ -43,5 +45,22 @@ func TestClaimThatMayNotWaitWaitsForAClaimInFlight(t *testing.T) {
 	rec := <-done
 	if rec.Code != http.StatusOK || !strings.Contains(rec.Body.String(), `"lease"`) {
 		t.Fatalf("a claim beside a ready job came back without it: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// TestLongPollCountsAsHeardWhenItEnds: a worker long-polling an empty
+// queue is heard from when its poll ends, not only when it began, so a
+// poll longer than the offline window does not make it look silent.
+func TestLongPollCountsAsHeardWhenItEnds(t *testing.T) {
+	e := newSchedEnv(t, time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), nil)
+	const wait = 300 * time.Millisecond
+	began := time.Now()
+	rec := httptest.NewRecorder()
+	e.h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/jobs/claim", strings.NewReader(`{"worker_id":"w","shell":true,"wait":"300ms"}`)))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("claim: %d %s", rec.Code, rec.Body)
+	}
+	if seen := e.srv.live.LastSeen(&store.Worker{ID: "w"}); seen.Before(began.Add(wait)) {
+		t.Fatalf("last seen %v after a poll that began %v and waited %v: the end of the poll was not counted", seen, began, wait)
 	}
 }
