@@ -52,6 +52,7 @@ var routeRoles = map[string]Role{
 	"POST /jobs":                     RoleClient,
 	"POST /jobs/batch":               RoleClient,
 	"GET /jobs":                      RoleClient,
+	"GET /jobs/count":                RoleClient,
 	"GET /jobs/{id}":                 RoleClient,
 	"POST /jobs/{id}/cancel":         RoleClient,
 	"POST /jobs/{id}/retry":          RoleClient,

@@ -3,6 +3,7 @@ package api
 import (
 	"time"
 
+	"github.com/workron/workron/api/jobfilter"
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/store"
 )
@@ -15,7 +16,7 @@ func toWire(j *store.Job, now int64) wire.Job {
 		Type:           j.Type,
 		Payload:        j.Payload,
 		Env:            j.Env,
-		Status:         string(j.Status),
+		Status:         jobfilter.ShownStatus(j, now),
 		Queue:          j.Queue,
 		Priority:       j.Priority,
 		Attempts:       j.Attempts,
@@ -32,9 +33,6 @@ func toWire(j *store.Job, now int64) wire.Job {
 		LastError:      j.LastError,
 		ConcurrencyKey: j.ConcurrencyKey,
 		TraceParent:    j.TraceParent,
-	}
-	if j.Status == store.StatusPending && j.RunAt > now {
-		out.Status = wire.StatusScheduled
 	}
 	if j.Status == store.StatusPending || j.Status == store.StatusBlocked {
 		// Waiting again after an attempt (a retry, a lost lease): the

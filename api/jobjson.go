@@ -28,6 +28,12 @@ func writeJobList(w http.ResponseWriter, status int, list wire.JobList) {
 	if list.NextCursor != "" {
 		b = appendJSONString(append(b, `,"next_cursor":`...), list.NextCursor)
 	}
+	if list.Scanned != 0 {
+		b = strconv.AppendInt(append(b, `,"scanned":`...), int64(list.Scanned), 10)
+	}
+	if list.Partial {
+		b = append(b, `,"partial":true`...)
+	}
 	if len(list.Warnings) > 0 {
 		b = appendStrings(append(b, `,"warnings":`...), list.Warnings)
 	}

@@ -146,6 +146,8 @@ func TestWriteJobListFieldByField(t *testing.T) {
 	}
 	sameAsWriteJSON(t, wire.JobList{})
 	sameAsWriteJSON(t, wire.JobList{Jobs: []wire.Job{}})
+	sameAsWriteJSON(t, wire.JobList{Jobs: []wire.Job{}, NextCursor: "12", Scanned: 10000, Partial: true})
+	sameAsWriteJSON(t, wire.JobList{Jobs: []wire.Job{}, Scanned: -1})
 }
 
 // TestWriteClaimReplyFieldByField does for the reply of a claim what

@@ -13,20 +13,6 @@ import (
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/fsm"
-	"github.com/workron/workron/store"
-)
-
-// Listing limits. A filtered list (by metadata, queue, or the pending and
-// scheduled statuses, which the status index does not separate) examines at
-// most MaxListScan jobs, or MaxListScanBytes of their records, per request;
-// a page that runs out of that budget ends early, perhaps empty, with a
-// next_cursor to go on from.
-const (
-	DefaultListLimit = 50
-	MaxListLimit     = 1000
-	MaxListScan      = 10_000
-	MaxListScanBytes = 8 << 20
-	MaxListFilters   = 16 // metadata.K=V parameters
 )
 
 func (s *Server) now() int64 { return s.cfg.Now().UnixNano() }
@@ -247,88 +233,6 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	out := toWire(j, s.now())
 	s.waitView().explain(&out, j)
 	writeJSON(w, http.StatusOK, out)
-}
-
-// handleList serves GET /jobs?status=&queue=&limit=&cursor=&metadata.k=v.
-func (s *Server) handleList(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	limit := DefaultListLimit
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > MaxListLimit {
-			s.fail(w, r, invalid("limit", "must be a number from 1 to %d, got %q", MaxListLimit, v))
-			return
-		}
-		limit = n
-	}
-	var before uint64
-	if v := q.Get("cursor"); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		if err != nil || n == 0 {
-			s.fail(w, r, invalid("cursor", "%q is not a cursor from a previous page", v))
-			return
-		}
-		before = n
-	}
-	now := s.now()
-	status, match, err := listFilter(q.Get("status"), q.Get("queue"), q, now)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	jobs, next, err := s.state.ListJobs(store.ListQuery{Status: status, Before: before, Limit: limit, Match: match, Scan: MaxListScan, ScanBytes: MaxListScanBytes})
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	out := wire.JobList{Jobs: toWireList(jobs, now)}
-	s.explainAll(out.Jobs, jobs)
-	if next != 0 {
-		out.NextCursor = strconv.FormatUint(next, 10)
-	}
-	writeJobList(w, http.StatusOK, out)
-}
-
-// listFilter turns query parameters into a status index and a filter.
-func listFilter(status, queue string, q map[string][]string, now int64) (store.Status, func(*store.Job) bool, error) {
-	var preds []func(*store.Job) bool
-	st := store.Status(status)
-	switch status {
-	case "":
-	case wire.StatusScheduled:
-		st = store.StatusPending
-		preds = append(preds, func(j *store.Job) bool { return j.RunAt > now })
-	case wire.StatusPending:
-		preds = append(preds, func(j *store.Job) bool { return j.RunAt <= now })
-	default:
-		if !st.Valid() {
-			return "", nil, invalid("status", "%q is not one of blocked, scheduled, pending, reserved, running, cancelling, done, failed, cancelled", status)
-		}
-	}
-	if queue != "" {
-		preds = append(preds, func(j *store.Job) bool { return j.Queue == queue })
-	}
-	filters := 0
-	for k, vs := range q {
-		if name, ok := strings.CutPrefix(k, "metadata."); ok && len(vs) > 0 {
-			if filters++; filters > MaxListFilters {
-				return "", nil, invalid("metadata", "more than %d metadata.K=V filters", MaxListFilters)
-			}
-			want := vs[0]
-			preds = append(preds, func(j *store.Job) bool { v, ok := j.Metadata[name]; return ok && v == want })
-		}
-	}
-	if len(preds) == 0 {
-		return st, nil, nil
-	}
-	return st, func(j *store.Job) bool {
-		for _, p := range preds {
-			if !p(j) {
-				return false
-			}
-		}
-		return true
-	}, nil
 }
 
 // handleCancel cancels a job and, unless ?cascade=false, its blocked

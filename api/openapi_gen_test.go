@@ -62,6 +62,7 @@ var noBody = apiContent{}
 
 var (
 	oaStale   = apiParam{name: "stale", typ: "string", doc: "1 or true: read this node's own state instead of the leader's"}
+	oaFilter  = apiParam{name: "filter", typ: "string", doc: `a filter expression (docs/api.md, Filters), e.g. status == "failed" and last_error contains "timeout"`}
 	oaCascade = apiParam{name: "cascade", typ: "string", doc: "false: leave the job's dependents alone"}
 	oaEpoch   = apiParam{name: "epoch", typ: "integer", doc: "the preemption epoch the task was told", required: true}
 	// oaTrace is the W3C trace context header (docs/observability.md, Tracing).
@@ -83,6 +84,7 @@ var apiOps = []apiOp{
 		header: append(slices.Clone(oaTrace), oaPrefer), replies: map[int]apiContent{201: oaBatchReply}},
 	{pattern: "GET /jobs", summary: "List jobs, newest first; metadata.KEY=VALUE parameters filter by metadata",
 		query: []apiParam{
+			oaFilter,
 			{name: "status", typ: "string", doc: "a job status"},
 			{name: "queue", typ: "string"},
 			{name: "limit", typ: "integer", doc: "page size"},
@@ -90,6 +92,15 @@ var apiOps = []apiOp{
 			oaStale,
 		},
 		replies: map[int]apiContent{200: replyJSON(wire.JobList{})}},
+	{pattern: "GET /jobs/count", summary: "Count the jobs a filter keeps, by status; metadata.KEY=VALUE parameters filter by metadata",
+		query: []apiParam{
+			oaFilter,
+			{name: "status", typ: "string", doc: "a job status"},
+			{name: "queue", typ: "string"},
+			{name: "cursor", typ: "string", doc: "next_cursor of a count that was not exact"},
+			oaStale,
+		},
+		replies: map[int]apiContent{200: replyJSON(wire.JobCount{})}},
 	{pattern: "GET /jobs/next", summary: "The v0 worker API's claim of one job",
 		query: []apiParam{
 			{name: "worker_id", typ: "string", required: true},

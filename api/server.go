@@ -160,6 +160,14 @@ type Config struct {
 	// AllowedHosts are the host names (without port) CheckHost serves
 	// besides those; "*" serves every Host.
 	AllowedHosts []string
+	// ListScan caps the jobs one page of GET /jobs examines; a page that
+	// reaches it ends early, marked partial. Defaults to MaxListScan.
+	ListScan int
+	// CountScan caps the jobs one GET /jobs/count examines; a count that
+	// reaches it is not exact and gives a cursor to go on from. Defaults
+	// to MaxCountScan.
+	CountScan int
+
 	// Pprof serves the Go runtime's profiles (net/http/pprof) under
 	// /debug/pprof/, admin-only with Auth. Defaults to false: the routes are
 	// not registered and answer 404.
@@ -180,6 +188,8 @@ func DefaultConfig() Config {
 		MaxWorkersPerToken:   1000,
 		Retention:            168 * time.Hour,
 		LeaderWait:           5 * time.Second,
+		ListScan:             MaxListScan,
+		CountScan:            MaxCountScan,
 	}
 }
 
@@ -209,6 +219,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: MaxWorkersPerToken must not be negative, got %d", c.MaxWorkersPerToken)
 	case c.Retention < 0:
 		return fmt.Errorf("api: Retention must not be negative")
+	case c.ListScan < 0 || c.CountScan < 0:
+		return fmt.Errorf("api: ListScan and CountScan must not be negative, got %d and %d", c.ListScan, c.CountScan)
 	case c.LeaderWait < 0 || c.LeaderWait > time.Minute:
 		return fmt.Errorf("api: LeaderWait must be between 0 and 1m, got %s", c.LeaderWait)
 	}
@@ -325,6 +337,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /jobs", w(s.handleSubmit))
 	s.mux.HandleFunc("POST /jobs/batch", big(s.handleBatchSubmit))
 	s.mux.HandleFunc("GET /jobs", r(s.handleList))
+	s.mux.HandleFunc("GET /jobs/count", r(s.handleCount))
 	s.mux.HandleFunc("GET /jobs/next", w(s.handleNext))
 	s.mux.HandleFunc("POST /jobs/claim", w(s.handleClaim))
 	s.mux.HandleFunc("POST /jobs/reports", big(s.handleBatchReport))

@@ -113,27 +113,31 @@ var timeFields = map[string]func(*store.Job) int64{
 const fieldNames = "id, status, queue, type, priority, attempts, max_attempts, worker_id (or worker), concurrency_key, schedule, gang_id, " +
 	"command, last_error, created_at, run_at, started_at, done_at, metadata"
 
-// statuses are the statuses the API shows, which a status filter may name.
-var statuses = []string{"blocked", "scheduled", "pending", "reserved", "running", "cancelling", "done", "failed", "cancelled"}
+// Statuses are the statuses the API shows, which a status filter may name.
+var Statuses = []string{"blocked", "scheduled", "pending", "reserved", "running", "cancelling", "done", "failed", "cancelled"}
+
+// ShownStatus is the status the API shows for j at now: a pending job
+// whose run time is still ahead is "scheduled".
+func ShownStatus(j *store.Job, now int64) string {
+	if j.Status == store.StatusPending && j.RunAt > now {
+		return "scheduled"
+	}
+	return string(j.Status)
+}
 
 // status compiles a match on the status the API shows (toWire's):
 // a pending job whose run time is ahead is "scheduled".
 func (c *compiler) status(m *grammar.MatchExpression, cmp string) (matchFn, error) {
 	now := c.now
-	get := func(j *store.Job) string {
-		if j.Status == store.StatusPending && j.RunAt > now {
-			return "scheduled"
-		}
-		return string(j.Status)
-	}
+	get := func(j *store.Job) string { return ShownStatus(j, now) }
 	if (m.Operator == grammar.MatchEqual || m.Operator == grammar.MatchNotEqual) && cmp == "" {
 		v := m.Value.Raw
 		ok := false
-		for _, s := range statuses {
+		for _, s := range Statuses {
 			ok = ok || s == v
 		}
 		if !ok {
-			return nil, c.errAt(v, fmt.Sprintf("status %q is not one of %s", v, strings.Join(statuses, ", ")))
+			return nil, c.errAt(v, fmt.Sprintf("status %q is not one of %s", v, strings.Join(Statuses, ", ")))
 		}
 	}
 	return c.str(m, "status", cmp, get)

@@ -276,9 +276,32 @@ type Attempt struct {
 type JobList struct {
 	Jobs       []Job  `json:"jobs"`
 	NextCursor string `json:"next_cursor,omitempty"`
+	// Scanned, in the reply of GET /jobs, is how many jobs the server
+	// examined for this page (absent: none).
+	Scanned int `json:"scanned,omitempty"`
+	// Partial, in the reply of GET /jobs, says the page ended before it
+	// was full because the server's scan budget ran out, not because the
+	// jobs did: more may match from NextCursor on. A page without
+	// NextCursor is the last; one with NextCursor and without Partial is
+	// full.
+	Partial bool `json:"partial,omitempty"`
 	// Warnings, in the reply of POST /jobs/batch only, name what the
 	// server ignored in the request, e.g. `unknown field "jobs[1].priorty"`.
 	Warnings []string `json:"warnings,omitempty"`
+}
+
+// JobCount is the reply of GET /jobs/count: how many jobs, of those the
+// request examined, its filter keeps, in all and by status (the status the
+// API shows, "scheduled" included; statuses with none are absent). Exact
+// says the count covers every job from the cursor on; otherwise the scan
+// budget ran out after Scanned jobs, and the request again with
+// NextCursor counts the rest (add the counts up).
+type JobCount struct {
+	Count      int            `json:"count"`
+	ByStatus   map[string]int `json:"by_status"`
+	Exact      bool           `json:"exact"`
+	Scanned    int            `json:"scanned"`
+	NextCursor string         `json:"next_cursor,omitempty"`
 }
 
 // MaxQueues is the most queues a claim or a registered worker may name, and
