@@ -225,7 +225,8 @@ func (c *cli) warn(warnings []string) {
 }
 
 const jobsUsage = `jobs: give one of
-  ls [--status S] [--queue Q] [--metadata K=V]... [--limit N] [--cursor C]
+  ls [--filter EXPR] [--status S] [--queue Q] [--metadata K=V]... [--limit N] [--cursor C]
+  count [--filter EXPR] [--status S] [--queue Q] [--metadata K=V]...
   get ID
   cancel ID [--no-cascade] | retry ID [--no-cascade]
   wait ID [--timeout D]`
@@ -242,19 +243,17 @@ func (c *cli) jobs(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	}
 	sub, args := args[0], args[1:]
 	fs.Init("jobs "+sub, flag.ContinueOnError)
+	switch sub {
+	case "ls", "list":
+		return c.jobsList(ctx, fs, sub, args)
+	case "count":
+		return c.jobsCount(ctx, fs, args)
+	}
 	var (
-		opts    client.ListOptions
-		meta    kvFlag
 		act     client.ActionOptions
 		timeout time.Duration
 	)
 	switch sub {
-	case "ls", "list":
-		fs.StringVar(&opts.Status, "status", "", "only jobs in this status")
-		fs.StringVar(&opts.Queue, "queue", "", "only jobs in this queue")
-		fs.Var(&meta, "metadata", "only jobs whose metadata has `K=V`; repeatable, all must match")
-		fs.IntVar(&opts.Limit, "limit", 20, "at most this many")
-		fs.StringVar(&opts.Cursor, "cursor", "", "next_cursor of a previous page")
 	case "cancel", "retry":
 		fs.BoolVar(&act.NoCascade, "no-cascade", false, "leave the jobs that depend on this one alone (?cascade=false)")
 	case "wait":
@@ -269,17 +268,6 @@ func (c *cli) jobs(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	}
 	if err := c.connect(); err != nil {
 		return err
-	}
-	if sub == "ls" || sub == "list" {
-		if len(pos) > 0 {
-			return fmt.Errorf("jobs %s: unexpected %q", sub, pos[0])
-		}
-		opts.Metadata = meta.m
-		list, err := c.client.List(ctx, opts)
-		if err != nil {
-			return err
-		}
-		return c.print(list, func() { c.printJobs(list) })
 	}
 	if len(pos) != 1 {
 		return fmt.Errorf("jobs %s: give exactly one job id", sub)

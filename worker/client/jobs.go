@@ -121,8 +121,12 @@ func (c *Client) Get(ctx context.Context, id string) (*wire.Job, error) {
 	return &out, nil
 }
 
-// ListOptions filter and page GET /jobs. Zero fields are left out.
+// ListOptions filter and page GET /jobs (and GET /jobs/count, which takes
+// no Limit). Zero fields are left out; every one given must hold.
 type ListOptions struct {
+	// Filter is an expression of the filter language (docs/api.md,
+	// Filters), e.g. `status == "failed" and queue == "emails"`.
+	Filter string
 	Status string // one of the wire.Status* values, or "scheduled"
 	Queue  string
 	Limit  int    // page size; the server applies its default and cap
@@ -132,16 +136,41 @@ type ListOptions struct {
 	Metadata map[string]string
 }
 
-// List returns one page of jobs, newest first (GET /jobs).
+// List returns one page of jobs, newest first (GET /jobs). A page may hold
+// fewer than Limit jobs with a NextCursor when the server's scan budget ran
+// out first (Partial); ask again from NextCursor for the rest.
 func (c *Client) List(ctx context.Context, opts ListOptions) (*wire.JobList, error) {
+	var out wire.JobList
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs", query: opts.query(true), out: &out, idempotent: true}); err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	return &out, nil
+}
+
+// Count counts the jobs opts keeps, by status (GET /jobs/count; Limit is
+// not used). A count that is not Exact covers the jobs up to NextCursor:
+// ask again from there and add the counts up.
+func (c *Client) Count(ctx context.Context, opts ListOptions) (*wire.JobCount, error) {
+	var out wire.JobCount
+	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs/count", query: opts.query(false), out: &out, idempotent: true}); err != nil {
+		return nil, fmt.Errorf("count jobs: %w", err)
+	}
+	return &out, nil
+}
+
+// query is opts as GET /jobs's query, with the limit or not.
+func (opts ListOptions) query(limit bool) url.Values {
 	q := url.Values{}
+	if opts.Filter != "" {
+		q.Set("filter", opts.Filter)
+	}
 	if opts.Status != "" {
 		q.Set("status", opts.Status)
 	}
 	if opts.Queue != "" {
 		q.Set("queue", opts.Queue)
 	}
-	if opts.Limit > 0 {
+	if limit && opts.Limit > 0 {
 		q.Set("limit", strconv.Itoa(opts.Limit))
 	}
 	if opts.Cursor != "" {
@@ -150,11 +179,7 @@ func (c *Client) List(ctx context.Context, opts ListOptions) (*wire.JobList, err
 	for k, v := range opts.Metadata {
 		q.Set("metadata."+k, v)
 	}
-	var out wire.JobList
-	if _, err := c.do(ctx, call{method: http.MethodGet, path: "/jobs", query: q, out: &out, idempotent: true}); err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
-	}
-	return &out, nil
+	return q
 }
 
 // Cancel asks the server to cancel a job (POST /jobs/{id}/cancel) and returns
