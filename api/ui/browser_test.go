@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,6 +93,29 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.do(chromedp.Navigate(dash + "#/jobs?status=failed"))
 		b.waitFor("only the failed job listed", fmt.Sprintf(
 			`document.querySelectorAll('tr[data-job-id]').length === 1 && rowStatus(%q) === "failed"`, jobs.failed))
+	})
+
+	t.Run("AFilterNarrowsTheListAndCountsItsStatuses", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/jobs"))
+		b.do(chromedp.SendKeys(chromedp.CSS(`input[data-test="job-filter"]`), `queue == "email" and command contains "send-digest"`))
+		b.click(`button[data-action="apply-filter"]`)
+		var want wire.JobCount
+		cl.call(http.MethodGet, "/jobs/count?filter="+url.QueryEscape(`queue == "email" and command contains "send-digest"`), nil, &want, http.StatusOK)
+		if want.Count != 3 || want.ByStatus["failed"] != 1 || want.ByStatus["pending"] != 2 {
+			t.Fatalf("the API counts %+v, want the 3 digests: 1 failed, 2 pending", want)
+		}
+		b.waitFor("the three digests listed", fmt.Sprintf(
+			`document.querySelectorAll('tr[data-job-id]').length === 3 && rowStatus(%q) === "failed" && [...document.querySelectorAll('tr[data-job-id]')].every((r) => r.textContent.includes('send-digest'))`, jobs.failed))
+		b.waitFor("the filter's counts on the tabs", `tabCount("all") === "3" && tabCount("failed") === "1" && tabCount("pending") === "2" && tabCount("done") === "0"`)
+		b.click(`a.tab[data-status="failed"]`)
+		b.waitFor("the failed digest alone, the counts kept", fmt.Sprintf(
+			`document.querySelectorAll('tr[data-job-id]').length === 1 && rowStatus(%q) === "failed" && tabCount("pending") === "2"`, jobs.failed))
+
+		b.do(chromedp.Navigate(dash + "#/jobs?filter=" + url.QueryEscape(`queue = "email"`)))
+		b.waitFor("the server's word on the bad filter in the banner", `!document.getElementById("banner").hidden && document.getElementById("banner").dataset.code === "invalid" && document.getElementById("banner").textContent.includes("filter: at column 7")`)
+		b.click(`button[data-action="clear-filter"]`)
+		b.waitFor("every job again", fmt.Sprintf(`!!document.querySelector('tr[data-job-id=%q]') && !!document.querySelector('tr[data-job-id=%q]')`, jobs.failed, jobs.fetch))
 	})
 
 	t.Run("JobPageShowsAttemptsAndDependencies", func(t *testing.T) {
@@ -646,6 +670,10 @@ type page struct {
 // helpers are defined in the page for waitFor's expressions.
 const helpers = `window.rowStatus = (id) => {
   const el = document.querySelector('tr[data-job-id="' + id + '"] [data-test="status"]');
+  return el ? el.textContent : null;
+};
+window.tabCount = (status) => {
+  const el = document.querySelector('a.tab[data-status="' + status + '"] .count');
   return el ? el.textContent : null;
 };`
 

@@ -8,6 +8,12 @@
   const REFRESH_MS = 2000;
   const PAGE_SIZES = [25, 50, 100];
   const DEPENDENTS_SCAN = 200; // newest jobs searched for a job's dependents
+  // SCAN_REQUESTS bounds the requests one refresh of the jobs list makes
+  // for a page the server's scan budget cuts short, and COUNT_REQUESTS
+  // those for the counts of a filter: past them the page says how far it
+  // got and Older › goes on, the counts show "N+".
+  const SCAN_REQUESTS = 5;
+  const COUNT_REQUESTS = 2;
   const MAX_PARENTS = 12; // parents fetched for the dependency graph
   const TOKEN_KEY = 'workron.token';
   const PAUSED_KEY = 'workron.refreshPaused';
@@ -433,9 +439,10 @@
   pages.jobs = (view, params) => {
     const status = params.get('status') || '';
     const queue = params.get('queue') || '';
+    const expr = params.get('filter') || ''; // the filter language, docs/api.md
     const limit = Math.min(1000, Math.max(1, Math.floor(Number(params.get('limit'))) || PAGE_SIZES[0]));
     const sizes = PAGE_SIZES.includes(limit) ? PAGE_SIZES : [...PAGE_SIZES, limit].sort((a, b) => a - b);
-    const filter = `${status}|${queue}|${limit}`;
+    const filter = JSON.stringify([status, queue, limit, expr]);
     if (jobsPaging.filter !== filter) Object.assign(jobsPaging, { filter, stack: [], cursor: '' });
 
     const setParam = (k, v) => {
@@ -459,6 +466,15 @@
         if (id) location.hash = `#/jobs/${encodeURIComponent(id)}`;
       },
     }, search, h('button', { type: 'submit' }, 'Open'));
+    const filterInput = h('input', {
+      id: 'job-filter', type: 'search', value: expr, spellcheck: 'false', dataset: { test: 'job-filter' },
+      placeholder: 'Filter, e.g. status == "failed" and last_error contains "timeout" and created_at > now-1h',
+    });
+    const filterForm = h('form', { class: 'search filter-box', onsubmit: (e) => { e.preventDefault(); setParam('filter', filterInput.value.trim()); } },
+      filterInput,
+      h('button', { type: 'submit', dataset: { action: 'apply-filter' } }, 'Filter'),
+      expr && h('button', { type: 'button', class: 'ghost', dataset: { action: 'clear-filter' }, onclick: () => setParam('filter', '') }, 'Clear'));
+    const scanNote = h('div', { id: 'scan-note' });
     const table = h('div', { id: 'jobs-table' });
     const pager = h('div', { class: 'pager', id: 'jobs-pager' });
 
@@ -471,25 +487,41 @@
     view.append(
       h('div', { class: 'page-head' }, h('h1', null, 'Jobs'), h('div', { class: 'row' }, searchForm, newJob)),
       submitForm.card,
+      filterForm,
       h('div', { class: 'toolbar' }, tabs, h('div', { class: 'filters' }, queueSelect, sizeSelect)),
+      scanNote,
       h('div', { class: 'card flush' }, table),
       pager,
     );
 
-    let data = { jobs: [], next: '', queues: [] };
+    let data = { jobs: [], next: '', queues: [], scanned: 0, partial: false, counts: null };
 
     const render = () => {
-      // Status tabs with counts summed over the queues in view.
-      const counts = {};
-      for (const q of data.queues) {
-        if (queue && q.name !== queue) continue;
-        for (const [st, n] of Object.entries(q.counts || {})) counts[st] = (counts[st] || 0) + n;
+      // Status tabs with counts: the filter's (GET /jobs/count) with one,
+      // else summed over the queues in view.
+      let counts = {};
+      let total = 0;
+      let plus = '';
+      if (data.counts) {
+        for (const st of STATUSES) counts[st] = data.counts.by[st] || 0;
+        total = data.counts.total;
+        plus = data.counts.exact ? '' : '+';
+      } else {
+        for (const q of data.queues) {
+          if (queue && q.name !== queue) continue;
+          for (const [st, n] of Object.entries(q.counts || {})) counts[st] = (counts[st] || 0) + n;
+        }
+        total = Object.values(counts).reduce((a, b) => a + b, 0);
       }
-      const total = Object.values(counts).reduce((a, b) => a + b, 0);
-      replace(tabs, { counts, status, queue }, () => [
-        tab('All', '', total),
-        STATUSES.map((st) => tab(st, st, counts[st])),
+      const shown = (n) => (n === undefined ? undefined : `${n}${plus}`);
+      replace(tabs, { counts, total, plus, status, queue }, () => [
+        tab('All', '', shown(total)),
+        STATUSES.map((st) => tab(st, st, shown(counts[st]))),
       ]);
+
+      replace(scanNote, { partial: data.partial, scanned: data.scanned, n: data.jobs.length }, () => data.partial &&
+        h('p', { class: 'muted small-note', dataset: { test: 'scan-note' } },
+          `Examined ${data.scanned.toLocaleString()} jobs and found ${data.jobs.length} so far; Older › looks further.`));
 
       const names = data.queues.map((q) => q.name);
       if (queue && !names.includes(queue)) names.push(queue);
@@ -500,7 +532,7 @@
 
       replace(table, { jobs: data.jobs, armed: [...armed.keys()] }, () => {
         if (!data.jobs.length) {
-          return empty(status || queue ? 'No jobs match these filters.' : 'No jobs yet.',
+          return empty(status || queue || expr ? 'No jobs match these filters.' : 'No jobs yet.',
             `Submit one: curl -X POST ${API_ROOT}/jobs -d '{"command":"echo hello"}'`);
         }
         return h('table', { class: 'table', dataset: { test: 'jobs' } },
@@ -541,17 +573,58 @@
 
     return {
       async refresh() {
-        const q = new URLSearchParams({ limit });
+        const q = new URLSearchParams();
         if (status) q.set('status', status);
         if (queue) q.set('queue', queue);
-        if (jobsPaging.cursor) q.set('cursor', jobsPaging.cursor);
-        const [list, queues] = await Promise.all([get(`jobs?${q}`), getAll('queues', 'queues')]);
-        data = { jobs: list.jobs || [], next: list.next_cursor || '', queues: queues.items };
+        if (expr) q.set('filter', expr);
+        const [list, queues, counts] = await Promise.all([
+          listPage(q, jobsPaging.cursor, limit), getAll('queues', 'queues'), expr ? countAll(expr, queue) : null]);
+        data = { ...list, queues: queues.items, counts };
         render();
       },
       rerender: render,
     };
   };
+
+  // listPage reads a page of limit jobs from cursor (GET /jobs with the
+  // query q), asking again from where the server stopped while its scan
+  // budget cuts the page short, up to SCAN_REQUESTS requests; partial says
+  // the page is still short after them.
+  async function listPage(q, cursor, limit) {
+    const jobs = [];
+    let scanned = 0;
+    for (let i = 1; ; i++) {
+      const p = new URLSearchParams(q);
+      p.set('limit', String(limit - jobs.length));
+      if (cursor) p.set('cursor', cursor);
+      const page = await get(`jobs?${p}`);
+      jobs.push(...(page.jobs || []));
+      scanned += page.scanned || 0;
+      cursor = page.next_cursor || '';
+      const partial = !!page.partial && !!cursor && jobs.length < limit;
+      if (!partial || i >= SCAN_REQUESTS) return { jobs, next: cursor, scanned, partial };
+    }
+  }
+
+  // countAll counts the jobs a filter keeps by status (GET /jobs/count),
+  // following the count's cursor up to COUNT_REQUESTS requests; exact says
+  // whether it got to the end.
+  async function countAll(expr, queue) {
+    const by = {};
+    let total = 0;
+    let cursor = '';
+    for (let i = 0; i < COUNT_REQUESTS; i++) {
+      const p = new URLSearchParams({ filter: expr });
+      if (queue) p.set('queue', queue);
+      if (cursor) p.set('cursor', cursor);
+      const c = await get(`jobs/count?${p}`);
+      total += c.count;
+      for (const [st, n] of Object.entries(c.by_status || {})) by[st] = (by[st] || 0) + n;
+      if (c.exact || !c.next_cursor) return { by, total, exact: true };
+      cursor = c.next_cursor;
+    }
+    return { by, total, exact: false };
+  }
 
   pages.job = (view, params, id) => {
     const head = h('div', { class: 'page-head' });
