@@ -21,6 +21,10 @@
 // "now-2d"); status is the one the API shows, so "scheduled" is a pending
 // job whose run time is still ahead.
 //
+// A filter is bounded before it is parsed (MaxLength, MaxDepth: bexpr's
+// grammar backtracks about four times as much per level of parentheses)
+// and while (a parser step budget, then MaxTerms).
+//
 // The package evaluates the tree itself, over the job's fields, without
 // reflection or allocation per job. It reads no store and no clock: Compile
 // takes the time that "now" and "scheduled" mean.

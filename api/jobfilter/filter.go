@@ -20,8 +20,11 @@ const (
 	// MaxTerms is the most match expressions (field OP value) one filter
 	// holds.
 	MaxTerms = 32
-	// maxParseSteps bounds the parser's work (its backtracking grows with
-	// the nesting of parentheses); a filter that needs more is refused.
+	// MaxDepth is the deepest parentheses may nest: the parser backtracks
+	// about four times as much for each level.
+	MaxDepth = 3
+	// maxParseSteps bounds the parser's work whatever the text; a filter
+	// that needs more is refused.
 	maxParseSteps = 200_000
 )
 
@@ -120,7 +123,7 @@ func parseError(err error, rw *rewritten, text string) error {
 	msg := m[3]
 	switch {
 	case strings.Contains(msg, "max number of expressions"):
-		return &Error{Offset: -1, Msg: "too complex to parse (parentheses nested too deep?)"}
+		return &Error{Offset: -1, Msg: "too complex to parse"}
 	case strings.HasPrefix(msg, "no match found, expected: "):
 		msg = "expected " + strings.TrimPrefix(msg, "no match found, expected: ")
 		if off >= len(rw.text) {

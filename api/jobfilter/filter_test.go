@@ -138,7 +138,9 @@ func TestFilterErrors(t *testing.T) {
 		{`status == "a\"b"`, 11, "string"},
 		{strings.Repeat(`queue == a or `, 32) + `queue == b`, 0, "more than 32 terms"},
 		{`queue == "` + strings.Repeat("x", jobfilter.MaxLength) + `"`, 0, "at most 2048"},
-		{strings.Repeat("(", 40) + `queue == a` + strings.Repeat(")", 40), 0, "too complex"},
+		{strings.Repeat("(", 40) + `queue == a` + strings.Repeat(")", 40), 4, "parentheses nested deeper than 3"},
+		{`(queue == a) and ((b == c or (d == e and (f == g))))`, 42, "parentheses nested deeper than 3"},
+		{strings.Repeat(`((( queue == b or queue == c))) and `, 15) + `queue == d`, 0, "too complex to parse"},
 	}
 	for _, c := range cases {
 		t.Run(c.filter[:min(len(c.filter), 40)], func(t *testing.T) {

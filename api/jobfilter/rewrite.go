@@ -1,6 +1,9 @@
 package jobfilter
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // rewritten is a filter's text as bexpr's grammar is given it, with where
 // each of its bytes came from in the text as typed.
@@ -36,13 +39,15 @@ func (r *rewritten) origin(off, typed int) int {
 // becomes.
 var comparisons = map[string]string{"<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
 
-// rewrite turns each comparison `field OP value` of src, outside string
+// rewrite refuses parentheses nested deeper than MaxDepth (outside string
+// literals), and turns each comparison `field OP value` of src, outside string
 // literals, into `field/OP==value`, which bexpr's grammar parses as a match
 // of the selector "field/OP", and quotes a bare value after it that holds
 // a '-', ':' or '+' (a time such as now-1h or 2026-11-23, a negative
 // number). A comparison not after a field name is an error.
 func rewrite(src string) (*rewritten, error) {
 	r := &rewritten{text: make([]byte, 0, len(src)+16), from: make([]int, 0, len(src)+16)}
+	depth := 0
 	for i := 0; i < len(src); {
 		c := src[i]
 		switch {
@@ -55,6 +60,17 @@ func rewrite(src string) (*rewritten, error) {
 				r.add(src[k], k)
 			}
 			i = stop
+		case c == '(' || c == ')':
+			if c == '(' {
+				depth++
+			} else {
+				depth--
+			}
+			if depth > MaxDepth {
+				return nil, &Error{Offset: i, Msg: fmt.Sprintf("parentheses nested deeper than %d", MaxDepth)}
+			}
+			r.add(c, i)
+			i++
 		case c == '<' || c == '>':
 			op := string(c)
 			if i+1 < len(src) && src[i+1] == '=' {
