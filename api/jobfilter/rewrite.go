@@ -77,7 +77,7 @@ func rewrite(src string) (*rewritten, error) {
 				op += "="
 			}
 			if !afterField(r.text) {
-				return nil, &Error{Offset: i, Msg: op + " compares a field with a value, e.g. created_at > now-1h; put the field first"}
+				return nil, &Error{Offset: i, Msg: op + " compares a number or time field with a value, e.g. created_at > now-1h or priority >= 5; put the field first"}
 			}
 			for len(r.text) > 0 && isSpace(r.text[len(r.text)-1]) {
 				r.text, r.from = r.text[:len(r.text)-1], r.from[:len(r.from)-1]
@@ -118,17 +118,18 @@ func (r *rewritten) quoteBare(src string, i int) int {
 }
 
 // afterField reports whether text ends, but for spaces, with a name that
-// could be a field (letters, digits, '_', '.', starting with a letter).
+// could be a field (letters, digits and '_', starting with a letter, not
+// after a '.': metadata values are text, never compared by order).
 func afterField(text []byte) bool {
 	end := len(text)
 	for end > 0 && isSpace(text[end-1]) {
 		end--
 	}
 	start := end
-	for start > 0 && (isIdent(text[start-1]) || text[start-1] == '.') {
+	for start > 0 && isIdent(text[start-1]) {
 		start--
 	}
-	return start < end && isLetter(text[start])
+	return start < end && isLetter(text[start]) && (start == 0 || text[start-1] != '.')
 }
 
 func isSpace(c byte) bool  { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
