@@ -88,6 +88,17 @@ func TestJobFilters(t *testing.T) {
 		}
 	})
 
+	t.Run("APartialPageGoesOnPastTheLastJobItExamined", func(t *testing.T) {
+		page := list(t, filter(`queue == "q0"`)+"&limit=10")
+		if len(page.Jobs) != 2 || !page.Partial || page.Scanned != 5 || page.NextCursor == "" {
+			t.Fatalf("first page: %d jobs, partial %v, scanned %d; want jobs 18 and 16 of the 5 newest, partial", len(page.Jobs), page.Partial, page.Scanned)
+		}
+		got, scanned, _ := all(t, filter(`queue == "q0"`)+"&limit=10")
+		if len(got) != 10 || scanned != 20 {
+			t.Errorf("%d jobs over %d examined, want the 10 of q0 with each of the 20 jobs examined once", len(got), scanned)
+		}
+	})
+
 	t.Run("AFullPageIsNotPartial", func(t *testing.T) {
 		page := list(t, "limit=3")
 		if len(page.Jobs) != 3 || page.Partial || page.NextCursor == "" || page.Scanned != 3 {
