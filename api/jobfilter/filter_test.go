@@ -76,6 +76,8 @@ func TestFilterMatches(t *testing.T) {
 		{`last_error contains "timeout"`, "failedEmail"},
 		{`last_error matches "i/o time(out)?$"`, "failedEmail"},
 		{`command matches "^make "`, "scheduledReport"},
+		{"command matches `^make\\s+rep`", "scheduledReport"},
+		{`command matches "^echo\\s"`, "pendingOld"},
 		{`command not contains "echo"`, "failedEmail scheduledReport"},
 		{`"report" in command`, "scheduledReport"},
 		{`created_at > now-1h`, "failedEmail"},
