@@ -14,6 +14,7 @@
   // got and Older › goes on, the counts show "N+".
   const SCAN_REQUESTS = 5;
   const COUNT_REQUESTS = 2;
+  const COUNT_EVERY_MS = 10000; // a filter's counts are asked for again this often
   const MAX_PARENTS = 12; // parents fetched for the dependency graph
   const TOKEN_KEY = 'workron.token';
   const PAUSED_KEY = 'workron.refreshPaused';
@@ -578,7 +579,7 @@
         if (queue) q.set('queue', queue);
         if (expr) q.set('filter', expr);
         const [list, queues, counts] = await Promise.all([
-          listPage(q, jobsPaging.cursor, limit), getAll('queues', 'queues'), expr ? countAll(expr, queue) : null]);
+          listPage(q, jobsPaging.cursor, limit), getAll('queues', 'queues'), expr ? countCached(expr, queue) : null]);
         data = { ...list, queues: queues.items, counts };
         render();
       },
@@ -604,6 +605,19 @@
       const partial = !!page.partial && !!cursor && jobs.length < limit;
       if (!partial || i >= SCAN_REQUESTS) return { jobs, next: cursor, scanned, partial };
     }
+  }
+
+  // countCached is countAll's answer for the same filter and queue if it
+  // is less than COUNT_EVERY_MS old: a count may examine many jobs, the
+  // list refreshes every REFRESH_MS.
+  const countCache = { key: '', at: 0, value: null };
+  async function countCached(expr, queue) {
+    const key = JSON.stringify([expr, queue]);
+    if (countCache.key !== key || Date.now() - countCache.at >= COUNT_EVERY_MS) {
+      const value = await countAll(expr, queue);
+      Object.assign(countCache, { key, at: Date.now(), value });
+    }
+    return countCache.value;
   }
 
   // countAll counts the jobs a filter keeps by status (GET /jobs/count),
