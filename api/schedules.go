@@ -215,8 +215,9 @@ func (s *Server) handleTriggerSchedule(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusCreated, toWire(j, s.now()))
 }
 
-// toWireSchedule shows a stored schedule, with its next run as of now and
-// the status of its latest job.
+// toWireSchedule shows a stored schedule, with its next run (the tick the
+// scheduler fires next, counted from the last one) and the status of its
+// latest job.
 func (s *Server) toWireSchedule(sc *store.Schedule) wire.Schedule {
 	now := s.cfg.Now()
 	out := wire.Schedule{
@@ -240,11 +241,7 @@ func (s *Server) toWireSchedule(sc *store.Schedule) wire.Schedule {
 		out.Job = toSubmitRequest(&nj)
 	}
 	if spec, err := cronspec.Parse(sc.Cron, sc.Timezone); err == nil && !sc.Paused {
-		from := now
-		if last := time.Unix(0, sc.LastTick); last.After(from) {
-			from = last
-		}
-		if next := spec.Next(from); !next.IsZero() {
+		if next := cronspec.NextRun(spec, time.Unix(0, sc.LastTick), now); !next.IsZero() {
 			t := next.UTC()
 			out.NextRun = &t
 		}

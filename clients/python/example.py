@@ -1,22 +1,19 @@
 """A complete example: submit a typed job and run a worker for it.
 
 Start a node first (`go run ./cmd/workron dev`, whose own worker only runs
-shell commands), then: python3 example.py. WORKRON_SERVER, WORKRON_TOKEN
-and WORKRON_TLS_CA say where and how to connect, as for the CLI.
+shell commands, or `scripts/cluster.sh up`), then: python3 example.py. Like
+the CLI, the client and worker find either quick start by themselves;
+WORKRON_SERVER, WORKRON_TOKEN and WORKRON_TLS_CA say where and how to
+connect otherwise.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 
 from workron import Client, JobContext, NoRetry, Worker
 
-server = os.environ.get("WORKRON_SERVER", "http://127.0.0.1:7070")
-token = os.environ.get("WORKRON_TOKEN")  # a client,worker token with --auth-token-file
-tls_ca = os.environ.get("WORKRON_TLS_CA")  # the CA of an https:// node
-
-worker = Worker(server, token=token, tls_ca=tls_ca, queues=["emails"], concurrency=8)
+worker = Worker(queues=["emails"], concurrency=8)  # servers, token, tls_ca: as for the CLI
 
 
 @worker.handle("email.send")
@@ -27,7 +24,7 @@ def send(job: JobContext) -> None:
     print(f"attempt {job.attempt}: sending to {to}")  # raise anything to fail and retry
 
 
-client = Client(server, token=token, tls_ca=tls_ca)
+client = Client()  # or Client("https://n1:7001,https://n2:7001", token=..., tls_ca=...)
 job = client.submit(type="email.send", queue="emails", payload={"to": "ada@example.com"},
                     max_attempts=5, timeout="30s", idempotency_key="welcome-ada")
 

@@ -34,13 +34,7 @@ const (
 const leaseTTL = "2s"
 
 func TestPythonClient(t *testing.T) {
-	python, err := exec.LookPath("python3")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("python3 is required under CI=true: .ci/run installs it")
-		}
-		t.Skip("no python3 on PATH")
-	}
+	python := needPython(t)
 	if out, err := exec.Command(python, "-c", "import sys; assert sys.version_info >= (3, 9), sys.version").CombinedOutput(); err != nil {
 		t.Fatalf("python3 must be 3.9 or newer: %v\n%s", err, out)
 	}
@@ -76,10 +70,7 @@ func TestPythonClient(t *testing.T) {
 // ports with TLS and a token file; it returns the node's URL and CA file.
 func startNode(t *testing.T, dir string) (url, caFile string) {
 	t.Helper()
-	bin := filepath.Join(dir, "workron")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/workron").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildWorkron(t, dir)
 	ca := testcert.NewCA(t, "python-test")
 	certFile, keyFile, caFile := ca.Files(t, dir, ca.Issue(t, "node"), "node")
 	tokens := filepath.Join(dir, "tokens")

@@ -194,6 +194,17 @@ type Plan struct {
 	Next   time.Time   // the first tick after now; zero if none
 }
 
+// NextRun is the tick a schedule runs next, as the leader's scheduler
+// counts its ticks: the first one after now, stepping from lastTick (the
+// latest tick accounted for), never from now. For `@every 5s` created at
+// 12:00:00.3 that is 12:00:05 until then, whenever it is asked; counted
+// from now it would be now+5s, a time that never fires. It is
+// PlanTicks(...).Next, whatever the grace and catch-up. Zero if the spec
+// never fires again.
+func NextRun(spec *Spec, lastTick, now time.Time) time.Time {
+	return PlanTicks(spec, lastTick, now, 0, 0).Next
+}
+
 // PlanTicks decides which of the ticks after lastTick and up to now run. A
 // tick less than grace old is on time and runs. Older ones were missed
 // (there was no leader, or it could not commit): the latest keep of them

@@ -191,3 +191,37 @@ func mustTime(t testing.TB, s string) time.Time {
 	}
 	return v
 }
+
+// TestNextRun checks that a schedule's next run steps from its last tick,
+// not from the time it is asked.
+func TestNextRun(t *testing.T) {
+	at := func(h, m, s, ms int) time.Time { return time.Date(2025, 1, 10, h, m, s, ms*1e6, time.UTC) }
+	every, err := Parse("@every 5s", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hourly, err := Parse("0 * * * *", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name           string
+		spec           *Spec
+		last, now, run time.Time
+	}{
+		{"EveryIsTheFirstTickAfterTheLast", every, at(12, 0, 0, 300), at(12, 0, 4, 0), at(12, 0, 5, 0)},
+		{"EveryAskedJustAfterTheLastTick", every, at(12, 0, 5, 0), at(12, 0, 5, 1), at(12, 0, 10, 0)},
+		{"EveryAfterTicksNotYetFiredIsTheFirstAfterNow", every, at(12, 0, 0, 0), at(12, 0, 12, 0), at(12, 0, 15, 0)},
+		{"EveryBeforeTheLastTick", every, at(12, 0, 10, 0), at(12, 0, 7, 0), at(12, 0, 15, 0)},
+		{"CronIsTheSameWhicheverWay", hourly, at(11, 0, 0, 0), at(12, 30, 0, 0), at(13, 0, 0, 0)},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if got := NextRun(c.spec, c.last, c.now); !got.Equal(c.run) {
+				t.Fatalf("NextRun(last %s, now %s) = %s, want %s", c.last.Format(time.StampMilli), c.now.Format(time.StampMilli), got.Format(time.StampMilli), c.run.Format(time.StampMilli))
+			}
+			if p := PlanTicks(c.spec, c.last, c.now, time.Minute, 3); !p.Next.Equal(c.run) {
+				t.Fatalf("the scheduler's plan says the next tick is %s, NextRun %s", p.Next, c.run)
+			}
+		})
+	}
+}

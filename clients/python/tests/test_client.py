@@ -9,8 +9,8 @@ import tempfile
 import unittest
 
 from tests.helpers import ADMIN, CA, URL, RunningWorker, client, eventually, needs_node, new_worker, unique
-from workron import Backoff, Client, JobList, JobSpec, Resources, WorkronError
-from workron.client import go_duration, parse_go_duration
+from workron import Backoff, Client, JobList, JobSpec, Resources, Worker, WorkronError
+from workron.client import DEFAULT_SERVERS, go_duration, parse_go_duration
 
 
 class DurationTest(unittest.TestCase):
@@ -22,6 +22,22 @@ class DurationTest(unittest.TestCase):
         self.assertEqual(parse_go_duration("300ms"), 0.3)
         with self.assertRaises(ValueError):
             parse_go_duration("5x")
+
+
+class DefaultServersTest(unittest.TestCase):
+    def test_without_servers_the_client_tries_what_the_cli_does(self) -> None:
+        saved = os.environ.pop("WORKRON_SERVER", None)
+        try:
+            self.assertEqual(Client()._servers, list(DEFAULT_SERVERS))
+            self.assertEqual(DEFAULT_SERVERS[0], "http://127.0.0.1:7070", "the dev node first")
+            os.environ["WORKRON_SERVER"] = "http://a:1,http://b:2"
+            self.assertEqual(Client()._servers, ["http://a:1", "http://b:2"])
+            self.assertEqual(Worker(queues=["q"]).client._servers, ["http://a:1", "http://b:2"])
+            self.assertEqual(Client("http://c:3")._servers, ["http://c:3"], "given servers win")
+        finally:
+            os.environ.pop("WORKRON_SERVER", None)
+            if saved is not None:
+                os.environ["WORKRON_SERVER"] = saved
 
 
 @needs_node
@@ -80,6 +96,27 @@ class ClientTest(unittest.TestCase):
             self.c.batch_ids([JobSpec(command="d", queue=self.queue), JobSpec(queue=self.queue)])
         self.assertEqual((e.exception.status, e.exception.code), (400, "invalid"))
         self.assertEqual(len(self.c.list(queue=self.queue).jobs), 3, "all or nothing")
+
+    def test_plain_dicts_are_jobs(self) -> None:
+        # What a user writes from the API's JSON: dicts, durations in seconds
+        # or as Go strings, nested backoff and resources as dicts.
+        ids = self.c.batch_ids([{"command": "a", "queue": self.queue, "timeout": 30},
+                                {"command": "b", "queue": self.queue, "depends_on": ["$0"], "max_attempts": 2,
+                                 "backoff": {"base": "2s"}, "resources": {"slots": 1}}])
+        a, b = self.c.get(ids[0]), self.c.get(ids[1])
+        self.assertEqual((a.command, parse_go_duration(a.timeout)), ("a", 30.0))
+        self.assertEqual((b.command, b.depends_on, b.max_attempts), ("b", [ids[0]], 2))
+        self.assertEqual(b.resources.slots if b.resources else None, 1)
+        jobs = self.c.batch([{"command": "c", "queue": self.queue, "delay": 3600}])
+        self.assertEqual((jobs[0].command, jobs[0].status), ("c", "scheduled"))
+        self.assertEqual(self.c.submit({"command": "d", "queue": self.queue}).command, "d")
+        with self.assertRaises(WorkronError) as e:  # a bad value is the server's 400, naming it
+            self.c.batch_ids([{"command": "e", "queue": self.queue, "timeout": "soon"}])
+        self.assertEqual((e.exception.status, e.exception.code), (400, "invalid"))
+        self.assertIn("timeout", e.exception.message)
+        with self.assertRaises(TypeError):
+            self.c.batch_ids(["echo hi"])  # type: ignore[list-item]
+        self.assertEqual(len(self.c.list(queue=self.queue).jobs), 4)
 
     def test_list_filters_and_cursor(self) -> None:
         tag = unique("batch")

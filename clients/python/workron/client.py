@@ -20,7 +20,7 @@ import threading
 import time
 import urllib.parse
 from dataclasses import dataclass, field, fields
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
 Duration = Union[str, float, int, _dt.timedelta]
 
@@ -112,6 +112,11 @@ def _drop_none(d: Dict[str, Any]) -> Dict[str, Any]:
     return {k: v for k, v in d.items() if v is not None}
 
 
+def _nested(v: Any) -> Any:
+    """A Backoff or Resources as JSON; a dict (or None) as it is."""
+    return v.to_dict() if hasattr(v, "to_dict") else v
+
+
 @dataclass
 class Resources:
     """What a worker offers or a job needs."""
@@ -163,11 +168,11 @@ class JobSpec:
     timeout: Optional[Duration] = None
     run_at: Union[str, _dt.datetime, None] = None
     delay: Optional[Duration] = None
-    backoff: Optional[Backoff] = None
+    backoff: Union[Backoff, Dict[str, Any], None] = None
     metadata: Optional[Dict[str, str]] = None
     retention: Optional[Duration] = None
     unique_for: Optional[Duration] = None
-    resources: Optional[Resources] = None
+    resources: Union[Resources, Dict[str, Any], None] = None
     tags: Optional[List[str]] = None
     gang_size: Optional[int] = None
     concurrency_key: Optional[str] = None
@@ -186,15 +191,37 @@ class JobSpec:
             "timeout": go_duration(self.timeout),
             "run_at": _format_time(self.run_at),
             "delay": go_duration(self.delay),
-            "backoff": self.backoff.to_dict() if self.backoff else None,
+            "backoff": _nested(self.backoff),
             "metadata": self.metadata,
             "retention": go_duration(self.retention),
             "unique_for": go_duration(self.unique_for),
-            "resources": self.resources.to_dict() if self.resources else None,
+            "resources": _nested(self.resources),
             "tags": self.tags,
             "gang_size": self.gang_size,
             "concurrency_key": self.concurrency_key,
         })
+
+
+# A job to submit: a JobSpec, or a plain dict of the same fields as the API's
+# JSON names them (docs/api.md, "Submit fields").
+Spec = Union[JobSpec, Mapping[str, Any]]
+
+_SPEC_FIELDS = frozenset(f.name for f in fields(JobSpec))
+
+
+def job_body(spec: Spec) -> Dict[str, Any]:
+    """Returns the JSON body of one job to submit. A JobSpec gives its
+    to_dict(); a plain dict is read as a JobSpec's fields (durations in
+    seconds, run_at a datetime, backoff and resources as objects or
+    dicts), and any key a JobSpec does not name (max_retries, a field of a
+    newer server) is sent as it is, for the server to judge."""
+    if isinstance(spec, JobSpec):
+        return spec.to_dict()
+    if not isinstance(spec, Mapping):
+        raise TypeError(f"a job is a JobSpec or a dict of its fields, not {type(spec).__name__}")
+    body = {k: v for k, v in spec.items() if k not in _SPEC_FIELDS}
+    body.update(JobSpec(**{k: v for k, v in spec.items() if k in _SPEC_FIELDS}).to_dict())
+    return body
 
 
 @dataclass
@@ -406,17 +433,35 @@ class Abort:
                 pass
 
 
+# DEFAULT_SERVERS are the nodes a Client or Worker given no servers (and no
+# WORKRON_SERVER) tries, in order, as the CLI does: the dev node (`workron
+# dev`), then the three nodes of `scripts/cluster.sh up`, so both quick
+# starts work without configuration. A node that refuses the connection is
+# skipped at once. python_test.go checks the list is the CLI's.
+DEFAULT_SERVERS = ("http://127.0.0.1:7070", "http://127.0.0.1:7001", "http://127.0.0.1:7002",
+                   "http://127.0.0.1:7003")
+
+
+def default_servers() -> List[str]:
+    """The nodes to try when none are given: WORKRON_SERVER (comma-separated
+    URLs) when set, else DEFAULT_SERVERS."""
+    env = os.environ.get("WORKRON_SERVER", "")
+    return [s for s in env.split(",") if s] or list(DEFAULT_SERVERS)
+
+
 class Client:
     """A client of a Workron cluster.
 
-    ``servers`` is one URL or several ("http://127.0.0.1:7001"); ``token``
+    ``servers`` is one URL or several ("http://127.0.0.1:7001"), by default
+    ``default_servers()``: WORKRON_SERVER, else the quick starts' nodes, as
+    for the CLI; ``token``
     the bearer token (with --auth-token-file), or ``token_file`` a file
     holding it, by default the environment's WORKRON_TOKEN; ``tls_ca`` a PEM
     file trusted for https:// besides the system's CAs, by default
     WORKRON_TLS_CA; ``timeout`` the seconds one request may take.
     """
 
-    def __init__(self, servers: Union[str, Sequence[str]], *, token: Optional[str] = None,
+    def __init__(self, servers: Union[str, Sequence[str], None] = None, *, token: Optional[str] = None,
                  token_file: Optional[str] = None, tls_ca: Optional[str] = None,
                  timeout: float = 30.0) -> None:
         if token is None and token_file:
@@ -426,7 +471,9 @@ class Client:
             token = os.environ.get("WORKRON_TOKEN") or None
         if tls_ca is None:
             tls_ca = os.environ.get("WORKRON_TLS_CA") or None
-        if isinstance(servers, str):
+        if servers is None:
+            servers = default_servers()
+        elif isinstance(servers, str):
             servers = [s for s in servers.split(",") if s]
         if not servers:
             raise ValueError("servers: give at least one URL")
@@ -534,31 +581,32 @@ class Client:
 
     # ---- jobs
 
-    def submit(self, spec: Optional[JobSpec] = None, *, traceparent: Optional[str] = None, **fields_: Any) -> Job:
-        """Submits one job: a JobSpec, or its fields as keywords
-        (``submit(command="echo hi", queue="q")``). Returns the job (the
+    def submit(self, spec: Optional[Spec] = None, *, traceparent: Optional[str] = None, **fields_: Any) -> Job:
+        """Submits one job: a JobSpec, a dict of its fields, or its fields as
+        keywords (``submit(command="echo hi", queue="q")``). Returns the job (the
         existing one when its idempotency_key matched). For a gang_size,
         use submit_gang. traceparent (a W3C trace context, e.g. a job's
         own TRACEPARENT) makes the job's trace a part of that trace."""
-        spec = spec or JobSpec(**fields_)
-        _, reply = self.request("POST", "/jobs", spec.to_dict(), headers=trace_headers(traceparent))
+        body = job_body(spec if spec is not None else fields_)
+        _, reply = self.request("POST", "/jobs", body, headers=trace_headers(traceparent))
         return Job.from_dict(reply)
 
-    def submit_gang(self, spec: JobSpec) -> Tuple[str, List[str]]:
+    def submit_gang(self, spec: Spec) -> Tuple[str, List[str]]:
         """Submits a gang (spec.gang_size tasks); returns its id and its
         tasks' job ids by index."""
-        _, reply = self.request("POST", "/jobs", spec.to_dict())
+        _, reply = self.request("POST", "/jobs", job_body(spec))
         return reply["gang_id"], list(reply["tasks"])
 
-    def batch(self, specs: Sequence[JobSpec], *, traceparent: Optional[str] = None) -> List[Job]:
-        """Submits up to 1,000 jobs at once, all or nothing; depends_on may
+    def batch(self, specs: Sequence[Spec], *, traceparent: Optional[str] = None) -> List[Job]:
+        """Submits up to 1,000 jobs (JobSpecs or dicts of their fields) at
+        once, all or nothing; depends_on may
         name earlier members as "$0", "$1"... Returns them in order.
         traceparent is as for submit."""
-        _, reply = self.request("POST", "/jobs/batch", {"jobs": [s.to_dict() for s in specs]},
+        _, reply = self.request("POST", "/jobs/batch", {"jobs": [job_body(s) for s in specs]},
                                 headers=trace_headers(traceparent))
         return [Job.from_dict(j) for j in reply["jobs"]]
 
-    def batch_ids(self, specs: Sequence[JobSpec], *, traceparent: Optional[str] = None) -> List[str]:
+    def batch_ids(self, specs: Sequence[Spec], *, traceparent: Optional[str] = None) -> List[str]:
         """batch that returns only the jobs' ids, in order: it asks for the
         server's minimal reply (Prefer: return=minimal), about a dozen
         bytes a job to read instead of a few hundred. Where an idempotency_key matched
@@ -567,7 +615,7 @@ class Client:
         their ids."""
         headers = dict(trace_headers(traceparent) or {})
         headers["Prefer"] = "return=minimal"
-        _, reply = self.request("POST", "/jobs/batch", {"jobs": [s.to_dict() for s in specs]}, headers=headers)
+        _, reply = self.request("POST", "/jobs/batch", {"jobs": [job_body(s) for s in specs]}, headers=headers)
         if "ids" in reply:
             return list(reply["ids"])
         return [j["id"] for j in reply["jobs"]]
@@ -689,20 +737,20 @@ class Client:
 
     # ---- schedules
 
-    def create_schedule(self, name: str, cron: str, job: JobSpec, *, timezone: Optional[str] = None,
+    def create_schedule(self, name: str, cron: str, job: Spec, *, timezone: Optional[str] = None,
                         overlap: Optional[str] = None, catchup: Optional[str] = None,
                         paused: bool = False) -> Schedule:
         """Creates a schedule (409 if the name is taken)."""
-        body = _drop_none({"name": name, "cron": cron, "job": job.to_dict(), "timezone": timezone,
+        body = _drop_none({"name": name, "cron": cron, "job": job_body(job), "timezone": timezone,
                            "overlap": overlap, "catchup": catchup, "paused": paused or None})
         _, reply = self.request("POST", "/schedules", body)
         return Schedule.from_dict(reply)
 
-    def update_schedule(self, name: str, cron: str, job: JobSpec, *, timezone: Optional[str] = None,
+    def update_schedule(self, name: str, cron: str, job: Spec, *, timezone: Optional[str] = None,
                         overlap: Optional[str] = None, catchup: Optional[str] = None,
                         paused: bool = False) -> Schedule:
         """Replaces a schedule's definition."""
-        body = _drop_none({"name": name, "cron": cron, "job": job.to_dict(), "timezone": timezone,
+        body = _drop_none({"name": name, "cron": cron, "job": job_body(job), "timezone": timezone,
                            "overlap": overlap, "catchup": catchup, "paused": paused or None})
         _, reply = self.request("PUT", self._schedule_path(name), body)
         return Schedule.from_dict(reply)

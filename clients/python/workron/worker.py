@@ -223,8 +223,9 @@ class _Task:
 class Worker:
     """Runs handlers registered by job type for jobs claimed from the cluster.
 
-    ``servers``, ``token``, ``token_file`` and ``tls_ca`` are as for Client
-    (the token needs the worker role). ``id`` defaults to HOSTNAME-PID; ``queues`` are served
+    ``servers`` (by default WORKRON_SERVER, else the quick starts' nodes),
+    ``token``, ``token_file`` and ``tls_ca`` are as for Client (the token
+    needs the worker role). ``id`` defaults to HOSTNAME-PID; ``queues`` are served
     in order of preference; ``concurrency`` is how many jobs run at once (the
     slots it registers); ``poll_wait`` the seconds one claim long-polls;
     ``grace`` how long running jobs may finish after stop() or SIGTERM
@@ -240,7 +241,7 @@ class Worker:
     registered.
     """
 
-    def __init__(self, servers: Union[str, Sequence[str]], *, id: Optional[str] = None,
+    def __init__(self, servers: Union[str, Sequence[str], None] = None, *, id: Optional[str] = None,
                  queues: Sequence[str] = ("default",), concurrency: int = 4, token: Optional[str] = None,
                  token_file: Optional[str] = None, tls_ca: Optional[str] = None, poll_wait: float = 30.0,
                  grace: float = 30.0,
