@@ -80,6 +80,7 @@ var routeRoles = map[string]Role{
 	"POST /jobs/{id}/preempted":      RoleWorker,
 	"POST /workers/register":         RoleWorker,
 	"POST /workers/{id}/heartbeat":   RoleWorker,
+	"POST /workers/{id}/actions":     RoleWorker,
 	"POST /queues/{name}/pause":      RoleAdmin,
 	"DELETE /workers/{id}":           RoleAdmin,
 	"POST /queues/{name}/resume":     RoleAdmin,

@@ -104,6 +104,9 @@ var fieldLimits = map[reflect.Type]map[string]limit{
 	reflect.TypeFor[wire.WorkerHeartbeatRequest](): {
 		"jobs": {items: MaxHeartbeatJobs, tooMany: "more than %d leases"},
 	},
+	reflect.TypeFor[wire.WorkerActionsRequest](): {
+		"known": {items: MaxHeartbeatJobs, tooMany: "more than %d leases"},
+	},
 	reflect.TypeFor[wire.QueueLimits](): {
 		"key_weights": {items: fsm.MaxKeyWeights, tooMany: "more than %d keys"},
 	},

@@ -141,6 +141,8 @@ var apiOps = []apiOp{
 		replies: map[int]apiContent{201: replyJSON(wire.Worker{})}},
 	{pattern: "POST /workers/{id}/heartbeat", summary: "Renew a worker's leases", body: optionalJSON(wire.WorkerHeartbeatRequest{}),
 		replies: map[int]apiContent{200: replyJSON(wire.WorkerHeartbeatResponse{})}},
+	{pattern: "POST /workers/{id}/actions", summary: "Wait for what a worker must do with its attempts", body: optionalJSON(wire.WorkerActionsRequest{}),
+		replies: map[int]apiContent{200: replyJSON(wire.WorkerActionsResponse{})}},
 	{pattern: "GET /workers", summary: "Workers, a page at a time in id order",
 		query: []apiParam{
 			{name: "limit", typ: "integer", doc: "page size (default 100, at most 1000)"},

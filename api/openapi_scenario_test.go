@@ -48,6 +48,7 @@ func TestOpenAPIScenario(t *testing.T) {
 	lease := claim.Jobs[0].Lease
 	call(200, "POST", "/jobs/"+a.ID+"/heartbeat", fmt.Sprintf(`{"lease":%d,"progress":{"percent":10,"message":"started"}}`, lease), nil)
 	call(200, "POST", "/workers/w1/heartbeat", fmt.Sprintf(`{"jobs":[{"job_id":%q,"lease":%d}],"claims_from":1,"claims_to":1}`, a.ID, lease), nil)
+	call(200, "POST", "/workers/w1/actions", fmt.Sprintf(`{"known":[{"job_id":%q,"lease":%d}],"wait":"1ms"}`, a.ID, lease), nil)
 	call(409, "POST", "/jobs/"+a.ID+"/done", fmt.Sprintf(`{"lease":%d}`, lease+100), nil)
 	call(200, "POST", "/jobs/"+a.ID+"/done", fmt.Sprintf(`{"lease":%d,"output":"ok"}`, lease), nil)
 	call(0, "GET", "/jobs/next?worker_id=w1&queue=default", nil, nil)

@@ -136,7 +136,9 @@ type Config struct {
 	JoinNeedsMemberCert bool
 	// MaxLongPolls caps the claims that long-poll on this node at once. A
 	// claim beyond it does not wait: it takes a ready job if there is one,
-	// else gets 429 with Retry-After. Defaults to 1024.
+	// else gets 429 with Retry-After. It caps the workers' actions
+	// long-polls (POST /workers/{id}/actions) apart, as many again.
+	// Defaults to 1024.
 	MaxLongPolls int
 	// MaxWorkersPerToken caps the worker ids active at once for one token
 	// (for all workers together on a cluster without tokens): a register
@@ -253,6 +255,9 @@ type Server struct {
 
 	// polls holds a token per claim long-polling on this node.
 	polls chan struct{}
+	// watches holds a token per worker's actions long-poll on this node
+	// (actions.go), as many as polls.
+	watches chan struct{}
 
 	// live is which workers this node counts as alive; the API marks the
 	// long-polls and heartbeats it hears (Config.Liveness).
@@ -308,6 +313,7 @@ func New(cfg Config) (*Server, error) {
 		mux:      http.NewServeMux(),
 		client:   &http.Client{Transport: newTransport(), Timeout: 10 * time.Second},
 		polls:    make(chan struct{}, cfg.MaxLongPolls),
+		watches:  make(chan struct{}, cfg.MaxLongPolls),
 		draining: make(chan struct{}),
 		diskFree: diskFree,
 	}
@@ -353,6 +359,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("GET /gangs/{id}", r(s.handleGetGang))
 	s.mux.HandleFunc("POST /workers/register", w(s.handleRegister))
 	s.mux.HandleFunc("POST /workers/{id}/heartbeat", w(s.handleWorkerHeartbeat))
+	s.mux.HandleFunc("POST /workers/{id}/actions", s.handleWorkerActions) // this node's state: never forwarded
 	s.mux.HandleFunc("GET /workers", r(s.handleWorkers))
 	s.mux.HandleFunc("DELETE /workers/{id}", w(s.handleDeleteWorker))
 	s.mux.HandleFunc("GET /queues", r(s.handleQueues))

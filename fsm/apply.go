@@ -164,6 +164,7 @@ func (a *applier) put(j *store.Job, prev store.Status) {
 	a.must(a.tx.UpdateJob(j, prev, a.index))
 	a.reindex(j, prev)
 	a.releaseQueued(j, prev)
+	a.noteStop(j)
 }
 
 func (a *applier) insert(j *store.Job) {

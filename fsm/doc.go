@@ -40,6 +40,7 @@
 //	command types, encoding, decoding      command.go, encoding.go, decode.go
 //	protocol versions of ops               protocol.go; protocol_version*.go (this binary's, by build tag)
 //	reads for the API and the leader loops read.go, oldest.go
+//	waking workers whose attempts must stop stops.go (WatchStops, StopActions; in memory only)
 //
 // # Commands
 //

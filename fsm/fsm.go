@@ -85,6 +85,9 @@ type FSM struct {
 	applied uint64
 	lastNow int64
 	changed chan struct{}
+	stopped []string // workers whose watches the batch being applied wakes (stops.go)
+
+	stops stopWatches // its own lock, taken under mu or alone
 
 	onFatal func(error) // see OnFatal; set before the first apply
 }
@@ -183,6 +186,7 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 		panic(err.Error())
 	}
 	f.publish()
+	f.wakeStopped()
 	if readyChanged {
 		close(f.changed)
 		f.changed = make(chan struct{})
@@ -239,6 +243,7 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 	}
 	close(f.changed)
 	f.changed = make(chan struct{})
+	f.stops.wakeAll()
 	f.logger.Info("restored snapshot", "applied_index", f.applied)
 	return nil
 }

@@ -76,12 +76,7 @@ func (a *applier) heartbeat(h *Heartbeat) Result {
 		return Result{Err: err}
 	}
 	a.renewWith(j, h.LeaseTTL, h.Progress, true)
-	r := Result{Jobs: []*store.Job{j}, Deadline: j.LeaseDeadline, Renewed: 1}
-	if j.Status == store.StatusCancelling {
-		r.Actions = []Action{{JobID: j.ID, Lease: j.Lease, Action: "cancel"}}
-	}
-	r.Actions = append(r.Actions, preemptActions(j)...)
-	return r
+	return Result{Jobs: []*store.Job{j}, Deadline: j.LeaseDeadline, Renewed: 1, Actions: stopActions(j)}
 }
 
 // renewWith renews j's lease and, when p is set, keeps p as the attempt's
@@ -141,10 +136,7 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 		}
 		a.renewWith(j, h.LeaseTTL, progress[id], h.Listed) // listed: it names the attempt
 		r.Renewed++
-		if j.Status == store.StatusCancelling {
-			r.Actions = append(r.Actions, Action{JobID: j.ID, Lease: j.Lease, Action: "cancel"})
-		}
-		r.Actions = append(r.Actions, preemptActions(j)...)
+		r.Actions = append(r.Actions, stopActions(j)...)
 	}
 	return r
 }

@@ -77,6 +77,13 @@ type Config struct {
 	// Defaults to 30s; 10ms to 5m.
 	PollWait time.Duration
 
+	// ProgressInterval is the least time between two progress sends: a
+	// job's new progress goes to the cluster at once (in a worker
+	// heartbeat that lists only the jobs with new progress) unless one went
+	// less than ProgressInterval ago, and then when it has passed, carrying
+	// the latest update of every job. Defaults to 1s; 100ms to 1m.
+	ProgressInterval time.Duration
+
 	// Resources, Tags and ExecAddr are announced at registration.
 	Resources wire.Resources
 	Tags      []string
@@ -99,15 +106,16 @@ type Config struct {
 // Servers.
 func DefaultConfig() Config {
 	return Config{
-		ID:          defaultID(),
-		Concurrency: 4,
-		Queues:      []string{"default"},
-		Shell:       true,
-		Grace:       30 * time.Second,
-		KillGrace:   5 * time.Second,
-		OutputTail:  4096,
-		PollWait:    30 * time.Second,
-		Logger:      slog.New(slog.DiscardHandler),
+		ID:               defaultID(),
+		Concurrency:      4,
+		Queues:           []string{"default"},
+		Shell:            true,
+		Grace:            30 * time.Second,
+		KillGrace:        5 * time.Second,
+		OutputTail:       4096,
+		PollWait:         30 * time.Second,
+		ProgressInterval: time.Second,
+		Logger:           slog.New(slog.DiscardHandler),
 	}
 }
 
@@ -117,6 +125,8 @@ const (
 	maxOutputTail  = 1 << 20
 	minPollWait    = 10 * time.Millisecond
 	maxPollWait    = 5 * time.Minute
+	minProgressInt = 100 * time.Millisecond
+	maxProgressInt = time.Minute
 )
 
 // Validate reports the first field that is out of bounds, naming it and the
@@ -141,6 +151,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("worker: Config.OutputTail must be between 0 and %d bytes, got %d", maxOutputTail, c.OutputTail)
 	case c.PollWait < minPollWait || c.PollWait > maxPollWait:
 		return fmt.Errorf("worker: Config.PollWait must be between %s and %s, got %s", minPollWait, maxPollWait, c.PollWait)
+	case c.ProgressInterval < minProgressInt || c.ProgressInterval > maxProgressInt:
+		return fmt.Errorf("worker: Config.ProgressInterval must be between %s and %s, got %s", minProgressInt, maxProgressInt, c.ProgressInterval)
 	}
 	if err := checkPassEnv(c.PassEnv); err != nil {
 		return err

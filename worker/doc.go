@@ -15,8 +15,11 @@
 // and its round trip. Each claimed job runs in its own goroutine. While any
 // job runs, one worker-level heartbeat renews all of the worker's leases
 // every third of the lease TTL the server announced; it carries the server's
-// requests to cancel or preempt jobs. A heartbeat answered 404 (the server
-// forgot the worker) makes the worker register again.
+// requests to cancel or preempt jobs. The same requests arrive at once on
+// one long-poll the worker holds while jobs run (POST /workers/{id}/actions,
+// actions.go); when it fails, they wait for the heartbeat. A heartbeat
+// answered 404 (the server forgot the worker) makes the worker register
+// again.
 //
 // Claims are numbered (ClaimSeq), and each heartbeat names the claims that
 // had ended before it listed the running jobs, so a job whose claim reply
@@ -66,9 +69,9 @@
 // that is not JSON fails the attempt), and finds its parents' results in
 // $WORKRON_PARENT_RESULTS, a JSON object by parent id (or, when that is
 // over 64 KiB, in the file $WORKRON_PARENT_RESULTS_FILE names). Progress
-// rides on the worker's next heartbeat, only the latest update of each job
-// since the one before, and the report carries the last one no heartbeat
-// did; a cluster with a member of an older release gets none for a minute,
+// goes out at once in a worker heartbeat of the jobs with new progress, at
+// most one per Config.ProgressInterval (the latest update of every job),
+// and the report carries the last one no heartbeat did; a cluster with a member of an older release gets none for a minute,
 // and reports without result or progress.
 //
 // # Gangs

@@ -10,10 +10,13 @@ import (
 
 // heartbeatLoop renews the worker's leases every third of the lease TTL
 // while it holds any (a job runs or waits for its report's answer), until
-// ctx ends. It sleeps while the worker is idle.
+// ctx ends. It sleeps while the worker is idle. Between heartbeats it
+// sends the progress jobs make (sendProgress): at once, or
+// Config.ProgressInterval after the last progress sent.
 func (w *Worker) heartbeatLoop(ctx context.Context) {
 	t := time.NewTimer(time.Hour)
 	defer t.Stop()
+	var lastProgress time.Time // when progress was last sent
 	for {
 		if !w.busy() {
 			select {
@@ -23,28 +26,71 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 			}
 			continue
 		}
-		wait := w.heartbeatWait()
+		due := time.Now().Add(w.heartbeatWait())
+		var progressDue time.Time // zero: no progress to send early
 		for {
-			t.Reset(wait)
+			next := due
+			if !progressDue.IsZero() && progressDue.Before(next) {
+				next = progressDue
+			}
+			t.Reset(time.Until(next))
 			select {
 			case <-ctx.Done():
 				return
+			case <-w.progressed:
+				if progressDue.IsZero() {
+					progressDue = lastProgress.Add(w.cfg.ProgressInterval)
+				}
+				continue
 			case <-t.C:
 			}
 			if !w.busy() {
 				break
 			}
+			if now := time.Now(); now.Before(due) {
+				progressDue = time.Time{}
+				lastProgress = now
+				if err := w.sendProgress(ctx); err != nil && ctx.Err() == nil {
+					w.log.Warn("progress not sent", "err", err)
+				}
+				continue
+			}
+			lastProgress, progressDue = time.Now(), time.Time{} // the heartbeat carries it
 			if err := w.heartbeatOnce(ctx); err != nil {
 				if ctx.Err() != nil {
 					return
 				}
 				w.log.Warn("heartbeat failed", "err", err)
-				wait = min(w.currentLeaseTTL()/3, time.Second)
+				due = time.Now().Add(min(w.currentLeaseTTL()/3, time.Second))
 				continue
 			}
-			wait = w.heartbeatWait()
+			due = time.Now().Add(w.heartbeatWait())
 		}
 	}
+}
+
+// sendProgress sends, in a worker heartbeat of its own, the new progress
+// of the running jobs that have some: it lists only those jobs (so it
+// renews only their leases) and names no claims, so the cluster gives
+// nothing back for the jobs it leaves out. One send carries every job's
+// latest update, whatever the number of jobs: a worker sends at most one
+// per Config.ProgressInterval.
+func (w *Worker) sendProgress(ctx context.Context) error {
+	if time.Now().UnixNano() < w.progressOff.Load() {
+		return nil // the heartbeats will send it when the cluster takes it
+	}
+	jobs := w.withNewProgress(w.runningLeases())
+	if len(jobs) == 0 {
+		return nil
+	}
+	resp, err := w.sendHeartbeat(ctx, wire.WorkerHeartbeatRequest{Jobs: jobs})
+	if err != nil {
+		return err
+	}
+	for _, a := range resp.Actions {
+		w.act(a)
+	}
+	return nil
 }
 
 // heartbeatWait is how long to wait before the next heartbeat: a third of
@@ -115,8 +161,9 @@ func (w *Worker) runningLeases() []wire.JobLease {
 	return out
 }
 
-// act carries out one action of a heartbeat reply.
-func (w *Worker) act(a wire.JobAction) {
+// act carries out one action of a heartbeat's (or an actions long-poll's)
+// reply, and reports whether it stopped a job this worker runs.
+func (w *Worker) act(a wire.JobAction) bool {
 	var cause error
 	switch a.Action {
 	case wire.ActionCancel:
@@ -125,9 +172,11 @@ func (w *Worker) act(a wire.JobAction) {
 		cause = preemption(a.PreemptionEpoch)
 	default:
 		w.log.Warn("unknown heartbeat action ignored", "job_id", a.JobID, "action", a.Action)
-		return
+		return false
 	}
-	if w.cancelJob(a.JobID, a.Lease, cause) {
-		w.log.Info("stopping job on the server's request", "job_id", a.JobID, "action", a.Action)
+	if !w.cancelJob(a.JobID, a.Lease, cause) {
+		return false
 	}
+	w.log.Info("stopping job on the server's request", "job_id", a.JobID, "action", a.Action)
+	return true
 }

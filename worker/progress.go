@@ -50,6 +50,7 @@ const progressOffFor = time.Minute
 // has carried it: updates made between two heartbeats cost one, and only
 // the latest is sent.
 type progressSlot struct {
+	notify chan struct{} // signalled at each update (cap 1); nil: none
 	mu     sync.Mutex
 	latest wire.ProgressUpdate
 	seq    uint64 // updates made
@@ -68,6 +69,9 @@ func (p *progressSlot) set(percent int, msg string) {
 	defer p.mu.Unlock()
 	p.latest = wire.ProgressUpdate{Percent: min(max(percent, 0), 100), Message: msg}
 	p.seq++
+	if p.notify != nil {
+		signal(p.notify)
+	}
 }
 
 // pending returns the latest update if no heartbeat has carried it yet,
@@ -91,9 +95,11 @@ func (p *progressSlot) delivered(seq uint64) {
 
 // Progress records how far the job is: percent from 0 to 100 (held to
 // those bounds) and a short message (cut to wire.MaxProgressMessage bytes).
-// It does not block: the worker's next heartbeat carries the latest update
-// made since the one before, so calling it often costs nothing more. It is
-// safe for concurrent use, and does nothing on a Job not given by a Worker.
+// It does not block: the worker sends the latest update at once, or, when
+// it sent progress less than Config.ProgressInterval ago, once that has
+// passed (with its heartbeat if that comes first), so calling it often
+// costs nothing more. It is safe for concurrent use, and does nothing on
+// a Job not given by a Worker.
 func (j *Job) Progress(percent int, message string) {
 	if j.progress != nil {
 		j.progress.set(percent, message)
@@ -201,6 +207,22 @@ func (w *Worker) attachProgress(leases []wire.JobLease) func() {
 			c.slot.delivered(c.seq)
 		}
 	}
+}
+
+// withNewProgress keeps the leases whose running attempt has an update
+// no heartbeat has carried, in place.
+func (w *Worker) withNewProgress(leases []wire.JobLease) []wire.JobLease {
+	out := leases[:0]
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, l := range leases {
+		if t := w.running[l.JobID]; t != nil && t.job.Lease == l.Lease {
+			if u, _ := t.progress.pending(); u != nil {
+				out = append(out, l)
+			}
+		}
+	}
+	return out
 }
 
 // progressWriter passes a shell job's output on to next, and records each

@@ -97,8 +97,15 @@ func TestProgressAndResults(t *testing.T) {
 	})
 
 	t.Run("TheReportCarriesTheLastProgressNoHeartbeatDid", func(t *testing.T) {
-		f := workerOnFakeServer(t, func(c *worker.Config) { c.Shell = true })
-		id := f.add(wire.Job{Command: `echo '::workron-progress 10 a'; echo '::workron-progress 100 all done'`})
+		f := workerOnFakeServer(t, func(c *worker.Config) { c.Shell = true; c.ProgressInterval = time.Minute })
+		flag := filepath.Join(t.TempDir(), "go")
+		// The first update goes at once; the next would wait a minute.
+		id := f.add(wire.Job{Command: `echo '::workron-progress 10 a'; while [ ! -e ` + flag + ` ]; do sleep 0.02; done; ` +
+			`echo '::workron-progress 100 all done'`})
+		f.waitProgress(t, id, wire.ProgressUpdate{Percent: 10, Message: "a"})
+		if err := os.WriteFile(flag, nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
 		rep := f.waitReport(t, id)
 		if rep.Kind != "done" || rep.Req.Progress == nil || *rep.Req.Progress != (wire.ProgressUpdate{Percent: 100, Message: "all done"}) {
 			t.Fatalf("report %s with progress %+v, want done with the last progress", rep.Kind, rep.Req.Progress)

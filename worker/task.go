@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -45,6 +46,7 @@ type task struct {
 	job      wire.Job
 	cancel   context.CancelCauseFunc
 	progress progressSlot
+	stopped  atomic.Bool // the server asked to stop it (cancelJob)
 }
 
 // outcome is how one run ended: err nil means success.
@@ -68,6 +70,7 @@ func failFinal(err error) outcome {
 func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 	ctx, cancel := context.WithCancelCause(jobCtx)
 	t := &task{job: job, cancel: cancel}
+	t.progress.notify = w.progressed
 	ctx = withTask(ctx, t)
 	w.mu.Lock()
 	if old := w.running[job.ID]; old != nil {
@@ -78,6 +81,7 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 	w.running[job.ID] = t
 	w.mu.Unlock()
 	signal(w.jobsBegan)
+	signal(w.watchJobs)
 
 	w.jobs.Go(func() {
 		defer w.finish(t)
@@ -134,6 +138,7 @@ func (w *Worker) cancelJob(id string, lease uint64, cause error) bool {
 	if t == nil || (lease != 0 && lease != t.job.Lease) {
 		return false
 	}
+	t.stopped.Store(true)
 	t.cancel(cause)
 	return true
 }

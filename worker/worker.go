@@ -87,10 +87,12 @@ type Worker struct {
 	running  map[string]*task // by job id
 	reports  *reportQueue
 
-	jobs      sync.WaitGroup
-	slotFreed chan struct{} // cap 1: a task ended
-	jobsBegan chan struct{} // cap 1: a task started
-	gather    time.Duration // claimGather; tests change it
+	jobs       sync.WaitGroup
+	slotFreed  chan struct{} // cap 1: a task ended
+	jobsBegan  chan struct{} // cap 1: a task started
+	watchJobs  chan struct{} // cap 1: a task started, for actionsLoop
+	progressed chan struct{} // cap 1: a running job made progress
+	gather     time.Duration // claimGather; tests change it
 
 	// Claim numbers (wire.ClaimRequest.ClaimSeq) of this run: the first,
 	// the last whose request ended (its jobs, if any, started), and the
@@ -123,18 +125,20 @@ func New(cfg Config) (*Worker, error) {
 		return nil, err
 	}
 	w := &Worker{
-		env:       workerEnv(append(BaseEnv(), cfg.PassEnv...)),
-		runAs:     runAs,
-		allowed:   allowed,
-		cfg:       cfg,
-		log:       cfg.Logger.With("component", "worker", "worker_id", cfg.ID),
-		client:    cfg.Client,
-		handlers:  make(map[string]HandlerFunc),
-		running:   make(map[string]*task),
-		reports:   newReportQueue(),
-		slotFreed: make(chan struct{}, 1),
-		jobsBegan: make(chan struct{}, 1),
-		gather:    claimGather,
+		env:        workerEnv(append(BaseEnv(), cfg.PassEnv...)),
+		runAs:      runAs,
+		allowed:    allowed,
+		cfg:        cfg,
+		log:        cfg.Logger.With("component", "worker", "worker_id", cfg.ID),
+		client:     cfg.Client,
+		handlers:   make(map[string]HandlerFunc),
+		running:    make(map[string]*task),
+		reports:    newReportQueue(),
+		slotFreed:  make(chan struct{}, 1),
+		jobsBegan:  make(chan struct{}, 1),
+		watchJobs:  make(chan struct{}, 1),
+		progressed: make(chan struct{}, 1),
+		gather:     claimGather,
 		// Above any number an earlier run of this id used, unless the
 		// clock went back.
 		claimsFrom: uint64(time.Now().UnixNano()),
@@ -215,6 +219,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	hbCtx, stopHeartbeats := context.WithCancel(base)
 	var hb sync.WaitGroup
 	hb.Go(func() { w.heartbeatLoop(hbCtx) })
+	hb.Go(func() { w.actionsLoop(hbCtx) })
 	closing := make(chan struct{})
 	var reporter sync.WaitGroup
 	reporter.Go(func() { w.reportLoop(base, closing) })

@@ -521,6 +521,25 @@ type WorkerHeartbeatResponse struct {
 	Actions        []JobAction `json:"actions,omitempty"`
 }
 
+// WorkerActionsRequest is the body of POST /workers/{id}/actions, a
+// long-poll that answers as soon as an attempt the worker holds must stop
+// (its job was cancelled, its gang drains), or with no action after Wait
+// (a Go duration, "30s", capped by the server's --max-wait). It proposes
+// nothing and renews no lease: heartbeats still do. Known lists the
+// attempts the worker already acts on (their actions are left out, so the
+// poll does not answer them again); at most 10,000.
+type WorkerActionsRequest struct {
+	Known []JobLease `json:"known,omitempty"`
+	Wait  string     `json:"wait,omitempty"`
+}
+
+// WorkerActionsResponse is the reply of POST /workers/{id}/actions: what
+// the worker must do with its attempts, the same actions a heartbeat's
+// reply carries (none when the wait ended first).
+type WorkerActionsResponse struct {
+	Actions []JobAction `json:"actions"`
+}
+
 // JobAction tells a worker to act on one of its jobs.
 type JobAction struct {
 	JobID           string `json:"job_id"`

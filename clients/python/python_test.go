@@ -33,13 +33,21 @@ const (
 // leaseTTL is short so a killed worker's job runs elsewhere soon.
 const leaseTTL = "2s"
 
+// longLeaseTTL is the lease of the second node, whose workers heartbeat
+// every 30s: what reaches them sooner did not come with a heartbeat
+// (tests/test_push.py).
+const longLeaseTTL = "90s"
+
 func TestPythonClient(t *testing.T) {
 	python := needPython(t)
 	if out, err := exec.Command(python, "-c", "import sys; assert sys.version_info >= (3, 9), sys.version").CombinedOutput(); err != nil {
 		t.Fatalf("python3 must be 3.9 or newer: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
-	url, caFile := startNode(t, dir)
+	bin := buildWorkron(t, dir)
+	ca := testcert.NewCA(t, "python-test")
+	url, caFile := startNode(t, bin, ca, filepath.Join(dir, "py1"), leaseTTL)
+	longURL, _ := startNode(t, bin, ca, filepath.Join(dir, "py2"), longLeaseTTL)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -55,6 +63,7 @@ func TestPythonClient(t *testing.T) {
 		"WORKRON_TEST_CLIENT_TOKEN="+clientToken,
 		"WORKRON_TEST_WORKER_TOKEN="+workerToken,
 		"WORKRON_TEST_LEASE_TTL="+leaseTTL,
+		"WORKRON_TEST_LONG_LEASE_URL="+longURL,
 		"PYTHONDONTWRITEBYTECODE=1",
 		"WORKRON_TOKEN=", "WORKRON_TLS_CA=", // not the caller's: the tests pass their own
 	)
@@ -66,12 +75,14 @@ func TestPythonClient(t *testing.T) {
 	}
 }
 
-// startNode builds the binary and starts one bootstrapping node on free
-// ports with TLS and a token file; it returns the node's URL and CA file.
-func startNode(t *testing.T, dir string) (url, caFile string) {
+// startNode starts one bootstrapping node of bin on free ports, with TLS
+// (a certificate of ca), a token file and leases of ttl, in dir; it
+// returns the node's URL and CA file.
+func startNode(t *testing.T, bin string, ca *testcert.CA, dir, ttl string) (url, caFile string) {
 	t.Helper()
-	bin := buildWorkron(t, dir)
-	ca := testcert.NewCA(t, "python-test")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
 	certFile, keyFile, caFile := ca.Files(t, dir, ca.Issue(t, "node"), "node")
 	tokens := filepath.Join(dir, "tokens")
 	body := fmt.Sprintf("admin %s admin\nclient %s python-client\nworker %s python-worker\n", adminToken, clientToken, workerToken)
@@ -88,7 +99,7 @@ func startNode(t *testing.T, dir string) (url, caFile string) {
 			"--http", "127.0.0.1:"+strconv.Itoa(p[0]), "--raft", "127.0.0.1:"+strconv.Itoa(p[1]),
 			"--advertise-http", url, "--data", filepath.Join(dir, "data", strconv.Itoa(try)),
 			"--tls-cert", certFile, "--tls-key", keyFile, "--auth-token-file", tokens,
-			"--lease-ttl", leaseTTL, "--reap-interval", "100ms", "--max-wait", "5s",
+			"--lease-ttl", ttl, "--reap-interval", "100ms", "--max-wait", "5s",
 			"--raft-heartbeat-timeout", "100ms", "--raft-election-timeout", "100ms")
 		logs, err := os.Create(filepath.Join(dir, "node.log"))
 		if err != nil {

@@ -152,6 +152,32 @@ func (c *Client) HeartbeatWorker(ctx context.Context, workerID string, req wire.
 	return &out, nil
 }
 
+// WorkerActions waits up to req.Wait for what the worker must do with its
+// attempts (POST /workers/{id}/actions): the cancels and preemptions of
+// the attempts it holds other than req.Known, answered as soon as there is
+// one, none when the wait ends first. It renews no lease. A server that
+// does not know the worker answers 404 (IsNotFound); a release without the
+// route answers 404 too, with no code (see the worker's use of it).
+func (c *Client) WorkerActions(ctx context.Context, workerID string, req wire.WorkerActionsRequest) (*wire.WorkerActionsResponse, error) {
+	if workerID == "" {
+		return nil, fmt.Errorf("worker actions: %w", ErrEmptyID)
+	}
+	var wait time.Duration
+	if req.Wait != "" {
+		d, err := wire.ParseDuration("wait", req.Wait)
+		if err != nil {
+			return nil, fmt.Errorf("worker actions: %w", err)
+		}
+		wait = d
+	}
+	var out wire.WorkerActionsResponse
+	path := "/workers/" + url.PathEscape(workerID) + "/actions"
+	if _, err := c.do(ctx, call{method: http.MethodPost, path: path, body: req, out: &out, idempotent: true, longPoll: wait + claimSlack}); err != nil {
+		return nil, fmt.Errorf("actions of worker %s: %w", workerID, err)
+	}
+	return &out, nil
+}
+
 // JobHeartbeat renews one job's lease (POST /jobs/{id}/heartbeat). A stale
 // lease gives IsConflict; the reply's Action is "cancel" when the job was
 // cancelled while running.

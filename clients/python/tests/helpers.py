@@ -67,3 +67,7 @@ def new_worker(queue: str, **kw) -> Worker:
 
 def statuses(jobs: List) -> List[str]:
     return [j.status for j in jobs]
+
+
+# A second node whose leases last 90s: its workers heartbeat every 30s.
+LONG_LEASE_URL = os.environ.get("WORKRON_TEST_LONG_LEASE_URL", "")

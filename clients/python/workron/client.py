@@ -869,6 +869,20 @@ class Client:
         _, reply = self.request("POST", f"/workers/{urllib.parse.quote(worker_id, safe='')}/heartbeat", body)
         return reply or {}
 
+    def worker_actions(self, worker_id: str, known: Sequence[Tuple[str, int]] = (), *,
+                       wait: Optional[Duration] = None, abort: Optional[Abort] = None) -> List[Dict[str, Any]]:
+        """Waits up to wait for what the worker must do with its attempts
+        (POST /workers/{id}/actions): the cancels and preemptions of the
+        attempts it holds other than the (job id, lease) pairs of known,
+        returned as soon as there is one ([] when the wait ends first). It
+        renews no lease."""
+        body = _drop_none({"known": [{"job_id": j, "lease": lease} for j, lease in known] or None,
+                           "wait": go_duration(wait)})
+        secs = parse_go_duration(body.get("wait")) or 0.0
+        _, reply = self.request("POST", f"/workers/{urllib.parse.quote(worker_id, safe='')}/actions", body,
+                                timeout=self._timeout + secs, abort=abort)
+        return list((reply or {}).get("actions") or [])
+
     def heartbeat_job(self, job_id: str, lease: int, *,
                       progress: Optional[Tuple[int, str]] = None) -> Dict[str, Any]:
         """Renews one attempt's lease (POST /jobs/{id}/heartbeat), with the

@@ -9,8 +9,15 @@ lost goes back at once; and reports every attempt's end with its lease,
 carried on the next claim or batched on POST /jobs/reports.
 
 A handler reports progress with ``job.progress(percent, message)``: the
-latest update of each job rides on the next heartbeat (none costs a request
-of its own). What a handler returns is the job's result (any JSON value;
+worker sends it at once, in a heartbeat that lists only the jobs with new
+progress, or ``progress_interval`` seconds after the last it sent, with the
+latest update of every job (at most one such request per interval,
+whatever the number of jobs).
+
+While jobs run, the worker also holds one long-poll (POST
+/workers/{id}/actions) that the cluster answers as soon as one of its
+attempts must stop: a cancel or a gang's drain reaches it at once rather
+than at its next heartbeat, whose reply still carries the same actions. What a handler returns is the job's result (any JSON value;
 None: none), and ``job.parent_results`` holds the results of the jobs it
 depends on.
 
@@ -58,6 +65,9 @@ Handler = Callable[["JobContext"], Any]
 # How long a worker sends no progress after the cluster refused it (a member
 # runs a release without progress, during a rolling upgrade).
 _PROGRESS_OFF_FOR = 60.0
+# The most attempts the actions loop remembers it was told about without
+# running them (a claim reply it never received).
+_MAX_UNKNOWN_ACTIONS = 256
 
 # Report answers whose codes mean nothing was done: the report is sent again.
 _RESEND_CODES = ("no_leader", "internal", "outcome_unknown", "upgrade_in_progress")
@@ -117,17 +127,21 @@ class JobContext:
     _progress: Optional[Tuple[int, str]] = field(default=None, repr=False)
     _progress_seq: int = field(default=0, repr=False)
     _progress_sent: int = field(default=0, repr=False)
+    _progressed: Optional[threading.Event] = field(default=None, repr=False)  # the worker's, set at each update
 
     def progress(self, percent: int, message: str = "") -> None:
         """Records how far the job is: percent from 0 to 100 (held to those
         bounds) and a short message (cut to 200 bytes). It does not block:
-        the worker's next heartbeat carries the latest update since the one
-        before, so calling it often costs nothing more."""
+        the worker sends the latest update at once, or at most one
+        ``progress_interval`` after the last it sent, so calling it often
+        costs nothing more."""
         raw = message.encode("utf-8")[:MAX_PROGRESS_MESSAGE]
         msg = raw.decode("utf-8", "ignore")
         with self._progress_lock:
             self._progress = (min(max(int(percent), 0), 100), msg)
             self._progress_seq += 1
+        if self._progressed is not None:
+            self._progressed.set()
 
     def _pending_progress(self) -> Optional[Tuple[Tuple[int, str], int]]:
         """The update no heartbeat has carried yet, and its number."""
@@ -236,7 +250,9 @@ class Worker:
     with the worker's variables of ``pass_env`` besides the base ones, the
     last ``output_tail`` bytes of output reported, and ``kill_grace``
     seconds between SIGTERM and SIGKILL when one is stopped; a preempted
-    gang task's handler has the kill grace to return. ``exec_addr``
+    gang task's handler has the kill grace to return. ``progress_interval``
+    is the least time in seconds between two sends of progress (at least
+    0.1). ``exec_addr``
     (where gang peers reach this worker), ``tags`` and ``resources`` are
     registered.
     """
@@ -247,18 +263,21 @@ class Worker:
                  grace: float = 30.0,
                  tags: Sequence[str] = (), resources: Optional[Resources] = None, exec_addr: str = "",
                  shell: bool = False, pass_env: Sequence[str] = (), kill_grace: float = 5.0,
-                 output_tail: int = 4096,
+                 output_tail: int = 4096, progress_interval: float = 1.0,
                  logger: Optional[logging.Logger] = None, trace_hook: Optional[TraceHook] = None) -> None:
         if concurrency < 1:
             raise ValueError(f"concurrency: must be at least 1, got {concurrency}")
         if poll_wait < 0 or grace < 0 or kill_grace < 0:
             raise ValueError("poll_wait, grace and kill_grace must not be negative")
+        if progress_interval < 0.1:
+            raise ValueError(f"progress_interval: must be at least 0.1 seconds, got {progress_interval}")
         if not 0 <= output_tail <= 1 << 20:
             raise ValueError(f"output_tail: must be from 0 to {1 << 20} bytes, got {output_tail}")
         self.shell = shell
         self.exec_addr = exec_addr
         self.kill_grace = kill_grace
         self.output_tail = output_tail
+        self.progress_interval = progress_interval
         self._env_names = list(BASE_ENV) + check_pass_env(pass_env)
         self._watcher: Optional[Watcher] = None
         self.id = id or f"{socket.gethostname()}-{os.getpid()}"
@@ -280,6 +299,9 @@ class Worker:
         self._quit = threading.Event()  # the heartbeat and reporter end
         self._kick = threading.Event()  # the heartbeat loop looks again
         self._abort = Abort()
+        self._actions_abort = Abort()  # cuts the actions long-poll at the end
+        self._progressed = threading.Event()  # a running job made progress
+        self._jobs_began = threading.Event()  # the actions loop looks again
         self._running: Dict[Tuple[str, int], _Task] = {}
         self._reports: List[Dict[str, Any]] = []  # queued
         self._sending: Dict[Tuple[str, int], Dict[str, Any]] = {}  # sent, not answered
@@ -346,7 +368,8 @@ class Worker:
         self.log.info("worker %s serving %s%s", self.id, sorted(self._handlers), " and shell commands" * self.shell)
         threads = [threading.Thread(target=f, name=f"workron-{n}", daemon=True)
                    for n, f in (("claim", self._claim_loop), ("heartbeat", self._heartbeat_loop),
-                                ("reporter", self._report_loop))]
+                                ("reporter", self._report_loop), ("progress", self._progress_loop),
+                                ("actions", self._actions_loop))]
         for t in threads:
             t.start()
         while not self._stop.wait(0.2):  # wakes so signal handlers run
@@ -355,6 +378,9 @@ class Worker:
         self._drain()
         self._quit.set()
         self._kick.set()
+        self._progressed.set()
+        self._jobs_began.set()
+        self._actions_abort.abort()
         with self._cond:
             self._cond.notify_all()
         for t in threads[1:]:
@@ -430,7 +456,8 @@ class Worker:
 
     def _start(self, job: Job) -> None:
         """Starts job's handler or command; called with the lock held."""
-        task = _Task(JobContext(job, traceparent=job.traceparent))
+        task = _Task(JobContext(job, traceparent=job.traceparent, _progressed=self._progressed))
+        self._jobs_began.set()
         self._with_checkpoint(task)
         self._running[task.key] = task
         timeout = parse_go_duration(job.timeout)
@@ -795,12 +822,13 @@ class Worker:
         for a in reply.get("actions") or []:
             self._act(a)
 
-    def _act(self, a: Dict[str, Any]) -> None:
-        """Carries out one action of a heartbeat reply."""
+    def _act(self, a: Dict[str, Any]) -> bool:
+        """Carries out one action of a heartbeat's (or the actions
+        long-poll's) reply; False when it names no job running here."""
         with self._cond:
             task = self._running.get((a.get("job_id"), a.get("lease")))
         if task is None:
-            return
+            return False
         action = a.get("action")
         if action == "cancel":
             self._stop_task(task, "cancelled", retry=False)
@@ -810,6 +838,8 @@ class Worker:
             self._stop_task(task, "preempted")
         else:
             self.log.warning("unknown heartbeat action %r for job %s ignored", action, task.ctx.id)
+            return False
+        return True
 
     def _send_heartbeat(self, leases: List[Tuple[str, int]], claims_to: int) -> Dict[str, Any]:
         """Sends one heartbeat with the progress of the running jobs that no
@@ -837,6 +867,73 @@ class Worker:
         for ctx, seq in delivered:
             ctx._delivered(seq)
         return reply
+
+    def _progress_loop(self) -> None:
+        """Sends the progress jobs make between heartbeats: at once, or
+        progress_interval after the last send."""
+        last = -self.progress_interval
+        while True:
+            self._progressed.wait()
+            if self._quit.is_set():
+                return
+            if self._quit.wait(max(last + self.progress_interval - time.monotonic(), 0)):
+                return
+            self._progressed.clear()
+            last = time.monotonic()
+            try:
+                self._send_progress()
+            except WorkronError as e:
+                self.log.warning("progress not sent: %s", e)
+
+    def _send_progress(self) -> None:
+        """Sends, in a heartbeat of its own, the new progress of the running
+        jobs that have some: it lists only them and names no claims, so the
+        cluster gives nothing back for the jobs it leaves out."""
+        if time.monotonic() < self._progress_off_until:
+            return
+        with self._cond:
+            tasks = list(self._running.values())
+        leases = sorted(t.key for t in tasks if t.ctx._pending_progress() is not None)
+        if not leases:
+            return
+        reply = self._send_heartbeat(leases, 0)
+        for a in reply.get("actions") or []:
+            self._act(a)
+
+    # ---- actions
+
+    def _actions_loop(self) -> None:
+        """Holds the actions long-poll while jobs run, and acts on what it
+        answers as on a heartbeat's reply. A refused or failed poll (a node
+        of an older release) leaves cancels to the heartbeats, and is tried
+        again after a backoff of 1s doubling to a minute."""
+        delay = 1.0
+        unknown: Dict[Tuple[str, int], float] = {}  # told, not run here: until when to name it known
+        while not self._quit.is_set():
+            with self._cond:
+                busy = bool(self._running)
+                known = [k for k, t in self._running.items() if t.settled or t.cause]
+            if not busy:
+                self._jobs_began.wait()
+                self._jobs_began.clear()
+                continue
+            now = time.monotonic()
+            for k in [k for k, until in unknown.items() if until < now]:
+                del unknown[k]
+            try:
+                actions = self.client.worker_actions(self.id, sorted(set(known) | set(unknown)),
+                                                     wait=self.poll_wait, abort=self._actions_abort)
+            except WorkronError as e:
+                if self._quit.is_set():
+                    return
+                self.log.debug("actions long-poll failed: cancels arrive with heartbeats meanwhile: %s", e)
+                self._quit.wait(delay)
+                delay = min(delay * 2, 60.0)
+                continue
+            delay = 1.0
+            for a in actions:
+                if not self._act(a) and len(unknown) < _MAX_UNKNOWN_ACTIONS:
+                    unknown[(a.get("job_id"), a.get("lease"))] = time.monotonic() + self._lease_ttl
 
     def _final_heartbeat(self) -> None:
         with self._cond:
