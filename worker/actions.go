@@ -11,13 +11,14 @@ import (
 //
 // While jobs run, the worker holds one long-poll (POST
 // /workers/{id}/actions; one per worker, whatever its number of jobs) that
-// the node answers as soon as the cluster asks one of its attempts to stop,
-// or empty after PollWait. It proposes nothing and renews no lease; the
-// heartbeat still does, and its reply still carries the same actions, so a
-// refused or failed poll (a node of a release without the route answers
-// 404, or 403 from its table of routes) costs only the latency the
-// heartbeat always had: the worker asks again after a backoff of 1s
-// doubling to a minute.
+// the node answers as soon as the cluster asks one of its attempts to
+// stop, or empty after PollWait (at least a second). It proposes nothing
+// and renews no lease; the heartbeat still does, and its reply still
+// carries the same actions, so a refused or failed poll (a node of a
+// release without the route answers 404, or 403 from its table of routes)
+// costs only the latency the heartbeat always had: the worker asks again
+// after a backoff of 1s doubling to a minute, as it does after an answer
+// that came at once with nothing it could stop.
 
 // maxUnknownActions bounds the attempts the worker remembers it was told
 // about without running them (a claim reply it never received).
@@ -37,7 +38,8 @@ func (w *Worker) actionsLoop(ctx context.Context) {
 			}
 			continue
 		}
-		req := wire.WorkerActionsRequest{Known: w.knownActions(unknown), Wait: w.cfg.PollWait.String()}
+		req := wire.WorkerActionsRequest{Known: w.knownActions(unknown), Wait: w.actionsWait().String()}
+		began := time.Now()
 		resp, err := w.client.WorkerActions(ctx, w.cfg.ID, req)
 		if ctx.Err() != nil {
 			return
@@ -49,16 +51,26 @@ func (w *Worker) actionsLoop(ctx context.Context) {
 			}
 			continue
 		}
-		bo.reset()
+		// An empty answer after the wait is no spin; one at once is.
+		stopped := len(resp.Actions) == 0 && time.Since(began) >= w.actionsWait()/2
 		for _, a := range resp.Actions {
-			if !w.act(a) {
-				if len(unknown) < maxUnknownActions {
-					unknown[wire.JobLease{JobID: a.JobID, Lease: a.Lease}] = time.Now().Add(w.currentLeaseTTL())
-				}
+			if w.act(a) {
+				stopped = true
+			} else if len(unknown) < maxUnknownActions {
+				unknown[wire.JobLease{JobID: a.JobID, Lease: a.Lease}] = time.Now().Add(w.currentLeaseTTL())
 			}
+		}
+		if stopped {
+			bo.reset()
+		} else if !sleep(ctx, bo.next()) { // answered at once, with nothing it could stop
+			return
 		}
 	}
 }
+
+// actionsWait is how long one actions long-poll waits: PollWait, at
+// least a second.
+func (w *Worker) actionsWait() time.Duration { return max(w.cfg.PollWait, time.Second) }
 
 // knownActions lists the attempts whose actions the worker already has:
 // the running ones it was asked to stop, and those it was told about but

@@ -920,9 +920,10 @@ class Worker:
             now = time.monotonic()
             for k in [k for k, until in unknown.items() if until < now]:
                 del unknown[k]
+            began = time.monotonic()
             try:
                 actions = self.client.worker_actions(self.id, sorted(set(known) | set(unknown)),
-                                                     wait=self.poll_wait, abort=self._actions_abort)
+                                                     wait=max(self.poll_wait, 1.0), abort=self._actions_abort)
             except WorkronError as e:
                 if self._quit.is_set():
                     return
@@ -930,10 +931,18 @@ class Worker:
                 self._quit.wait(delay)
                 delay = min(delay * 2, 60.0)
                 continue
-            delay = 1.0
+            # An empty answer after the wait is no spin; one at once is.
+            stopped = not actions and time.monotonic() - began >= max(self.poll_wait, 1.0) / 2
             for a in actions:
-                if not self._act(a) and len(unknown) < _MAX_UNKNOWN_ACTIONS:
+                if self._act(a):
+                    stopped = True
+                elif len(unknown) < _MAX_UNKNOWN_ACTIONS:
                     unknown[(a.get("job_id"), a.get("lease"))] = time.monotonic() + self._lease_ttl
+            if stopped:
+                delay = 1.0
+            else:  # answered at once, with nothing it could stop
+                self._quit.wait(delay)
+                delay = min(delay * 2, 60.0)
 
     def _final_heartbeat(self) -> None:
         with self._cond:
