@@ -87,6 +87,7 @@ var routeRoles = map[string]Role{
 	"PUT /queues/{name}":             RoleAdmin,
 	"DELETE /queues/{name}/pauses":   RoleAdmin,
 	"GET /pauses":                    RoleClient,
+	"GET /cluster/read_index":        routeAny, // a number; asked by the node serving a read, with its client's token
 	"POST /cluster/join":             RoleAdmin,
 	"DELETE /cluster/nodes/{id}":     RoleAdmin,
 	"GET /backup":                    RoleAdmin,

@@ -34,6 +34,7 @@ var statuses = map[string]int{
 	wire.CodeRemoved:              http.StatusServiceUnavailable,
 	wire.CodeBusy:                 http.StatusServiceUnavailable,
 	wire.CodeUpgradeInProgress:    http.StatusServiceUnavailable,
+	wire.CodeCatchingUp:           http.StatusServiceUnavailable,
 	wire.CodeOutcomeUnknown:       http.StatusGatewayTimeout,
 }
 

@@ -258,8 +258,10 @@ func (s *Server) leaderWrite(h http.HandlerFunc) http.HandlerFunc {
 	return s.leaderRoute(s.cfg.MaxBodyBytes, true, h)
 }
 
-// leaderRead wraps a read: by default served by the leader after it checks
-// with a quorum that it still leads; ?stale=1 serves this node's state.
+// leaderRead wraps a read served by the leader after it checks with a
+// quorum that it still leads (GET /backup; a consistent read when the
+// leader is of a release without GET /cluster/read_index, see reads.go);
+// ?stale=1 serves this node's state.
 func (s *Server) leaderRead(h http.HandlerFunc) http.HandlerFunc {
 	verified := func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)

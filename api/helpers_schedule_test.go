@@ -51,6 +51,7 @@ func (n *loneNode) TransferLeadership(context.Context) error       { return nil 
 func (n *loneNode) Removed() bool                                  { return false }
 func (n *loneNode) Stats() raftnode.Stats                          { return raftnode.Stats{} }
 func (n *loneNode) AppliedIndex() uint64                           { return n.FSM.Applied() }
+func (n *loneNode) CommitIndex() uint64                            { return n.FSM.Applied() }
 func (n *loneNode) WriteBackup(io.Writer) (int64, error)           { return 0, nil }
 func (n *loneNode) ClusterProtocol() int                           { return fsm.ProtocolVersion }
 func (n *loneNode) SetMemberProtocols(map[string]int)              {}

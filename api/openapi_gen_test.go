@@ -61,7 +61,14 @@ func replyMedia(media string) apiContent     { return apiContent{media: media} }
 var noBody = apiContent{}
 
 var (
-	oaStale   = apiParam{name: "stale", typ: "string", doc: "1 or true: read this node's own state instead of the leader's"}
+	oaStale = apiParam{name: "stale", typ: "string", doc: "1 or true: serve this node's state as it is, asking no one; by default the node first applies the leader's commit index (a consistent read)"}
+	// oaReadHeaders state a read's freshness: every 2xx reply of an
+	// operation that takes oaStale carries them (reads.go).
+	oaReadHeaders = []apiParam{
+		{name: wire.HeaderAppliedIndex, typ: "integer", doc: "the Raft index the serving node's state stood at: the reply reflects every entry up to it at least"},
+		{name: wire.HeaderLeaderCommit, typ: "integer", doc: "the leader's commit index: for a consistent read, the one the leader confirmed for this read (the applied index is at least it); " +
+			"for a stale read, the one the node last heard of (absent when it knows none)"},
+	}
 	oaFilter  = apiParam{name: "filter", typ: "string", doc: `a filter expression (docs/api.md, Filters), e.g. status == "failed" and last_error contains "timeout"`}
 	oaCascade = apiParam{name: "cascade", typ: "string", doc: "false: leave the job's dependents alone"}
 	oaEpoch   = apiParam{name: "epoch", typ: "integer", doc: "the preemption epoch the task was told", required: true}
@@ -189,6 +196,8 @@ var apiOps = []apiOp{
 		replies: map[int]apiContent{200: replyJSON(wire.Health{}), 503: replyJSON(wire.Health{})}},
 	{pattern: "GET /cluster", summary: "The cluster's members as this node sees them",
 		replies: map[int]apiContent{200: replyJSON(wire.Cluster{})}},
+	{pattern: "GET /cluster/read_index", summary: "The leader's commit index, confirmed with a quorum: what a node serving a consistent read waits to apply (503 no_leader on another node)",
+		replies: map[int]apiContent{200: replyJSON(wire.ReadIndex{})}},
 	{pattern: "POST /cluster/join", summary: "Add a voter", body: jsonOf(wire.JoinRequest{}),
 		replies: map[int]apiContent{200: replyJSON(wire.Node{})}},
 	{pattern: "DELETE /cluster/nodes/{id}", summary: "Remove a member",
@@ -508,6 +517,9 @@ func (g *schemaGen) operation(o apiOp, method, path string, n int, errRef map[st
 		"default": map[string]any{"description": "an error (docs/api.md, Requests, leaders and errors)", "content": map[string]any{"application/json": map[string]any{"schema": errRef}}},
 	}
 	for status, c := range o.replies {
+		if status/100 == 2 && slices.Contains(o.query, oaStale) {
+			c.headers = slices.Concat(c.headers, oaReadHeaders)
+		}
 		r := map[string]any{"description": httpStatusText(status)}
 		if ct := g.content(c); ct != nil {
 			r["content"] = ct

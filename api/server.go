@@ -43,6 +43,7 @@ type Raft interface {
 	Leader() (id, addr string)
 	LeaderChanged() <-chan struct{}
 	VerifyLeader(ctx context.Context) error
+	CommitIndex() uint64
 	ID() string
 	RaftAddr() string
 	Role() string
@@ -336,7 +337,7 @@ func (s *Server) Handler() http.Handler {
 
 func (s *Server) routes() {
 	w := s.leaderWrite
-	r := s.leaderRead
+	r := s.readRoute
 	big := func(h http.HandlerFunc) http.HandlerFunc { return s.leaderRoute(s.cfg.MaxBatchBodyBytes, true, h) }
 	// Membership changes are not proposals alone: never replayed.
 	member := func(h http.HandlerFunc) http.HandlerFunc { return s.leaderRoute(s.cfg.MaxBodyBytes, false, h) }
@@ -379,9 +380,10 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /schedules/{name}/trigger", w(s.handleTriggerSchedule))
 	s.mux.HandleFunc("GET /health", s.handleHealth)
 	s.mux.HandleFunc("GET /cluster", s.handleCluster)
+	s.mux.HandleFunc("GET /cluster/read_index", s.handleReadIndex)
 	s.mux.HandleFunc("POST /cluster/join", member(s.handleJoin))
 	s.mux.HandleFunc("DELETE /cluster/nodes/{id}", member(s.handleRemove))
-	s.mux.HandleFunc("GET /backup", r(s.handleBackup))
+	s.mux.HandleFunc("GET /backup", s.leaderRead(s.handleBackup))
 	s.mux.HandleFunc("POST /restore", s.handleRestore) // streams its body to disk, then to the leader
 	s.mux.HandleFunc("GET /debug/digest", s.handleDigest)
 	s.mux.Handle("GET /metrics", s.metrics.handler())

@@ -409,6 +409,10 @@ func (n *Node) VerifyLeader(ctx context.Context) error {
 	return nil
 }
 
+// CommitIndex is the highest log index this node knows to be committed:
+// on the leader its own, on a follower the leader's as last heard.
+func (n *Node) CommitIndex() uint64 { return n.raft.CommitIndex() }
+
 // Server is one member of the Raft configuration.
 type Server struct {
 	ID    string

@@ -66,6 +66,10 @@ const (
 	// CodeUpgradeInProgress (503): the request needs a newer protocol than
 	// a node of the cluster runs; nothing was done.
 	CodeUpgradeInProgress = "upgrade_in_progress"
+	// CodeCatchingUp (503): a consistent read, which this node did not
+	// apply the leader's commit index for within --leader-wait; nothing was
+	// done: retry (another node may be ahead), or read with ?stale=1.
+	CodeCatchingUp = "catching_up"
 	// CodeOutcomeUnknown (504): the request reached the leader but its
 	// answer was lost; it may or may not have taken effect.
 	CodeOutcomeUnknown = "outcome_unknown"
@@ -77,7 +81,7 @@ var Codes = []string{
 	CodeHostNotAllowed, CodeNotFound, CodeStaleLease, CodeStaleEpoch, CodeNotRunning,
 	CodeConflict, CodeLeaseRequired, CodeTooLarge, CodeUnsupportedMediaType, CodeOverloaded,
 	CodeTooManyWorkers, CodeInternal, CodeNoLeader, CodeRemoved,
-	CodeBusy, CodeUpgradeInProgress, CodeOutcomeUnknown,
+	CodeBusy, CodeUpgradeInProgress, CodeCatchingUp, CodeOutcomeUnknown,
 }
 
 // RetryReport reports whether a BatchReportResult with this code was not

@@ -25,12 +25,14 @@ import (
 type cliFlags struct {
 	server string
 	output string
+	stale  bool
 	sec    clientSecurity
 }
 
 func (c *cliFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.server, "server", envOr("WORKRON_SERVER", defaultServers), "node URLs, comma-separated, tried in order (env WORKRON_SERVER)")
 	fs.StringVar(&c.output, "o", "table", "output: table or json")
+	fs.BoolVar(&c.stale, "stale", false, "read the node's state as it is (?stale=1), without waiting for the leader's latest writes")
 	c.sec.register(fs, "token")
 }
 
@@ -75,7 +77,7 @@ func (c *cli) connect() error {
 	if c.flags.output != "table" && c.flags.output != "json" {
 		return fmt.Errorf("-o: %q is not table or json", c.flags.output)
 	}
-	cl, err := c.flags.sec.newClient(splitList(c.flags.server), nil)
+	cl, err := c.flags.sec.newClient(splitList(c.flags.server), nil, func(cfg *client.Config) { cfg.StaleReads = c.flags.stale })
 	if err != nil {
 		return err
 	}

@@ -244,7 +244,7 @@ func (c *clientSecurity) httpClient(timeout time.Duration) (*http.Client, error)
 }
 
 // newClient is a Go client for servers with the token and CA of the flags.
-func (c *clientSecurity) newClient(servers []string, logger *slog.Logger) (*client.Client, error) {
+func (c *clientSecurity) newClient(servers []string, logger *slog.Logger, mutate ...func(*client.Config)) (*client.Client, error) {
 	tok, err := c.bearer()
 	if err != nil {
 		return nil, err
@@ -257,6 +257,9 @@ func (c *clientSecurity) newClient(servers []string, logger *slog.Logger) (*clie
 	cfg.Servers, cfg.Token, cfg.HTTPClient = servers, tok, hc
 	if logger != nil {
 		cfg.Logger = logger
+	}
+	for _, m := range mutate {
+		m(&cfg)
 	}
 	return client.New(cfg)
 }

@@ -96,7 +96,7 @@ func (c *cli) learnMembers(ctx context.Context) {
 	// Start at the node that answered.
 	cur := slices.Index(servers, c.client.Server())
 	servers = slices.Concat(servers[cur:], servers[:cur])
-	cl2, err := c.flags.sec.newClient(servers, nil)
+	cl2, err := c.flags.sec.newClient(servers, nil, func(cfg *client.Config) { cfg.StaleReads = c.flags.stale })
 	if err != nil {
 		return
 	}

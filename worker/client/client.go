@@ -37,6 +37,7 @@ type Client struct {
 	rounds  int
 	backoff time.Duration
 	log     *slog.Logger
+	stale   bool          // Config.StaleReads
 	cur     atomic.Uint32 // index into servers of the one to try first
 }
 
@@ -68,6 +69,7 @@ func New(cfg Config) (*Client, error) {
 		rounds:  cfg.Rounds,
 		backoff: cfg.Backoff,
 		log:     log.With("component", "client"),
+		stale:   cfg.StaleReads,
 	}, nil
 }
 
@@ -271,8 +273,8 @@ func (c *Client) badReply(cl call, server string, err error) (retryKind, error) 
 
 func (c *Client) newRequest(ctx context.Context, server string, cl call, body []byte, reqID string) (*http.Request, error) {
 	target := server + cl.path
-	if len(cl.query) > 0 {
-		target += "?" + cl.query.Encode()
+	if q := c.readQuery(cl); len(q) > 0 {
+		target += "?" + q.Encode()
 	}
 	var rd io.Reader
 	if body != nil {

@@ -39,6 +39,15 @@ type Config struct {
 	// doubles each round, up to 2s. Defaults to 100ms; must not be negative.
 	Backoff time.Duration
 
+	// StaleReads makes every read (GET of jobs, gangs, workers, queues,
+	// pauses and schedules) ask for the answering node's state as it is
+	// (?stale=1), without waiting for it to apply the leader's commit
+	// index: it answers during an election and costs the leader nothing,
+	// but may miss the latest writes. By default reads are consistent:
+	// they see every write acknowledged before them (docs/api.md, Reads on
+	// any node).
+	StaleReads bool
+
 	// Logger receives failover messages at debug and warn level. When nil,
 	// nothing is logged.
 	Logger *slog.Logger

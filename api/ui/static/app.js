@@ -150,7 +150,8 @@
     }
   }
 
-  // Set when the node knows no leader and reads fall back to ?stale=1.
+  // Set when a consistent read fails (no leader, or the node is behind)
+  // and reads fall back to ?stale=1.
   let staleReads = false;
 
   // call sends one request; payload, when given, goes as JSON.
@@ -184,15 +185,16 @@
     return body;
   }
 
-  // get reads from the leader; without one it reads this node's own,
-  // possibly stale, state rather than showing nothing.
+  // get makes a consistent read; when the node cannot (no leader, or it
+  // is behind) it reads this node's own, possibly stale, state rather
+  // than showing nothing.
   async function get(path) {
     try {
       const body = await call('GET', path);
       staleReads = false;
       return body;
     } catch (err) {
-      if (!(err instanceof APIError) || err.code !== 'no_leader') throw err;
+      if (!(err instanceof APIError) || (err.code !== 'no_leader' && err.code !== 'catching_up')) throw err;
       staleReads = true;
       return call('GET', path + (path.includes('?') ? '&' : '?') + 'stale=1');
     }
@@ -364,7 +366,7 @@
     const banner = $('#banner');
     const err = actionError || refreshError;
     let text = err ? describe(err) : '';
-    if (!err && staleReads) text = 'This node knows no leader: showing its local state, which may be stale.';
+    if (!err && staleReads) text = 'This node cannot read consistently now (no leader, or it is behind): showing its local state, which may be stale.';
     banner.hidden = !text;
     banner.classList.toggle('banner-warn', !err && staleReads);
     banner.dataset.code = err && err.code ? err.code : '';

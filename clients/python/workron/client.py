@@ -459,11 +459,17 @@ class Client:
     holding it, by default the environment's WORKRON_TOKEN; ``tls_ca`` a PEM
     file trusted for https:// besides the system's CAs, by default
     WORKRON_TLS_CA; ``timeout`` the seconds one request may take.
+    ``stale_reads`` makes every read (GET of jobs, gangs, workers, queues,
+    pauses and schedules) ask for the answering node's state as it is
+    (``?stale=1``): it answers during an election and costs the leader
+    nothing, but may miss the latest writes. By default reads are
+    consistent: they see every write acknowledged before them (docs/api.md,
+    Reads on any node).
     """
 
     def __init__(self, servers: Union[str, Sequence[str], None] = None, *, token: Optional[str] = None,
                  token_file: Optional[str] = None, tls_ca: Optional[str] = None,
-                 timeout: float = 30.0) -> None:
+                 timeout: float = 30.0, stale_reads: bool = False) -> None:
         if token is None and token_file:
             with open(token_file) as f:
                 token = f.read().strip()
@@ -486,6 +492,7 @@ class Client:
         self._ssl = ssl.create_default_context()
         if tls_ca:
             self._ssl.load_verify_locations(cafile=tls_ca)
+        self._stale_reads = stale_reads
         self._current = 0
         self._lock = threading.Lock()
 
@@ -499,6 +506,8 @@ class Client:
         decoded JSON reply (None when empty). Raises WorkronError for a
         status of 400 or more."""
         extra = headers
+        if self._stale_reads and method == "GET" and _is_read(path) and "stale" not in (query or {}):
+            query = dict(query or {}, stale=1)
         if query:
             q = [(k, str(v).lower() if isinstance(v, bool) else str(v)) for k, v in query.items() if v is not None]
             if q:
@@ -936,6 +945,17 @@ class Client:
     def _report(self, job_id: str, action: str, body: Dict[str, Any]) -> Job:
         _, reply = self.request("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/{action}", body)
         return Job.from_dict(reply)
+
+
+# The path prefixes of the reads ``stale_reads`` applies to.
+_READ_ROUTES = ("/jobs", "/gangs", "/workers", "/queues", "/pauses", "/schedules")
+
+
+def _is_read(path: str) -> bool:
+    path = path.split("?", 1)[0]
+    if path == "/jobs/next":  # claims
+        return False
+    return any(path == p or path.startswith(p + "/") for p in _READ_ROUTES)
 
 
 class _Retryable(Exception):

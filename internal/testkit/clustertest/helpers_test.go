@@ -115,7 +115,7 @@ func submit(tb testing.TB, url string, req any) wire.Job {
 	return decode[wire.Job](tb, call(tb, http.StatusCreated, http.MethodPost, url+"/jobs", req))
 }
 
-// getJob reads a job through node url (a consistent read via the leader).
+// getJob reads a job through node url (a consistent read).
 func getJob(tb testing.TB, url, id string) wire.Job {
 	tb.Helper()
 	return decode[wire.Job](tb, call(tb, http.StatusOK, http.MethodGet, url+"/jobs/"+id, nil))
