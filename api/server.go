@@ -1,6 +1,7 @@
 // Package api serves Workron's HTTP/JSON API on every node: it validates
-// requests, forwards writes (and consistent reads) from followers to the
-// leader, turns requests into commands for the leader's proposer, parks
+// requests, forwards writes from followers to the leader, serves reads
+// from the node's own state once it has applied the leader's read index
+// (reads.go), turns requests into commands for the leader's proposer, parks
 // long-polling workers until a job is ready. It never writes the state
 // itself: every change goes through Raft. The leader-only loops live in
 // leader, which the API feeds through Recorder and Liveness
