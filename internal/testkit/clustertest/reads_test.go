@@ -117,7 +117,7 @@ func TestReadsOnAnyNode(t *testing.T) {
 			job := submit(t, c.URL(l), wire.SubmitRequest{Command: fmt.Sprint("echo ", i)})
 			// The stale read follows a consistent one on the same node: it
 			// has the job too.
-			for _, path := range []string{"/jobs/" + job.ID, "/jobs/" + job.ID + "?stale=1", "/workers", "/queues", "/schedules", "/pauses"} {
+			for _, path := range []string{"/jobs/" + job.ID, "/jobs/" + job.ID + "?stale=1", "/jobs/count", "/workers", "/queues", "/schedules", "/pauses"} {
 				r := send(t, http.MethodGet, c.URL(f)+path, nil)
 				if r.Status != http.StatusOK {
 					t.Fatalf("GET %s on follower: %s", path, r)
