@@ -586,3 +586,22 @@ func (c *cluster) checkNodesAgree(t *testing.T, ids []string, jobs []wire.Job) {
 	}
 	t.Logf("nodes agree on the whole job list and on %d sampled jobs", len(sample))
 }
+
+// startWorkerProc starts `workron worker --server server --id id args...`
+// as a process (env added to its environment), killed at the end of the
+// test, its log's tail printed if the test failed.
+func startWorkerProc(t *testing.T, bin, server, id string, env []string, args ...string) *proc {
+	t.Helper()
+	w := &proc{Name: id, Bin: bin, Log: filepath.Join(t.TempDir(), "worker.log"), Env: env,
+		Args: append([]string{"worker", "--server", server, "--id", id}, args...)}
+	if _, err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		w.Kill()
+		if t.Failed() {
+			t.Logf("worker log:\n%s", w.Tail(60))
+		}
+	})
+	return w
+}

@@ -25,17 +25,7 @@ func TestEndToEndDAGPassesResults(t *testing.T) {
 	srv, _ := inProcessNode(t, "--id", "dag1", "--bootstrap", "--http", "127.0.0.1:0", "--raft", "127.0.0.1:0",
 		"--data", filepath.Join(t.TempDir(), "dag1"), "--raft-heartbeat-timeout", "100ms", "--raft-election-timeout", "100ms",
 		"--lease-ttl", "1500ms")
-	w := &proc{Name: "dag-worker", Bin: bin, Log: filepath.Join(t.TempDir(), "worker.log"),
-		Args: []string{"worker", "--server", srv.advertise, "--id", "dag-worker", "--concurrency", "2", "--poll-wait", "1s"}}
-	if _, err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		w.Kill()
-		if t.Failed() {
-			t.Logf("worker log:\n%s", w.Tail(60))
-		}
-	})
+	startWorkerProc(t, bin, srv.advertise, "dag-worker", nil, "--concurrency", "2", "--poll-wait", "1s")
 	cs := clientSecurity{}
 	cl, err := cs.newClient([]string{srv.advertise}, nil)
 	if err != nil {

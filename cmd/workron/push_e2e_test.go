@@ -28,17 +28,7 @@ func TestEndToEndCancelAndProgressArriveBeforeAHeartbeat(t *testing.T) {
 	srv, _ := inProcessNode(t, "--id", "push1", "--bootstrap", "--http", "127.0.0.1:0", "--raft", "127.0.0.1:0",
 		"--data", filepath.Join(t.TempDir(), "push1"), "--raft-heartbeat-timeout", "100ms", "--raft-election-timeout", "100ms",
 		"--lease-ttl", "90s")
-	w := &proc{Name: "push-worker", Bin: bin, Log: filepath.Join(t.TempDir(), "worker.log"),
-		Args: []string{"worker", "--server", srv.advertise, "--id", "push-worker", "--concurrency", "2", "--poll-wait", "5s"}}
-	if _, err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		w.Kill()
-		if t.Failed() {
-			t.Logf("worker log:\n%s", w.Tail(60))
-		}
-	})
+	startWorkerProc(t, bin, srv.advertise, "push-worker", nil, "--concurrency", "2", "--poll-wait", "5s")
 	cs := clientSecurity{}
 	cl, err := cs.newClient([]string{srv.advertise}, nil)
 	if err != nil {

@@ -109,18 +109,7 @@ func TestEndToEndTraceReachesAnOTLPCollector(t *testing.T) {
 	srv, _ := inProcessNode(t, "--id", "tr1", "--bootstrap", "--http", "127.0.0.1:0", "--raft", "127.0.0.1:0",
 		"--data", filepath.Join(t.TempDir(), "tr1"), "--raft-heartbeat-timeout", "100ms", "--raft-election-timeout", "100ms",
 		"--otlp-endpoint", col.srv.URL)
-	w := &proc{Name: "trace-worker", Bin: bin, Log: filepath.Join(t.TempDir(), "worker.log"),
-		Env:  []string{"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=trace-worker"},
-		Args: []string{"worker", "--server", srv.advertise, "--id", "trace-worker", "--poll-wait", "1s", "--otlp-endpoint", col.srv.URL}}
-	if _, err := w.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		w.Kill()
-		if t.Failed() {
-			t.Logf("worker log:\n%s", w.Tail(60))
-		}
-	})
+	startWorkerProc(t, bin, srv.advertise, "trace-worker", []string{"OTEL_BSP_SCHEDULE_DELAY=50", "OTEL_SERVICE_NAME=trace-worker"}, "--poll-wait", "1s", "--otlp-endpoint", col.srv.URL)
 
 	const traceID, callerSpan = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	body, _ := json.Marshal(wire.SubmitRequest{Command: `echo "TRACEPARENT=$TRACEPARENT"`, Queue: "default"})
