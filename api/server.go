@@ -102,7 +102,9 @@ type Config struct {
 	// MaxBatchJobs caps the jobs of one batch submit. Defaults to 1000.
 	MaxBatchJobs int
 	// Retention is how long finished jobs are kept when they give no
-	// retention of their own; 0 keeps them forever. Defaults to 168h.
+	// retention of their own; 0 keeps them forever. Failed and cancelled
+	// jobs are kept at least the leader's sweeper's KeepFailed (a week by
+	// default). Defaults to 24h, as River keeps completed jobs.
 	Retention time.Duration
 
 	// LeaderWait is how long a request that needs the leader waits for one
@@ -188,7 +190,7 @@ func DefaultConfig() Config {
 		MaxBatchJobs:         1000,
 		MaxLongPolls:         1024,
 		MaxWorkersPerToken:   1000,
-		Retention:            168 * time.Hour,
+		Retention:            24 * time.Hour,
 		LeaderWait:           5 * time.Second,
 		ListScan:             MaxListScan,
 		CountScan:            MaxCountScan,

@@ -31,6 +31,7 @@ type serverFlags struct {
 	peers, join                     string
 	leaseTTL, maxWait, reapInterval time.Duration
 	retention, sweepInterval        time.Duration
+	retentionFailed                 time.Duration
 	scheduleGrace                   time.Duration
 	leaderWait                      time.Duration
 	scheduleMaxCatchup              int
@@ -63,7 +64,8 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, "how long a claimed job's lease lasts without a heartbeat")
 	fs.DurationVar(&f.maxWait, "max-wait", 60*time.Second, "longest long-poll a claim may ask for")
 	fs.DurationVar(&f.reapInterval, "reap-interval", time.Second, "how often the leader looks for expired leases")
-	fs.DurationVar(&f.retention, "retention", api.DefaultConfig().Retention, "how long finished jobs are kept unless they say otherwise (0 = forever)")
+	fs.DurationVar(&f.retention, "retention", api.DefaultConfig().Retention, "how long finished jobs are kept unless they say otherwise (0 = forever); failed and cancelled ones at least --retention-failed")
+	fs.DurationVar(&f.retentionFailed, "retention-failed", leader.DefaultKeepFailed, "the least time failed and cancelled jobs are kept, however short their retention (0 = their retention); set it alike on every node, the leader's holds")
 	fs.DurationVar(&f.sweepInterval, "sweep-interval", time.Minute, "how often the leader deletes finished jobs past their retention and prunes idle key buckets")
 	fs.DurationVar(&f.scheduleGrace, "schedule-grace", leader.DefaultSchedulerConfig().Grace, "how late a schedule's tick may run and still count as on time; later ticks follow the schedule's catchup")
 	fs.IntVar(&f.scheduleMaxCatchup, "schedule-max-catchup", leader.DefaultSchedulerConfig().MaxCatchup, "most missed ticks catchup \"all\" runs per schedule (the latest ones)")
@@ -269,6 +271,7 @@ func (f *serverFlags) nodeConfig(logger *slog.Logger) (wnode.Config, error) {
 	ac.LeaderWait = f.leaderWait
 	lc := &nc.Leader
 	lc.Reaper.Interval, lc.Sweeper.Interval = f.reapInterval, f.sweepInterval
+	lc.Sweeper.KeepFailed = f.retentionFailed
 	lc.Scheduler.Grace, lc.Scheduler.MaxCatchup = f.scheduleGrace, f.scheduleMaxCatchup
 	nc.Tracing = telemetry.Config{Endpoint: f.otlpEndpoint, ServiceName: "workron"}
 	if err := f.gang.configure(&nc); err != nil {
