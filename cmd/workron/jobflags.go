@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/workron/workron/api"
-	"github.com/workron/workron/leader"
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/leader"
 	"github.com/workron/workron/store"
 )
 

@@ -42,6 +42,7 @@ type serverFlags struct {
 	maxBatch, maxInflight           int
 	gcMinGrowthMB                   int
 	memoryLimit                     string
+	diskLowFree                     string
 	snapshotWriteRateMB             int
 	raftLogLevel                    string
 	pprof                           bool
@@ -83,6 +84,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxBatch, "max-batch", raftnode.DefaultConfig().MaxBatch, "most commands the leader packs into one log entry")
 	fs.IntVar(&f.maxInflight, "max-inflight", raftnode.DefaultConfig().MaxInflight, "most log entries the leader has in flight; while several callers propose, a small one goes out beside another only once one has finished, so commands pack")
 	fs.IntVar(&f.gcMinGrowthMB, "gc-min-growth-mb", 128, "the least the Go heap grows, in MiB, between garbage collections (Go's own rule grows it by what is live: that applies above this); 0 keeps Go's rule; GOGC in the environment, when set, wins")
+	fs.StringVar(&f.diskLowFree, "disk-low-free", api.DefaultDiskThreshold.String(), "warn (log, workron_disk_low, /health's disk.low) when the data directory's disk has less free space than this share of it or this size, whichever is more, e.g. 10%,1GiB; 0 never warns")
 	fs.StringVar(&f.memoryLimit, "memory-limit", memlimit.Default, "the Go runtime's soft memory limit: a share of the memory the process may use (its cgroup's limit, else the machine's) like 80%, a size like 4GiB, or off; near it the collector runs more often rather than let the heap grow; GOMEMLIMIT in the environment, when set, wins")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go runtime profiles (net/http/pprof) at /debug/pprof/ on the HTTP API; admin token only with --auth-token-file (default off)")
 	// Test hooks for the chaos harness (internal/tools/chaos); never needed in
@@ -139,6 +141,9 @@ func (f *serverFlags) check() error {
 	}
 	if _, err := memlimit.Parse(f.memoryLimit); err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
+	}
+	if _, err := api.ParseDiskThreshold(f.diskLowFree); err != nil {
+		return fmt.Errorf("--disk-low-free: %w", err)
 	}
 	if f.scheduleMaxCatchup < 1 {
 		return fmt.Errorf("--schedule-max-catchup must be at least 1, got %d", f.scheduleMaxCatchup)
@@ -267,6 +272,7 @@ func (f *serverFlags) nodeConfig(logger *slog.Logger) (wnode.Config, error) {
 	ac.JoinURLs = splitList(f.join)
 	ac.LeaseTTL, ac.MaxWait = f.leaseTTL, f.maxWait
 	ac.Retention = f.retention
+	ac.DiskLowFree, _ = api.ParseDiskThreshold(f.diskLowFree) // checked in check
 	ac.Pprof = f.pprof
 	ac.LeaderWait = f.leaderWait
 	lc := &nc.Leader
