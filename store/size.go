@@ -14,6 +14,9 @@ import (
 type Size struct {
 	// FileBytes is the file's size on disk.
 	FileBytes int64
+	// CopyBytes is the pages bbolt has allocated, its high-water mark:
+	// what a snapshot or a backup copies.
+	CopyBytes int64
 	// InUseBytes is what the file's pages hold: its high-water mark less
 	// the pages on bbolt's freelist (free, or pending release once no
 	// reader needs them).
@@ -39,5 +42,5 @@ func (s *Store) Size() (Size, error) {
 	}
 	st := s.db.Stats()
 	free := int64(st.FreePageN+st.PendingPageN) * int64(s.db.Info().PageSize)
-	return Size{FileBytes: fi.Size(), InUseBytes: max(high-free, 0)}, nil
+	return Size{FileBytes: fi.Size(), CopyBytes: high, InUseBytes: max(high-free, 0)}, nil
 }

@@ -38,6 +38,7 @@ type serverFlags struct {
 	heartbeat, election             time.Duration
 	stateFsync                      bool
 	snapshotThreshold, trailingLogs uint64
+	snapshotLogRatio                float64
 	snapshotInterval                time.Duration
 	maxBatch, maxInflight           int
 	gcMinGrowthMB                   int
@@ -74,7 +75,8 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.heartbeat, "raft-heartbeat-timeout", time.Second, "Raft heartbeat timeout")
 	fs.DurationVar(&f.election, "raft-election-timeout", time.Second, "Raft election timeout")
 	fs.BoolVar(&f.stateFsync, "state-fsync", false, "fsync the state file on every commit too (the Raft log is always fsync'd)")
-	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", raftnode.DefaultConfig().SnapshotThreshold, "log entries between snapshots")
+	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", raftnode.DefaultConfig().SnapshotThreshold, "log entries between snapshots (the least, with --snapshot-log-ratio)")
+	fs.Float64Var(&f.snapshotLogRatio, "snapshot-log-ratio", raftnode.DefaultConfig().SnapshotLogRatio, "once the state file passes 64 MiB, snapshot only after log entries adding up to this share of it: a snapshot then writes at most 1/this bytes per log byte, however large the store; 0 keeps --snapshot-threshold fixed")
 	fs.DurationVar(&f.snapshotInterval, "raft-snapshot-interval", raftnode.DefaultConfig().SnapshotInterval,
 		"how often Raft checks --snapshot-threshold (at a random time between this and twice this)")
 	fs.IntVar(&f.snapshotWriteRateMB, "snapshot-write-rate-mb", int(raftnode.DefaultConfig().SnapshotWriteRate>>20),
@@ -262,6 +264,7 @@ func (f *serverFlags) nodeConfig(logger *slog.Logger) (wnode.Config, error) {
 	rc.SnapshotWriteRate = int64(f.snapshotWriteRateMB) << 20
 	rc.RaftLogLevel = f.raftLogLevel
 	rc.SnapshotThreshold, rc.SnapshotInterval, rc.TrailingLogs = f.snapshotThreshold, f.snapshotInterval, f.trailingLogs
+	rc.SnapshotLogRatio = f.snapshotLogRatio
 	rc.MaxBatch, rc.MaxInflight = f.maxBatch, f.maxInflight
 	rc.FsyncDelay = f.fsyncDelay
 	if off := f.clockOffset; off != 0 {

@@ -75,6 +75,7 @@ func (b *bencher) largeStore(ctx context.Context) ([]Figure, error) {
 	own := map[string][]string{fill.Figure: fillOwn}
 	figs := []Figure{empty[0], fill, full[0], claimDoneRatio(empty[0], full[0])}
 	figs = append(figs, c.rssFigures(ctx, pb, rssEmpty, fillPeak, jobs)...)
+	figs = append(figs, pb.snapshotFigure(ctx, c.Nodes[li].URL, jobs))
 	disk, problems := c.diskFigure(jobs)
 	figs, own[disk.Figure] = append(figs, disk), problems
 	for _, crash := range []bool{true, false} {
@@ -289,6 +290,12 @@ func (c *procCluster) sampleMem(ctx context.Context) func() []procMem {
 // heapInUse is a node's go_memstats_heap_inuse_bytes from /metrics (0 if
 // unreadable): the Go heap's spans in use, garbage not yet swept included.
 func (b *bencher) heapInUse(ctx context.Context, node string) float64 {
+	return b.metric(ctx, node, "go_memstats_heap_inuse_bytes")
+}
+
+// metric is the value of a series without labels in a node's /metrics (0
+// if unreadable).
+func (b *bencher) metric(ctx context.Context, node, name string) float64 {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, node+"/metrics", nil)
 	if err != nil {
 		return 0
@@ -300,12 +307,30 @@ func (b *bencher) heapInUse(ctx context.Context, node string) float64 {
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	for line := range strings.Lines(string(data)) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "go_memstats_heap_inuse_bytes "); ok {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
 			f, _ := strconv.ParseFloat(v, 64)
 			return f
 		}
 	}
 	return 0
+}
+
+// snapshotFigure is what the leader's snapshots wrote per log entry it
+// applied while the store was filled: their bytes ÷ its applied index. The
+// note gives the threshold in force and at most what the fixed threshold
+// of 8,192 entries would have written: a snapshot every 8,192 entries, of
+// half the final state file on average (the store grew steadily); Raft's
+// check every --raft-snapshot-interval takes fewer while entries come
+// faster than that.
+func (b *bencher) snapshotFigure(ctx context.Context, leader string, jobs int) Figure {
+	m := func(name string) float64 { return b.metric(ctx, leader, name) }
+	applied, written, count := m("workron_raft_applied_index"), m("workron_raft_snapshot_written_bytes_total"), m("workron_raft_snapshots_total")
+	size, threshold, state := m("workron_raft_snapshot_bytes"), m("workron_raft_snapshot_threshold"), m("workron_store_bytes")
+	fixed := applied / 8192 * state / 2
+	return Figure{Figure: "large_store_snapshot_bytes_per_entry", Unit: "bytes/entry", Value: written / max(applied, 1), Jobs: jobs, Load1: loadAverage(),
+		Note: fmt.Sprintf("the leader's %.0f snapshots wrote %.0f MiB over %.0f log entries (newest %.0f MiB; threshold now %.0f entries, state.db %.0f MiB); "+
+			"a fixed threshold of 8,192 entries would have written up to %.0f MiB (%.0f bytes/entry)",
+			count, written/(1<<20), applied, size/(1<<20), threshold, state/(1<<20), fixed/(1<<20), fixed/max(applied, 1))}
 }
 
 // rssFigures are one figure per node: its resident memory now, with its
