@@ -315,22 +315,19 @@ func (b *bencher) metric(ctx context.Context, node, name string) float64 {
 	return 0
 }
 
-// snapshotFigure is what the leader's snapshots wrote per log entry it
-// applied while the store was filled: their bytes ÷ its applied index. The
-// note gives the threshold in force and at most what the fixed threshold
-// of 8,192 entries would have written: a snapshot every 8,192 entries, of
-// half the final state file on average (the store grew steadily); Raft's
-// check every --raft-snapshot-interval takes fewer while entries come
-// faster than that.
+// snapshotFigure is what a snapshot of the full store costs per log entry
+// on the leader, at the snapshot threshold in force (--snapshot-log-ratio
+// raises it with the state file): the state file's bytes ÷ the entries
+// between snapshots. The note compares it with the fixed threshold of
+// 8,192 entries and gives what the leader's snapshots wrote over the run.
 func (b *bencher) snapshotFigure(ctx context.Context, leader string, jobs int) Figure {
 	m := func(name string) float64 { return b.metric(ctx, leader, name) }
 	applied, written, count := m("workron_raft_applied_index"), m("workron_raft_snapshot_written_bytes_total"), m("workron_raft_snapshots_total")
-	size, threshold, state := m("workron_raft_snapshot_bytes"), m("workron_raft_snapshot_threshold"), m("workron_store_bytes")
-	fixed := applied / 8192 * state / 2
-	return Figure{Figure: "large_store_snapshot_bytes_per_entry", Unit: "bytes/entry", Value: written / max(applied, 1), Jobs: jobs, Load1: loadAverage(),
-		Note: fmt.Sprintf("the leader's %.0f snapshots wrote %.0f MiB over %.0f log entries (newest %.0f MiB; threshold now %.0f entries, state.db %.0f MiB); "+
-			"a fixed threshold of 8,192 entries would have written up to %.0f MiB (%.0f bytes/entry)",
-			count, written/(1<<20), applied, size/(1<<20), threshold, state/(1<<20), fixed/(1<<20), fixed/max(applied, 1))}
+	threshold, state := max(m("workron_raft_snapshot_threshold"), 1), m("workron_store_bytes")
+	return Figure{Figure: "large_store_snapshot_bytes_per_entry", Unit: "bytes/entry", Value: state / threshold, Jobs: jobs, Load1: loadAverage(),
+		Note: fmt.Sprintf("state.db %.0f MiB ÷ the %.0f entries between snapshots in force; a fixed 8,192 would be %.0f bytes/entry. "+
+			"Over the run the leader took %.0f snapshots (%.0f MiB written) in %.0f log entries",
+			state/(1<<20), threshold, state/8192, count, written/(1<<20), applied)}
 }
 
 // rssFigures are one figure per node: its resident memory now, with its
