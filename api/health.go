@@ -42,7 +42,8 @@ func (s *Server) probeHealth(ctx context.Context, nodes []wire.Node) {
 
 func (s *Server) ownHealth() *wire.NodeHealth {
 	h := s.health()
-	return &wire.NodeHealth{Reachable: true, Status: h.Status, Role: h.Role, AppliedIndex: h.AppliedIndex, Term: h.Term, Protocol: h.Protocol}
+	return &wire.NodeHealth{Reachable: true, Status: h.Status, Role: h.Role, AppliedIndex: h.AppliedIndex, Term: h.Term, Protocol: h.Protocol,
+		DiskLow: h.Disk != nil && h.Disk.Low}
 }
 
 // ReadyWait is how long GET /health?ready=1 waits for this node to apply
@@ -70,7 +71,8 @@ func (s *Server) health() wire.Health {
 	leader, _ := s.node.Leader()
 	st := s.node.Stats()
 	h := wire.Health{Status: wire.HealthOK, NodeID: s.node.ID(), Role: s.node.Role(), Leader: leader,
-		AppliedIndex: st.AppliedIndex, CommitIndex: st.CommitIndex, Term: st.Term, Protocol: fsm.ProtocolVersion}
+		AppliedIndex: st.AppliedIndex, CommitIndex: st.CommitIndex, Term: st.Term, Protocol: fsm.ProtocolVersion,
+		Disk: s.readDisk().health()}
 	switch {
 	case s.node.Removed():
 		h.Status = wire.HealthRemoved
@@ -158,7 +160,7 @@ func (s *Server) probe(ctx context.Context, id, base string) *wire.NodeHealth {
 		return &wire.NodeHealth{Error: fmt.Sprintf("%s answers as node %s", base, h.NodeID)}
 	}
 	return &wire.NodeHealth{Reachable: true, Status: h.Status, Role: h.Role, AppliedIndex: h.AppliedIndex, Term: h.Term,
-		Protocol: max(h.Protocol, 1)}
+		Protocol: max(h.Protocol, 1), DiskLow: h.Disk != nil && h.Disk.Low}
 }
 
 // fetchHealth asks the node at base for its GET /health, whatever the

@@ -174,7 +174,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 	reg.MustRegister(m.submitted.vec, m.completed.vec, m.failed.vec, m.retried.vec, m.expired.vec, m.claimed.vec, m.cancelled.vec, m.handedOff.vec,
 		m.requests, m.latency, m.startLatency.vec, m.runDuration.vec, m.limitWait.vec)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(&stateCollector{s: s}, &raftCollector{s: s})
+	reg.MustRegister(&stateCollector{s: s}, &raftCollector{s: s}, &diskCollector{s: s})
 	return m
 }
 

@@ -35,6 +35,8 @@ var (
 	descSnapTime = prometheus.NewDesc("workron_raft_snapshot_duration_seconds", "How long the newest snapshot took to capture and write (0 if taken before this process started).", nil, nil)
 	descSnapAt   = prometheus.NewDesc("workron_raft_snapshot_timestamp_seconds", "When this process finished its newest snapshot, Unix time (0 if none).", nil, nil)
 	descSnaps    = prometheus.NewDesc("workron_raft_snapshots_total", "Snapshots this process has taken.", nil, nil)
+	descSnapWrit = prometheus.NewDesc("workron_raft_snapshot_written_bytes_total", "Bytes the snapshots this process has taken wrote.", nil, nil)
+	descSnapThr  = prometheus.NewDesc("workron_raft_snapshot_threshold", "Log entries between snapshots in force: --snapshot-threshold, raised with the state file by --snapshot-log-ratio.", nil, nil)
 	descProto    = prometheus.NewDesc("workron_protocol_version", "The protocol version this node's binary understands.", nil, nil)
 	descClProto  = prometheus.NewDesc("workron_cluster_protocol", "The lowest protocol version a cluster member runs, as this node last saw; the leader proposes nothing that needs a higher one.", nil, nil)
 	descAhead    = prometheus.NewDesc("workron_cluster_clock_ahead_seconds", "How far the cluster time (the log's) is ahead of this node's clock; above 0 after a node whose clock was ahead led.", nil, nil)
@@ -42,7 +44,7 @@ var (
 
 func (c *raftCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descLeader, descRole, descTerm, descCommit, descApplied, descLastLog, descContact,
-		descEntries, descCommands, descPerEntry, descApply, descStage, descLogWrite, descAppend, descSnapIdx, descSnapSize, descSnapTime, descSnapAt, descSnaps, descAhead, descProto, descClProto} {
+		descEntries, descCommands, descPerEntry, descApply, descStage, descLogWrite, descAppend, descSnapIdx, descSnapSize, descSnapTime, descSnapAt, descSnaps, descSnapWrit, descSnapThr, descAhead, descProto, descClProto} {
 		ch <- d
 	}
 }
@@ -85,6 +87,8 @@ func (c *raftCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	gauge(descSnapAt, at)
 	ch <- prometheus.MustNewConstMetric(descSnaps, prometheus.CounterValue, float64(sn.Count))
+	ch <- prometheus.MustNewConstMetric(descSnapWrit, prometheus.CounterValue, float64(sn.Written))
+	gauge(descSnapThr, float64(st.SnapshotThreshold))
 	gauge(descAhead, st.ClockAhead.Seconds())
 	gauge(descProto, fsm.ProtocolVersion)
 	gauge(descClProto, float64(c.s.node.ClusterProtocol()))

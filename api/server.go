@@ -61,6 +61,7 @@ type Raft interface {
 	SetMemberProtocols(m map[string]int)
 	NewRestoreFile() (*os.File, error)
 	RestoreFile(ctx context.Context, path string) (raftnode.RestoreInfo, error)
+	DiskUsage() raftnode.DiskUsage
 }
 
 // Config configures a Server.
@@ -104,8 +105,17 @@ type Config struct {
 	// MaxBatchJobs caps the jobs of one batch submit. Defaults to 1000.
 	MaxBatchJobs int
 	// Retention is how long finished jobs are kept when they give no
-	// retention of their own; 0 keeps them forever. Defaults to 168h.
+	// retention of their own; 0 keeps them forever. Failed and cancelled
+	// jobs are kept at least the leader's sweeper's KeepFailed (a week by
+	// default). Defaults to 24h, as River keeps completed jobs.
 	Retention time.Duration
+
+	// DiskLowFree is how little free space on the data directory's disk
+	// counts as low (disk.go). Defaults to DefaultDiskThreshold; the zero
+	// value never warns.
+	DiskLowFree DiskThreshold
+	// DiskCheckInterval is how often WatchDisk looks. Defaults to 10s.
+	DiskCheckInterval time.Duration
 
 	// LeaderWait is how long a request that needs the leader waits for one
 	// when this node knows none, cannot reach it, or just lost its own
@@ -190,10 +200,12 @@ func DefaultConfig() Config {
 		MaxBatchJobs:         1000,
 		MaxLongPolls:         1024,
 		MaxWorkersPerToken:   1000,
-		Retention:            168 * time.Hour,
+		Retention:            24 * time.Hour,
 		LeaderWait:           5 * time.Second,
 		ListScan:             MaxListScan,
 		CountScan:            MaxCountScan,
+		DiskLowFree:          DefaultDiskThreshold,
+		DiskCheckInterval:    10 * time.Second,
 	}
 }
 
@@ -225,6 +237,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: Retention must not be negative")
 	case c.ListScan < 0 || c.CountScan < 0:
 		return fmt.Errorf("api: ListScan and CountScan must not be negative, got %d and %d", c.ListScan, c.CountScan)
+	case c.DiskLowFree.Percent < 0 || c.DiskLowFree.Percent > 100:
+		return fmt.Errorf("api: DiskLowFree.Percent must be from 0 to 100, got %g", c.DiskLowFree.Percent)
 	case c.LeaderWait < 0 || c.LeaderWait > time.Minute:
 		return fmt.Errorf("api: LeaderWait must be between 0 and 1m, got %s", c.LeaderWait)
 	}
@@ -254,6 +268,10 @@ type Server struct {
 	// (backup.go); diskFree tells the room left for it (tests replace it).
 	restoring atomic.Bool
 	diskFree  func(dir string) (uint64, bool)
+	// diskSpace tells the free space and size of a disk (disk.go; tests
+	// replace it); diskLow is whether the last check found it low.
+	diskSpace func(dir string) (free, size uint64, ok bool)
+	diskLow   atomic.Bool
 
 	// polls holds a token per claim long-polling on this node.
 	polls chan struct{}
@@ -286,6 +304,7 @@ func New(cfg Config) (*Server, error) {
 	cfg.MaxRestoreBytes = cmp.Or(cfg.MaxRestoreBytes, def.MaxRestoreBytes)
 	cfg.MaxWorkersPerToken = cmp.Or(cfg.MaxWorkersPerToken, def.MaxWorkersPerToken)
 	cfg.MaxBodyBytesInFlight = cmp.Or(cfg.MaxBodyBytesInFlight, def.MaxBodyBytesInFlight)
+	cfg.DiskCheckInterval = cmp.Or(cfg.DiskCheckInterval, def.DiskCheckInterval)
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -320,6 +339,7 @@ func New(cfg Config) (*Server, error) {
 		diskFree: diskFree,
 	}
 	s.budget.max = cfg.MaxBodyBytesInFlight
+	s.diskSpace = diskSpace
 	if cfg.Tracer != nil {
 		s.tracer = cfg.Tracer.Tracer(tracerName)
 	}

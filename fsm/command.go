@@ -121,9 +121,13 @@ type NewJob struct {
 }
 
 // Delete removes finished jobs whose retention has run out at the entry's
-// time; ids that do not qualify (any more) are skipped.
+// time; ids that do not qualify (any more) are skipped. KeepFailed
+// (ProtocolKeepFailed, written under the op name deleteKept, retention.go)
+// is the least time, in nanoseconds, a failed or cancelled job is kept
+// after it finished; 0 or less sets no floor.
 type Delete struct {
-	IDs []string `json:"ids"`
+	IDs        []string `json:"ids"`
+	KeepFailed int64    `json:"keep_failed,omitempty"`
 }
 
 // Claim leases up to Max ready jobs to a worker. LeaseTTL is nanoseconds.

@@ -218,6 +218,10 @@ func (r *entryReader) jsonCmd(c *Cmd) {
 	if r.cappedJSONCmd(c) {
 		return
 	}
+	if c.Op == OpDelete || c.Op == deleteKept {
+		r.deleteCmd(c)
+		return
+	}
 	if c.Op == OpSetQueueLimits || c.Op == setQueueLimitsWeighted || c.Op == setQueueLimitsPauses {
 		r.queueLimitsCmd(c)
 		return

@@ -32,14 +32,14 @@
 //	fairness (rotation over a queue's keys) fair.go
 //	rate-limited and snoozed attempts      pause.go; pause_bounds.go (bounds, protocol 4), pause_lift.go
 //	in-memory indexes (ready, leases)      index.go; intern.go (the pending items hold no pointers)
-//	retention (expiry and delete)          retention.go
+//	retention (expiry and delete)          retention.go (failed and cancelled kept by delete_kept's floor)
 //	workers (register, offline, forget)    worker.go; workercap.go (a token's cap of active ids)
 //	key and size limits of a command       limits.go
 //	the FSM: Apply, snapshots, restore     fsm.go (and the bounds on what it keeps)
 //	rejections (sentinels, typed errors)   errors.go
 //	command types, encoding, decoding      command.go, encoding.go, decode.go
 //	protocol versions of ops               protocol.go; protocol_version*.go (this binary's, by build tag)
-//	reads for the API and the leader loops read.go, oldest.go
+//	reads for the API and the leader loops read.go, oldest.go, size.go (the state file's size)
 //	waking workers whose attempts must stop stops.go (WatchStops, StopActions; in memory only)
 //
 // # Commands

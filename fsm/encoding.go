@@ -262,6 +262,11 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 		alias.Op = name
 		c = &alias
 	}
+	if c.kept() {
+		alias := *c
+		alias.Op = deleteKept
+		c = &alias
+	}
 	if name := c.queueLimitsName(); name != c.Op {
 		alias := *c
 		alias.Op = name

@@ -38,6 +38,7 @@ type Result struct {
 	Existing bool // submit: an idempotency key matched; Jobs[0] is the old job
 	Renewed  int  // worker heartbeat: leases renewed
 	Deleted  int  // delete: jobs removed; prune_buckets: buckets removed
+	Kept     int  // delete: failed or cancelled jobs whose expiry KeepFailed moved
 	Deadline int64
 	Actions  []Action
 	Worker   *store.Worker

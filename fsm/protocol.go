@@ -74,6 +74,9 @@ func (c *Cmd) Protocol() int {
 	if c.bounded() {
 		p = max(p, ProtocolClaimBytes)
 	}
+	if c.kept() {
+		p = max(p, ProtocolKeepFailed)
+	}
 	return p
 }
 

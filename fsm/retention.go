@@ -3,8 +3,47 @@ package fsm
 // Retention: a finished job with a retention is deleted that long after
 // it finished (a gang's tasks once the gang finishes); the leader's sweeper
 // proposes Delete for the ids FSM.ExpiredJobs lists.
+//
+// Failed and cancelled jobs are kept longer than done ones by default
+// (issue #32): a job's Retention, stamped at submit, is how long it is kept
+// once done, and a sweep of protocol 4 (op delete_kept) carries the
+// leader's KeepFailed, the least time a failed or cancelled job is kept.
+// Such a job whose retention ran out before that is not deleted: its
+// expiry moves to DoneAt+KeepFailed. The floor travels in the entry, so
+// every replica applies the same one whatever its own flags say.
 
-import "github.com/workron/workron/store"
+import (
+	"fmt"
+
+	"github.com/workron/workron/store"
+)
+
+// ProtocolKeepFailed is the protocol of a Delete's KeepFailed.
+const ProtocolKeepFailed = 4
+
+// deleteKept is the op name Encode writes a delete whose KeepFailed is set
+// under, so that a node of an older protocol stops at it rather than
+// delete failed jobs its peers keep.
+const deleteKept Op = "delete_kept"
+
+// kept reports whether c is a delete with a floor (ProtocolKeepFailed).
+func (c *Cmd) kept() bool { return c.Op == OpDelete && c.Delete != nil && c.Delete.KeepFailed != 0 }
+
+// deleteCmd reads a delete written under either name back as OpDelete,
+// and refuses a floor under the plain name (an older node would drop it)
+// or the new name without one.
+func (r *entryReader) deleteCmd(c *Cmd) {
+	name := c.Op
+	c.Op = OpDelete
+	switch {
+	case c.Delete == nil:
+		return // Cmd.valid refuses it
+	case name == OpDelete && c.kept():
+		r.Fail(fmt.Sprintf("op %q with keep_failed, not written under %q", name, deleteKept))
+	case name == deleteKept && !c.kept():
+		r.Fail(fmt.Sprintf("op %q without keep_failed", name))
+	}
+}
 
 // expiry keeps a job's place in the retention index: a finished job with a
 // retention expires that long after it finished; others never do.
@@ -19,12 +58,20 @@ func (a *applier) expiry(j *store.Job) {
 }
 
 // deleteJobs removes finished jobs whose retention ran out, and frees their
-// idempotency keys unless unique_for still holds them.
+// idempotency keys unless unique_for still holds them. A failed or
+// cancelled job finished less than d.KeepFailed ago is kept: its expiry
+// moves to the end of that floor.
 func (a *applier) deleteJobs(d *Delete) Result {
 	var r Result
 	for _, id := range d.IDs {
 		j, err := a.tx.Job(id)
 		if err != nil || !j.Status.Finished() || j.ExpireAt == 0 || j.ExpireAt > a.now {
+			continue
+		}
+		if keep := a.keptUntil(j, d.KeepFailed); keep > a.now {
+			a.must(a.tx.SetExpiry(j, keep))
+			a.must(a.tx.UpdateJob(j, j.Status, a.index))
+			r.Kept++
 			continue
 		}
 		a.must(a.tx.DeleteJob(j))
@@ -38,4 +85,13 @@ func (a *applier) deleteJobs(d *Delete) Result {
 		r.Deleted++
 	}
 	return r
+}
+
+// keptUntil is when the floor keepFailed lets a failed or cancelled job go
+// (0 for a done job, or no floor).
+func (a *applier) keptUntil(j *store.Job, keepFailed int64) int64 {
+	if keepFailed <= 0 || j.Status == store.StatusDone {
+		return 0
+	}
+	return after(j.DoneAt, keepFailed)
 }

@@ -18,6 +18,11 @@ type SweeperConfig struct {
 	// Interval is how often the sweeper deletes expired finished jobs.
 	// Defaults to 1m.
 	Interval time.Duration
+	// KeepFailed is the least time a failed or cancelled job is kept after
+	// it finished, however short its own retention; 0 keeps each job its
+	// own retention. The deletes carry it (fsm.Delete.KeepFailed), so every
+	// replica applies the leader's. Defaults to 168h.
+	KeepFailed time.Duration
 
 	// Proposer and State are required.
 	Proposer Proposer
@@ -28,7 +33,14 @@ type SweeperConfig struct {
 }
 
 // DefaultSweeperConfig returns the defaults of a SweeperConfig's timings.
-func DefaultSweeperConfig() SweeperConfig { return SweeperConfig{Interval: time.Minute} }
+func DefaultSweeperConfig() SweeperConfig {
+	return SweeperConfig{Interval: time.Minute, KeepFailed: DefaultKeepFailed}
+}
+
+// DefaultKeepFailed is SweeperConfig.KeepFailed's default: failed and
+// cancelled jobs are kept a week, to look into, while done ones go at
+// their own retention (a day by default, the API's).
+const DefaultKeepFailed = 7 * 24 * time.Hour
 
 // Validate names the first missing or out-of-bounds field.
 func (c *SweeperConfig) Validate() error {
@@ -37,6 +49,8 @@ func (c *SweeperConfig) Validate() error {
 		return errors.New("leader: SweeperConfig needs Proposer and State")
 	case c.Interval <= 0:
 		return fmt.Errorf("leader: SweeperConfig.Interval must be positive, got %s", c.Interval)
+	case c.KeepFailed < 0:
+		return fmt.Errorf("leader: SweeperConfig.KeepFailed must not be negative, got %s", c.KeepFailed)
 	}
 	return nil
 }
@@ -69,7 +83,7 @@ func (w *Sweeper) Start(ctx context.Context) {
 	w.run.start(ctx, func(ctx context.Context) {
 		every(ctx, w.cfg.Interval, func() {
 			for n := sweepBatch; n == sweepBatch && ctx.Err() == nil; {
-				n = w.runOnce(ctx)
+				n = w.sweep(ctx)
 			}
 			w.prune(ctx)
 		})
@@ -81,18 +95,33 @@ func (w *Sweeper) Stop() { w.run.stop() }
 
 // runOnce proposes one delete of up to sweepBatch expired jobs and returns
 // how many the FSM removed.
-func (w *Sweeper) runOnce(ctx context.Context) int {
+func (w *Sweeper) runOnce(ctx context.Context) int { return w.sweepResult(ctx).Deleted }
+
+// sweep proposes one delete and returns how many jobs it dealt with:
+// removed, or kept by KeepFailed (their expiry moved past the batch).
+func (w *Sweeper) sweep(ctx context.Context) int {
+	res := w.sweepResult(ctx)
+	return res.Deleted + res.Kept
+}
+
+// sweepResult proposes one delete of up to sweepBatch expired jobs, with
+// the KeepFailed floor. While a member runs a protocol before
+// fsm.ProtocolKeepFailed the proposer refuses it and nothing is deleted
+// until the upgrade ends: a plain delete would remove failed jobs the
+// floor keeps.
+func (w *Sweeper) sweepResult(ctx context.Context) fsm.Result {
 	ids := w.cfg.State.ExpiredJobs(w.cfg.Now().UnixNano(), sweepBatch)
 	if len(ids) == 0 {
-		return 0
+		return fsm.Result{}
 	}
-	res, err := propose(ctx, w.cfg.Proposer, fsm.Cmd{Op: fsm.OpDelete, Delete: &fsm.Delete{IDs: ids}})
+	del := &fsm.Delete{IDs: ids, KeepFailed: int64(w.cfg.KeepFailed)}
+	res, err := propose(ctx, w.cfg.Proposer, fsm.Cmd{Op: fsm.OpDelete, Delete: del})
 	if err != nil {
 		w.cfg.Logger.Warn("retention sweep", "err", err)
-		return 0
+		return fsm.Result{}
 	}
-	w.cfg.Logger.Debug("retention sweep", "deleted", res.Deleted)
-	return res.Deleted
+	w.cfg.Logger.Debug("retention sweep", "deleted", res.Deleted, "kept", res.Kept)
+	return res
 }
 
 // prune proposes prune_buckets, each starting where the last stopped,

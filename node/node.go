@@ -273,6 +273,7 @@ func start(cfg Config, ln net.Listener) (*Node, error) {
 	go func() { n.served <- n.http.Serve(ln) }()
 	n.bg.Go(func() { n.api.Announce(base) })
 	n.bg.Go(func() { n.api.WatchProtocols(base) })
+	n.bg.Go(func() { n.api.WatchDisk(base) })
 	return n, nil
 }
 

@@ -65,6 +65,13 @@ type Config struct {
 	// SnapshotThreshold is how many log entries since the last snapshot
 	// trigger a new one. Defaults to 8192.
 	SnapshotThreshold uint64
+	// SnapshotLogRatio, when above 0, raises the threshold as the state
+	// file grows past 64 MiB: to the entries whose bytes add up to this
+	// share of the state file, so that a snapshot (a copy of the whole
+	// file) writes at most 1/SnapshotLogRatio bytes per byte of log
+	// applied, and the log between snapshots stays under this share of the
+	// file (snapscale.go). Defaults to 0.25.
+	SnapshotLogRatio float64
 	// SnapshotInterval is how often to check the threshold: Raft checks
 	// at a random time between it and twice it. Defaults to 30s.
 	SnapshotInterval time.Duration
@@ -150,6 +157,7 @@ func DefaultConfig() Config {
 		ApplyTimeout:      10 * time.Second,
 		ProtocolWait:      5 * time.Second,
 		SnapshotThreshold: 8192,
+		SnapshotLogRatio:  0.25,
 		SnapshotInterval:  30 * time.Second,
 		TrailingLogs:      10240,
 		SnapshotWriteRate: 64 << 20,
@@ -180,6 +188,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("raftnode: ProtocolWait must be between 0 and 1m, got %s", c.ProtocolWait)
 	case c.SnapshotThreshold < 1:
 		return fmt.Errorf("raftnode: SnapshotThreshold must be at least 1, got %d", c.SnapshotThreshold)
+	case c.SnapshotLogRatio < 0 || c.SnapshotLogRatio > 100:
+		return fmt.Errorf("raftnode: SnapshotLogRatio must be from 0 to 100, got %g", c.SnapshotLogRatio)
 	case c.SnapshotInterval < 5*time.Millisecond:
 		return fmt.Errorf("raftnode: SnapshotInterval must be at least 5ms, got %s", c.SnapshotInterval)
 	case c.RaftLogLevel != "" && hclog.LevelFromString(c.RaftLogLevel) == hclog.NoLevel:

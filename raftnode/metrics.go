@@ -93,8 +93,10 @@ type SnapshotStats struct {
 	Duration time.Duration
 	// Taken is when this process finished writing it; zero if before.
 	Taken time.Time
-	// Count is how many snapshots this process has taken.
-	Count uint64
+	// Count is how many snapshots this process has taken, Written the
+	// bytes they wrote together.
+	Count   uint64
+	Written int64
 }
 
 // snapshotRecorder keeps SnapshotStats. Its zero value is ready.
@@ -117,7 +119,7 @@ func (r *snapshotRecorder) load(snaps raft.SnapshotStore) {
 func (r *snapshotRecorder) record(index uint64, bytes int64, d time.Duration) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.last = SnapshotStats{Index: index, Bytes: bytes, Duration: d, Taken: time.Now(), Count: r.last.Count + 1}
+	r.last = SnapshotStats{Index: index, Bytes: bytes, Duration: d, Taken: time.Now(), Count: r.last.Count + 1, Written: r.last.Written + bytes}
 }
 
 func (r *snapshotRecorder) stats() SnapshotStats {
@@ -132,6 +134,7 @@ type timedFSM struct {
 	*fsm.FSM
 	rec    *snapshotRecorder
 	stages *tracer
+	meter  *logMeter
 	// writeRate paces snapshot writes (Config.SnapshotWriteRate) until stop
 	// closes.
 	writeRate int64
@@ -157,6 +160,7 @@ func (t *timedFSM) ApplyBatch(logs []*raft.Log) []any {
 	start := time.Now()
 	out := t.FSM.ApplyBatch(logs)
 	t.stages.applied(logs, start, time.Now())
+	t.meter.add(logs)
 	return out
 }
 

@@ -52,6 +52,9 @@ type Node struct {
 	proposerDone chan struct{}
 	leaderDone   chan struct{}
 	memberDone   chan struct{}
+	scaleDone    chan struct{}
+	meter        logMeter   // the entries applied, for scaleSnapshots
+	scaler       snapScaler // scaleSnapshots' memory
 	notifyCh     chan bool
 	closeOnce    sync.Once
 	closeErr     error
@@ -112,6 +115,8 @@ func Open(cfg Config) (*Node, error) {
 		stages:       newTracer(),
 		clock:        clusterClock{now: cfg.Now},
 		memberDone:   make(chan struct{}),
+		scaleDone:    make(chan struct{}),
+		scaler:       snapScaler{minState: minScaledState},
 	}
 	if err := n.open(); err != nil {
 		if n.transport != nil {
@@ -124,6 +129,7 @@ func Open(cfg Config) (*Node, error) {
 	go n.runProposer()
 	go n.runLeadership()
 	go n.watchMembership()
+	go n.scaleSnapshots()
 	return n, nil
 }
 
@@ -219,7 +225,7 @@ func (n *Node) open() error {
 	}
 	n.fsm.OnFatal(onFatal)
 	trans := tracedTransport{serialHeartbeats: serialHeartbeats{n.transport}, t: n.stages}
-	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats, stages: n.stages, writeRate: n.cfg.SnapshotWriteRate, stop: n.shutdownCh, restored: &n.snapRestored}, cache, n.logStore, n.snaps, trans)
+	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats, stages: n.stages, meter: &n.meter, writeRate: n.cfg.SnapshotWriteRate, stop: n.shutdownCh, restored: &n.snapRestored}, cache, n.logStore, n.snaps, trans)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -318,6 +324,7 @@ func (n *Node) Shutdown() error {
 		<-n.leaderDone
 		<-n.proposerDone
 		<-n.memberDone
+		<-n.scaleDone
 		n.applying.Wait()  // the proposer has stopped: no more are added
 		n.restoreMu.Lock() // a restore under way ends first; later ones see shutdownCh
 		if n.raft != nil {
@@ -476,6 +483,9 @@ type Stats struct {
 	// ClockAhead is how far the cluster time (what this node stamps as
 	// leader, or the last entry's time) is ahead of this node's clock.
 	ClockAhead time.Duration
+	// SnapshotThreshold is the log entries between snapshots in force
+	// (Config.SnapshotLogRatio scales it with the state file).
+	SnapshotThreshold uint64
 }
 
 // Stats reads the node's counters.
@@ -493,6 +503,8 @@ func (n *Node) Stats() Stats {
 		Stages:           n.stages.stats(),
 		Snapshot:         n.snapStats.stats(),
 		ClockAhead:       n.clock.ahead(n.fsm.LastNow()),
+
+		SnapshotThreshold: n.raft.ReloadableConfig().SnapshotThreshold,
 	}
 }
 

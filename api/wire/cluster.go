@@ -30,6 +30,9 @@ type Health struct {
 	// understands (fsm.ProtocolVersion); absent from releases before
 	// protocol versions, which run protocol 1.
 	Protocol int `json:"protocol,omitempty"`
+	// Disk is the node's data directory and its disk's free space, with
+	// Low set when that is under the node's threshold (Status stays "ok").
+	Disk *DiskHealth `json:"disk,omitempty"`
 }
 
 // Removal is the reply of DELETE /cluster/nodes/{id}.
@@ -110,6 +113,8 @@ type NodeHealth struct {
 	// Protocol is the node's protocol version (see Health.Protocol), 1 for
 	// a release that does not say. Absent when unreachable.
 	Protocol int `json:"protocol,omitempty"`
+	// DiskLow says the node reports its disk low (Health.Disk.Low).
+	DiskLow bool `json:"disk_low,omitempty"`
 	// Error says why the probe failed.
 	Error string `json:"error,omitempty"`
 }

@@ -79,7 +79,7 @@ func TestBenchProcesses(t *testing.T) {
 	}
 	want := []string{"fork_exec_ceiling", "real_workers", "failover_median", "failover_max",
 		"large_store_claim_done_empty", "large_store_fill", "large_store_claim_done", "large_store_claim_done_vs_empty",
-		"large_store_rss_n1", "large_store_rss_n2", "large_store_rss_n3", "large_store_disk_per_job",
+		"large_store_rss_n1", "large_store_rss_n2", "large_store_rss_n3", "large_store_snapshot_bytes_per_entry", "large_store_disk_per_job",
 		"large_store_restart", "large_store_restart_clean"}
 	if !slices.Equal(got, want) {
 		t.Errorf("figures = %v, want %v", got, want)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/workron/workron/api"
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/leader"
 	"github.com/workron/workron/store"
 )
 
@@ -30,8 +31,9 @@ func (f *jobFlags) register(fs *flag.FlagSet, req *wire.SubmitRequest, prefix st
 	fs.IntVar(&req.Priority, "priority", 0, prefix+"priority; higher runs first")
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, prefix+fmt.Sprintf("how many times the job may run, the first included (default %d)", api.DefaultMaxAttempts))
 	fs.StringVar(&req.Timeout, "timeout", "", prefix+"per-attempt timeout, e.g. 90s")
-	fs.StringVar(&req.Retention, "retention", "", prefix+"how long the finished job is kept, e.g. 24h (default: the server's --retention, "+
-		shortDuration(api.DefaultConfig().Retention)+" unless set)")
+	fs.StringVar(&req.Retention, "retention", "", prefix+"how long the finished job is kept, e.g. 72h (default: the server's --retention, "+
+		shortDuration(api.DefaultConfig().Retention)+" unless set; failed and cancelled jobs at least its --retention-failed, "+
+		shortDuration(leader.DefaultKeepFailed)+" unless set)")
 	fs.StringVar(&f.backoff, "backoff", "", prefix+"delay before a retry: `BASE[,MAX[,JITTER]]`, e.g. 2s,10m,0.1; left out, MAX is the default's and JITTER is 0 (default "+
 		backoffText(api.DefaultBackoff)+")")
 	fs.Var(&f.env, "env", prefix+"environment variable `K=V`; repeatable, the value kept whole (commas included)")

@@ -39,6 +39,7 @@ Usage:
   workron backup FILE                      download a consistent copy of the state
   workron restore FILE                     replace the running cluster's state with a backup
   workron restore --data DIR FILE          stage a backup in a new node's data dir (start it --bootstrap)
+  workron store compact --data DIR         give a stopped node's free state file pages back to the disk
   workron tls ca | node --id ID --hosts H,... | client --name NAME [--dir DIR]
                                            make a CA and node or client certificates
   workron version [-o json]                version, commit, Go version and protocol
@@ -110,6 +111,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runRestore(ctx, rest, stdout, stderr)
 	case "tls":
 		return runTLS(rest, stdout, stderr)
+	case "store":
+		return runStore(rest, stdout, stderr)
 	case "version", "--version":
 		return runVersion(rest, stdout, stderr)
 	case "help", "-h", "--help":

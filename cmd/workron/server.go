@@ -31,16 +31,19 @@ type serverFlags struct {
 	peers, join                     string
 	leaseTTL, maxWait, reapInterval time.Duration
 	retention, sweepInterval        time.Duration
+	retentionFailed                 time.Duration
 	scheduleGrace                   time.Duration
 	leaderWait                      time.Duration
 	scheduleMaxCatchup              int
 	heartbeat, election             time.Duration
 	stateFsync                      bool
 	snapshotThreshold, trailingLogs uint64
+	snapshotLogRatio                float64
 	snapshotInterval                time.Duration
 	maxBatch, maxInflight           int
 	gcMinGrowthMB                   int
 	memoryLimit                     string
+	diskLowFree                     string
 	snapshotWriteRateMB             int
 	raftLogLevel                    string
 	pprof                           bool
@@ -63,7 +66,8 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.leaseTTL, "lease-ttl", 30*time.Second, "how long a claimed job's lease lasts without a heartbeat")
 	fs.DurationVar(&f.maxWait, "max-wait", 60*time.Second, "longest long-poll a claim may ask for")
 	fs.DurationVar(&f.reapInterval, "reap-interval", time.Second, "how often the leader looks for expired leases")
-	fs.DurationVar(&f.retention, "retention", api.DefaultConfig().Retention, "how long finished jobs are kept unless they say otherwise (0 = forever)")
+	fs.DurationVar(&f.retention, "retention", api.DefaultConfig().Retention, "how long finished jobs are kept unless they say otherwise (0 = forever); failed and cancelled ones at least --retention-failed")
+	fs.DurationVar(&f.retentionFailed, "retention-failed", leader.DefaultKeepFailed, "the least time failed and cancelled jobs are kept, however short their retention (0 = their retention); set it alike on every node, the leader's holds")
 	fs.DurationVar(&f.sweepInterval, "sweep-interval", time.Minute, "how often the leader deletes finished jobs past their retention and prunes idle key buckets")
 	fs.DurationVar(&f.scheduleGrace, "schedule-grace", leader.DefaultSchedulerConfig().Grace, "how late a schedule's tick may run and still count as on time; later ticks follow the schedule's catchup")
 	fs.IntVar(&f.scheduleMaxCatchup, "schedule-max-catchup", leader.DefaultSchedulerConfig().MaxCatchup, "most missed ticks catchup \"all\" runs per schedule (the latest ones)")
@@ -71,7 +75,8 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.heartbeat, "raft-heartbeat-timeout", time.Second, "Raft heartbeat timeout")
 	fs.DurationVar(&f.election, "raft-election-timeout", time.Second, "Raft election timeout")
 	fs.BoolVar(&f.stateFsync, "state-fsync", false, "fsync the state file on every commit too (the Raft log is always fsync'd)")
-	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", raftnode.DefaultConfig().SnapshotThreshold, "log entries between snapshots")
+	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", raftnode.DefaultConfig().SnapshotThreshold, "log entries between snapshots (the least, with --snapshot-log-ratio)")
+	fs.Float64Var(&f.snapshotLogRatio, "snapshot-log-ratio", raftnode.DefaultConfig().SnapshotLogRatio, "once the state file passes 64 MiB, snapshot only after log entries adding up to this share of it: a snapshot then writes at most 1/this bytes per log byte, however large the store; 0 keeps --snapshot-threshold fixed")
 	fs.DurationVar(&f.snapshotInterval, "raft-snapshot-interval", raftnode.DefaultConfig().SnapshotInterval,
 		"how often Raft checks --snapshot-threshold (at a random time between this and twice this)")
 	fs.IntVar(&f.snapshotWriteRateMB, "snapshot-write-rate-mb", int(raftnode.DefaultConfig().SnapshotWriteRate>>20),
@@ -81,6 +86,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxBatch, "max-batch", raftnode.DefaultConfig().MaxBatch, "most commands the leader packs into one log entry")
 	fs.IntVar(&f.maxInflight, "max-inflight", raftnode.DefaultConfig().MaxInflight, "most log entries the leader has in flight; while several callers propose, a small one goes out beside another only once one has finished, so commands pack")
 	fs.IntVar(&f.gcMinGrowthMB, "gc-min-growth-mb", 128, "the least the Go heap grows, in MiB, between garbage collections (Go's own rule grows it by what is live: that applies above this); 0 keeps Go's rule; GOGC in the environment, when set, wins")
+	fs.StringVar(&f.diskLowFree, "disk-low-free", api.DefaultDiskThreshold.String(), "warn (log, workron_disk_low, /health's disk.low) when the data directory's disk has less free space than this share of it or this size, whichever is more, e.g. 10%,1GiB; 0 never warns")
 	fs.StringVar(&f.memoryLimit, "memory-limit", memlimit.Default, "the Go runtime's soft memory limit: a share of the memory the process may use (its cgroup's limit, else the machine's) like 80%, a size like 4GiB, or off; near it the collector runs more often rather than let the heap grow; GOMEMLIMIT in the environment, when set, wins")
 	fs.BoolVar(&f.pprof, "pprof", false, "serve Go runtime profiles (net/http/pprof) at /debug/pprof/ on the HTTP API; admin token only with --auth-token-file (default off)")
 	// Test hooks for the chaos harness (internal/tools/chaos); never needed in
@@ -137,6 +143,9 @@ func (f *serverFlags) check() error {
 	}
 	if _, err := memlimit.Parse(f.memoryLimit); err != nil {
 		return fmt.Errorf("--memory-limit: %w", err)
+	}
+	if _, err := api.ParseDiskThreshold(f.diskLowFree); err != nil {
+		return fmt.Errorf("--disk-low-free: %w", err)
 	}
 	if f.scheduleMaxCatchup < 1 {
 		return fmt.Errorf("--schedule-max-catchup must be at least 1, got %d", f.scheduleMaxCatchup)
@@ -255,6 +264,7 @@ func (f *serverFlags) nodeConfig(logger *slog.Logger) (wnode.Config, error) {
 	rc.SnapshotWriteRate = int64(f.snapshotWriteRateMB) << 20
 	rc.RaftLogLevel = f.raftLogLevel
 	rc.SnapshotThreshold, rc.SnapshotInterval, rc.TrailingLogs = f.snapshotThreshold, f.snapshotInterval, f.trailingLogs
+	rc.SnapshotLogRatio = f.snapshotLogRatio
 	rc.MaxBatch, rc.MaxInflight = f.maxBatch, f.maxInflight
 	rc.FsyncDelay = f.fsyncDelay
 	if off := f.clockOffset; off != 0 {
@@ -265,10 +275,12 @@ func (f *serverFlags) nodeConfig(logger *slog.Logger) (wnode.Config, error) {
 	ac.JoinURLs = splitList(f.join)
 	ac.LeaseTTL, ac.MaxWait = f.leaseTTL, f.maxWait
 	ac.Retention = f.retention
+	ac.DiskLowFree, _ = api.ParseDiskThreshold(f.diskLowFree) // checked in check
 	ac.Pprof = f.pprof
 	ac.LeaderWait = f.leaderWait
 	lc := &nc.Leader
 	lc.Reaper.Interval, lc.Sweeper.Interval = f.reapInterval, f.sweepInterval
+	lc.Sweeper.KeepFailed = f.retentionFailed
 	lc.Scheduler.Grace, lc.Scheduler.MaxCatchup = f.scheduleGrace, f.scheduleMaxCatchup
 	nc.Tracing = telemetry.Config{Endpoint: f.otlpEndpoint, ServiceName: "workron"}
 	if err := f.gang.configure(&nc); err != nil {

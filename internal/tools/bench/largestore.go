@@ -75,6 +75,7 @@ func (b *bencher) largeStore(ctx context.Context) ([]Figure, error) {
 	own := map[string][]string{fill.Figure: fillOwn}
 	figs := []Figure{empty[0], fill, full[0], claimDoneRatio(empty[0], full[0])}
 	figs = append(figs, c.rssFigures(ctx, pb, rssEmpty, fillPeak, jobs)...)
+	figs = append(figs, pb.snapshotFigure(ctx, c.Nodes[li].URL, jobs))
 	disk, problems := c.diskFigure(jobs)
 	figs, own[disk.Figure] = append(figs, disk), problems
 	for _, crash := range []bool{true, false} {
@@ -289,6 +290,12 @@ func (c *procCluster) sampleMem(ctx context.Context) func() []procMem {
 // heapInUse is a node's go_memstats_heap_inuse_bytes from /metrics (0 if
 // unreadable): the Go heap's spans in use, garbage not yet swept included.
 func (b *bencher) heapInUse(ctx context.Context, node string) float64 {
+	return b.metric(ctx, node, "go_memstats_heap_inuse_bytes")
+}
+
+// metric is the value of a series without labels in a node's /metrics (0
+// if unreadable).
+func (b *bencher) metric(ctx context.Context, node, name string) float64 {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, node+"/metrics", nil)
 	if err != nil {
 		return 0
@@ -300,12 +307,27 @@ func (b *bencher) heapInUse(ctx context.Context, node string) float64 {
 	defer resp.Body.Close()
 	data, _ := io.ReadAll(resp.Body)
 	for line := range strings.Lines(string(data)) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "go_memstats_heap_inuse_bytes "); ok {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+" "); ok {
 			f, _ := strconv.ParseFloat(v, 64)
 			return f
 		}
 	}
 	return 0
+}
+
+// snapshotFigure is what a snapshot of the full store costs per log entry
+// on the leader, at the snapshot threshold in force (--snapshot-log-ratio
+// raises it with the state file): the state file's bytes ÷ the entries
+// between snapshots. The note compares it with the fixed threshold of
+// 8,192 entries and gives what the leader's snapshots wrote over the run.
+func (b *bencher) snapshotFigure(ctx context.Context, leader string, jobs int) Figure {
+	m := func(name string) float64 { return b.metric(ctx, leader, name) }
+	applied, written, count := m("workron_raft_applied_index"), m("workron_raft_snapshot_written_bytes_total"), m("workron_raft_snapshots_total")
+	threshold, state := max(m("workron_raft_snapshot_threshold"), 1), m("workron_store_bytes")
+	return Figure{Figure: "large_store_snapshot_bytes_per_entry", Unit: "bytes/entry", Value: state / threshold, Jobs: jobs, Load1: loadAverage(),
+		Note: fmt.Sprintf("state.db %.0f MiB ÷ the %.0f entries between snapshots in force; a fixed 8,192 would be %.0f bytes/entry. "+
+			"Over the run the leader took %.0f snapshots (%.0f MiB written) in %.0f log entries",
+			state/(1<<20), threshold, state/8192, count, written/(1<<20), applied)}
 }
 
 // rssFigures are one figure per node: its resident memory now, with its
