@@ -257,60 +257,6 @@ func (r *entryReader) tracedJSONCmd(c *Cmd) {
 	}
 }
 
-// submit reads a submit; keyed (opSubmitKeyed) reads each job's
-// ConcurrencyKey after it, and traced (opSubmitTraced) its TraceParent
-// after that.
-func (r *entryReader) submit(keyed, traced bool) *Submit {
-	s := new(Submit)
-	if n := r.Count(minNewJobLen); n > 0 {
-		s.Jobs = make([]NewJob, n)
-	}
-	for i := range s.Jobs {
-		r.newJob(&s.Jobs[i])
-		if keyed {
-			s.Jobs[i].ConcurrencyKey = r.Str()
-		}
-		if traced {
-			s.Jobs[i].TraceParent = r.Str()
-		}
-		if r.Err() != nil {
-			break
-		}
-	}
-	return s
-}
-
-func (r *entryReader) newJob(j *NewJob) {
-	j.ID = r.Str()
-	j.Command = r.Str()
-	if r.names == nil {
-		r.names = make(binenc.Interner)
-	}
-	j.Type = r.Name(r.names)
-	j.Payload = r.payload()
-	j.Env = r.NameMap(r.names)
-	j.Metadata = r.NameMap(r.names)
-	j.Queue = r.Name(r.names)
-	j.Priority = r.Int()
-	j.DependsOn = r.Strings()
-	j.MaxAttempts = r.Int()
-	j.IdempotencyKey = r.Str()
-	j.Timeout = r.Varint()
-	j.Backoff.Base = r.Varint()
-	j.Backoff.Max = r.Varint()
-	j.Backoff.Jitter = r.Float()
-	j.RunAt = r.Varint()
-	j.Retention = r.Varint()
-	j.UniqueFor = r.Varint()
-	j.Schedule = r.Str()
-	j.ScheduledFor = r.Varint()
-	j.Resources.VRAMMB = r.Int()
-	j.Resources.MemoryMB = r.Int()
-	j.Resources.CPUMillis = r.Int()
-	j.Resources.Slots = r.Int()
-	j.Tags = r.Strings()
-}
-
 // progress reads what appendProgress wrote: nil when not set.
 func (r *entryReader) progress() *LeaseProgress {
 	if !r.Bool() {
@@ -320,7 +266,10 @@ func (r *entryReader) progress() *LeaseProgress {
 }
 
 // payload reads a Payload, which must be JSON.
-func (r *entryReader) payload() json.RawMessage {
+func (r *entryReader) payload() json.RawMessage { return readPayload(&r.Reader) }
+
+// readPayload reads a Payload, which must be JSON; nil when empty.
+func readPayload(r *binenc.Reader) json.RawMessage {
 	v := r.Raw()
 	if len(v) == 0 {
 		return nil

@@ -37,7 +37,8 @@
 //	key and size limits of a command       limits.go
 //	the FSM: Apply, snapshots, restore     fsm.go (and the bounds on what it keeps)
 //	rejections (sentinels, typed errors)   errors.go
-//	command types, encoding, decoding      command.go, encoding.go, decode.go
+//	command types, encoding, decoding      command.go, encoding.go, decode.go; submit_codec.go (a submit's jobs;
+//	                                       submit_gen.go, generated from it)
 //	protocol versions of ops               protocol.go; protocol_version*.go (this binary's, by build tag)
 //	reads for the API and the leader loops read.go, oldest.go, size.go (the state file's size)
 //	waking workers whose attempts must stop stops.go (WatchStops, StopActions; in memory only)
@@ -54,6 +55,23 @@
 // Decode (decode.go) reads that and the JSON entries of earlier releases.
 // Every node decodes every entry, so the hot commands have layouts of their
 // own, and the others are JSON inside the binary entry.
+//
+// A job's fields are coded once per layout. A submit's jobs (NewJob) are
+// listed once, as a walk over their fields (submitCodec in
+// submit_codec.go) whose calls of binenc.Codec write when encoding and
+// read when decoding; walkgen (internal/tools/walkgen) generates from it
+// the writer and the reader Encode and Decode run (submit_gen.go: go
+// generate ./fsm), with nothing more per field than a hand-written codec.
+// The stored record (store.Job) is store's, coded the same way by its
+// jobCodec; applier.newJob (submit.go) copies a NewJob into a store.Job.
+// Each fails a test when a field is added to its struct and not to it
+// (TestEncoding's EveryFieldRoundTrips, store's
+// TestEveryJobFieldIsInTheRecord, TestSubmitKeepsEveryField), the
+// generated code is checked against its walk (TestSubmitCodecIsTheWalk,
+// walkgen's TestGeneratedCodecsAreCurrent), and the bytes of each existing
+// layout are pinned to what releases wrote (TestSubmitBytesArePinned,
+// store's TestJobRecordBytesArePinned, in testdata): a new field takes a
+// new op code or record version, never a change to an old one.
 //
 // # Protocol versions
 //

@@ -31,11 +31,9 @@ import (
 //
 //	0 (opJSON), any op without a code of its own: the whole Cmd as JSON,
 //	length-prefixed, so that a new op needs nothing here
-//	1 submit: the count of jobs, then each NewJob: ID, Command, Type,
-//	Payload, Env, Metadata, Queue, Priority, DependsOn, MaxAttempts,
-//	IdempotencyKey, Timeout, Backoff (Base, Max, Jitter), RunAt,
-//	Retention, UniqueFor, Schedule, ScheduledFor, Resources (VRAMMB,
-//	MemoryMB, CPUMillis, Slots), Tags
+//	1 submit: the count of jobs, then each NewJob, its fields in the order
+//	submitCodec.job walks them (submit_codec.go: one walk writes and reads
+//	them)
 //	2 claim: WorkerID, Queues, Types, Shell, Max, LeaseTTL
 //	3 heartbeat: JobID, Lease, LeaseTTL
 //	4 worker_heartbeat: WorkerID, LeaseTTL, Listed, the count of Leases,
@@ -118,7 +116,8 @@ import (
 // (a new field in NewJob, say) takes a new op code, the old one still read:
 // a node that does not know the code stops at the entry and says to
 // upgrade, rather than dropping the field. TestEncoding's
-// EveryFieldRoundTrips fails on a field that is not written.
+// EveryFieldRoundTrips fails on a field that is not written, and
+// TestSubmitBytesArePinned on a change to the bytes of a submit.
 
 // EncodingVersion is the first byte of every log entry this package writes.
 // A node that reads an entry of a newer version stops (see Decode) instead of
@@ -286,64 +285,6 @@ func hasCode(op Op) bool {
 		return true
 	}
 	return false
-}
-
-func appendSubmit(b []byte, s *Submit) ([]byte, error) {
-	traced := s.traced()
-	keyed := s.keyed() || traced
-	code := codeFor(keyed, opSubmit, opSubmitKeyed)
-	if traced {
-		code = opSubmitTraced
-	}
-	b = append(b, code)
-	b = binenc.AppendUvarint(b, uint64(len(s.Jobs)))
-	for i := range s.Jobs {
-		var err error
-		if b, err = appendNewJob(b, &s.Jobs[i]); err != nil {
-			return nil, fmt.Errorf("jobs[%d]: %w", i, err)
-		}
-		if keyed {
-			b = appendText(b, s.Jobs[i].ConcurrencyKey)
-		}
-		if traced {
-			b = appendText(b, s.Jobs[i].TraceParent)
-		}
-	}
-	return b, nil
-}
-
-func appendNewJob(b []byte, j *NewJob) ([]byte, error) {
-	if !binenc.Finite(j.Backoff.Jitter) {
-		return nil, fmt.Errorf("backoff jitter %v is not a number", j.Backoff.Jitter)
-	}
-	if len(j.Payload) > 0 && !json.Valid(j.Payload) {
-		return nil, fmt.Errorf("payload is not JSON")
-	}
-	b = appendText(b, j.ID)
-	b = appendText(b, j.Command)
-	b = appendText(b, j.Type)
-	b = binenc.AppendBytes(b, j.Payload)
-	b = appendTextMap(b, j.Env)
-	b = appendTextMap(b, j.Metadata)
-	b = appendText(b, j.Queue)
-	b = binenc.AppendInt(b, j.Priority)
-	b = appendTexts(b, j.DependsOn)
-	b = binenc.AppendInt(b, j.MaxAttempts)
-	b = appendText(b, j.IdempotencyKey)
-	b = binenc.AppendVarint(b, j.Timeout)
-	b = binenc.AppendVarint(b, j.Backoff.Base)
-	b = binenc.AppendVarint(b, j.Backoff.Max)
-	b = binenc.AppendFloat(b, j.Backoff.Jitter)
-	b = binenc.AppendVarint(b, j.RunAt)
-	b = binenc.AppendVarint(b, j.Retention)
-	b = binenc.AppendVarint(b, j.UniqueFor)
-	b = appendText(b, j.Schedule)
-	b = binenc.AppendVarint(b, j.ScheduledFor)
-	b = binenc.AppendInt(b, j.Resources.VRAMMB)
-	b = binenc.AppendInt(b, j.Resources.MemoryMB)
-	b = binenc.AppendInt(b, j.Resources.CPUMillis)
-	b = binenc.AppendInt(b, j.Resources.Slots)
-	return appendTexts(b, j.Tags), nil
 }
 
 // codeFor is a coded op's code: the newer one when the command sets one of

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/workron/workron/internal/binenc"
 )
 
 // typicalJob is a shell job as the FSM stores it after two failed attempts
@@ -224,7 +226,9 @@ func TestJobRecordRefusesBadBytes(t *testing.T) {
 			t.Fatalf("decoded the record cut to %d of %d bytes", n, len(good))
 		}
 	}
-	zeroHead := appendJobHead([]byte{jobRecordV1}, &JobHead{})
+	hc := jobCodec{Codec: binenc.Writing([]byte{jobRecordV1}), version: jobRecordV1}
+	hc.jobHead(&JobHead{})
+	zeroHead := hc.Written()
 	zero := mustAppendJob(t, &Job{})
 	// In the zero job, the body's one-byte fields before ExitCode, then
 	// Jitter and three times.

@@ -15,37 +15,35 @@ import (
 // record as JSON: Open rewrites its job records in binary (upgrade.go), and
 // decodeJob still reads a job record as JSON when its first byte is '{'.
 //
-// A binary job record is, in this order:
+// A binary job record is its first byte (jobRecordV1 to V5: no JSON
+// document starts with one), then the job's fields in the order jobCodec
+// walks them, and nothing after. The walk is the one list of the fields:
+// walkgen generates from it the writer and reader that appendJob and
+// decodeJob run (record_gen.go: go generate ./store). In outline:
 //
-//	jobRecordV1 (0x01: no JSON document starts with it)
-//	head, what the FSM's in-memory indexes need (JobHead), so that
-//	decodeJobHead stops early: ID, Seq, Status, Queue, Type, Priority,
-//	RunAt, WorkerID, Lease, LeaseDeadline, Resources (VRAMMB, MemoryMB,
-//	CPUMillis, Slots), Tags
-//	body: Command, Payload, Env, Metadata, DependsOn, Waiting, Dependents,
-//	MaxAttempts, Attempts, IdempotencyKey, Timeout, Backoff (Base, Max,
-//	Jitter), CreatedAt, StartedAt, DoneAt, ExitCode, Output, LastError,
-//	History, Retention, UniqueFor, ExpireAt, Schedule, ScheduledFor, After,
-//	GangID, GangIndex, GangSize, PreemptEpoch, ModifyIndex
-//	then, in a record of jobRecordV2 only: ClaimToken, Fenced, ClaimSeq
+//	head (jobHead), what the FSM's in-memory indexes need (JobHead), so that
+//	decodeJobHead stops early: ID to Tags, with the ConcurrencyKey first
+//	from V3 on
+//	body (job): Command to ModifyIndex
+//	V2 on: ClaimToken, Fenced, ClaimSeq
+//	V4 on: TraceParent, Progress (a bool, set, then if set Percent,
+//	Message, At), Result (as Payload)
+//	V5 on: AwaitingAck, Unacked
 //
-// and nothing after. A record of jobRecordV3 (0x03) is the first byte, then
-// ConcurrencyKey (before the head, so that decodeJobHead reads it), then
-// the head and body as above, then ClaimToken, Fenced, ClaimSeq always. A
-// record of jobRecordV4 (0x04) is a V3 record with that first byte, then
-// TraceParent, Progress (a bool, set, then if set Percent, Message, At),
-// and Result (as Payload). A record of jobRecordV5 (0x05) is a V4 record
-// with that first byte, then AwaitingAck (a bool) and Unacked. Values are written as package binenc says: a time (a
-// field named At, Deadline, Started or Ended; Unix nanoseconds) is 8 bytes
-// little-endian; other unsigned integers are uvarints, signed ones varints;
-// a string, or Payload, is its length as a uvarint then its bytes (length 0
-// reads back as nil Payload); a list is a uvarint count then its items; a
-// map is a count then key, value pairs in key order, so one Job always gives
-// the same bytes; a bool is one byte 0 or 1; ExitCode is a bool (set) then,
-// if set, a varint; Jitter is its IEEE 754 bits, 8 bytes little-endian. A
-// Status is a uvarint code (statusCodes), 0 followed by the string for one
-// outside the table. Each Attempt of History is Attempt, WorkerID, Lease,
-// Status, ExitCode, Error, Started, Ended, Expired.
+// Values are written as package binenc says: a time (Time in the walk;
+// Unix nanoseconds) is 8 bytes little-endian; other unsigned integers are
+// uvarints, signed ones varints; a string, or Payload, is its length as a
+// uvarint then its bytes (length 0 reads back as nil Payload); a list is a
+// uvarint count then its items; a map is a count then key, value pairs in
+// key order, so one Job always gives the same bytes; a bool is one byte 0
+// or 1; ExitCode is a bool (set) then, if set, a varint; Jitter is its IEEE
+// 754 bits, 8 bytes little-endian. A Status is a uvarint code
+// (statusCodes), 0 followed by the string for one outside the table. Each
+// Attempt of History is as jobCodec.attempt walks it. Changing the layout
+// (a new field) takes a new first byte, the old ones still read; the bytes
+// of each version are pinned (TestJobRecordBytesArePinned),
+// TestEveryJobFieldIsInTheRecord fails on a field of Job the walk misses,
+// and TestJobCodecIsTheWalk on generated code that is not the walk's.
 //
 // A record is written as jobRecordV2 only when one of the fields that V2
 // adds is set, so a job claimed without them gives the bytes it always did;
@@ -109,122 +107,231 @@ func appendJob(b []byte, j *Job) ([]byte, error) {
 	if !binenc.Finite(j.Backoff.Jitter) {
 		return nil, fmt.Errorf("encode job %s: backoff jitter %v is not a number", j.ID, j.Backoff.Jitter)
 	}
-	v5 := j.AwaitingAck || j.Unacked != 0
-	v4 := v5 || j.TraceParent != "" || j.Progress != nil || j.Result != nil
-	v3 := v4 || j.ConcurrencyKey != ""
-	v2 := v3 || j.ClaimToken != "" || j.Fenced || j.ClaimSeq != 0
+	v := recordVersion(j)
+	w := jobWriter{version: v}
+	return w.job(append(b, v), j), nil
+}
+
+// recordVersion is the first byte of j's record: the oldest version that
+// holds every field j sets.
+func recordVersion(j *Job) byte {
 	switch {
-	case v5:
-		b = binenc.AppendString(append(b, jobRecordV5), j.ConcurrencyKey)
-	case v4:
-		b = binenc.AppendString(append(b, jobRecordV4), j.ConcurrencyKey)
-	case v3:
-		b = binenc.AppendString(append(b, jobRecordV3), j.ConcurrencyKey)
-	case v2:
-		b = append(b, jobRecordV2)
-	default:
-		b = append(b, jobRecordV1)
+	case j.AwaitingAck || j.Unacked != 0:
+		return jobRecordV5
+	case j.TraceParent != "" || j.Progress != nil || j.Result != nil:
+		return jobRecordV4
+	case j.ConcurrencyKey != "":
+		return jobRecordV3
+	case j.ClaimToken != "" || j.Fenced || j.ClaimSeq != 0:
+		return jobRecordV2
 	}
-	h := j.Head()
-	b = appendJobHead(b, &h)
-	b = appendJobBody(b, j)
-	if v2 {
-		b = binenc.AppendString(b, j.ClaimToken)
-		b = binenc.AppendBool(b, j.Fenced)
-		b = binenc.AppendUvarint(b, j.ClaimSeq)
+	return jobRecordV1
+}
+
+// jobCodec reads a job record, or writes one (binenc.Codec): its methods
+// are the record's layout, each field once, for both. appendJob and
+// decodeJob go through jobWriter's and jobReader's, which walkgen
+// generates from them (record_gen.go), so that a field costs no call more
+// than a hand-written codec's; TestJobCodecIsTheWalk checks that they
+// write and read what the walk does.
+type jobCodec struct {
+	binenc.Codec
+	names   interner // reading: see name
+	version byte     // the record's first byte
+}
+
+//go:generate go run ../internal/tools/walkgen -in record.go -codec jobCodec -writer jobWriter -reader jobReader -out record_gen.go
+
+// jobWriter writes a job record through the methods walkgen generates from
+// jobCodec's (record_gen.go).
+type jobWriter struct {
+	binenc.Writer
+	version byte
+}
+
+// jobReader reads a job record through the methods walkgen generates from
+// jobCodec's (record_gen.go).
+type jobReader struct {
+	binenc.FieldReader
+	names   interner // see jobCodec.name
+	version byte     // the record's first byte
+}
+
+// job is a whole record after its first byte.
+func (c *jobCodec) job(j *Job) {
+	var h JobHead
+	if !c.Reading() {
+		h = j.Head()
 	}
-	if v4 {
-		b = binenc.AppendString(b, j.TraceParent)
-		b = binenc.AppendBool(b, j.Progress != nil)
-		if p := j.Progress; p != nil {
-			b = binenc.AppendInt(b, p.Percent)
-			b = binenc.AppendString(b, p.Message)
-			b = binenc.AppendTime(b, p.At)
+	c.jobHead(&h)
+	if c.Reading() {
+		j.setHead(&h)
+	}
+	c.String(&j.Command)
+	c.Bytes((*[]byte)(&j.Payload))
+	c.Map(&j.Env)
+	c.Map(&j.Metadata)
+	c.Strings(&j.DependsOn)
+	c.Int(&j.Waiting)
+	c.Strings(&j.Dependents)
+	c.Int(&j.MaxAttempts)
+	c.Int(&j.Attempts)
+	c.String(&j.IdempotencyKey)
+	c.Varint(&j.Timeout)
+	c.Varint(&j.Backoff.Base)
+	c.Varint(&j.Backoff.Max)
+	c.Float(&j.Backoff.Jitter) // -0 is 0, as in JSON
+	c.Time(&j.CreatedAt)
+	c.Time(&j.StartedAt)
+	c.Time(&j.DoneAt)
+	c.IntPtr(&j.ExitCode)
+	c.String(&j.Output)
+	c.String(&j.LastError)
+	c.history(j)
+	c.Varint(&j.Retention)
+	c.Varint(&j.UniqueFor)
+	c.Time(&j.ExpireAt)
+	c.String(&j.Schedule)
+	c.Time(&j.ScheduledFor)
+	c.String(&j.After)
+	c.String(&j.GangID)
+	c.Int(&j.GangIndex)
+	c.Int(&j.GangSize)
+	c.Uvarint(&j.PreemptEpoch)
+	c.Uvarint(&j.ModifyIndex)
+	if c.version >= jobRecordV2 {
+		c.String(&j.ClaimToken)
+		c.Bool(&j.Fenced)
+		c.Uvarint(&j.ClaimSeq)
+	}
+	if c.version >= jobRecordV4 {
+		c.String(&j.TraceParent)
+		c.progress(&j.Progress)
+		c.Bytes((*[]byte)(&j.Result))
+	}
+	if c.version >= jobRecordV5 {
+		c.Bool(&j.AwaitingAck)
+		c.Int(&j.Unacked)
+	}
+}
+
+// jobHead is the head (JobHead), the ConcurrencyKey first from V3 on.
+func (c *jobCodec) jobHead(h *JobHead) {
+	if c.version >= jobRecordV3 {
+		c.name(&h.Key)
+	} else if c.Reading() {
+		h.Key = "" // h may be a reused head (Tx.ForEachJobHead)
+	}
+	c.String(&h.ID)
+	c.Uvarint(&h.Seq)
+	c.status(&h.Status)
+	c.name(&h.Queue)
+	c.name(&h.Type)
+	c.Int(&h.Priority)
+	c.Time(&h.RunAt)
+	c.name(&h.WorkerID)
+	c.Uvarint(&h.Lease)
+	c.Time(&h.LeaseDeadline)
+	c.Int(&h.Resources.VRAMMB)
+	c.Int(&h.Resources.MemoryMB)
+	c.Int(&h.Resources.CPUMillis)
+	c.Int(&h.Resources.Slots)
+	c.Strings(&h.Tags)
+}
+
+// history is the attempts; read back, those whose worker or error is the
+// job's (often the last one's) share its string.
+func (c *jobCodec) history(j *Job) {
+	n := len(j.History)
+	c.Count(&n, minAttemptLen)
+	if c.Reading() {
+		j.History = nil
+		if n > 0 {
+			j.History = make([]Attempt, n)
 		}
-		b = binenc.AppendBytes(b, j.Result)
 	}
-	if v5 {
-		b = binenc.AppendBool(b, j.AwaitingAck)
-		b = binenc.AppendInt(b, j.Unacked)
-	}
-	return b, nil
-}
-
-func appendJobHead(b []byte, h *JobHead) []byte {
-	b = binenc.AppendString(b, h.ID)
-	b = binenc.AppendUvarint(b, h.Seq)
-	b = appendStatus(b, h.Status)
-	b = binenc.AppendString(b, h.Queue)
-	b = binenc.AppendString(b, h.Type)
-	b = binenc.AppendInt(b, h.Priority)
-	b = binenc.AppendTime(b, h.RunAt)
-	b = binenc.AppendString(b, h.WorkerID)
-	b = binenc.AppendUvarint(b, h.Lease)
-	b = binenc.AppendTime(b, h.LeaseDeadline)
-	b = binenc.AppendInt(b, h.Resources.VRAMMB)
-	b = binenc.AppendInt(b, h.Resources.MemoryMB)
-	b = binenc.AppendInt(b, h.Resources.CPUMillis)
-	b = binenc.AppendInt(b, h.Resources.Slots)
-	return binenc.AppendStrings(b, h.Tags)
-}
-
-func appendJobBody(b []byte, j *Job) []byte {
-	b = binenc.AppendString(b, j.Command)
-	b = binenc.AppendBytes(b, j.Payload)
-	b = binenc.AppendMap(b, j.Env)
-	b = binenc.AppendMap(b, j.Metadata)
-	b = binenc.AppendStrings(b, j.DependsOn)
-	b = binenc.AppendInt(b, j.Waiting)
-	b = binenc.AppendStrings(b, j.Dependents)
-	b = binenc.AppendInt(b, j.MaxAttempts)
-	b = binenc.AppendInt(b, j.Attempts)
-	b = binenc.AppendString(b, j.IdempotencyKey)
-	b = binenc.AppendVarint(b, j.Timeout)
-	b = binenc.AppendVarint(b, j.Backoff.Base)
-	b = binenc.AppendVarint(b, j.Backoff.Max)
-	b = binenc.AppendFloat(b, j.Backoff.Jitter) // -0 is 0, as in JSON
-	b = binenc.AppendTime(b, j.CreatedAt)
-	b = binenc.AppendTime(b, j.StartedAt)
-	b = binenc.AppendTime(b, j.DoneAt)
-	b = binenc.AppendIntPtr(b, j.ExitCode)
-	b = binenc.AppendString(b, j.Output)
-	b = binenc.AppendString(b, j.LastError)
-	b = binenc.AppendUvarint(b, uint64(len(j.History)))
 	for i := range j.History {
-		b = appendAttempt(b, &j.History[i])
+		c.attempt(&j.History[i], j.WorkerID, j.LastError)
 	}
-	b = binenc.AppendVarint(b, j.Retention)
-	b = binenc.AppendVarint(b, j.UniqueFor)
-	b = binenc.AppendTime(b, j.ExpireAt)
-	b = binenc.AppendString(b, j.Schedule)
-	b = binenc.AppendTime(b, j.ScheduledFor)
-	b = binenc.AppendString(b, j.After)
-	b = binenc.AppendString(b, j.GangID)
-	b = binenc.AppendInt(b, j.GangIndex)
-	b = binenc.AppendInt(b, j.GangSize)
-	b = binenc.AppendUvarint(b, j.PreemptEpoch)
-	return binenc.AppendUvarint(b, j.ModifyIndex)
 }
 
-func appendAttempt(b []byte, a *Attempt) []byte {
-	b = binenc.AppendInt(b, a.Attempt)
-	b = binenc.AppendString(b, a.WorkerID)
-	b = binenc.AppendUvarint(b, a.Lease)
-	b = appendStatus(b, a.Status)
-	b = binenc.AppendIntPtr(b, a.ExitCode)
-	b = binenc.AppendString(b, a.Error)
-	b = binenc.AppendTime(b, a.Started)
-	b = binenc.AppendTime(b, a.Ended)
-	return binenc.AppendBool(b, a.Expired)
+func (c *jobCodec) attempt(a *Attempt, worker, lastError string) {
+	c.Int(&a.Attempt)
+	c.shared(&a.WorkerID, worker)
+	c.Uvarint(&a.Lease)
+	c.status(&a.Status)
+	c.IntPtr(&a.ExitCode)
+	c.shared(&a.Error, lastError)
+	c.Time(&a.Started)
+	c.Time(&a.Ended)
+	c.Bool(&a.Expired)
 }
 
-func appendStatus(b []byte, s Status) []byte {
-	for code := 1; code < len(statusCodes); code++ {
-		if statusCodes[code] == s {
-			return binenc.AppendUvarint(b, uint64(code))
+// progress is an optional Progress: a bool (set), then if set Percent,
+// Message, At.
+func (c *jobCodec) progress(p **Progress) {
+	set := *p != nil
+	c.Bool(&set)
+	if !set {
+		return
+	}
+	if c.Reading() {
+		*p = new(Progress)
+	}
+	c.Int(&(*p).Percent)
+	c.String(&(*p).Message)
+	c.Time(&(*p).At)
+}
+
+// name is a string that many records share, a queue, type or worker name:
+// read through the codec's interner.
+func (c *jobCodec) name(p *string) {
+	if c.Reading() {
+		*p = c.names.String(c.R.Raw())
+		return
+	}
+	c.String(p)
+}
+
+// shared is a string that, read back equal to same, is same.
+func (c *jobCodec) shared(p *string, same string) {
+	if c.Reading() {
+		v := c.R.Raw()
+		*p = same
+		if string(v) != same {
+			*p = string(v)
 		}
+		return
 	}
-	return binenc.AppendString(binenc.AppendUvarint(b, 0), string(s))
+	c.String(p)
+}
+
+// status is a Status: its code in statusCodes, or 0 then the string for
+// one outside the table.
+func (c *jobCodec) status(p *Status) {
+	if c.Reading() {
+		switch code := c.R.Uvarint(); {
+		case code == 0:
+			*p = Status(c.R.Str())
+		case code < uint64(len(statusCodes)):
+			*p = statusCodes[code]
+		default:
+			c.R.Fail("unknown status code")
+			*p = ""
+		}
+		return
+	}
+	code := uint64(1)
+	for code < uint64(len(statusCodes)) && statusCodes[code] != *p {
+		code++
+	}
+	if code == uint64(len(statusCodes)) {
+		code = 0
+	}
+	c.Uvarint(&code)
+	if code == 0 {
+		c.String((*string)(p))
+	}
 }
 
 // decodeJob decodes a job record, binary or (state format 1) JSON, into j.
@@ -234,31 +341,12 @@ func decodeJob(b []byte, j *Job) error {
 	if len(b) > 0 && b[0] == '{' {
 		return decodeJSON(b, j)
 	}
-	r, err := jobReader(b)
+	c, err := openRecord(b)
 	if err != nil {
 		return err
 	}
-	var h JobHead
-	r.jobHead(&h)
-	j.setHead(&h)
-	r.jobBody(j)
-	if r.version >= jobRecordV2 {
-		j.ClaimToken = r.Str()
-		j.Fenced = r.Bool()
-		j.ClaimSeq = r.Uvarint()
-	}
-	if r.version >= jobRecordV4 {
-		j.TraceParent = r.Str()
-		if r.Bool() {
-			j.Progress = &Progress{Percent: r.Int(), Message: r.Str(), At: r.Time()}
-		}
-		j.Result = r.Bytes()
-	}
-	if r.version >= jobRecordV5 {
-		j.AwaitingAck = r.Bool()
-		j.Unacked = r.Int()
-	}
-	if err := r.End(); err != nil {
+	c.job(j)
+	if err := c.R.End(); err != nil {
 		return fmt.Errorf("decode job: %w", err)
 	}
 	return nil
@@ -276,139 +364,27 @@ func decodeJobHead(b []byte, h *JobHead, names interner) error {
 		*h = j.Head()
 		return nil
 	}
-	r, err := jobReader(b)
+	c, err := openRecord(b)
 	if err != nil {
 		return err
 	}
-	r.names = names
-	r.jobHead(h)
-	if err := r.Err(); err != nil {
+	c.names = names
+	c.jobHead(h)
+	if err := c.R.Err(); err != nil {
 		return fmt.Errorf("decode job head: %w", err)
 	}
 	return nil
 }
 
-func jobReader(b []byte) (reader, error) {
+// openRecord returns a jobReader of the record b, its first byte read.
+func openRecord(b []byte) (jobReader, error) {
 	if len(b) == 0 {
-		return reader{}, fmt.Errorf("decode job: empty record")
+		return jobReader{}, fmt.Errorf("decode job: empty record")
 	}
 	if b[0] < jobRecordV1 || b[0] > jobRecordV5 {
-		return reader{}, fmt.Errorf("decode job: unknown record format %#x (written by a newer Workron?)", b[0])
+		return jobReader{}, fmt.Errorf("decode job: unknown record format %#x (written by a newer Workron?)", b[0])
 	}
-	r := reader{Reader: binenc.NewReader(b)}
-	r.version = r.Byte()
-	return r, nil
-}
-
-// reader reads a binary job record: binenc's Reader, with the job's own
-// parts (statuses, attempts, shared names).
-type reader struct {
-	binenc.Reader
-	names   interner // see name
-	version byte     // the record's first byte
-}
-
-func (r *reader) jobHead(h *JobHead) {
-	h.Key = "" // h may be a reused head (Tx.ForEachJobHead)
-	if r.version >= jobRecordV3 {
-		h.Key = r.name()
-	}
-	h.ID = r.Str()
-	h.Seq = r.Uvarint()
-	h.Status = r.status()
-	h.Queue = r.name()
-	h.Type = r.name()
-	h.Priority = r.Int()
-	h.RunAt = r.Time()
-	h.WorkerID = r.name()
-	h.Lease = r.Uvarint()
-	h.LeaseDeadline = r.Time()
-	h.Resources.VRAMMB = r.Int()
-	h.Resources.MemoryMB = r.Int()
-	h.Resources.CPUMillis = r.Int()
-	h.Resources.Slots = r.Int()
-	h.Tags = r.Strings()
-}
-
-func (r *reader) jobBody(j *Job) {
-	j.Command = r.Str()
-	j.Payload = r.Bytes()
-	j.Env = r.StringMap()
-	j.Metadata = r.StringMap()
-	j.DependsOn = r.Strings()
-	j.Waiting = r.Int()
-	j.Dependents = r.Strings()
-	j.MaxAttempts = r.Int()
-	j.Attempts = r.Int()
-	j.IdempotencyKey = r.Str()
-	j.Timeout = r.Varint()
-	j.Backoff.Base = r.Varint()
-	j.Backoff.Max = r.Varint()
-	j.Backoff.Jitter = r.Float()
-	j.CreatedAt = r.Time()
-	j.StartedAt = r.Time()
-	j.DoneAt = r.Time()
-	j.ExitCode = r.IntPtr()
-	j.Output = r.Str()
-	j.LastError = r.Str()
-	j.History = r.history(j.WorkerID, j.LastError)
-	j.Retention = r.Varint()
-	j.UniqueFor = r.Varint()
-	j.ExpireAt = r.Time()
-	j.Schedule = r.Str()
-	j.ScheduledFor = r.Time()
-	j.After = r.Str()
-	j.GangID = r.Str()
-	j.GangIndex = r.Int()
-	j.GangSize = r.Int()
-	j.PreemptEpoch = r.Uvarint()
-	j.ModifyIndex = r.Uvarint()
-}
-
-// history reads the attempts; those whose worker or error is the job's
-// (often the last one's) share its string.
-func (r *reader) history(worker, lastError string) []Attempt {
-	n := r.Count(minAttemptLen)
-	if n == 0 {
-		return nil
-	}
-	out := make([]Attempt, n)
-	for i := range out {
-		a := &out[i]
-		a.Attempt = r.Int()
-		a.WorkerID = r.stringOr(worker)
-		a.Lease = r.Uvarint()
-		a.Status = r.status()
-		a.ExitCode = r.IntPtr()
-		a.Error = r.stringOr(lastError)
-		a.Started = r.Time()
-		a.Ended = r.Time()
-		a.Expired = r.Bool()
-	}
-	return out
-}
-
-// name reads a string that many records share, a queue, type or worker
-// name, through the reader's interner.
-func (r *reader) name() string { return r.names.String(r.Raw()) }
-
-// stringOr reads a string, returning same if it is equal.
-func (r *reader) stringOr(same string) string {
-	v := r.Raw()
-	if string(v) == same {
-		return same
-	}
-	return string(v)
-}
-
-func (r *reader) status() Status {
-	code := r.Uvarint()
-	switch {
-	case code == 0:
-		return Status(r.Str())
-	case code < uint64(len(statusCodes)):
-		return statusCodes[code]
-	}
-	r.Fail("unknown status code")
-	return ""
+	c := jobReader{FieldReader: binenc.FieldReader{R: binenc.NewReader(b)}}
+	c.version = c.R.Byte()
+	return c, nil
 }

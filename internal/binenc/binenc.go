@@ -1,8 +1,9 @@
 // Package binenc holds the primitives of Workron's hand-written binary
 // encodings: functions that append integers, times, floats, bools, strings,
-// lists and maps to a byte slice, and a Reader that reads them back with
-// bounds checks and a sticky error. It owns how each value is written, never
-// a layout: which fields come in what order, and the version byte that names
+// lists and maps to a byte slice, a Reader that reads them back with
+// bounds checks and a sticky error, and a Codec that does either through
+// one call per field, so that a caller's layout is one walk over its fields
+// for both directions. It owns how each value is written, never a layout: which fields come in what order, and the version byte that names
 // that order, belong to the caller (store's job records, fsm's log entries).
 //
 // The encodings, all of them deterministic:
