@@ -39,7 +39,7 @@ var (
 	bucketQueues   = []byte("queues")  // paused queue name -> 1
 	bucketExpiry   = []byte("expiry")  // expire_at(8) seq(8) -> id of a finished job
 	bucketDeps     = []byte("deps")    // dependency edges; see deps.go
-	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry, bucketSchedules, bucketGangs, bucketCheckpoints, bucketDeps, bucketQueueLimits, bucketTokens, bucketFlow, bucketCascades}
+	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry, bucketSchedules, bucketGangs, bucketCheckpoints, bucketDeps, bucketQueueLimits, bucketTokens, bucketFlow, bucketCascades, bucketIndex}
 	keyApplied     = []byte("applied_index")
 	keyNextSeq     = []byte("next_seq")
 	keyLastNow     = []byte("last_now")
@@ -67,6 +67,9 @@ type Store struct {
 	opts Options
 	db   *bolt.DB
 	refs *snapshotRefs // the snapshots reading db
+	// noIndex has writes skip the search index: only benchmarks set it,
+	// to measure what the index costs (the store is then not Check-clean).
+	noIndex bool
 }
 
 // snapshotRefs counts the snapshots open on one bolt.DB, so that Restore
@@ -130,6 +133,11 @@ func (s *Store) open() error {
 			return fmt.Errorf("upgrade state %s to format %d: %w", s.path, currentFormat, err)
 		}
 	}
+	if err := s.buildIndex(indexBuildBatch); err != nil {
+		_ = s.db.Close()
+		s.db = nil
+		return fmt.Errorf("open state %s: %w", s.path, err)
+	}
 	return nil
 }
 
@@ -171,7 +179,7 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 	if s.db == nil {
 		return ErrClosed
 	}
-	return s.db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	return s.db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, noIndex: s.noIndex}) })
 }
 
 // View runs fn in one read transaction.
