@@ -47,9 +47,6 @@ func checkIndexes(t *Tx, jobs *int) error {
 	if err != nil {
 		return err
 	}
-	if err := search.finish(); err != nil {
-		return err
-	}
 	if n := t.tx.Bucket(bucketExpiry).Stats().KeyN; n != expiring {
 		return fmt.Errorf("expiry index has %d entries for %d expiring jobs", n, expiring)
 	}
@@ -58,6 +55,9 @@ func checkIndexes(t *Tx, jobs *int) error {
 	}
 	if n := t.tx.Bucket(bucketStatus).Stats().KeyN; n != *jobs {
 		return fmt.Errorf("status index has %d entries for %d jobs", n, *jobs)
+	}
+	if err := search.finish(); err != nil {
+		return err
 	}
 	if err := t.checkEdges(); err != nil {
 		return err

@@ -76,6 +76,20 @@ func TestCheck(t *testing.T) {
 			j.Status = StatusDone
 			return tx.UpdateJob(j, StatusRunning, 5) // was pending
 		}, "status index"},
+		{"MissingSearchEntry", func(tx *Tx) error {
+			return tx.tx.Bucket(bucketIndex).Delete(appendIndexKey(nil, 1, idxQueue, ""))
+		}, "search index lacks"},
+		{"StaleSearchEntry", func(tx *Tx) error {
+			return tx.tx.Bucket(bucketIndex).Put(appendIndexKey(nil, 1, idxType, "gone"), emptyValue)
+		}, "search index has 5 entries for 4 job keys"},
+		{"QueueChangedInPlace", func(tx *Tx) error {
+			j, err := tx.Job("a")
+			if err != nil {
+				return err
+			}
+			j.Queue = "other" // queues never change after a submit
+			return tx.UpdateJob(j, j.Status, 5)
+		}, "search index lacks"},
 	}
 	for _, c := range cases {
 		t.Run(c.name+"IsReported", func(t *testing.T) {

@@ -52,7 +52,7 @@ const (
 func indexCurrent(meta *bolt.Bucket) bool {
 	return getUint(meta.Get(keyIndexFormat)) == indexFormat &&
 		meta.Get(keyIndexBuilding) == nil &&
-		bytes.Equal(meta.Get(keyIndexApplied), meta.Get(keyApplied))
+		getUint(meta.Get(keyIndexApplied)) == getUint(meta.Get(keyApplied))
 }
 
 // buildIndex builds the search index unless it is current, batch jobs a

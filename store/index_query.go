@@ -201,14 +201,15 @@ var errStop = errors.New("stop")
 // current candidate, and a candidate all of them land on is a match), and
 // calls fn with each. Its cost follows the rarest term, with no estimate
 // of which one that is. It stops when fn returns errStop, or after steps
-// cursor moves (0: no cap); it returns the lowest seq it has decided (every
+// cursor moves (0: no cap) once it has got below from; it returns the lowest seq it has decided (every
 // seq from it up has been passed to fn or ruled out) and whether it
 // reached the end.
 func join(cs []*seqCursor, from, after uint64, steps int, fn func(seq uint64) error) (low uint64, end bool, err error) {
 	cur, taken := from, 0
 	for cur > after {
 		for agree, i := 0, 0; agree < len(cs); i = (i + 1) % len(cs) {
-			if taken++; steps > 0 && taken > steps {
+			// Out of steps, stop, once past from: a cursor must move.
+			if taken++; steps > 0 && taken > steps && cur < from {
 				return cur + 1, false, nil
 			}
 			s, ok := cs[i].seekLE(cur)
