@@ -58,6 +58,9 @@ func indexCurrent(meta *bolt.Bucket) bool {
 // buildIndex builds the search index unless it is current, batch jobs a
 // transaction.
 func (s *Store) buildIndex(batch int) error {
+	if s.noIndex {
+		return nil
+	}
 	var from uint64 // the last seq indexed
 	done := false
 	err := s.Update(func(t *Tx) error {
@@ -145,7 +148,7 @@ type indexChecker struct {
 }
 
 func newIndexChecker(t *Tx) *indexChecker {
-	ic := &indexChecker{t: t, current: t.tx.Bucket(bucketIndex) != nil && indexCurrent(t.tx.Bucket(bucketMeta))}
+	ic := &indexChecker{t: t, current: !t.noIndex && t.tx.Bucket(bucketIndex) != nil && indexCurrent(t.tx.Bucket(bucketMeta))}
 	if ic.current {
 		ic.c = t.tx.Bucket(bucketIndex).Cursor()
 	}

@@ -63,7 +63,7 @@ func (w *searchWorld) query() ListQuery {
 		q.Match = func(j *Job) bool { return j.Seq%2 == 0 }
 	}
 	if w.r.IntN(4) == 0 {
-		q.After = uint64(w.r.IntN(40))
+		q.After = uint64(w.r.IntN(40 << epochBits))
 	}
 	return q
 }
@@ -173,10 +173,17 @@ func mutate(t *testing.T, st *Store, w *searchWorld) {
 		}
 		switch op := w.r.IntN(6); {
 		case op < 3 || len(ids) == 0:
-			seq, err := tx.NextSeq()
+			// Now and then a jump of seqs, so the jobs span many epochs
+			// of the index (index.go).
+			n := 1
+			if w.r.IntN(8) == 0 {
+				n += w.r.IntN(3 << epochBits)
+			}
+			first, err := tx.NextSeqs(n)
 			if err != nil {
 				return err
 			}
+			seq := first + uint64(n) - 1
 			return tx.InsertJob(w.job(seq), seq)
 		case op < 5:
 			j, err := tx.Job(ids[w.r.IntN(len(ids))])
@@ -280,7 +287,7 @@ func TestSearchIndex(t *testing.T) {
 		for range 100 {
 			mutate(t, st, w)
 		}
-		for at := int64(-1); at < 45; at++ {
+		for at := int64(-1); at < 12000; at += 97 {
 			var got uint64
 			err := st.View(func(tx *Tx) error {
 				var err error

@@ -57,7 +57,13 @@ type ListQuery struct {
 // hundredth of decoding a record.
 const joinStepsPerScan = 100
 
-// seqCursor walks the keys prefix+seq(8) of one bucket from the newest.
+// seqWalker walks the seqs of one list of jobs down from the newest.
+type seqWalker interface {
+	// seekLE moves to the largest seq at most s; false when there is none.
+	seekLE(s uint64) (uint64, bool)
+}
+
+// seqCursor walks the keys prefix+seq(8) of one bucket (seq, status).
 type seqCursor struct {
 	c      *bolt.Cursor
 	prefix []byte
@@ -80,9 +86,8 @@ func (sc *seqCursor) land(k []byte) (uint64, bool) {
 	return sc.at, true
 }
 
-// seekLE moves to the largest seq at most s under the prefix; false when
-// there is none. Walking down, it steps back a few keys before it seeks, so
-// a dense walk costs a step per key rather than a search.
+// seekLE steps back a few keys before it seeks, so a dense walk down
+// costs a step per key rather than a search.
 func (sc *seqCursor) seekLE(s uint64) (uint64, bool) {
 	if sc.on && sc.at >= s {
 		for range 4 {
@@ -108,46 +113,123 @@ func (sc *seqCursor) seekLE(s uint64) (uint64, bool) {
 	return sc.land(k)
 }
 
+// epochCursor walks one term's keys of the search index (index.go), epoch
+// by epoch.
+type epochCursor struct {
+	c    *bolt.Cursor
+	kind byte
+	term []byte // the encoded parts
+	seek []byte // scratch
+	at   uint64
+	on   bool
+}
+
+// land takes the key the bolt cursor moved to: on the term, or off it
+// with the epoch of a key of the same kind (more: there may be more of
+// the term below it).
+func (ec *epochCursor) land(k []byte) (seq uint64, ok bool, epoch uint64, more bool) {
+	ec.on = false
+	if len(k) < 9 || k[0] != ec.kind {
+		return 0, false, 0, false
+	}
+	epoch = getEpoch(k[1:7])
+	if len(k) == 9+len(ec.term) && bytes.Equal(k[7:7+len(ec.term)], ec.term) {
+		ec.at, ec.on = epoch<<epochBits|uint64(k[len(k)-2])<<8|uint64(k[len(k)-1]), true
+		return ec.at, true, epoch, true
+	}
+	return 0, false, epoch, true
+}
+
+// seekLE steps back a few keys before it seeks, as seqCursor does; a seek
+// that finds no key of the term in an epoch goes on to the next lower epoch
+// that has any key of the kind.
+func (ec *epochCursor) seekLE(s uint64) (uint64, bool) {
+	if ec.on && ec.at >= s {
+		for range 4 {
+			if ec.at == s {
+				return s, true
+			}
+			k, _ := ec.c.Prev()
+			got, ok, _, _ := ec.land(k)
+			if !ok {
+				break
+			}
+			if got <= s {
+				return got, true
+			}
+		}
+	}
+	epoch, low := s>>epochBits, s&lowMask
+	for {
+		ec.seek = appendEpochKey(ec.seek[:0], ec.kind, epoch, ec.term, low)
+		k, _ := ec.c.Seek(ec.seek)
+		if k != nil && bytes.Equal(k, ec.seek) {
+			got, _, _, _ := ec.land(k)
+			return got, true
+		}
+		if k == nil {
+			k, _ = ec.c.Last()
+		} else {
+			k, _ = ec.c.Prev()
+		}
+		got, ok, ke, more := ec.land(k)
+		switch {
+		case ok:
+			return got, true
+		case !more || (ke >= epoch && epoch == 0):
+			return 0, false
+		case ke < epoch:
+			epoch = ke
+		default:
+			epoch--
+		}
+		low = lowMask
+	}
+}
+
 // plan is how a query reads: the cursors whose seqs intersect to the
 // candidates, and the terms to check on each candidate's record.
 type plan struct {
-	cursors  []*seqCursor
+	cursors  []seqWalker
 	residual []IndexTerm // terms the index does not answer
 }
 
 // plan turns q's status and terms into cursors: status and a queue term
 // together into the status×queue index, the status alone into the status
 // bucket, each other indexed term into its own; no cursor at all into the
-// seq bucket (every job).
+// seq bucket (every job). Without the index (Store.noIndex) every term is
+// checked on the records.
 func (t *Tx) plan(q ListQuery) (plan, error) {
 	var p plan
 	idx := t.tx.Bucket(bucketIndex)
 	statusDone := q.Status == ""
 	for _, term := range q.Terms {
-		var prefix []byte
+		if err := checkTerm(term); err != nil {
+			return p, err
+		}
+		if t.noIndex {
+			p.residual = append(p.residual, term)
+			continue
+		}
+		ec := &epochCursor{c: idx.Cursor()}
 		switch term.Field {
 		case FieldQueue:
 			if !statusDone {
-				prefix = appendTermPrefix(nil, idxStatusQueue, string(q.Status), term.Value)
+				ec.kind, ec.term = idxStatusQueue, appendParts(nil, string(q.Status), term.Value)
 				statusDone = true
 			} else {
-				prefix = appendTermPrefix(nil, idxQueue, term.Value)
+				ec.kind, ec.term = idxQueue, appendParts(nil, term.Value)
 			}
 		case FieldType, FieldConcurrencyKey, FieldSchedule:
 			if term.Value == "" {
 				p.residual = append(p.residual, term)
 				continue
 			}
-			prefix = appendTermPrefix(nil, termKind[term.Field], term.Value)
+			ec.kind, ec.term = termKind[term.Field], appendParts(nil, term.Value)
 		case FieldMetadata:
-			if term.Key == "" {
-				return p, fmt.Errorf("%w: a metadata term without a key", ErrBadTerm)
-			}
-			prefix = appendTermPrefix(nil, idxMetadata, term.Key, term.Value)
-		default:
-			return p, fmt.Errorf("%w: field %.40q", ErrBadTerm, term.Field)
+			ec.kind, ec.term = idxMetadata, appendParts(nil, term.Key, term.Value)
 		}
-		p.cursors = append(p.cursors, newSeqCursor(idx, prefix))
+		p.cursors = append(p.cursors, ec)
 	}
 	if !statusDone {
 		p.cursors = append(p.cursors, newSeqCursor(t.tx.Bucket(bucketStatus), append([]byte(q.Status), 0)))
@@ -156,6 +238,20 @@ func (t *Tx) plan(q ListQuery) (plan, error) {
 		p.cursors = append(p.cursors, newSeqCursor(t.tx.Bucket(bucketSeq), nil))
 	}
 	return p, nil
+}
+
+// checkTerm refuses a term of no known field, or of metadata without a key.
+func checkTerm(term IndexTerm) error {
+	switch term.Field {
+	case FieldQueue, FieldType, FieldConcurrencyKey, FieldSchedule:
+		return nil
+	case FieldMetadata:
+		if term.Key == "" {
+			return fmt.Errorf("%w: a metadata term without a key", ErrBadTerm)
+		}
+		return nil
+	}
+	return fmt.Errorf("%w: field %.40q", ErrBadTerm, term.Field)
 }
 
 var termKind = map[string]byte{FieldType: idxType, FieldConcurrencyKey: idxConcurrencyKey, FieldSchedule: idxSchedule}
@@ -204,7 +300,7 @@ var errStop = errors.New("stop")
 // cursor moves (0: no cap) once it has got below from; it returns the lowest seq it has decided (every
 // seq from it up has been passed to fn or ruled out) and whether it
 // reached the end.
-func join(cs []*seqCursor, from, after uint64, steps int, fn func(seq uint64) error) (low uint64, end bool, err error) {
+func join(cs []seqWalker, from, after uint64, steps int, fn func(seq uint64) error) (low uint64, end bool, err error) {
 	cur, taken := from, 0
 	for cur > after {
 		for agree, i := 0, 0; agree < len(cs); i = (i + 1) % len(cs) {

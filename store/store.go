@@ -67,8 +67,8 @@ type Store struct {
 	opts Options
 	db   *bolt.DB
 	refs *snapshotRefs // the snapshots reading db
-	// noIndex has writes skip the search index: only benchmarks set it,
-	// to measure what the index costs (the store is then not Check-clean).
+	// noIndex keeps no search index (index.go): only benchmarks set it, to
+	// measure what the index costs; lists and counts then scan.
 	noIndex bool
 }
 
@@ -92,7 +92,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.InitialMmapSize == 0 {
 		opts.InitialMmapSize = defaultMmapLen
 	}
-	s := &Store{path: path, opts: opts}
+	s := &Store{path: path, opts: opts, noIndex: searchIndexOff}
 	if err := s.open(); err != nil {
 		return nil, err
 	}
@@ -184,7 +184,7 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 
 // View runs fn in one read transaction.
 func (s *Store) View(fn func(tx *Tx) error) error {
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, noIndex: s.noIndex}) })
 }
 
 // Snapshot is a consistent read-only view of the whole file, held open until

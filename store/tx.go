@@ -13,8 +13,7 @@ type Tx struct {
 	tx    *bolt.Tx
 	arena []byte // encoded records and kept values; see encodeJob
 	key   []byte // scratch for keys, which bbolt copies
-	// noIndex skips the search index (index.go): only benchmarks set it,
-	// to measure what the index costs.
+	// noIndex skips the search index (index.go); see Store.noIndex.
 	noIndex bool
 }
 
@@ -53,7 +52,7 @@ func (t *Tx) Applied() uint64 { return t.metaUint(keyApplied) }
 // SetApplied records the last applied Raft index, and that the search
 // index is whole as of it (see indexCurrent).
 func (t *Tx) SetApplied(index uint64) error {
-	if err := t.putMetaUint(keyApplied, index); err != nil {
+	if err := t.putMetaUint(keyApplied, index); err != nil || t.noIndex {
 		return err
 	}
 	return t.putMetaUint(keyIndexApplied, index)
