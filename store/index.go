@@ -3,18 +3,20 @@ package store
 import (
 	"crypto/sha256"
 	"fmt"
-	"maps"
 	"slices"
+	"sort"
 )
 
-// The search index: one bucket of keys, no values, maintained by InsertJob,
+// The search index: one bucket of posting lists, kept by InsertJob,
 // UpdateJob and DeleteJob in the job's own write transaction, for what
-// lists filter on. Every key is
+// lists filter on. A key names a term in an epoch of 1,024 seqs, its value
+// lists the jobs of that epoch that have the term:
 //
-//	kind(1) epoch(6) part... low(2)
+//	kind(1) epoch(6) part...  ->  low(2)...
 //
-// all big-endian, where a job's seq is epoch<<epochBits | low, and each
-// part is a length byte then that many bytes, or, for a value longer than
+// big-endian, where a job's seq is epoch<<epochBits | low, the lows are
+// sorted and distinct (a term with no job in an epoch has no key), and each
+// part is a length byte then that many bytes or, for a value longer than
 // maxIndexedBytes, the byte hashedPart then the value's SHA-256 (32 bytes).
 // The kinds and their parts:
 //
@@ -23,26 +25,32 @@ import (
 //	't' type            jobs with a type
 //	'k' concurrency key jobs with one
 //	'c' schedule        jobs a schedule fired
-//	'm' key, value      one per metadata entry
+//	'm' key, value      one entry per metadata entry
 //
-// The epoch comes before the term so that a batch of new jobs, whatever
-// their terms, writes its keys into the few pages of the newest epoch
-// rather than into one page per distinct term (a batch of 1,000 jobs of
-// 1,000 tenants would otherwise rewrite 1,000 pages of the tenant index:
-// about 10 times the bytes of their records). A term's jobs are then its
-// keys under kind|epoch|parts in each epoch, in seq (creation) order: a
-// walk seeks once per epoch that has any key of the kind (epochCursor),
-// 1,000 seeks for a million jobs. The length byte keeps one term's keys
-// from ever being a prefix of another's.
+// Why this shape. The epoch comes first so that a batch of new jobs,
+// whatever their terms, writes into the few pages of the newest epoch
+// rather than one page per distinct term (a batch of 1,000 jobs of 1,000
+// tenants would otherwise rewrite 1,000 pages of the tenant index). A
+// posting list per term and epoch makes a batch of jobs that share a term
+// one write for it, not one per job, and a job costs 2 bytes per term
+// rather than a key of its own. A term's jobs, newest first, are its lists
+// from the newest epoch down: a walk seeks once per epoch that has any key
+// of the kind (epochCursor), 1,000 seeks for a million jobs. The length
+// byte keeps one term's keys from ever being a prefix of another's.
 //
-// A job has at most 5 + its metadata entries keys (the API caps metadata
-// at api.MaxMapEntries = 64 entries, keys of 128 bytes), and a key at most
-// 1 + 6 + 2*(1+128) + 2 bytes. The entries are a pure function of the job
-// records: an index built from the records (index_build.go) holds exactly
-// the keys that maintaining it did, so replicas agree byte for byte. Only
-// status changes after a job is inserted (queue, type, concurrency key,
-// schedule and metadata are set at submit and never change; Check catches a
-// write that breaks this), so UpdateJob moves the one 's' entry.
+// The changes of a transaction are gathered (indexPending) and written
+// when it commits (Store.Update) or before it reads the index: a list
+// written once per transaction, however many of its jobs changed.
+//
+// A job is in at most 5 + its metadata entries lists (the API caps metadata
+// at api.MaxMapEntries = 64 entries, keys of 128 bytes); a key has at most
+// 1 + 6 + 2*(1+128) bytes, a list at most 1,024 lows (2 KiB). The lists
+// are a pure function of the job records: an index built from the records
+// (index_build.go) holds exactly what keeping it did, so replicas agree
+// byte for byte. Only status changes after a job is inserted (queue, type,
+// concurrency key, schedule and metadata are set at submit and never
+// change; Check catches a write that breaks this), so UpdateJob moves the
+// job from one 's' list to another.
 var bucketIndex = []byte("index")
 
 // The kinds of index keys.
@@ -85,34 +93,30 @@ func appendParts(b []byte, parts ...string) []byte {
 	return b
 }
 
-// appendEpochKey appends kind|epoch|term|low, term being encoded parts.
-func appendEpochKey(b []byte, kind byte, epoch uint64, term []byte, low uint64) []byte {
-	b = append(b, kind, 0, 0, 0, 0, 0, 0)
-	putEpoch(b[len(b)-6:], epoch)
-	b = append(b, term...)
-	return append(b, byte(low>>8), byte(low))
+// appendEpochKey appends kind|epoch|term, term being encoded parts.
+func appendEpochKey(b []byte, kind byte, epoch uint64, term []byte) []byte {
+	b = append(b, kind, byte(epoch>>40), byte(epoch>>32), byte(epoch>>24), byte(epoch>>16), byte(epoch>>8), byte(epoch))
+	return append(b, term...)
 }
 
-// appendIndexKey appends the key of seq for the term kind, parts.
+// appendIndexKey appends the key of the list that holds seq for the term
+// kind, parts.
 func appendIndexKey(b []byte, seq uint64, kind byte, parts ...string) []byte {
-	b = append(b, kind, 0, 0, 0, 0, 0, 0)
-	putEpoch(b[len(b)-6:], seq>>epochBits)
-	b = appendParts(b, parts...)
-	low := seq & lowMask
-	return append(b, byte(low>>8), byte(low))
-}
-
-func putEpoch(b []byte, e uint64) {
-	b[0], b[1], b[2], b[3], b[4], b[5] = byte(e>>40), byte(e>>32), byte(e>>24), byte(e>>16), byte(e>>8), byte(e)
+	e := seq >> epochBits
+	b = append(b, kind, byte(e>>40), byte(e>>32), byte(e>>24), byte(e>>16), byte(e>>8), byte(e))
+	return appendParts(b, parts...)
 }
 
 func getEpoch(b []byte) uint64 {
 	return uint64(b[0])<<40 | uint64(b[1])<<32 | uint64(b[2])<<24 | uint64(b[3])<<16 | uint64(b[4])<<8 | uint64(b[5])
 }
 
-// eachIndexKey calls fn with every index key of j, in a fixed order (the
-// metadata by key). The key is valid only during the call.
-// buf is scratch, kept grown for the next call.
+// postingLow is the i-th low of a list.
+func postingLow(v []byte, i int) uint64 { return uint64(v[2*i])<<8 | uint64(v[2*i+1]) }
+
+// eachIndexKey calls fn with the key of every list j belongs in, in a fixed
+// order (the metadata by key). The key is valid only during the call; buf
+// is scratch, kept grown for the next call.
 func eachIndexKey(buf *[]byte, j *Job, fn func(k []byte) error) error {
 	emit := func(kind byte, parts ...string) error {
 		*buf = appendIndexKey((*buf)[:0], j.Seq, kind, parts...)
@@ -124,7 +128,7 @@ func eachIndexKey(buf *[]byte, j *Job, fn func(k []byte) error) error {
 	if err := emit(idxQueue, j.Queue); err != nil {
 		return err
 	}
-	for _, f := range []struct {
+	for _, f := range [...]struct {
 		kind byte
 		v    string
 	}{{idxType, j.Type}, {idxConcurrencyKey, j.ConcurrencyKey}, {idxSchedule, j.Schedule}} {
@@ -138,7 +142,13 @@ func eachIndexKey(buf *[]byte, j *Job, fn func(k []byte) error) error {
 	if len(j.Metadata) == 0 {
 		return nil
 	}
-	for _, k := range slices.Sorted(maps.Keys(j.Metadata)) {
+	var room [8]string
+	keys := room[:0]
+	for k := range j.Metadata {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		if err := emit(idxMetadata, k, j.Metadata[k]); err != nil {
 			return err
 		}
@@ -146,10 +156,10 @@ func eachIndexKey(buf *[]byte, j *Job, fn func(k []byte) error) error {
 	return nil
 }
 
-// indexKeyCount is how many index keys j has.
+// indexKeyCount is how many lists j belongs in.
 func indexKeyCount(j *Job) int {
 	n := 2 + len(j.Metadata)
-	for _, v := range []string{j.Type, j.ConcurrencyKey, j.Schedule} {
+	for _, v := range [...]string{j.Type, j.ConcurrencyKey, j.Schedule} {
 		if v != "" {
 			n++
 		}
@@ -157,48 +167,106 @@ func indexKeyCount(j *Job) int {
 	return n
 }
 
-// emptyValue is the value of every index key.
-var emptyValue = []byte{}
+// indexPending gathers a write transaction's changes to the lists: per key,
+// its lows to add and to drop, in order (bit 15 set: drop).
+type indexPending struct {
+	ops  map[string][]uint16
+	keys []string // of ops
+}
 
-// indexJob puts every index key of j.
+const dropLow = 1 << 15
+
+// pend notes a change to the list at key.
+func (t *Tx) pend(key []byte, low uint64, drop bool) {
+	if t.ix == nil {
+		t.ix = &indexPending{ops: map[string][]uint16{}}
+	}
+	op := uint16(low)
+	if drop {
+		op |= dropLow
+	}
+	ops, ok := t.ix.ops[string(key)]
+	if !ok {
+		t.ix.keys = append(t.ix.keys, string(key))
+	}
+	t.ix.ops[string(key)] = append(ops, op)
+}
+
+// indexJob adds j to every list it belongs in.
 func (t *Tx) indexJob(j *Job) error {
 	if t.noIndex {
 		return nil
 	}
-	b := t.tx.Bucket(bucketIndex)
-	err := eachIndexKey(&t.key, j, func(k []byte) error { return b.Put(k, emptyValue) })
-	if err != nil {
-		return fmt.Errorf("index job %s: %w", j.ID, err)
-	}
-	return nil
+	low := j.Seq & lowMask
+	return eachIndexKey(&t.key, j, func(k []byte) error { t.pend(k, low, false); return nil })
 }
 
-// unindexJob deletes every index key of j.
+// unindexJob drops j from every list it is in.
 func (t *Tx) unindexJob(j *Job) error {
 	if t.noIndex {
 		return nil
 	}
-	b := t.tx.Bucket(bucketIndex)
-	err := eachIndexKey(&t.key, j, func(k []byte) error { return b.Delete(k) })
-	if err != nil {
-		return fmt.Errorf("unindex job %s: %w", j.ID, err)
-	}
-	return nil
+	low := j.Seq & lowMask
+	return eachIndexKey(&t.key, j, func(k []byte) error { t.pend(k, low, true); return nil })
 }
 
-// reindexStatus moves j's status×queue key from prev to j.Status.
+// reindexStatus moves j from its status×queue list of prev to that of
+// j.Status.
 func (t *Tx) reindexStatus(j *Job, prev Status) error {
 	if t.noIndex {
 		return nil
 	}
-	b := t.tx.Bucket(bucketIndex)
+	low := j.Seq & lowMask
 	t.key = appendIndexKey(t.key[:0], j.Seq, idxStatusQueue, string(prev), j.Queue)
-	if err := b.Delete(t.key); err != nil {
-		return fmt.Errorf("unindex job %s: %w", j.ID, err)
-	}
+	t.pend(t.key, low, true)
 	t.key = appendIndexKey(t.key[:0], j.Seq, idxStatusQueue, string(j.Status), j.Queue)
-	if err := b.Put(t.key, emptyValue); err != nil {
-		return fmt.Errorf("index job %s: %w", j.ID, err)
+	t.pend(t.key, low, false)
+	return nil
+}
+
+// flushIndex writes the transaction's gathered changes to the lists, in
+// key order. Store.Update calls it before committing, and plan before it
+// reads the index.
+func (t *Tx) flushIndex() error {
+	if t.ix == nil || len(t.ix.keys) == 0 {
+		return nil
+	}
+	ix := t.ix
+	t.ix = nil
+	sort.Strings(ix.keys)
+	b := t.tx.Bucket(bucketIndex)
+	for _, k := range ix.keys {
+		old := b.Get([]byte(k))
+		free := t.arenaRoom()
+		v := applyPostings(append(free, old...), ix.ops[k])
+		var err error
+		if len(v) == 0 {
+			err = b.Delete([]byte(k))
+		} else {
+			err = b.Put([]byte(k), t.claim(free, v))
+		}
+		if err != nil {
+			return fmt.Errorf("write search index: %w", err)
+		}
 	}
 	return nil
+}
+
+// applyPostings applies ops in order to the sorted list v, in place.
+func applyPostings(v []byte, ops []uint16) []byte {
+	for _, op := range ops {
+		low := op &^ dropLow
+		n := len(v) / 2
+		i := sort.Search(n, func(i int) bool { return postingLow(v, i) >= uint64(low) })
+		has := i < n && postingLow(v, i) == uint64(low)
+		switch {
+		case op&dropLow != 0 && has:
+			v = append(v[:2*i], v[2*i+2:]...)
+		case op&dropLow == 0 && !has:
+			v = append(v, 0, 0)
+			copy(v[2*i+2:], v[2*i:])
+			v[2*i], v[2*i+1] = byte(low>>8), byte(low)
+		}
+	}
+	return v
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"sort"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -144,38 +145,54 @@ type indexChecker struct {
 	t       *Tx
 	current bool
 	keys    int
-	c       *bolt.Cursor
 }
 
 func newIndexChecker(t *Tx) *indexChecker {
 	ic := &indexChecker{t: t, current: !t.noIndex && t.tx.Bucket(bucketIndex) != nil && indexCurrent(t.tx.Bucket(bucketMeta))}
-	if ic.current {
-		ic.c = t.tx.Bucket(bucketIndex).Cursor()
-	}
 	return ic
 }
 
-// job checks that every index key of j is there.
+// job checks that j is in every list it belongs in.
 func (ic *indexChecker) job(j *Job) error {
 	if !ic.current {
 		return nil
 	}
 	ic.keys += indexKeyCount(j)
+	b := ic.t.tx.Bucket(bucketIndex)
+	low := j.Seq & lowMask
 	return eachIndexKey(&ic.t.key, j, func(k []byte) error {
-		if got, _ := ic.c.Seek(k); !bytes.Equal(got, k) {
-			return fmt.Errorf("job %s: search index lacks %q", j.ID, k)
+		v := b.Get(k)
+		n := len(v) / 2
+		if i := sort.Search(n, func(i int) bool { return postingLow(v, i) >= low }); i == n || postingLow(v, i) != low {
+			return fmt.Errorf("job %s: search index list %q lacks it", j.ID, k)
 		}
 		return nil
 	})
 }
 
-// finish checks that the index has no other keys.
+// finish checks that every list is sorted and the lists hold no other jobs.
 func (ic *indexChecker) finish() error {
 	if !ic.current {
 		return nil
 	}
-	if n := ic.t.tx.Bucket(bucketIndex).Stats().KeyN; n != ic.keys {
-		return fmt.Errorf("search index has %d entries for %d job keys", n, ic.keys)
+	n := 0
+	err := ic.t.tx.Bucket(bucketIndex).ForEach(func(k, v []byte) error {
+		if len(v) == 0 || len(v)%2 != 0 || len(k) < 7 {
+			return fmt.Errorf("search index list %q: %d bytes", k, len(v))
+		}
+		for i := range len(v) / 2 {
+			if postingLow(v, i) > lowMask || (i > 0 && postingLow(v, i) <= postingLow(v, i-1)) {
+				return fmt.Errorf("search index list %q: not sorted lows", k)
+			}
+		}
+		n += len(v) / 2
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if n != ic.keys {
+		return fmt.Errorf("search index lists hold %d entries for %d of the jobs' terms", n, ic.keys)
 	}
 	return nil
 }

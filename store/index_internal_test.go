@@ -269,6 +269,31 @@ func TestSearchIndex(t *testing.T) {
 			t.Fatalf("listed %v after examining %d jobs, want job-3 alone, examined once", got, examined)
 		}
 	})
+	t.Run("AWriteTransactionListsWhatItChanged", func(t *testing.T) {
+		st := openInternal(t)
+		err := st.Update(func(tx *Tx) error {
+			j := &Job{ID: "a", Seq: 1, Status: StatusPending, Queue: "default", Metadata: map[string]string{"k": "v"}}
+			if err := tx.InsertJob(j, 1); err != nil {
+				return err
+			}
+			q := ListQuery{Terms: []IndexTerm{{Field: FieldMetadata, Key: "k", Value: "v"}}}
+			if jobs, _, err := tx.ListJobs(q); err != nil || len(jobs) != 1 {
+				return fmt.Errorf("listed %d jobs (%v) in the transaction that inserted it", len(jobs), err)
+			}
+			j.Status = StatusRunning
+			if err := tx.UpdateJob(j, StatusPending, 2); err != nil {
+				return err
+			}
+			n, exact, _, err := tx.CountJobs(ListQuery{Status: StatusPending, Terms: []IndexTerm{{Field: FieldQueue, Value: "default"}}}, 0)
+			if err != nil || n != 0 || !exact {
+				return fmt.Errorf("counted %d pending (%v, exact %v) after it started, want 0", n, err, exact)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
 	t.Run("ABadTermIsRefused", func(t *testing.T) {
 		st := openInternal(t)
 		for _, term := range []IndexTerm{{Field: "command", Value: "x"}, {Field: FieldMetadata, Value: "x"}} {
@@ -433,7 +458,7 @@ func TestSearchIndexBuild(t *testing.T) {
 		want := storeDigest(t, st)
 		err := st.Update(func(tx *Tx) error {
 			// A stray key, and a marker from another applied index.
-			if err := tx.tx.Bucket(bucketIndex).Put(appendIndexKey(nil, 1, idxType, "stray"), emptyValue); err != nil {
+			if err := tx.tx.Bucket(bucketIndex).Put(appendIndexKey(nil, 1, idxType, "stray"), []byte{0, 1}); err != nil {
 				return err
 			}
 			return tx.tx.Bucket(bucketMeta).Put(keyIndexBuilding, append(putUint(5), putUint(1000)...))

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 
 	bolt "go.etcd.io/bbolt"
 )
@@ -113,73 +114,85 @@ func (sc *seqCursor) seekLE(s uint64) (uint64, bool) {
 	return sc.land(k)
 }
 
-// epochCursor walks one term's keys of the search index (index.go), epoch
-// by epoch.
+// epochCursor walks one term's lists of the search index (index.go), from
+// the newest epoch down.
 type epochCursor struct {
-	c    *bolt.Cursor
-	kind byte
-	term []byte // the encoded parts
-	seek []byte // scratch
-	at   uint64
-	on   bool
+	c     *bolt.Cursor
+	kind  byte
+	term  []byte // the encoded parts
+	seek  []byte // scratch
+	epoch uint64 // the list the cursor is on, if on
+	list  []byte
+	i     int // the low it is on, in list
+	on    bool
 }
 
-// land takes the key the bolt cursor moved to: on the term, or off it
-// with the epoch of a key of the same kind (more: there may be more of
-// the term below it).
-func (ec *epochCursor) land(k []byte) (seq uint64, ok bool, epoch uint64, more bool) {
-	ec.on = false
-	if len(k) < 9 || k[0] != ec.kind {
-		return 0, false, 0, false
+// at is the seq the cursor is on.
+func (ec *epochCursor) at() uint64 { return ec.epoch<<epochBits | postingLow(ec.list, ec.i) }
+
+// below moves to the largest low of the current list at most low; false
+// when every low of it is larger.
+func (ec *epochCursor) below(low uint64) bool {
+	n := len(ec.list) / 2
+	i := sort.Search(n, func(i int) bool { return postingLow(ec.list, i) > low })
+	if i == 0 {
+		return false
 	}
-	epoch = getEpoch(k[1:7])
-	if len(k) == 9+len(ec.term) && bytes.Equal(k[7:7+len(ec.term)], ec.term) {
-		ec.at, ec.on = epoch<<epochBits|uint64(k[len(k)-2])<<8|uint64(k[len(k)-1]), true
-		return ec.at, true, epoch, true
-	}
-	return 0, false, epoch, true
+	ec.i = i - 1
+	return true
 }
 
-// seekLE steps back a few keys before it seeks, as seqCursor does; a seek
-// that finds no key of the term in an epoch goes on to the next lower epoch
-// that has any key of the kind.
+// seekLE moves to the largest seq at most s. Walking down one list costs a
+// step per job; a list whose every job is above s leads to the next lower
+// epoch that has any key of the kind, and to its list of the term if any.
 func (ec *epochCursor) seekLE(s uint64) (uint64, bool) {
-	if ec.on && ec.at >= s {
-		for range 4 {
-			if ec.at == s {
-				return s, true
-			}
-			k, _ := ec.c.Prev()
-			got, ok, _, _ := ec.land(k)
-			if !ok {
-				break
-			}
-			if got <= s {
-				return got, true
-			}
-		}
-	}
 	epoch, low := s>>epochBits, s&lowMask
+	if ec.on && ec.epoch == epoch {
+		switch {
+		case postingLow(ec.list, ec.i) == low:
+			return s, true
+		case ec.i > 0 && postingLow(ec.list, ec.i) > low && postingLow(ec.list, ec.i-1) <= low:
+			ec.i--
+			return ec.at(), true
+		case ec.below(low):
+			return ec.at(), true
+		}
+		if epoch == 0 {
+			ec.on = false
+			return 0, false
+		}
+		epoch, low = epoch-1, lowMask
+	}
 	for {
-		ec.seek = appendEpochKey(ec.seek[:0], ec.kind, epoch, ec.term, low)
-		k, _ := ec.c.Seek(ec.seek)
-		if k != nil && bytes.Equal(k, ec.seek) {
-			got, _, _, _ := ec.land(k)
-			return got, true
+		ec.seek = appendEpochKey(ec.seek[:0], ec.kind, epoch, ec.term)
+		k, v := ec.c.Seek(ec.seek)
+		if bytes.Equal(k, ec.seek) {
+			ec.epoch, ec.list, ec.on = epoch, v, true
+			if ec.below(low) {
+				return ec.at(), true
+			}
 		}
 		if k == nil {
-			k, _ = ec.c.Last()
+			k, v = ec.c.Last()
 		} else {
-			k, _ = ec.c.Prev()
+			k, v = ec.c.Prev()
 		}
-		got, ok, ke, more := ec.land(k)
-		switch {
-		case ok:
-			return got, true
-		case !more || (ke >= epoch && epoch == 0):
+		// k is the last key before the term's list of this epoch.
+		ec.on = false
+		if len(k) < 7 || k[0] != ec.kind {
 			return 0, false
+		}
+		ke := getEpoch(k[1:7])
+		if bytes.Equal(k[7:], ec.term) {
+			ec.epoch, ec.list, ec.on = ke, v, true
+			ec.i = len(v)/2 - 1
+			return ec.at(), true
+		}
+		switch {
 		case ke < epoch:
 			epoch = ke
+		case epoch == 0:
+			return 0, false
 		default:
 			epoch--
 		}
@@ -201,6 +214,9 @@ type plan struct {
 // checked on the records.
 func (t *Tx) plan(q ListQuery) (plan, error) {
 	var p plan
+	if err := t.flushIndex(); err != nil {
+		return p, err
+	}
 	idx := t.tx.Bucket(bucketIndex)
 	statusDone := q.Status == ""
 	for _, term := range q.Terms {

@@ -173,13 +173,20 @@ func (s *Store) BytesWritten() int64 {
 // Path is the state file's path.
 func (s *Store) Path() string { return s.path }
 
-// Update runs fn in one write transaction, committed if fn returns nil.
+// Update runs fn in one write transaction, committed if fn returns nil
+// (with the search index's changes it gathered; see flushIndex).
 // On a closed store it fails with ErrClosed.
 func (s *Store) Update(fn func(tx *Tx) error) error {
 	if s.db == nil {
 		return ErrClosed
 	}
-	return s.db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, noIndex: s.noIndex}) })
+	return s.db.Update(func(btx *bolt.Tx) error {
+		t := &Tx{tx: btx, noIndex: s.noIndex}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.flushIndex()
+	})
 }
 
 // View runs fn in one read transaction.

@@ -15,6 +15,8 @@ type Tx struct {
 	key   []byte // scratch for keys, which bbolt copies
 	// noIndex skips the search index (index.go); see Store.noIndex.
 	noIndex bool
+	ix      *indexPending // the search index's changes, written by flushIndex
+
 }
 
 func putUint(v uint64) []byte {
