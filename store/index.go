@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"fmt"
 	"slices"
@@ -167,11 +168,19 @@ func indexKeyCount(j *Job) int {
 	return n
 }
 
-// indexPending gathers a write transaction's changes to the lists: per key,
-// its lows to add and to drop, in order (bit 15 set: drop).
+// indexPending gathers a write transaction's changes to the lists: the
+// lists changed, and each change (a low to add or, with dropLow, to drop)
+// in order.
 type indexPending struct {
-	ops  map[string][]uint16
-	keys []string // of ops
+	at    map[string]int32 // key -> its index in keys
+	keys  [][]byte         // in the arena
+	ops   []pendingOp
+	order []pendingOp // scratch of flushIndex
+}
+
+type pendingOp struct {
+	list int32
+	op   uint16
 }
 
 const dropLow = 1 << 15
@@ -179,17 +188,21 @@ const dropLow = 1 << 15
 // pend notes a change to the list at key.
 func (t *Tx) pend(key []byte, low uint64, drop bool) {
 	if t.ix == nil {
-		t.ix = &indexPending{ops: map[string][]uint16{}}
+		t.ix = &indexPending{at: map[string]int32{}}
+	}
+	ix := t.ix
+	list, ok := ix.at[string(key)]
+	if !ok {
+		list = int32(len(ix.keys))
+		kept := t.keepBytes(key)
+		ix.at[string(kept)] = list
+		ix.keys = append(ix.keys, kept)
 	}
 	op := uint16(low)
 	if drop {
 		op |= dropLow
 	}
-	ops, ok := t.ix.ops[string(key)]
-	if !ok {
-		t.ix.keys = append(t.ix.keys, string(key))
-	}
-	t.ix.ops[string(key)] = append(ops, op)
+	ix.ops = append(ix.ops, pendingOp{list, op})
 }
 
 // indexJob adds j to every list it belongs in.
@@ -225,36 +238,56 @@ func (t *Tx) reindexStatus(j *Job, prev Status) error {
 }
 
 // flushIndex writes the transaction's gathered changes to the lists, in
-// key order. Store.Update calls it before committing, and plan before it
-// reads the index.
+// key order, each list once. Store.Update calls it before committing, and
+// plan before it reads the index.
 func (t *Tx) flushIndex() error {
-	if t.ix == nil || len(t.ix.keys) == 0 {
+	ix := t.ix
+	if ix == nil || len(ix.ops) == 0 {
 		return nil
 	}
-	ix := t.ix
-	t.ix = nil
-	sort.Strings(ix.keys)
+	// The ops grouped by list, each list's in order (a counting sort).
+	start := make([]int32, len(ix.keys)+1)
+	for _, o := range ix.ops {
+		start[o.list+1]++
+	}
+	for i := 1; i < len(start); i++ {
+		start[i] += start[i-1]
+	}
+	ix.order = slices.Grow(ix.order[:0], len(ix.ops))[:len(ix.ops)]
+	fill := slices.Clone(start[:len(ix.keys)])
+	for _, o := range ix.ops {
+		ix.order[fill[o.list]] = o
+		fill[o.list]++
+	}
+	lists := make([]int32, len(ix.keys))
+	for i := range lists {
+		lists[i] = int32(i)
+	}
+	slices.SortFunc(lists, func(a, b int32) int { return bytes.Compare(ix.keys[a], ix.keys[b]) })
 	b := t.tx.Bucket(bucketIndex)
-	for _, k := range ix.keys {
-		old := b.Get([]byte(k))
+	for _, l := range lists {
+		k := ix.keys[l]
 		free := t.arenaRoom()
-		v := applyPostings(append(free, old...), ix.ops[k])
+		v := applyPostings(append(free, b.Get(k)...), ix.order[start[l]:start[l+1]])
 		var err error
 		if len(v) == 0 {
-			err = b.Delete([]byte(k))
+			err = b.Delete(k)
 		} else {
-			err = b.Put([]byte(k), t.claim(free, v))
+			err = b.Put(k, t.claim(free, v))
 		}
 		if err != nil {
 			return fmt.Errorf("write search index: %w", err)
 		}
 	}
+	clear(ix.at)
+	ix.keys, ix.ops = ix.keys[:0], ix.ops[:0]
 	return nil
 }
 
 // applyPostings applies ops in order to the sorted list v, in place.
-func applyPostings(v []byte, ops []uint16) []byte {
-	for _, op := range ops {
+func applyPostings(v []byte, ops []pendingOp) []byte {
+	for _, o := range ops {
+		op := o.op
 		low := op &^ dropLow
 		n := len(v) / 2
 		i := sort.Search(n, func(i int) bool { return postingLow(v, i) >= uint64(low) })
