@@ -172,10 +172,13 @@ func indexKeyCount(j *Job) int {
 // lists changed, and each change (a low to add or, with dropLow, to drop)
 // in order.
 type indexPending struct {
-	at    map[string]int32 // key -> its index in keys
-	keys  [][]byte         // in the arena
-	ops   []pendingOp
-	order []pendingOp // scratch of flushIndex
+	at   map[string]int32 // key -> its index in keys
+	keys [][]byte         // in the arena
+	ops  []pendingOp
+	// scratch of flushIndex, kept for the next transaction
+	order       []pendingOp
+	start, fill []int32
+	lists       []int32
 }
 
 type pendingOp struct {
@@ -184,6 +187,15 @@ type pendingOp struct {
 }
 
 const dropLow = 1 << 15
+
+// reset empties ix for the next transaction, keeping its room.
+func (ix *indexPending) reset() {
+	if ix == nil {
+		return
+	}
+	clear(ix.at)
+	ix.keys, ix.ops = ix.keys[:0], ix.ops[:0]
+}
 
 // pend notes a change to the list at key.
 func (t *Tx) pend(key []byte, low uint64, drop bool) {
@@ -245,8 +257,11 @@ func (t *Tx) flushIndex() error {
 	if ix == nil || len(ix.ops) == 0 {
 		return nil
 	}
+	defer ix.reset()
 	// The ops grouped by list, each list's in order (a counting sort).
-	start := make([]int32, len(ix.keys)+1)
+	n := len(ix.keys)
+	ix.start = append(ix.start[:0], make([]int32, n+1)...)
+	start := ix.start
 	for _, o := range ix.ops {
 		start[o.list+1]++
 	}
@@ -254,15 +269,16 @@ func (t *Tx) flushIndex() error {
 		start[i] += start[i-1]
 	}
 	ix.order = slices.Grow(ix.order[:0], len(ix.ops))[:len(ix.ops)]
-	fill := slices.Clone(start[:len(ix.keys)])
+	ix.fill = append(ix.fill[:0], start[:n]...)
 	for _, o := range ix.ops {
-		ix.order[fill[o.list]] = o
-		fill[o.list]++
+		ix.order[ix.fill[o.list]] = o
+		ix.fill[o.list]++
 	}
-	lists := make([]int32, len(ix.keys))
-	for i := range lists {
-		lists[i] = int32(i)
+	ix.lists = ix.lists[:0]
+	for i := range n {
+		ix.lists = append(ix.lists, int32(i))
 	}
+	lists := ix.lists
 	slices.SortFunc(lists, func(a, b int32) int { return bytes.Compare(ix.keys[a], ix.keys[b]) })
 	b := t.tx.Bucket(bucketIndex)
 	for _, l := range lists {
@@ -279,8 +295,6 @@ func (t *Tx) flushIndex() error {
 			return fmt.Errorf("write search index: %w", err)
 		}
 	}
-	clear(ix.at)
-	ix.keys, ix.ops = ix.keys[:0], ix.ops[:0]
 	return nil
 }
 

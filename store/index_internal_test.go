@@ -294,6 +294,42 @@ func TestSearchIndex(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+	t.Run("ARolledBackTransactionLeavesNoEntries", func(t *testing.T) {
+		st := openInternal(t)
+		insert := func(id string, seq uint64, fail bool) error {
+			return st.Update(func(tx *Tx) error {
+				j := &Job{ID: id, Seq: seq, Status: StatusPending, Queue: "default", Metadata: map[string]string{"k": id}}
+				if err := tx.InsertJob(j, seq); err != nil {
+					return err
+				}
+				if fail {
+					return errors.New("refused")
+				}
+				return nil
+			})
+		}
+		if err := insert("a", 1, true); err == nil {
+			t.Fatal("the failing update succeeded")
+		}
+		func() {
+			defer func() { _ = recover() }()
+			_ = st.Update(func(tx *Tx) error {
+				if err := tx.InsertJob(&Job{ID: "b", Seq: 2, Queue: "default", Status: StatusPending}, 2); err != nil {
+					return err
+				}
+				panic("apply failed")
+			})
+		}()
+		if err := insert("c", 3, false); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Check(); err != nil {
+			t.Fatal(err)
+		}
+		if got := pageAll(t, st, ListQuery{Terms: []IndexTerm{{Field: FieldQueue, Value: "default"}}}); !slices.Equal(got, []string{"c"}) {
+			t.Fatalf("listed %v, want c alone", got)
+		}
+	})
 	t.Run("ABadTermIsRefused", func(t *testing.T) {
 		st := openInternal(t)
 		for _, term := range []IndexTerm{{Field: "command", Value: "x"}, {Field: FieldMetadata, Value: "x"}} {

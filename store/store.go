@@ -70,6 +70,8 @@ type Store struct {
 	// noIndex keeps no search index (index.go): only benchmarks set it, to
 	// measure what the index costs; lists and counts then scan.
 	noIndex bool
+	ix      *indexPending // kept between write transactions for its room
+
 }
 
 // snapshotRefs counts the snapshots open on one bolt.DB, so that Restore
@@ -181,7 +183,12 @@ func (s *Store) Update(fn func(tx *Tx) error) error {
 		return ErrClosed
 	}
 	return s.db.Update(func(btx *bolt.Tx) error {
-		t := &Tx{tx: btx, noIndex: s.noIndex}
+		// One write transaction at a time: it borrows the store's
+		// pending index changes, empty, and gives them back.
+		// A panic or an error rolls the transaction back: its changes
+		// are dropped with it.
+		t := &Tx{tx: btx, noIndex: s.noIndex, ix: s.ix}
+		defer func() { t.ix.reset(); s.ix = t.ix }()
 		if err := fn(t); err != nil {
 			return err
 		}
