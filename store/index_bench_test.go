@@ -259,3 +259,32 @@ func copyFile(b *testing.B, src, name string) string {
 	}
 	return dst
 }
+
+// BenchmarkSearchIndexBuild times what Open does to a file of the release
+// before the index: build it from the records, indexBuildBatch jobs a
+// transaction. One iteration is one build of the whole fixture.
+func BenchmarkSearchIndexBuild(b *testing.B) {
+	path := copyFile(b, searchFixture(b), "old")
+	for b.Loop() {
+		b.StopTimer()
+		st, err := Open(path, Options{NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		toPreviousRelease(b, st)
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		st, err = Open(path, Options{NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StopTimer()
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/build")
+}

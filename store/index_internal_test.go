@@ -375,7 +375,7 @@ func TestSearchIndex(t *testing.T) {
 
 // toPreviousRelease makes st a state file as the release before the
 // search index left it: no index bucket, no index meta keys.
-func toPreviousRelease(t *testing.T, st *Store) {
+func toPreviousRelease(t testing.TB, st *Store) {
 	t.Helper()
 	err := st.Update(func(tx *Tx) error {
 		for _, k := range [][]byte{keyIndexFormat, keyIndexApplied, keyIndexBuilding} {
