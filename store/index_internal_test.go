@@ -65,6 +65,12 @@ func (w *searchWorld) query() ListQuery {
 	if w.r.IntN(4) == 0 {
 		q.After = uint64(w.r.IntN(40 << epochBits))
 	}
+	if w.r.IntN(4) == 0 {
+		q.CreatedFrom = int64(w.r.IntN(14 << epochBits))
+	}
+	if w.r.IntN(4) == 0 {
+		q.CreatedTo = int64(w.r.IntN(14 << epochBits))
+	}
 	return q
 }
 
@@ -90,6 +96,7 @@ func bruteForce(t *testing.T, st *Store, q ListQuery) []string {
 // selects is ListQuery's contract, written apart from the store's code.
 func selects(q ListQuery, j *Job) bool {
 	ok := q.Status == "" || j.Status == q.Status
+	ok = ok && (q.CreatedFrom == 0 || j.CreatedAt >= q.CreatedFrom) && (q.CreatedTo == 0 || j.CreatedAt < q.CreatedTo)
 	for _, term := range q.Terms {
 		got, has := map[string]string{FieldQueue: j.Queue, FieldType: j.Type,
 			FieldConcurrencyKey: j.ConcurrencyKey, FieldSchedule: j.Schedule}[term.Field], true

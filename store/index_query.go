@@ -45,9 +45,13 @@ type ListQuery struct {
 	// After keeps only jobs with Seq > After; 0 for no bound. Seqs follow
 	// creation time (SeqAtTime), so a range of CreatedAt is a range of Seq.
 	After uint64
-	Limit int             // at most this many
-	Match func(*Job) bool // nil matches all
-	Scan  int             // give up after examining this many (0 = no cap)
+	// CreatedFrom and CreatedTo keep only jobs with CreatedFrom <=
+	// CreatedAt < CreatedTo (0: no bound), read as a range of seqs
+	// (SeqAtTime).
+	CreatedFrom, CreatedTo int64
+	Limit                  int             // at most this many
+	Match                  func(*Job) bool // nil matches all
+	Scan                   int             // give up after examining this many (0 = no cap)
 	// ScanBytes gives up after examining this many bytes of job records
 	// (0 = no cap), so that the budget holds however large the records.
 	ScanBytes int
@@ -212,9 +216,12 @@ type plan struct {
 // bucket, each other indexed term into its own; no cursor at all into the
 // seq bucket (every job). Without the index (Store.noIndex) every term is
 // checked on the records.
-func (t *Tx) plan(q ListQuery) (plan, error) {
+func (t *Tx) plan(q *ListQuery) (plan, error) {
 	var p plan
 	if err := t.flushIndex(); err != nil {
+		return p, err
+	}
+	if err := t.createdRange(q); err != nil {
 		return p, err
 	}
 	idx := t.tx.Bucket(bucketIndex)
@@ -361,7 +368,7 @@ func firstSeq(before uint64) uint64 {
 // joinStepsPerScan*q.Scan index entries) ends early, even empty, with the
 // cursor of where it stopped. A bad term is ErrBadTerm.
 func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
-	p, err := t.plan(q)
+	p, err := t.plan(&q)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -417,7 +424,7 @@ func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 // q.Before down to next (exclusive of nothing below it), and next is the
 // Before to count on from. A bad term is ErrBadTerm.
 func (t *Tx) CountJobs(q ListQuery, budget int) (n int, exact bool, next uint64, err error) {
-	p, err := t.plan(q)
+	p, err := t.plan(&q)
 	if err != nil {
 		return 0, false, 0, err
 	}
@@ -458,6 +465,27 @@ func (t *Tx) CountJobs(q ListQuery, budget int) (n int, exact bool, next uint64,
 		return n, false, low, nil
 	}
 	return n, true, 0, nil
+}
+
+// createdRange narrows q.After and q.Before to q's creation times.
+func (t *Tx) createdRange(q *ListQuery) error {
+	if q.CreatedFrom != 0 {
+		s, err := t.SeqAtTime(q.CreatedFrom)
+		if err != nil {
+			return err
+		}
+		q.After = max(q.After, s-1)
+	}
+	if q.CreatedTo != 0 {
+		s, err := t.SeqAtTime(q.CreatedTo)
+		if err != nil {
+			return err
+		}
+		if q.Before == 0 || s < q.Before {
+			q.Before = max(s, 1) // Before 1 keeps nothing: no job has seq 0
+		}
+	}
+	return nil
 }
 
 // SeqAtTime is the least seq of the jobs created at or after at (Unix
