@@ -1,6 +1,7 @@
 package api
 
 import (
+	"math"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -111,16 +112,27 @@ func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// storeQuery is where a filter meets the store's indexes, and the one
-// function to change when the store serves more of them: today a status
-// term picks the status index, and the filter's Match decides the rest
+// storeQuery is where a filter meets the store's indexes: a status term
+// picks the status, the equality terms of queue, type, concurrency key,
+// schedule and metadata become the store's index terms, a created_at range
+// its CreatedFrom and CreatedTo, and the filter's Match decides the rest
 // (every term of f.Terms() holds for every job Match keeps, so an index
 // that serves any of them may stand in for the scan).
 func storeQuery(f *jobfilter.Filter, q store.ListQuery) store.ListQuery {
+	status := false
 	for _, t := range f.Terms() {
-		if t.Field == jobfilter.FieldStatus {
-			q.Status = store.Status(t.Value)
-			break
+		switch t.Field {
+		case jobfilter.FieldStatus:
+			if !status {
+				q.Status, status = store.Status(t.Value), true
+			}
+		case jobfilter.FieldQueue, jobfilter.FieldType, jobfilter.FieldConcurrencyKey, jobfilter.FieldSchedule, jobfilter.FieldMetadata:
+			q.Terms = append(q.Terms, store.IndexTerm{Field: string(t.Field), Key: t.Key, Value: t.Value})
+		case jobfilter.FieldCreated:
+			q.CreatedFrom = max(q.CreatedFrom, t.From)
+			if t.To != math.MaxInt64 && (q.CreatedTo == 0 || t.To < q.CreatedTo) {
+				q.CreatedTo = t.To
+			}
 		}
 	}
 	if !f.Empty() {

@@ -124,6 +124,16 @@ func (f *FSM) ListJobs(q store.ListQuery) ([]*store.Job, uint64, error) {
 	return jobs, next, err
 }
 
+// CountJobs counts the jobs q selects, examining at most budget index
+// entries and records (0: no cap); see store.Tx.CountJobs.
+func (f *FSM) CountJobs(q store.ListQuery, budget int) (n int, exact bool, next uint64, err error) {
+	err = f.view(func(tx *store.Tx) error {
+		n, exact, next, err = tx.CountJobs(q, budget)
+		return err
+	})
+	return n, exact, next, err
+}
+
 // Worker returns a registered worker, or an error matching ErrWorkerNotFound.
 func (f *FSM) Worker(id string) (*store.Worker, error) {
 	var w *store.Worker

@@ -8,8 +8,9 @@ import (
 )
 
 // Check verifies that the indexes agree with the job records: every job has
-// one seq entry and one status entry naming it, no index entry points
-// nowhere, and every dependency edge joins two existing jobs. Tests call it
+// one seq entry and one status entry naming it, the search index holds
+// exactly the jobs' keys (index.go) when it is current, no index entry
+// points nowhere, and every dependency edge joins two existing jobs. Tests call it
 // at cleanup.
 func (s *Store) Check() error {
 	return s.View(func(t *Tx) error {
@@ -22,6 +23,7 @@ func (s *Store) Check() error {
 // dependency edges against them and counts them in jobs.
 func checkIndexes(t *Tx, jobs *int) error {
 	expiring := 0
+	search := newIndexChecker(t)
 	err := t.tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
 		*jobs++
 		j := new(Job)
@@ -40,7 +42,7 @@ func checkIndexes(t *Tx, jobs *int) error {
 		if got := t.tx.Bucket(bucketStatus).Get(statusKey(j.Status, j.Seq)); string(got) != j.ID {
 			return fmt.Errorf("job %s: status index %s names %q", j.ID, j.Status, got)
 		}
-		return nil
+		return search.job(j)
 	})
 	if err != nil {
 		return err
@@ -53,6 +55,9 @@ func checkIndexes(t *Tx, jobs *int) error {
 	}
 	if n := t.tx.Bucket(bucketStatus).Stats().KeyN; n != *jobs {
 		return fmt.Errorf("status index has %d entries for %d jobs", n, *jobs)
+	}
+	if err := search.finish(); err != nil {
+		return err
 	}
 	if err := t.checkEdges(); err != nil {
 		return err

@@ -76,6 +76,23 @@ func TestCheck(t *testing.T) {
 			j.Status = StatusDone
 			return tx.UpdateJob(j, StatusRunning, 5) // was pending
 		}, "status index"},
+		{"MissingSearchEntry", func(tx *Tx) error {
+			return tx.tx.Bucket(bucketIndex).Delete(appendIndexKey(nil, 1, idxQueue, ""))
+		}, "lacks it"},
+		{"StaleSearchEntry", func(tx *Tx) error {
+			return tx.tx.Bucket(bucketIndex).Put(appendIndexKey(nil, 1, idxType, "gone"), []byte{0, 1})
+		}, "search index lists hold 5 entries for 4 of the jobs' terms"},
+		{"UnsortedSearchList", func(tx *Tx) error {
+			return tx.tx.Bucket(bucketIndex).Put(appendIndexKey(nil, 1, idxType, "x"), []byte{0, 2, 0, 1})
+		}, "not sorted lows"},
+		{"QueueChangedInPlace", func(tx *Tx) error {
+			j, err := tx.Job("a")
+			if err != nil {
+				return err
+			}
+			j.Queue = "other" // queues never change after a submit
+			return tx.UpdateJob(j, j.Status, 5)
+		}, "lacks it"},
 	}
 	for _, c := range cases {
 		t.Run(c.name+"IsReported", func(t *testing.T) {

@@ -39,7 +39,7 @@ var (
 	bucketQueues   = []byte("queues")  // paused queue name -> 1
 	bucketExpiry   = []byte("expiry")  // expire_at(8) seq(8) -> id of a finished job
 	bucketDeps     = []byte("deps")    // dependency edges; see deps.go
-	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry, bucketSchedules, bucketGangs, bucketCheckpoints, bucketDeps, bucketQueueLimits, bucketTokens, bucketFlow, bucketCascades}
+	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry, bucketSchedules, bucketGangs, bucketCheckpoints, bucketDeps, bucketQueueLimits, bucketTokens, bucketFlow, bucketCascades, bucketIndex}
 	keyApplied     = []byte("applied_index")
 	keyNextSeq     = []byte("next_seq")
 	keyLastNow     = []byte("last_now")
@@ -67,6 +67,11 @@ type Store struct {
 	opts Options
 	db   *bolt.DB
 	refs *snapshotRefs // the snapshots reading db
+	// noIndex keeps no search index (index.go): only benchmarks set it, to
+	// measure what the index costs; lists and counts then scan.
+	noIndex bool
+	ix      *indexPending // kept between write transactions for its room
+
 }
 
 // snapshotRefs counts the snapshots open on one bolt.DB, so that Restore
@@ -89,7 +94,7 @@ func Open(path string, opts Options) (*Store, error) {
 	if opts.InitialMmapSize == 0 {
 		opts.InitialMmapSize = defaultMmapLen
 	}
-	s := &Store{path: path, opts: opts}
+	s := &Store{path: path, opts: opts, noIndex: searchIndexOff}
 	if err := s.open(); err != nil {
 		return nil, err
 	}
@@ -130,6 +135,11 @@ func (s *Store) open() error {
 			return fmt.Errorf("upgrade state %s to format %d: %w", s.path, currentFormat, err)
 		}
 	}
+	if err := s.buildIndex(indexBuildBatch); err != nil {
+		_ = s.db.Close()
+		s.db = nil
+		return fmt.Errorf("open state %s: %w", s.path, err)
+	}
 	return nil
 }
 
@@ -165,18 +175,30 @@ func (s *Store) BytesWritten() int64 {
 // Path is the state file's path.
 func (s *Store) Path() string { return s.path }
 
-// Update runs fn in one write transaction, committed if fn returns nil.
+// Update runs fn in one write transaction, committed if fn returns nil
+// (with the search index's changes it gathered; see flushIndex).
 // On a closed store it fails with ErrClosed.
 func (s *Store) Update(fn func(tx *Tx) error) error {
 	if s.db == nil {
 		return ErrClosed
 	}
-	return s.db.Update(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	return s.db.Update(func(btx *bolt.Tx) error {
+		// One write transaction at a time: it borrows the store's
+		// pending index changes, empty, and gives them back.
+		// A panic or an error rolls the transaction back: its changes
+		// are dropped with it.
+		t := &Tx{tx: btx, noIndex: s.noIndex, ix: s.ix}
+		defer func() { t.ix.reset(); s.ix = t.ix }()
+		if err := fn(t); err != nil {
+			return err
+		}
+		return t.flushIndex()
+	})
 }
 
 // View runs fn in one read transaction.
 func (s *Store) View(fn func(tx *Tx) error) error {
-	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx}) })
+	return s.db.View(func(btx *bolt.Tx) error { return fn(&Tx{tx: btx, noIndex: s.noIndex}) })
 }
 
 // Snapshot is a consistent read-only view of the whole file, held open until

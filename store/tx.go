@@ -13,6 +13,10 @@ type Tx struct {
 	tx    *bolt.Tx
 	arena []byte // encoded records and kept values; see encodeJob
 	key   []byte // scratch for keys, which bbolt copies
+	// noIndex skips the search index (index.go); see Store.noIndex.
+	noIndex bool
+	ix      *indexPending // the search index's changes, written by flushIndex
+
 }
 
 func putUint(v uint64) []byte {
@@ -47,8 +51,14 @@ func (t *Tx) putMetaUint(key []byte, v uint64) error {
 // Applied is the Raft index of the last applied log entry.
 func (t *Tx) Applied() uint64 { return t.metaUint(keyApplied) }
 
-// SetApplied records the last applied Raft index.
-func (t *Tx) SetApplied(index uint64) error { return t.putMetaUint(keyApplied, index) }
+// SetApplied records the last applied Raft index, and that the search
+// index is whole as of it (see indexCurrent).
+func (t *Tx) SetApplied(index uint64) error {
+	if err := t.putMetaUint(keyApplied, index); err != nil || t.noIndex {
+		return err
+	}
+	return t.putMetaUint(keyIndexApplied, index)
+}
 
 // LastNow is the latest command time applied, in Unix nanoseconds.
 func (t *Tx) LastNow() int64 { return int64(t.metaUint(keyLastNow)) }
@@ -112,7 +122,10 @@ func (t *Tx) InsertJob(j *Job, index uint64) error {
 		return fmt.Errorf("index job %s: %w", j.ID, err)
 	}
 	t.key = appendStatusKey(t.key[:0], j.Status, j.Seq)
-	return t.tx.Bucket(bucketStatus).Put(t.key, id)
+	if err := t.tx.Bucket(bucketStatus).Put(t.key, id); err != nil {
+		return fmt.Errorf("index job %s: %w", j.ID, err)
+	}
+	return t.indexJob(j)
 }
 
 // UpdateJob stores a changed job; prev is its status before the change.
@@ -132,7 +145,10 @@ func (t *Tx) UpdateJob(j *Job, prev Status, index uint64) error {
 		return fmt.Errorf("unindex job %s: %w", j.ID, err)
 	}
 	t.key = appendStatusKey(t.key[:0], j.Status, j.Seq)
-	return b.Put(t.key, t.keep(j.ID))
+	if err := b.Put(t.key, t.keep(j.ID)); err != nil {
+		return fmt.Errorf("index job %s: %w", j.ID, err)
+	}
+	return t.reindexStatus(j, prev)
 }
 
 // DeleteJob removes a job, its index entries and its dependency edges both
@@ -150,7 +166,10 @@ func (t *Tx) DeleteJob(j *Job) error {
 	if err := t.SetExpiry(j, 0); err != nil {
 		return err
 	}
-	return t.tx.Bucket(bucketStatus).Delete(statusKey(j.Status, j.Seq))
+	if err := t.tx.Bucket(bucketStatus).Delete(statusKey(j.Status, j.Seq)); err != nil {
+		return fmt.Errorf("delete job %s: %w", j.ID, err)
+	}
+	return t.unindexJob(j)
 }
 
 func expiryKey(at int64, seq uint64) []byte {
@@ -233,6 +252,12 @@ func (t *Tx) keep(s string) []byte {
 	return t.claim(free, append(free, s...))
 }
 
+// keepBytes copies b into the arena, as keep does.
+func (t *Tx) keepBytes(b []byte) []byte {
+	free := t.arenaRoom()
+	return t.claim(free, append(free, b...))
+}
+
 // arenaRoom is the arena's free room, a new chunk when little is left.
 func (t *Tx) arenaRoom() []byte {
 	if cap(t.arena)-len(t.arena) < minArena/4 {
@@ -312,79 +337,6 @@ func (t *Tx) withJob(id []byte, fn func(*Job) error) error {
 		return err
 	}
 	return fn(j)
-}
-
-// ListQuery selects a page of jobs, newest first.
-type ListQuery struct {
-	Status Status          // "" for any
-	Before uint64          // only jobs with Seq < Before; 0 for no bound
-	Limit  int             // at most this many
-	Match  func(*Job) bool // nil matches all
-	Scan   int             // give up after examining this many (0 = no cap)
-	// ScanBytes gives up after examining this many bytes of job records
-	// (0 = no cap), so that the budget holds however large the records.
-	ScanBytes int
-}
-
-// ListJobs returns up to q.Limit matching jobs, newest first, and the Seq to
-// pass as Before for the next page (0 when there are no more). A page that
-// runs out of its scan budget (q.Scan, q.ScanBytes) ends early, even empty,
-// with the cursor of where it stopped.
-func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
-	var (
-		c      *bolt.Cursor
-		prefix []byte
-	)
-	if q.Status != "" {
-		c = t.tx.Bucket(bucketStatus).Cursor()
-		prefix = statusKey(q.Status, 0)[:len(q.Status)+1]
-	} else {
-		c = t.tx.Bucket(bucketSeq).Cursor()
-	}
-	seek := q.Before
-	if seek == 0 {
-		seek = ^uint64(0)
-	}
-	start := append(append([]byte(nil), prefix...), putUint(seek)...)
-	k, id := c.Seek(start)
-	if k == nil {
-		k, id = c.Last()
-	} else if !bytes.HasPrefix(k, prefix) {
-		// Seek landed on the first key of a later status: step back
-		// into this one.
-		k, id = c.Prev()
-	}
-	var out []*Job
-	scanned, scannedBytes := 0, 0
-	for ; k != nil && bytes.HasPrefix(k, prefix); k, id = c.Prev() {
-		seq := getUint(k[len(prefix):])
-		if q.Before != 0 && seq >= q.Before {
-			continue
-		}
-		if q.Limit > 0 && len(out) == q.Limit {
-			return out, out[len(out)-1].Seq, nil
-		}
-		scanned++
-		if (q.Scan > 0 && scanned > q.Scan) || (q.ScanBytes > 0 && scannedBytes >= q.ScanBytes) {
-			if len(out) > 0 {
-				return out, out[len(out)-1].Seq, nil
-			}
-			return out, seq + 1, nil
-		}
-		v := t.tx.Bucket(bucketJobs).Get(id)
-		if v == nil {
-			return nil, 0, fmt.Errorf("job %s: %w", id, ErrNotFound)
-		}
-		scannedBytes += len(v)
-		j := new(Job)
-		if err := decodeJob(v, j); err != nil {
-			return nil, 0, fmt.Errorf("job %s: %w", id, err)
-		}
-		if q.Match == nil || q.Match(j) {
-			out = append(out, j)
-		}
-	}
-	return out, 0, nil
 }
 
 // QueuePaused reports whether the named queue is paused.
