@@ -48,7 +48,6 @@ type Node struct {
 	transport *raft.NetworkTransport
 
 	proposals    chan *proposal
-	logWritten   chan struct{} // a log write returned (writtenLogs); buffered, 1
 	shutdownCh   chan struct{}
 	proposerDone chan struct{}
 	leaderDone   chan struct{}
@@ -106,7 +105,6 @@ func Open(cfg Config) (*Node, error) {
 		cfg:          cfg,
 		logger:       cfg.Logger.With("component", "raft", "node", cfg.ID),
 		proposals:    make(chan *proposal, 4*cfg.MaxBatch),
-		logWritten:   make(chan struct{}, 1),
 		shutdownCh:   make(chan struct{}),
 		proposerDone: make(chan struct{}),
 		leaderDone:   make(chan struct{}),
@@ -216,7 +214,6 @@ func (n *Node) open() error {
 	if cfg.BeforeLogWrite != nil {
 		cache = &heldLogStore{LogStore: detached, before: cfg.BeforeLogWrite}
 	}
-	cache = writtenLogs{LogStore: cache, written: n.logWritten}
 	if err := n.bootstrap(rc); err != nil {
 		return err
 	}

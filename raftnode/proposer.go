@@ -168,19 +168,11 @@ func (n *Node) await(ctx context.Context, p *proposal) ([]fsm.Result, error) {
 // worth its own log write and apply transaction on every node: when it is
 // full (MaxBatch commands, a group that did not fit, or commands that
 // submit MaxBatch jobs together: a batch submit), or when it has already
-// waited for one entry in flight to finish or for the leader's log write
-// under way to return. Otherwise it keeps gathering, so the commands that
-// arrive meanwhile share one entry.
-//
-// The log write is the earliest the entry could start: hashicorp/raft's
-// leader loop writes an entry to the leader's log, and only then hands it
-// to the replicators and takes the next ones, so an entry handed to Raft
-// during the write would only wait in Raft's queue, and commands arriving
-// meanwhile would miss it. Going out when the write returns, the entry's
-// leader write runs beside the follower's write of the one before (the
-// overlap of two fsyncs that released Raft gives up within one entry,
-// docs/performance-raft.md). MaxInflight 1 sends nothing beside an entry
-// in flight.
+// waited for one entry in flight to finish. Otherwise it keeps gathering
+// until an entry finishes, so the commands that arrive meanwhile share one
+// entry, and none waits for more than one entry. A full entry's apply still
+// overlaps the next one's writes. MaxInflight 1 sends nothing beside an
+// entry in flight.
 //
 // At shutdown the proposals gathered or queued are answered ErrShutdown;
 // Raft answers the entries in flight, before it stops (Shutdown).
@@ -209,8 +201,6 @@ func (n *Node) runProposer() {
 			g.add(p, n.cfg.MaxBatch)
 		case <-freed:
 			inflight--
-			g.waited = len(g.batch) > 0
-		case <-n.logWritten:
 			g.waited = len(g.batch) > 0
 		case <-n.shutdownCh:
 			fail(g.batch, ErrShutdown)
@@ -298,10 +288,6 @@ func (n *Node) submitEntry(batch []*proposal, freed chan<- struct{}) bool {
 	for _, p := range batch {
 		n.stages.observe(stageQueue, start.Sub(p.queued))
 	}
-	select {
-	case <-n.logWritten: // a write before this entry: it says nothing of this one
-	default:
-	}
 	n.stages.proposing.Add(1)
 	n.applying.Add(1) // before the future exists: Shutdown waits for it
 	fut := n.raft.Apply(data, n.cfg.ApplyTimeout)
@@ -363,26 +349,4 @@ func mapApplyError(err error) error {
 	default: // ErrLeadershipLost and anything else
 		return fmt.Errorf("%w: %w", ErrUnknownOutcome, err)
 	}
-}
-
-// writtenLogs tells the proposer each time a log write returns (on the
-// leader: Raft's leader loop is free to take the next entries). The
-// signal is a hint for when to send an entry, never for what was written:
-// a follower's writes signal too, and nothing waits for one.
-type writtenLogs struct {
-	raft.LogStore
-	written chan<- struct{} // buffered; a signal already pending is enough
-}
-
-func (s writtenLogs) StoreLog(l *raft.Log) error {
-	return s.StoreLogs([]*raft.Log{l})
-}
-
-func (s writtenLogs) StoreLogs(logs []*raft.Log) error {
-	err := s.LogStore.StoreLogs(logs)
-	select {
-	case s.written <- struct{}{}:
-	default:
-	}
-	return err
 }

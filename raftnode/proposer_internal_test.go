@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/internal/testkit/poll"
 )
@@ -344,105 +342,5 @@ func TestProposerAnswersAProposalQueuedAfterItStopped(t *testing.T) {
 	_, err := h.await(ctx, late)
 	if !errors.Is(err, ErrShutdown) {
 		t.Fatalf("a proposal queued after the proposer stopped: %v, want ErrShutdown", err)
-	}
-}
-
-// writtenLogs tells the proposer each time a log write returns, failed or
-// not, and never blocks the write on a signal not yet taken.
-func TestWrittenLogsSignalsEachWrite(t *testing.T) {
-	s, err := openLogStore(filepath.Join(t.TempDir(), "raft.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	written := make(chan struct{}, 1)
-	w := writtenLogs{LogStore: s, written: written}
-	if len(written) != 0 {
-		t.Fatal("a signal before any write")
-	}
-	for i := uint64(1); i <= 3; i++ { // the second and third find a signal pending
-		if err := w.StoreLog(&raft.Log{Index: i, Term: 1, Type: raft.LogCommand, Data: []byte("x")}); err != nil {
-			t.Fatal(err)
-		}
-		if len(written) != 1 {
-			t.Fatalf("after write %d: %d signals pending, want 1", i, len(written))
-		}
-	}
-}
-
-// Once the last entry carried several callers' commands, a small entry
-// gathered beside one in flight goes out when the leader's log write under
-// way returns, without waiting for the entry in flight to finish: Raft's
-// leader loop is free to take it, and its write runs beside the
-// followers' write of the one before. The test holds every log write until
-// it gives a permit, and stands in for the return of the held write of
-// the entry in flight by signalling logWritten itself.
-func TestProposerSendsWhenTheLeadersWriteReturns(t *testing.T) {
-	var gated atomic.Bool
-	var entered atomic.Int64
-	permits := make(chan struct{}, 8)
-	h := openHeldLeader(t, func(c *Config) {
-		c.BeforeLogWrite = func() {
-			if gated.Load() {
-				entered.Add(1)
-				<-permits
-			}
-		}
-	})
-	t.Cleanup(func() { close(permits) })
-	waitEntered := func(n int64) {
-		t.Helper()
-		poll.Wait(t, 5*time.Second, time.Millisecond, func() error {
-			if got := entered.Load(); got < n {
-				return fmt.Errorf("%d log writes held, want %d", got, n)
-			}
-			return nil
-		})
-	}
-	before := h.Stats().Entries
-	gated.Store(true)
-	first, second := newProposal(submitOf(1)), newProposal(submitOf(1))
-	h.enqueueTaken(t, first) // entry 1: its write is held
-	waitEntered(1)
-	h.enqueueTaken(t, second) // entry 2 beside it: both slots taken
-	h.waitEntries(t, before+2)
-	crowd := []*proposal{newProposal(submitOf(1)), newProposal(submitOf(1))}
-	for _, p := range crowd {
-		h.enqueueTaken(t, p)
-	}
-	// Entries 1 and 2 are written (Raft's leader loop notes entry 1's
-	// commit only after entry 2's write) and applied: the crowd goes out
-	// as entry 3, whose write is held.
-	permits <- struct{}{}
-	permits <- struct{}{}
-	h.appliedAt(t, first)
-	h.appliedAt(t, second)
-	poll.Wait(t, 5*time.Second, time.Millisecond, func() error {
-		if entered.Load() < 3 && len(crowd[0].done) == 0 {
-			return errors.New("entry 3 neither held nor applied")
-		}
-		return nil
-	})
-	if len(crowd[0].done) > 0 {
-		t.Skip("entries 2 and 3 shared one log write: nothing is left in flight")
-	}
-
-	late := []*proposal{newProposal(submitOf(1)), newProposal(submitOf(1))}
-	for _, p := range late {
-		h.enqueueTaken(t, p)
-	}
-	select { // as if entry 3's write returned (a signal pending is the same)
-	case h.logWritten <- struct{}{}:
-	default:
-	}
-	h.waitEntries(t, before+4)
-	gated.Store(false)
-	permits <- struct{}{} // entry 3's write
-	at := h.appliedAt(t, late[0])
-	if got := h.appliedAt(t, late[1]); got != at {
-		t.Errorf("the late proposals applied at %d and %d: want one entry", at, got)
-	}
-	if entry3 := h.appliedAt(t, crowd[0]); at <= entry3 {
-		t.Errorf("the late proposals applied at %d, not after entry 3 (%d)", at, entry3)
 	}
 }
