@@ -93,6 +93,12 @@ func (a *applier) apply(c *Cmd) Result {
 		return a.pruneBuckets(c.PruneBuckets)
 	case OpLiftPauses:
 		return a.liftPauses(c.LiftPauses)
+	case OpBulkStart:
+		return a.bulkStart(c.BulkStart)
+	case OpBulkStep:
+		return a.bulkStep(c.BulkStep)
+	case OpBulkStop:
+		return a.bulkStop(c.BulkStop)
 	}
 	// Decode refuses unknown ops, so this is a bug, not input.
 	panic(fmt.Sprintf("workron: unknown command %q at index %d", c.Op, a.index))

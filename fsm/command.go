@@ -79,6 +79,9 @@ type Cmd struct {
 	PruneBuckets    *PruneBuckets    `json:"prune,omitempty"`
 	ContinueCascade *ContinueCascade `json:"cont_cascade,omitempty"` // ProtocolCascade
 	LiftPauses      *LiftPauses      `json:"lift,omitempty"`
+	BulkStart       *BulkStart       `json:"bulk_start,omitempty"` // ProtocolBulk
+	BulkStep        *BulkStep        `json:"bulk_step,omitempty"`  // ProtocolBulk
+	BulkStop        *BulkStop        `json:"bulk_stop,omitempty"`  // ProtocolBulk
 }
 
 // Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
@@ -360,6 +363,12 @@ func (c *Cmd) valid() bool {
 		return c.PruneBuckets != nil
 	case OpLiftPauses:
 		return c.LiftPauses != nil
+	case OpBulkStart:
+		return c.BulkStart != nil
+	case OpBulkStep:
+		return c.BulkStep != nil
+	case OpBulkStop:
+		return c.BulkStop != nil
 	}
 	return false
 }

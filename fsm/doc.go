@@ -20,6 +20,7 @@
 //	cancel                                 cancel.go
 //	dependencies (unblock, cascade, cycle) deps.go
 //	cascades in chunks (protocol 4)        cascade.go
+//	bulk actions in chunks (protocol 4)    bulk.go; priority.go (a job's new priority)
 //	schedules and their ticks              schedule.go
 //	gangs                                  gang.go, gang_reserve.go, gang_drain.go, gang_checkpoint.go
 //	resources and what a worker has free   resources.go

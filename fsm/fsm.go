@@ -51,6 +51,8 @@ type Result struct {
 	// Next, for prune_buckets, is where the next one starts (its After),
 	// nil when the scan reached the last bucket.
 	Next []byte
+	// Bulk, for the bulk action commands, is the action after the command.
+	Bulk *store.Bulk
 }
 
 // Action tells a worker to act on a job it runs.

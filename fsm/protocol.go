@@ -26,6 +26,9 @@ var opProtocol = map[Op]int{
 	OpForceDrainChunked:      ProtocolCascade,
 	OpContinueCascade:        ProtocolCascade,
 	OpLiftPauses:             ProtocolPauses,
+	OpBulkStart:              ProtocolBulk,
+	OpBulkStep:               ProtocolBulk,
+	OpBulkStop:               ProtocolBulk,
 }
 
 // protocol is the least protocol a node needs to apply op.

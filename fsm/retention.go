@@ -74,14 +74,7 @@ func (a *applier) deleteJobs(d *Delete) Result {
 			r.Kept++
 			continue
 		}
-		a.must(a.tx.DeleteJob(j))
-		a.forgetGangTask(j)
-		a.f.idx.count(j.Queue, j.Status, "")
-		if j.IdempotencyKey != "" {
-			if kid, until, err := a.tx.IdempotencyKey(j.IdempotencyKey); err == nil && kid == j.ID && until <= a.now {
-				a.must(a.tx.DeleteIdempotencyKey(j.IdempotencyKey))
-			}
-		}
+		a.removeJob(j)
 		r.Deleted++
 	}
 	return r
@@ -94,4 +87,33 @@ func (a *applier) keptUntil(j *store.Job, keepFailed int64) int64 {
 		return 0
 	}
 	return after(j.DoneAt, keepFailed)
+}
+
+// deleteJob is a bulk delete's (bulk.go): it removes a finished job, whatever
+// its retention, unless it is a task of a gang still open; a job that does
+// not qualify gets a *StateError and stays.
+func (a *applier) deleteJob(j *store.Job) error {
+	switch {
+	case !j.Status.Finished():
+		return &StateError{JobID: j.ID, Status: string(j.Status), Op: "delete"}
+	case a.inOpenGang(j):
+		return &StateError{JobID: j.ID, Status: "a task of an open gang", Op: "delete"}
+	}
+	a.removeJob(j)
+	return nil
+}
+
+// removeJob deletes a finished job and what it leaves (its checkpoint, its
+// gang's record once no task is left, its count), and frees its
+// idempotency key unless unique_for still holds it: the one rule of
+// removing a job, for the sweeper's deletes and a bulk delete's.
+func (a *applier) removeJob(j *store.Job) {
+	a.must(a.tx.DeleteJob(j))
+	a.forgetGangTask(j)
+	a.f.idx.count(j.Queue, j.Status, "")
+	if j.IdempotencyKey != "" {
+		if kid, until, err := a.tx.IdempotencyKey(j.IdempotencyKey); err == nil && kid == j.ID && until <= a.now {
+			a.must(a.tx.DeleteIdempotencyKey(j.IdempotencyKey))
+		}
+	}
 }
