@@ -84,7 +84,8 @@ func reply(err error) (code, msg string) {
 	case errors.Is(err, errBusy):
 		return wire.CodeBusy, msgBusy
 	case errors.Is(err, fsm.ErrNotFound), errors.Is(err, fsm.ErrWorkerNotFound),
-		errors.Is(err, fsm.ErrScheduleNotFound), errors.Is(err, fsm.ErrGangNotFound):
+		errors.Is(err, fsm.ErrScheduleNotFound), errors.Is(err, fsm.ErrGangNotFound),
+		errors.Is(err, fsm.ErrBulkNotFound):
 		return wire.CodeNotFound, err.Error()
 	case errors.Is(err, fsm.ErrStaleEpoch):
 		return wire.CodeStaleEpoch, err.Error()
@@ -96,6 +97,8 @@ func reply(err error) (code, msg string) {
 		return wire.CodeForbidden, err.Error()
 	case errors.Is(err, fsm.ErrNotRunning):
 		return wire.CodeNotRunning, err.Error()
+	case errors.Is(err, fsm.ErrTooManyBulk):
+		return wire.CodeConflict, err.Error() + " (at most 4): wait for one to end, or stop one (POST /bulk/{id}/stop)"
 	case errors.Is(err, fsm.ErrConflict):
 		return wire.CodeConflict, err.Error()
 	case nothingDone(err):

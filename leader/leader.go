@@ -89,6 +89,7 @@ type State interface {
 	SchedulerState
 	AdmissionState
 	CascaderState
+	BulkerState
 }
 
 // proposeTimeout bounds how long a loop waits for one command to apply.

@@ -18,6 +18,9 @@ type Config struct {
 	Scheduler SchedulerConfig
 	Admission AdmissionConfig
 	Cascader  CascaderConfig
+	// Bulker gives the bulk loop's timings and bounds, and its Compile
+	// (required: node passes the API's selector compiler).
+	Bulker BulkerConfig
 
 	// Proposer, State, Recorder and Liveness are required.
 	Proposer Proposer
@@ -44,6 +47,7 @@ func DefaultConfig() Config {
 		Scheduler: DefaultSchedulerConfig(),
 		Admission: DefaultAdmissionConfig(),
 		Cascader:  DefaultCascaderConfig(),
+		Bulker:    DefaultBulkerConfig(),
 	}
 }
 
@@ -124,6 +128,12 @@ func (c *Config) loops(since time.Time) ([]loop, error) {
 	if err != nil {
 		return nil, err
 	}
+	bc := c.Bulker
+	bc.Proposer, bc.State, bc.Logger, bc.Now = c.Proposer, c.State, logger.With("component", "bulker"), c.Now
+	bk, err := NewBulker(bc)
+	if err != nil {
+		return nil, err
+	}
 	r, err := NewReaper(rc)
 	if err != nil {
 		return nil, err
@@ -141,5 +151,5 @@ func (c *Config) loops(since time.Time) ([]loop, error) {
 		return nil, err
 	}
 	r.since, a.since = since, since
-	return []loop{r, w, s, a, cs}, nil
+	return []loop{r, w, s, a, cs, bk}, nil
 }

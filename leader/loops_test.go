@@ -158,6 +158,7 @@ func TestLeadership(t *testing.T) {
 	var established atomic.Bool
 	cfg := DefaultConfig()
 	cfg.Proposer, cfg.State, cfg.Recorder, cfg.Liveness, cfg.Now = e, e.f, e.rec, everyoneActive{}, e.clock.Now
+	cfg.Bulker.Compile = statusOnly
 	cfg.Establish = func(context.Context) {
 		if e.proposals() != 1 {
 			t.Errorf("Establish ran after %d proposals, want it before any loop's", e.proposals()-1)

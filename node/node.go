@@ -291,6 +291,7 @@ func newLeadership(cfg Config, ac api.Config, n *Node) (*leader.Leadership, erro
 	lc.Proposer, lc.State = n.raft, n.raft.FSM()
 	lc.Recorder, lc.Liveness, lc.Establish = n.api, ac.Liveness, n.api.RecordAddress
 	lc.Now = ac.Now
+	lc.Bulker.Compile = api.CompileSelector
 	if lc.Logger == nil {
 		lc.Logger = ac.Logger
 	}

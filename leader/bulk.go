@@ -1,0 +1,158 @@
+package leader
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// BulkerState is what the bulk loop reads of the state.
+type BulkerState interface {
+	// Bulks lists the bulk actions kept, oldest first.
+	Bulks() []*store.Bulk
+	// ListJobs returns a page of jobs, newest first (store.ListQuery).
+	ListJobs(q store.ListQuery) ([]*store.Job, uint64, error)
+}
+
+// Compile turns a bulk action's selector text into the test its walk puts
+// each job of the action's status to (nil: every one), as of now (Unix
+// nanoseconds). The API's selector compiler (api.CompileSelector), which
+// node hands to the loop, so that the API and the walk read one language.
+type Compile func(text string, now int64) (store.Status, func(*store.Job) bool, error)
+
+// BulkerConfig configures a Bulker.
+type BulkerConfig struct {
+	// Interval is how often the bulk loop looks for running actions when
+	// it found none. Defaults to 100ms.
+	Interval time.Duration
+	// Chunk is the most jobs one step names (at most fsm.MaxBulkChunk).
+	// Defaults to fsm.MaxBulkChunk.
+	Chunk int
+	// Scan is the most jobs one step's walk reads, matching or not, so
+	// that a selector that matches few jobs still moves in bounded
+	// steps. Defaults to 20,000.
+	Scan int
+
+	// Proposer, State and Compile are required.
+	Proposer Proposer
+	State    BulkerState
+	Compile  Compile
+	// Logger defaults to discarding. Now defaults to time.Now.
+	Logger *slog.Logger
+	Now    func() time.Time
+}
+
+// DefaultBulkerConfig returns the defaults of a BulkerConfig's timings and
+// bounds.
+func DefaultBulkerConfig() BulkerConfig {
+	return BulkerConfig{Interval: 100 * time.Millisecond, Chunk: fsm.MaxBulkChunk, Scan: 20_000}
+}
+
+// Validate names the first missing or out-of-bounds field.
+func (c *BulkerConfig) Validate() error {
+	switch {
+	case c.Proposer == nil || c.State == nil || c.Compile == nil:
+		return errors.New("leader: BulkerConfig needs Proposer, State and Compile")
+	case c.Interval <= 0:
+		return fmt.Errorf("leader: BulkerConfig.Interval must be positive, got %s", c.Interval)
+	case c.Chunk < 1 || c.Chunk > fsm.MaxBulkChunk:
+		return fmt.Errorf("leader: BulkerConfig.Chunk must be 1 to %d, got %d", fsm.MaxBulkChunk, c.Chunk)
+	case c.Scan < c.Chunk:
+		return fmt.Errorf("leader: BulkerConfig.Scan must be at least Chunk (%d), got %d", c.Chunk, c.Scan)
+	}
+	return nil
+}
+
+// Bulker is the leader's loop that carries bulk actions (fsm/bulk.go) to
+// their end: for each running action in turn it walks the jobs its
+// selector matches below its cursor and proposes one bulk_step, one entry
+// at a time, so that other writes wait at most one chunk. The cursor and
+// counts live in the state, so a new leader's Bulker resumes where the
+// last applied step left off, and a step proposed twice changes nothing.
+type Bulker struct {
+	cfg BulkerConfig
+	run runner
+}
+
+// NewBulker checks cfg and returns a Bulker, not yet started.
+func NewBulker(cfg BulkerConfig) (*Bulker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg.Logger, cfg.Now = orDiscard(cfg.Logger), orNow(cfg.Now)
+	return &Bulker{cfg: cfg}, nil
+}
+
+// Start runs the loop until ctx ends or Stop: at once (a new leader
+// resumes its predecessor's actions) and then every Interval, step after
+// step, until no action is running.
+func (b *Bulker) Start(ctx context.Context) {
+	b.run.start(ctx, func(ctx context.Context) {
+		pass := func() {
+			for ctx.Err() == nil && b.runOnce(ctx) {
+			}
+		}
+		pass()
+		every(ctx, b.cfg.Interval, pass)
+	})
+}
+
+// Stop ends the loop and waits for its step in progress. Safe twice.
+func (b *Bulker) Stop() { b.run.stop() }
+
+// runOnce proposes one step of each running action, and reports whether
+// any applied (false: none running, or every proposal failed, which the
+// next pass retries).
+func (b *Bulker) runOnce(ctx context.Context) bool {
+	moved := false
+	for _, op := range b.cfg.State.Bulks() {
+		if ctx.Err() != nil {
+			return false
+		}
+		if op.State == store.BulkRunning && b.step(ctx, op) {
+			moved = true
+		}
+	}
+	return moved
+}
+
+// step proposes the next chunk of op and reports whether it applied.
+func (b *Bulker) step(ctx context.Context, op *store.Bulk) bool {
+	_, match, err := b.cfg.Compile(op.Selector, b.cfg.Now().UnixNano())
+	if err != nil {
+		// The selector was accepted when the action was created: a
+		// release that reads it otherwise ends the action, visibly.
+		b.cfg.Logger.Warn("bulk action's selector no longer compiles: stopping it", "bulk", op.ID, "err", err)
+		_, _ = propose(ctx, b.cfg.Proposer, fsm.Cmd{Op: fsm.OpBulkStop, BulkStop: &fsm.BulkStop{ID: op.ID}})
+		return false
+	}
+	jobs, next, err := b.cfg.State.ListJobs(store.ListQuery{Status: op.Status, Before: op.Cursor, Limit: b.cfg.Chunk,
+		Match: match, Scan: b.cfg.Scan, ScanBytes: 64 << 20})
+	if err != nil {
+		b.cfg.Logger.Warn("bulk action's walk failed", "bulk", op.ID, "err", err)
+		return false
+	}
+	st := &fsm.BulkStep{ID: op.ID, From: op.Cursor, Next: next}
+	size := 0
+	for i, j := range jobs {
+		if size += len(j.ID); size > fsm.MaxBulkChunkBytes && i > 0 {
+			st.Next = jobs[i-1].Seq // the walk goes on below the last id named
+			break
+		}
+		st.IDs = append(st.IDs, j.ID)
+	}
+	if st.Next != 0 && st.Next >= st.From {
+		b.cfg.Logger.Error("bulk action's walk did not move", "bulk", op.ID, "cursor", op.Cursor, "next", st.Next)
+		return false
+	}
+	if _, err := propose(ctx, b.cfg.Proposer, fsm.Cmd{Op: fsm.OpBulkStep, BulkStep: st}); err != nil {
+		b.cfg.Logger.Warn("bulk step not applied", "bulk", op.ID, "err", err)
+		return false
+	}
+	return true
+}
