@@ -41,16 +41,16 @@ const (
 // action does not apply to) or failed (LastError says the last refusal).
 // Selector is the canonical text of the request's filters.
 type Bulk struct {
-	ID        string `json:"id"`
-	Action    string `json:"action"`
-	Priority  *int   `json:"priority,omitempty"`
-	Selector  string `json:"selector"`
-	State     string `json:"state"`
-	Matched   int64  `json:"matched"`
-	Done      int64  `json:"done"`
-	Failed    int64  `json:"failed"`
-	Skipped   int64  `json:"skipped"`
-	LastError string `json:"last_error,omitempty"`
+	ID        string    `json:"id"`
+	Action    string    `json:"action"`
+	Priority  *int      `json:"priority,omitempty"`
+	Selector  string    `json:"selector"`
+	State     string    `json:"state"`
+	Matched   int64     `json:"matched"`
+	Done      int64     `json:"done"`
+	Failed    int64     `json:"failed"`
+	Skipped   int64     `json:"skipped"`
+	LastError string    `json:"last_error,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	UpdatedAt time.Time `json:"updated_at"`
 }
