@@ -27,21 +27,27 @@ const MaxBulkCountScan = 1_000_000
 // CompileSelector turns a bulk action's selector text into the status
 // index its walk reads and the test each job of it must pass (nil: every
 // one), as of now (Unix nanoseconds). The text is a query string of the
-// list filters of GET /jobs (status=, queue=, metadata.K=), as
-// selectorText writes it. It is the one place the selector language is
-// read: the API checks a request with it and the leader's bulk loop walks
-// with it (node hands it to leader.BulkerConfig.Compile).
+// conditions of GET /jobs (filter=, the jobfilter language; status=,
+// queue=, metadata.K=), as selectorText writes it, read by the same
+// jobQuery and storeQuery as a list: a bulk action acts on what the same
+// filter lists. The API checks a request with it and the leader's bulk
+// loop walks with it (node hands it to leader.BulkerConfig.Compile).
 func CompileSelector(text string, now int64) (store.Status, func(*store.Job) bool, error) {
 	q, err := url.ParseQuery(text)
 	if err != nil {
 		return "", nil, invalid("selector", "%v", err)
 	}
 	for k := range q {
-		if k != "status" && k != "queue" && !strings.HasPrefix(k, "metadata.") {
+		if k != "status" && k != "queue" && k != "filter" && !strings.HasPrefix(k, "metadata.") {
 			return "", nil, invalid(k, "is not a filter of a bulk action")
 		}
 	}
-	return listFilter(q.Get("status"), q.Get("queue"), q, now)
+	f, err := jobQuery(q, now)
+	if err != nil {
+		return "", nil, err
+	}
+	sq := storeQuery(f, store.ListQuery{})
+	return sq.Status, sq.Match, nil
 }
 
 // selectorText is the canonical text of a request's filters (keys sorted).
@@ -55,6 +61,9 @@ func selectorText(req *wire.BulkRequest) string {
 	}
 	for k, v := range req.Metadata {
 		q.Set("metadata."+k, v)
+	}
+	if req.Filter != "" {
+		q.Set("filter", req.Filter)
 	}
 	return q.Encode()
 }
@@ -76,8 +85,8 @@ func checkBulk(req *wire.BulkRequest) error {
 	default:
 		return invalid("action", "must be cancel, retry, delete or priority, got %.40q", req.Action)
 	}
-	if req.Status == "" && req.Queue == "" && len(req.Metadata) == 0 {
-		return invalid("status", "a bulk action needs at least one filter (status, queue or metadata)")
+	if req.Status == "" && req.Queue == "" && len(req.Metadata) == 0 && req.Filter == "" {
+		return invalid("status", "a bulk action needs at least one filter (status, queue, metadata or filter)")
 	}
 	if req.Queue != "" {
 		if err := validName("queue", req.Queue); err != nil {

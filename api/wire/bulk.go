@@ -5,7 +5,9 @@ import "time"
 // BulkRequest is the body of POST /bulk: an action for every job a
 // selector matches. The selector is the list filters of GET /jobs: Status
 // (one status, "scheduled" and "pending" included), Queue and Metadata
-// (every key=value must match, at most 16); at least one of them. Action
+// (every key=value must match, at most 16); at least one of them. Filter
+// is reserved for the filter expressions of GET /jobs?filter=: a server
+// that does not read them answers 400 naming it. Action
 // is cancel, retry, delete (finished jobs only) or priority (jobs not yet
 // finished get Priority). DryRun counts the jobs that match now and
 // starts nothing.
@@ -14,6 +16,7 @@ type BulkRequest struct {
 	Status   string            `json:"status,omitempty"`
 	Queue    string            `json:"queue,omitempty"`
 	Metadata map[string]string `json:"metadata,omitempty"`
+	Filter   string            `json:"filter,omitempty"`
 	Priority *int              `json:"priority,omitempty"`
 	DryRun   bool              `json:"dry_run,omitempty"`
 }

@@ -231,6 +231,8 @@ const jobsUsage = `jobs: give one of
   count [--filter EXPR] [--status S] [--queue Q] [--metadata K=V]...
   get ID
   cancel ID [--no-cascade] | retry ID [--no-cascade]
+  cancel|retry|delete|priority [--status S] [--queue Q] [--metadata K=V]... [--filter EXPR] [--priority P] [--yes] [--no-follow]
+  bulk ls | bulk get ID | bulk stop ID
   wait ID [--timeout D]`
 
 // jobs runs `workron jobs SUB ...`. Each subcommand has its own flags, so
@@ -254,10 +256,16 @@ func (c *cli) jobs(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	var (
 		act     client.ActionOptions
 		timeout time.Duration
+		bulk    bulkFlags
 	)
 	switch sub {
+	case "bulk":
+		return c.bulkVerb(ctx, fs, args)
+	case "delete", "priority":
+		bulk.register(fs, sub)
 	case "cancel", "retry":
 		fs.BoolVar(&act.NoCascade, "no-cascade", false, "leave the jobs that depend on this one alone (?cascade=false)")
+		bulk.register(fs, sub)
 	case "wait":
 		fs.DurationVar(&timeout, "timeout", 0, "give up after this long, e.g. 10m (default: no limit)")
 	case "get":
@@ -270,6 +278,12 @@ func (c *cli) jobs(ctx context.Context, fs *flag.FlagSet, args []string) error {
 	}
 	if err := c.connect(); err != nil {
 		return err
+	}
+	if bulk.set() || sub == "delete" || sub == "priority" {
+		if len(pos) > 0 {
+			return fmt.Errorf("jobs %s: give a job id or filters, not both", sub)
+		}
+		return c.bulk(ctx, sub, &bulk)
 	}
 	if len(pos) != 1 {
 		return fmt.Errorf("jobs %s: give exactly one job id", sub)

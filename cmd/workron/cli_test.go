@@ -140,6 +140,17 @@ func TestCLIGolden(t *testing.T) {
 	s.run(0, "schedules", "pause", "tidy")
 	s.run(0, "schedules", "update", "tidy", "--cron", "@hourly")
 
+	s.note("Bulk actions: count, confirm (--yes), follow to the end; list, get, stop.")
+	s.run(0, "jobs", "priority", "--queue", "misc", "--status", "pending", "--priority", "3", "--yes")
+	s.run(0, "jobs", "cancel", "--queue", "misc", "--metadata", "team=data", "--yes")
+	s.run(0, "jobs", "bulk", "ls")
+	s.run(0, "jobs", "bulk", "get", "2", "-o", "json")
+	s.run(0, "jobs", "bulk", "stop", "2")
+	s.run(1, "jobs", "delete")
+	s.run(1, "jobs", "retry", "--queue", "misc", "job-1")
+	s.run(1, "jobs", "retry", "--filter", "status == failed", "--yes")
+	s.run(1, "jobs", "bulk", "get", "99")
+
 	s.note("Errors go to stderr with a non-zero exit code.")
 	s.run(1, "jobs", "get", "job-99")
 	s.run(1, "jobs", "cancel", "job-1")

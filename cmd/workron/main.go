@@ -27,6 +27,8 @@ Usage:
   workron submit --batch FILE|-            submit the jobs of a file in one request
   workron jobs ls [--status S] [--queue Q] [--metadata K=V]... [--limit N]
   workron jobs get ID | cancel ID | retry ID [--no-cascade] | wait ID [--timeout D]
+  workron jobs cancel|retry|delete|priority --status S --queue Q --metadata K=V [--yes]   (bulk)
+  workron jobs bulk ls | get ID | stop ID
   workron gangs get ID                     show a gang and its tasks
   workron workers [--limit N] [--cursor C] list workers (every page without --limit)
   workron queues [get NAME | pause NAME | resume NAME | limit NAME [--concurrency N --rate 100/s ... | --clear]]
