@@ -424,6 +424,33 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.waitFor("no note of more", `!document.querySelector('[data-test="list-more"]')`)
 	})
 
+	t.Run("BulkRetryAsksWithTheCount", func(t *testing.T) {
+		b.t = t
+		one := 1
+		var failed []string
+		for range 3 {
+			cl.submit(wire.SubmitRequest{Command: "./sync.sh", Queue: "bulk-demo", MaxAttempts: &one})
+			j := cl.claim("cpu-worker-1", "bulk-demo")
+			cl.call(http.MethodPost, "/jobs/"+j.ID+"/fail", wire.ReportRequest{Lease: j.Lease, Error: "timeout"}, nil, http.StatusOK)
+			failed = append(failed, j.ID)
+		}
+		b.do(chromedp.Navigate(dash + "#/jobs?status=failed&queue=bulk-demo"))
+		b.waitFor("the three failed jobs", `document.querySelectorAll('tr[data-job-id]').length === 3`)
+		b.do(chromedp.Click(chromedp.CSS(`button[data-action="bulk-retry"]`)))
+		b.waitFor("a confirmation that shows the count", `document.querySelector('[data-test="bulk-confirm-text"]')?.dataset.count === "3"`)
+		if n := len(failed); cl.job(failed[0]).Status != wire.StatusFailed || n != 3 {
+			t.Fatal("the count retried something before the confirmation")
+		}
+		b.do(chromedp.Click(chromedp.CSS(`button[data-action="bulk-confirm"]`)))
+		b.waitFor("the action done", `document.querySelector('[data-test="bulk-progress"]')?.dataset.state === "done" && document.querySelector('[data-test="bulk-progress"]').dataset.done === "3"`)
+		for _, id := range failed {
+			if j := cl.job(id); j.Status != wire.StatusPending {
+				t.Errorf("job %s is %s after the bulk retry, want pending", id, j.Status)
+			}
+		}
+		b.screenshot("dashboard-bulk.png")
+	})
+
 	// Last: it stops a node.
 	t.Run("ClusterShowsANodeThatDoesNotAnswer", func(t *testing.T) {
 		b.t = t

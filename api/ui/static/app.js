@@ -439,6 +439,15 @@
   // Pagination of the jobs list survives re-renders but not a filter change.
   const jobsPaging = { filter: '', stack: [], cursor: '' };
 
+  // A bulk action on the jobs list's filter: asked (the count shown for
+  // confirmation), then started (its progress followed until it ends).
+  const jobsBulk = { filter: '', ask: null, op: null };
+  const BULK_ACTIONS = [
+    { action: 'retry', label: 'Retry all', when: (st) => !st || RETRYABLE.has(st) },
+    { action: 'cancel', label: 'Cancel all', when: (st) => !st || CANCELLABLE.has(st) },
+    { action: 'delete', label: 'Delete all', when: (st) => !st || ['done', 'failed', 'cancelled'].includes(st) },
+  ];
+
   pages.jobs = (view, params) => {
     const status = params.get('status') || '';
     const queue = params.get('queue') || '';
@@ -447,6 +456,9 @@
     const sizes = PAGE_SIZES.includes(limit) ? PAGE_SIZES : [...PAGE_SIZES, limit].sort((a, b) => a - b);
     const filter = JSON.stringify([status, queue, limit, expr]);
     if (jobsPaging.filter !== filter) Object.assign(jobsPaging, { filter, stack: [], cursor: '' });
+    const bulkKey = JSON.stringify([status, queue, expr]);
+    if (jobsBulk.filter !== bulkKey) Object.assign(jobsBulk, { filter: bulkKey, ask: null, op: null });
+    const selector = () => Object.assign({}, status && { status }, queue && { queue }, expr && { filter: expr });
 
     const setParam = (k, v) => {
       const p = new URLSearchParams(params);
@@ -480,6 +492,7 @@
     const scanNote = h('div', { id: 'scan-note' });
     const table = h('div', { id: 'jobs-table' });
     const pager = h('div', { class: 'pager', id: 'jobs-pager' });
+    const bulkBar = h('div', { class: 'toolbar bulk', id: 'bulk-bar', dataset: { test: 'bulk-bar' } });
 
     const submitForm = formCard('New job', 'submit-form', () => jobFields(), async (f) => {
       const job = await post('jobs', jobFromForm(f));
@@ -493,6 +506,7 @@
       filterForm,
       h('div', { class: 'toolbar' }, tabs, h('div', { class: 'filters' }, queueSelect, sizeSelect)),
       scanNote,
+      bulkBar,
       h('div', { class: 'card flush' }, table),
       pager,
     );
@@ -543,6 +557,8 @@
           h('tbody', null, data.jobs.map(jobRow)));
       });
 
+      replace(bulkBar, { status, queue, expr, ask: jobsBulk.ask, op: jobsBulk.op }, bulkControls);
+
       const page = jobsPaging.stack.length + 1;
       replace(pager, { page, next: data.next, n: data.jobs.length }, () => page === 1 && !data.next ? [] : [
         h('button', { type: 'button', class: 'ghost', id: 'page-newest', disabled: page === 1, onclick: () => { Object.assign(jobsPaging, { stack: [], cursor: '' }); refreshNow(); } }, '« Newest'),
@@ -551,6 +567,38 @@
         h('button', { type: 'button', class: 'ghost', id: 'page-next', disabled: !data.next, onclick: () => { jobsPaging.stack.push(jobsPaging.cursor); jobsPaging.cursor = data.next; refreshNow(); } }, 'Older ›'),
       ]);
     };
+
+    // bulkControls: with a filter set, a button per bulk action that fits
+    // it; a click counts the matching jobs (dry_run) and asks to confirm
+    // that many; the confirmation starts the action, whose progress shows
+    // until it ends.
+    function bulkControls() {
+      if (!status && !queue && !expr) return [];
+      const out = [];
+      const { ask, op } = jobsBulk;
+      if (op) {
+        out.push(h('span', { class: 'muted', dataset: { test: 'bulk-progress', state: op.state, done: String(op.done) } },
+          `Bulk ${op.action} ${op.id}: ${op.state} · matched ${op.matched} · done ${op.done} · skipped ${op.skipped} · failed ${op.failed}`),
+        op.state === 'running' && h('button', { type: 'button', class: 'ghost small', dataset: { action: 'bulk-stop' },
+          onclick: () => act(async () => { jobsBulk.op = await post(`bulk/${op.id}/stop`); }) }, 'Stop'));
+      } else if (ask) {
+        const n = `${ask.exact ? '' : 'at least '}${ask.matched.toLocaleString()}`;
+        out.push(h('span', { dataset: { test: 'bulk-confirm-text', count: String(ask.matched) } },
+          `${ask.action[0].toUpperCase()}${ask.action.slice(1)} ${n} job${ask.matched === 1 ? '' : 's'} matching this filter?`),
+        h('button', { type: 'button', class: 'danger small', dataset: { action: 'bulk-confirm' }, disabled: ask.matched === 0,
+          onclick: () => act(async () => { jobsBulk.op = await post('bulk', { ...selector(), action: ask.action }); jobsBulk.ask = null; }) }, `Confirm ${ask.action}`),
+        h('button', { type: 'button', class: 'ghost small', dataset: { action: 'bulk-keep' }, onclick: () => { jobsBulk.ask = null; render(); } }, 'Keep'));
+      } else {
+        for (const b of BULK_ACTIONS.filter((x) => x.when(status))) {
+          out.push(h('button', { type: 'button', class: 'small', dataset: { action: `bulk-${b.action}` },
+            onclick: () => act(async () => {
+              const count = await post('bulk', { ...selector(), action: b.action, dry_run: true });
+              jobsBulk.ask = { action: b.action, matched: count.matched, exact: count.exact };
+            }) }, `${b.label}…`));
+        }
+      }
+      return out;
+    }
 
     function tab(label, value, count) {
       const p = new URLSearchParams(params);
@@ -583,6 +631,7 @@
         const [list, queues, counts] = await Promise.all([
           listPage(q, jobsPaging.cursor, limit), getAll('queues', 'queues'), expr ? countCached(expr, queue) : null]);
         data = { ...list, queues: queues.items, counts };
+        if (jobsBulk.op && jobsBulk.op.state === 'running') jobsBulk.op = await get(`bulk/${jobsBulk.op.id}`);
         render();
       },
       rerender: render,
