@@ -60,6 +60,14 @@ func TestOpenAPIScenario(t *testing.T) {
 	call(200, "POST", "/jobs/"+c.ID+"/retry", nil, nil)
 	call(200, "POST", "/jobs/"+c.ID+"/cancel?cascade=false", nil, nil)
 	call(409, "POST", "/jobs/"+c.ID+"/cancel", nil, nil)
+	var bulk wire.Bulk
+	call(200, "POST", "/bulk", `{"action":"retry","status":"cancelled","queue":"q","dry_run":true}`, nil)
+	call(201, "POST", "/bulk", `{"action":"priority","queue":"nosuch","metadata":{"k":"v"},"priority":5}`, &bulk)
+	call(400, "POST", "/bulk", `{"action":"erase","queue":"q"}`, nil)
+	call(200, "GET", "/bulk", nil, nil)
+	call(200, "GET", "/bulk/"+bulk.ID, nil, nil)
+	call(200, "POST", "/bulk/"+bulk.ID+"/stop", nil, nil)
+	call(404, "GET", "/bulk/99", nil, nil)
 	call(200, "POST", "/jobs/claim", `{"worker_id":"w1","queues":["q"],"shell":true,"claim_seq":3}`, nil)
 	call(0, "POST", "/jobs/"+c.ID+"/fail", `{"lease":1,"error":"late"}`, nil)
 	// A rate-limited attempt pauses its key (GET /queues shows it below).
