@@ -39,6 +39,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&c.ProcRaftTimeout, "proc-raft-timeout", 500*time.Millisecond, "Raft heartbeat and election timeout of the server processes failover and large_store start")
 	fs.IntVar(&c.LargeJobs, "large-jobs", 1_000_000, "finished jobs large_store retains (--short: 2000)")
 	fs.IntVar(&c.LargePending, "large-pending", 100_000, "pending jobs large_store holds besides (--short: 200)")
+	fs.IntVar(&c.BulkJobs, "bulk-jobs", 100_000, "failed jobs bulk_retry retries with one bulk action (--short: 2000)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -55,6 +56,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		def("failover-rounds", &c.FailoverRounds, 1)
 		def("large-jobs", &c.LargeJobs, 2000)
 		def("large-pending", &c.LargePending, 200)
+		def("bulk-jobs", &c.BulkJobs, 2000)
 		if !set["duration"] {
 			c.Duration = 3 * time.Second
 		}

@@ -18,7 +18,7 @@ import (
 )
 
 // Scenarios are the scenarios Run knows, in the order it runs them.
-var Scenarios = []string{"submit_single", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched", "claim_done_worker", "claim_done_limits", "latency", "real_workers", "failover", "large_store"}
+var Scenarios = []string{"submit_single", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched", "claim_done_worker", "claim_done_limits", "latency", "real_workers", "failover", "large_store", "bulk_retry"}
 
 // Fixed shapes of the scenarios.
 const (
@@ -77,6 +77,8 @@ type Config struct {
 	// LargeJobs and LargePending are the finished and pending jobs
 	// large_store holds (--large-jobs, --large-pending).
 	LargeJobs, LargePending int
+	// BulkJobs is the failed jobs bulk_retry retries (--bulk-jobs).
+	BulkJobs int
 
 	// NodeArgs are more `workron server` flags for every node the bench
 	// starts, in-process or not (WORKRON_BENCH_NODE_ARGS).
@@ -125,6 +127,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--large-jobs must not be negative, got %d", c.LargeJobs)
 	case c.LargePending < 0:
 		return fmt.Errorf("--large-pending must not be negative, got %d", c.LargePending)
+	case c.BulkJobs < 1:
+		return fmt.Errorf("--bulk-jobs must be at least 1, got %d", c.BulkJobs)
 	case len(c.Scenarios) == 0:
 		return errors.New("--scenarios: name at least one scenario")
 	case len(c.Servers) == 0 && c.StartNode == nil:

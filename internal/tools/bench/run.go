@@ -104,6 +104,8 @@ func (b *bencher) run(ctx context.Context, name string) ([]Figure, error) {
 		return b.failover(ctx)
 	case "large_store":
 		return b.largeStore(ctx)
+	case "bulk_retry":
+		return b.bulkRetry(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }
