@@ -31,8 +31,14 @@ type BulkerConfig struct {
 	// it found none. Defaults to 100ms.
 	Interval time.Duration
 	// Chunk is the most jobs one step names (at most fsm.MaxBulkChunk).
-	// Defaults to fsm.MaxBulkChunk.
+	// Defaults to 100: a write that arrives while a step applies waits
+	// for it, so a smaller step keeps other writes' latency down.
 	Chunk int
+	// Rest is how long the loop rests after each pass that moved, as a
+	// multiple of how long the pass took (0: none), so that bulk steps
+	// take at most 1/(1+Rest) of the leader's time and other writes
+	// find the log free the rest of it. Defaults to 2.
+	Rest float64
 	// Scan is the most jobs one step's walk reads, matching or not, so
 	// that a selector that matches few jobs still moves in bounded
 	// steps. Defaults to 20,000.
@@ -50,7 +56,7 @@ type BulkerConfig struct {
 // DefaultBulkerConfig returns the defaults of a BulkerConfig's timings and
 // bounds.
 func DefaultBulkerConfig() BulkerConfig {
-	return BulkerConfig{Interval: 100 * time.Millisecond, Chunk: fsm.MaxBulkChunk, Scan: 20_000}
+	return BulkerConfig{Interval: 100 * time.Millisecond, Chunk: 100, Rest: 2, Scan: 20_000}
 }
 
 // Validate names the first missing or out-of-bounds field.
@@ -62,6 +68,8 @@ func (c *BulkerConfig) Validate() error {
 		return fmt.Errorf("leader: BulkerConfig.Interval must be positive, got %s", c.Interval)
 	case c.Chunk < 1 || c.Chunk > fsm.MaxBulkChunk:
 		return fmt.Errorf("leader: BulkerConfig.Chunk must be 1 to %d, got %d", fsm.MaxBulkChunk, c.Chunk)
+	case c.Rest < 0 || c.Rest > 100:
+		return fmt.Errorf("leader: BulkerConfig.Rest must be 0 to 100, got %v", c.Rest)
 	case c.Scan < c.Chunk:
 		return fmt.Errorf("leader: BulkerConfig.Scan must be at least Chunk (%d), got %d", c.Chunk, c.Scan)
 	}
@@ -90,11 +98,17 @@ func NewBulker(cfg BulkerConfig) (*Bulker, error) {
 
 // Start runs the loop until ctx ends or Stop: at once (a new leader
 // resumes its predecessor's actions) and then every Interval, step after
-// step, until no action is running.
+// step, resting Rest times each pass's time between them, until no action
+// is running.
 func (b *Bulker) Start(ctx context.Context) {
 	b.run.start(ctx, func(ctx context.Context) {
 		pass := func() {
-			for ctx.Err() == nil && b.runOnce(ctx) {
+			for ctx.Err() == nil {
+				start := time.Now()
+				if !b.runOnce(ctx) {
+					return
+				}
+				rest(ctx, time.Duration(b.cfg.Rest*float64(time.Since(start))))
 			}
 		}
 		pass()
@@ -155,4 +169,17 @@ func (b *Bulker) step(ctx context.Context, op *store.Bulk) bool {
 		return false
 	}
 	return true
+}
+
+// rest waits d, or until ctx ends.
+func rest(ctx context.Context, d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }

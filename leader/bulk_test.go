@@ -58,8 +58,8 @@ func TestBulker(t *testing.T) {
 		before := e.proposals()
 		for bk.runOnce(context.Background()) {
 		}
-		if steps := e.proposals() - before; steps != 3 {
-			t.Errorf("%d steps for 2500 jobs, want 3 of at most %d", steps, fsm.MaxBulkChunk)
+		if steps := e.proposals() - before; steps != 25 {
+			t.Errorf("%d steps for 2500 jobs, want 25 of at most %d", steps, DefaultBulkerConfig().Chunk)
 		}
 		got, err := e.f.Bulk(b.ID)
 		if err != nil {
@@ -117,11 +117,12 @@ func TestBulker(t *testing.T) {
 			t.Error("a step proposed after the stop")
 		}
 		got, _ := e.f.Bulk(b.ID)
-		if got.State != store.BulkStopped || got.Done != fsm.MaxBulkChunk {
-			t.Errorf("after stop: %+v, want stopped with %d done", got, fsm.MaxBulkChunk)
+		chunk := int64(DefaultBulkerConfig().Chunk)
+		if got.State != store.BulkStopped || got.Done != chunk {
+			t.Errorf("after stop: %+v, want stopped with %d done", got, chunk)
 		}
-		if n := count(t, e, store.StatusCancelled, "a"); n != fsm.MaxBulkChunk {
-			t.Errorf("%d cancelled, want %d", n, fsm.MaxBulkChunk)
+		if n := count(t, e, store.StatusCancelled, "a"); n != chunk {
+			t.Errorf("%d cancelled, want %d", n, chunk)
 		}
 	})
 }
