@@ -3,11 +3,10 @@ package wire
 import "time"
 
 // BulkRequest is the body of POST /bulk: an action for every job a
-// selector matches. The selector is the list filters of GET /jobs: Status
-// (one status, "scheduled" and "pending" included), Queue and Metadata
-// (every key=value must match, at most 16); at least one of them. Filter
-// is reserved for the filter expressions of GET /jobs?filter=: a server
-// that does not read them answers 400 naming it. Action
+// selector matches. The selector is the conditions of GET /jobs: Filter
+// (the filter language of ?filter=), Status (one status, "scheduled" and
+// "pending" included), Queue and Metadata (every key=value must match, at
+// most 16); all must hold, and at least one is required. Action
 // is cancel, retry, delete (finished jobs only) or priority (jobs not yet
 // finished get Priority). DryRun counts the jobs that match now and
 // starts nothing.

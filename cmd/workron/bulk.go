@@ -28,7 +28,7 @@ func (b *bulkFlags) register(fs *flag.FlagSet, action string) {
 	fs.StringVar(&b.req.Status, "status", "", "every job in this status (bulk)")
 	fs.StringVar(&b.req.Queue, "queue", "", "every job in this queue (bulk)")
 	fs.Var(&b.meta, "metadata", "every job whose metadata has `K=V`; repeatable, all must match (bulk)")
-	fs.StringVar(&b.req.Filter, "filter", "", "every job this filter `EXPR`ession matches, where the server reads them (bulk)")
+	fs.StringVar(&b.req.Filter, "filter", "", "every job this filter `EXPR`ession matches (the filter language of jobs ls) (bulk)")
 	fs.BoolVar(&b.yes, "yes", false, "do not ask for confirmation (bulk)")
 	fs.BoolVar(&b.noFollow, "no-follow", false, "print the bulk action's id and return without following its progress (bulk)")
 	if action == "priority" {

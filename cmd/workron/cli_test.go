@@ -148,7 +148,8 @@ func TestCLIGolden(t *testing.T) {
 	s.run(0, "jobs", "bulk", "stop", "2")
 	s.run(1, "jobs", "delete")
 	s.run(1, "jobs", "retry", "--queue", "misc", "job-1")
-	s.run(1, "jobs", "retry", "--filter", "status == failed", "--yes")
+	s.run(0, "jobs", "retry", "--filter", `status == "cancelled" and queue == "misc"`, "--yes")
+	s.run(1, "jobs", "retry", "--filter", "staus == failed", "--yes")
 	s.run(1, "jobs", "bulk", "get", "99")
 
 	s.note("Errors go to stderr with a non-zero exit code.")
