@@ -30,7 +30,12 @@ func TestBulker(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for q, n := range map[string]int{"a": a, "b": b} {
+		// Queue a first: its jobs are the oldest, where the walk ends.
+		for _, qn := range []struct {
+			q string
+			n int
+		}{{"a", a}, {"b", b}} {
+			q, n := qn.q, qn.n
 			for n > 0 {
 				var jobs []fsm.NewJob
 				for ; n > 0 && len(jobs) < 1000; n-- {
