@@ -24,30 +24,30 @@ import (
 // that an index alone does not answer; beyond it the count is not exact.
 const MaxBulkCountScan = 1_000_000
 
-// CompileSelector turns a bulk action's selector text into the status
-// index its walk reads and the test each job of it must pass (nil: every
-// one), as of now (Unix nanoseconds). The text is a query string of the
+// CompileSelector turns a bulk action's selector text into the query its
+// walk reads (the status index and the search index's terms the selector
+// allows, and the test each job must pass: nil for every one), as of now
+// (Unix nanoseconds). The text is a query string of the
 // conditions of GET /jobs (filter=, the jobfilter language; status=,
 // queue=, metadata.K=), as selectorText writes it, read by the same
 // jobQuery and storeQuery as a list: a bulk action acts on what the same
 // filter lists. The API checks a request with it and the leader's bulk
 // loop walks with it (node hands it to leader.BulkerConfig.Compile).
-func CompileSelector(text string, now int64) (store.Status, func(*store.Job) bool, error) {
+func CompileSelector(text string, now int64) (store.ListQuery, error) {
 	q, err := url.ParseQuery(text)
 	if err != nil {
-		return "", nil, invalid("selector", "%v", err)
+		return store.ListQuery{}, invalid("selector", "%v", err)
 	}
 	for k := range q {
 		if k != "status" && k != "queue" && k != "filter" && !strings.HasPrefix(k, "metadata.") {
-			return "", nil, invalid(k, "is not a filter of a bulk action")
+			return store.ListQuery{}, invalid(k, "is not a filter of a bulk action")
 		}
 	}
 	f, err := jobQuery(q, now)
 	if err != nil {
-		return "", nil, err
+		return store.ListQuery{}, err
 	}
-	sq := storeQuery(f, store.ListQuery{})
-	return sq.Status, sq.Match, nil
+	return storeQuery(f, store.ListQuery{}), nil
 }
 
 // selectorText is the canonical text of a request's filters (keys sorted).
@@ -115,21 +115,21 @@ func (s *Server) handleBulkCreate(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, invalid("metadata", "the filters take more than %d bytes", fsm.MaxBulkSelector))
 		return
 	}
-	status, match, err := CompileSelector(text, s.now())
+	q, err := CompileSelector(text, s.now())
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
 	if req.DryRun {
-		n, exact, err := s.state.CountJobs(status, match, MaxBulkCountScan)
+		n, exact, _, err := s.state.CountJobs(q, MaxBulkCountScan)
 		if err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, wire.BulkCount{Matched: n, Exact: exact})
+		writeJSON(w, http.StatusOK, wire.BulkCount{Matched: int64(n), Exact: exact})
 		return
 	}
-	start := &fsm.BulkStart{Action: req.Action, Selector: text, Status: status}
+	start := &fsm.BulkStart{Action: req.Action, Selector: text, Status: q.Status}
 	if req.Priority != nil {
 		start.Priority = *req.Priority
 	}

@@ -240,14 +240,3 @@ func (f *FSM) Bulk(id uint64) (*store.Bulk, error) {
 	}
 	return b, err
 }
-
-// CountJobs counts the jobs of status ("" for any) that match (nil: all),
-// reading at most scan of them (0: no cap); see store.Tx.CountJobs.
-func (f *FSM) CountJobs(status store.Status, match func(*store.Job) bool, scan int) (n int64, exact bool, err error) {
-	err = f.view(func(tx *store.Tx) error {
-		var err error
-		n, exact, err = tx.CountJobs(status, match, scan)
-		return err
-	})
-	return n, exact, err
-}

@@ -19,11 +19,12 @@ type BulkerState interface {
 	ListJobs(q store.ListQuery) ([]*store.Job, uint64, error)
 }
 
-// Compile turns a bulk action's selector text into the test its walk puts
-// each job of the action's status to (nil: every one), as of now (Unix
-// nanoseconds). The API's selector compiler (api.CompileSelector), which
-// node hands to the loop, so that the API and the walk read one language.
-type Compile func(text string, now int64) (store.Status, func(*store.Job) bool, error)
+// Compile turns a bulk action's selector text into the query its walk
+// reads (the indexes the selector allows and the test each job must pass),
+// as of now (Unix nanoseconds): the API's selector compiler
+// (api.CompileSelector), which node hands to the loop, so that the API and
+// the walk read one language.
+type Compile func(text string, now int64) (store.ListQuery, error)
 
 // BulkerConfig configures a Bulker.
 type BulkerConfig struct {
@@ -137,7 +138,7 @@ func (b *Bulker) runOnce(ctx context.Context) bool {
 
 // step proposes the next chunk of op and reports whether it applied.
 func (b *Bulker) step(ctx context.Context, op *store.Bulk) bool {
-	_, match, err := b.cfg.Compile(op.Selector, b.cfg.Now().UnixNano())
+	q, err := b.cfg.Compile(op.Selector, b.cfg.Now().UnixNano())
 	if err != nil {
 		// The selector was accepted when the action was created: a
 		// release that reads it otherwise ends the action, visibly.
@@ -145,8 +146,8 @@ func (b *Bulker) step(ctx context.Context, op *store.Bulk) bool {
 		_, _ = propose(ctx, b.cfg.Proposer, fsm.Cmd{Op: fsm.OpBulkStop, BulkStop: &fsm.BulkStop{ID: op.ID}})
 		return false
 	}
-	jobs, next, err := b.cfg.State.ListJobs(store.ListQuery{Status: op.Status, Before: op.Cursor, Limit: b.cfg.Chunk,
-		Match: match, Scan: b.cfg.Scan, ScanBytes: 64 << 20})
+	q.Status, q.Before, q.Limit, q.Scan, q.ScanBytes = op.Status, op.Cursor, b.cfg.Chunk, b.cfg.Scan, 64<<20
+	jobs, next, err := b.cfg.State.ListJobs(q)
 	if err != nil {
 		b.cfg.Logger.Warn("bulk action's walk failed", "bulk", op.ID, "err", err)
 		return false

@@ -13,11 +13,11 @@ import (
 
 // statusOnly is a Compile for tests: the selector text is a queue name,
 // "" for any queue.
-func statusOnly(text string, _ int64) (store.Status, func(*store.Job) bool, error) {
+func statusOnly(text string, _ int64) (store.ListQuery, error) {
 	if text == "" {
-		return "", nil, nil
+		return store.ListQuery{}, nil
 	}
-	return "", func(j *store.Job) bool { return j.Queue == text }, nil
+	return store.ListQuery{Match: func(j *store.Job) bool { return j.Queue == text }}, nil
 }
 
 func TestBulker(t *testing.T) {
@@ -50,11 +50,11 @@ func TestBulker(t *testing.T) {
 		return e.propose(fsm.Cmd{Op: fsm.OpBulkStart, BulkStart: &fsm.BulkStart{Action: action, Selector: queue, Status: st}}).Bulk
 	}
 	count := func(t *testing.T, e *env, st store.Status, queue string) int64 {
-		n, _, err := e.f.CountJobs(st, func(j *store.Job) bool { return j.Queue == queue }, 0)
+		n, _, _, err := e.f.CountJobs(store.ListQuery{Status: st, Match: func(j *store.Job) bool { return j.Queue == queue }}, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return n
+		return int64(n)
 	}
 
 	t.Run("CancelsWhatTheSelectorMatchesInChunks", func(t *testing.T) {

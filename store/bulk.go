@@ -1,7 +1,6 @@
 package store
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -140,43 +139,3 @@ func (t *Tx) Bulks() ([]*Bulk, error) {
 
 // LastSeq is the highest job seq given so far (0: none).
 func (t *Tx) LastSeq() uint64 { return t.metaUint(keyNextSeq) }
-
-// CountJobs counts the jobs of status ("" for any) that match (nil: all),
-// examining at most scan of them (0: no cap); exact is false when it
-// stopped at that budget, with n counted so far.
-func (t *Tx) CountJobs(status Status, match func(*Job) bool, scan int) (n int64, exact bool, err error) {
-	var (
-		c      *bolt.Cursor
-		prefix []byte
-	)
-	if status != "" {
-		c = t.tx.Bucket(bucketStatus).Cursor()
-		prefix = statusKey(status, 0)[:len(status)+1]
-	} else {
-		c = t.tx.Bucket(bucketSeq).Cursor()
-	}
-	jobs := t.tx.Bucket(bucketJobs)
-	seen := 0
-	var j Job
-	for k, id := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, id = c.Next() {
-		if match == nil {
-			n++
-			continue
-		}
-		if seen++; scan > 0 && seen > scan {
-			return n, false, nil
-		}
-		v := jobs.Get(id)
-		if v == nil {
-			return 0, false, fmt.Errorf("job %s: %w", id, ErrNotFound)
-		}
-		j = Job{}
-		if err := decodeJob(v, &j); err != nil {
-			return 0, false, fmt.Errorf("job %s: %w", id, err)
-		}
-		if match(&j) {
-			n++
-		}
-	}
-	return n, true, nil
-}
