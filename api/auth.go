@@ -53,6 +53,7 @@ var routeRoles = map[string]Role{
 	"POST /jobs/batch":               RoleClient,
 	"GET /jobs":                      RoleClient,
 	"GET /jobs/count":                RoleClient,
+	"GET /stats/series":              RoleClient,
 	"GET /jobs/{id}":                 RoleClient,
 	"POST /jobs/{id}/cancel":         RoleClient,
 	"POST /jobs/{id}/retry":          RoleClient,

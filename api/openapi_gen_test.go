@@ -108,6 +108,15 @@ var apiOps = []apiOp{
 			oaStale,
 		},
 		replies: map[int]apiContent{200: replyJSON(wire.JobCount{})}},
+	{pattern: "GET /stats/series", summary: "Jobs submitted, started, done, failed and cancelled per step, queue depth and submit-to-start latency, from the job records",
+		query: []apiParam{
+			{name: "from", typ: "string", doc: "RFC 3339; default 3 h before to"},
+			{name: "to", typ: "string", doc: "RFC 3339; default now"},
+			{name: "step", typ: "string", doc: "whole minutes from 1m to 1h; default 1m"},
+			{name: "queue", typ: "string", doc: "only this queue"},
+			oaStale,
+		},
+		replies: map[int]apiContent{200: replyJSON(wire.Series{})}},
 	{pattern: "GET /jobs/next", summary: "The v0 worker API's claim of one job",
 		query: []apiParam{
 			{name: "worker_id", typ: "string", required: true},

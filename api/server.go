@@ -181,6 +181,9 @@ type Config struct {
 	// reaches it is not exact and gives a cursor to go on from. Defaults
 	// to MaxCountScan.
 	CountScan int
+	// SeriesScan caps the jobs one GET /stats/series examines; a reply
+	// that reaches it is marked partial. Defaults to MaxSeriesScan.
+	SeriesScan int
 
 	// Pprof serves the Go runtime's profiles (net/http/pprof) under
 	// /debug/pprof/, admin-only with Auth. Defaults to false: the routes are
@@ -235,8 +238,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("api: MaxWorkersPerToken must not be negative, got %d", c.MaxWorkersPerToken)
 	case c.Retention < 0:
 		return fmt.Errorf("api: Retention must not be negative")
-	case c.ListScan < 0 || c.CountScan < 0:
-		return fmt.Errorf("api: ListScan and CountScan must not be negative, got %d and %d", c.ListScan, c.CountScan)
+	case c.ListScan < 0 || c.CountScan < 0 || c.SeriesScan < 0:
+		return fmt.Errorf("api: ListScan, CountScan and SeriesScan must not be negative, got %d, %d and %d", c.ListScan, c.CountScan, c.SeriesScan)
 	case c.DiskLowFree.Percent < 0 || c.DiskLowFree.Percent > 100:
 		return fmt.Errorf("api: DiskLowFree.Percent must be from 0 to 100, got %g", c.DiskLowFree.Percent)
 	case c.LeaderWait < 0 || c.LeaderWait > time.Minute:
@@ -366,6 +369,7 @@ func (s *Server) routes() {
 	s.mux.HandleFunc("POST /jobs/batch", big(s.handleBatchSubmit))
 	s.mux.HandleFunc("GET /jobs", r(s.handleList))
 	s.mux.HandleFunc("GET /jobs/count", r(s.handleCount))
+	s.mux.HandleFunc("GET /stats/series", r(s.handleSeries))
 	s.mux.HandleFunc("GET /jobs/next", w(s.handleNext))
 	s.mux.HandleFunc("POST /jobs/claim", w(s.handleClaim))
 	s.mux.HandleFunc("POST /jobs/reports", big(s.handleBatchReport))

@@ -1,0 +1,171 @@
+package api
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/workron/workron/api/series"
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// Bounds of GET /stats/series. A request examines at most Config.SeriesScan
+// jobs (MaxSeriesScan by default) or MaxSeriesScanBytes of their records,
+// in one read transaction; SeriesLookback is how long before the window a
+// job may have been created and still be looked for (a job created earlier
+// that ends in the window is not counted, unless it still waits: every job
+// still waiting is).
+const (
+	MaxSeriesScan      = 100_000
+	MaxSeriesScanBytes = 64 << 20
+	SeriesLookback     = time.Hour
+	seriesChunk        = 2_000
+	maxSeriesCalls     = 64
+	defaultSeriesSpan  = 3 * time.Hour
+)
+
+// handleSeries serves GET /stats/series?from=&to=&step=&queue=.
+func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	now := s.now()
+	win, err := seriesWindow(q.Get("from"), q.Get("to"), q.Get("step"), now)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	queue := q.Get("queue")
+	if queue != "" {
+		if err := validName("queue", queue); err != nil {
+			s.fail(w, r, err)
+			return
+		}
+	}
+	b := series.New(win, queue)
+	var out wire.Series
+	err = s.state.ViewJobs(func(tx fsm.JobReader) error {
+		var err error
+		out, err = walkSeries(tx, b, win.From-int64(SeriesLookback), budget(s.cfg.SeriesScan, MaxSeriesScan))
+		return err
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// walkSeries adds to b the jobs created from cut on, newest first, then
+// those created before cut that still wait or run, examining at most scan
+// jobs in all, in at most maxSeriesCalls pages of at most
+// MaxSeriesScanBytes/maxSeriesCalls bytes of records each.
+func walkSeries(tx fsm.JobReader, b *series.Builder, cut int64, scan int) (wire.Series, error) {
+	var (
+		seen, calls int
+		before      uint64 // the walk's cursor: jobs with Seq < before are left
+		oldest      int64  // CreatedAt of the oldest job walked
+		reached     bool   // a job created before cut was met, or the first job
+	)
+	page := func(st store.Status, before uint64, match func(*store.Job)) (uint64, error) {
+		calls++
+		lq := store.ListQuery{Status: st, Before: before, Scan: min(seriesChunk, scan-seen), ScanBytes: MaxSeriesScanBytes / maxSeriesCalls}
+		lq.Match = func(j *store.Job) bool {
+			seen++
+			match(j)
+			b.Add(j)
+			return false // counted, not kept
+		}
+		_, next, err := tx.ListJobs(lq)
+		return next, err
+	}
+	more := func() bool { return seen < scan && calls < maxSeriesCalls }
+	// Jobs are created in seq order, so CreatedAt falls as the walk goes.
+	for !reached && more() {
+		next, err := page("", before, func(j *store.Job) {
+			oldest = j.CreatedAt
+			reached = reached || j.CreatedAt < cut
+		})
+		if err != nil {
+			return wire.Series{}, err
+		}
+		if next == 0 {
+			before, reached = 0, true
+			break
+		}
+		before = next
+	}
+	partial := !reached
+	// Jobs created before the walk's end that still wait or run.
+	if reached && before != 0 {
+		for _, st := range []store.Status{store.StatusBlocked, store.StatusPending, store.StatusReserved, store.StatusRunning, store.StatusCancelling} {
+			for cur := before; ; {
+				if !more() {
+					partial = true
+					break
+				}
+				next, err := page(st, cur, func(*store.Job) {})
+				if err != nil {
+					return wire.Series{}, err
+				}
+				if next == 0 {
+					break
+				}
+				cur = next
+			}
+		}
+	}
+	out := b.Result()
+	out.AppliedIndex, out.Scanned, out.Partial = tx.Applied(), seen, partial
+	if partial && oldest != 0 {
+		out.CompleteFrom = time.Unix(0, oldest).UTC()
+	}
+	return out, nil
+}
+
+// seriesWindow reads from, to (RFC 3339; default: now and 3 h before it)
+// and step (a Go duration, whole minutes from 1m to 1h; default 1m). The
+// window is widened to whole steps and ends at most at the step holding now.
+func seriesWindow(fromS, toS, stepS string, now int64) (series.Window, error) {
+	step := time.Minute
+	if stepS != "" {
+		d, err := time.ParseDuration(stepS)
+		if err != nil || d < time.Minute || d > time.Hour || d%time.Minute != 0 {
+			return series.Window{}, invalid("step", "must be whole minutes from 1m to 1h, got %q", stepS)
+		}
+		step = d
+	}
+	st := int64(step)
+	to := now
+	if toS != "" {
+		t, err := time.Parse(time.RFC3339Nano, toS)
+		if err != nil {
+			return series.Window{}, invalid("to", "must be an RFC 3339 time, got %q", toS)
+		}
+		to = min(t.UnixNano(), now)
+	}
+	from := to - int64(defaultSeriesSpan)
+	if fromS != "" {
+		t, err := time.Parse(time.RFC3339Nano, fromS)
+		if err != nil {
+			return series.Window{}, invalid("from", "must be an RFC 3339 time, got %q", fromS)
+		}
+		from = t.UnixNano()
+	}
+	from = floorStep(from, st)
+	to = floorStep(to, st) + st // the step holding to, whole
+	if from >= to {
+		return series.Window{}, invalid("from", "must be before to")
+	}
+	if n := (to - from) / st; n > wire.MaxSeriesPoints {
+		return series.Window{}, invalid("from", "the window has %d steps of %s, more than %d", n, step, wire.MaxSeriesPoints)
+	}
+	return series.Window{From: from, To: to, Step: st, Now: now}, nil
+}
+
+func floorStep(t, step int64) int64 {
+	r := t % step
+	if r < 0 {
+		r += step
+	}
+	return t - r
+}
