@@ -35,6 +35,8 @@ func TestOpenAPIScenario(t *testing.T) {
 	call(200, "GET", "/jobs?filter=status+%3D%3D+pending+and+priority+%3E+0", nil, nil)
 	call(200, "GET", "/jobs/count?filter=queue+%3D%3D+default&status=pending", nil, nil)
 	call(400, "GET", "/jobs/count?filter=status+%3D", nil, nil)
+	call(200, "GET", "/stats/series?step=5m&queue=q", nil, nil)
+	call(400, "GET", "/stats/series?step=1s", nil, nil)
 	call(200, "GET", "/jobs/"+a.ID, nil, nil)
 	call(404, "GET", "/jobs/nope", nil, nil)
 	call(400, "POST", "/jobs", `{"command":"x","max_attempts":0}`, nil)

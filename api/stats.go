@@ -117,7 +117,8 @@ func walkSeries(tx fsm.JobReader, b *series.Builder, cut int64, scan int) (wire.
 	out := b.Result()
 	out.AppliedIndex, out.Scanned, out.Partial = tx.Applied(), seen, partial
 	if partial && oldest != 0 {
-		out.CompleteFrom = time.Unix(0, oldest).UTC()
+		t := time.Unix(0, oldest).UTC()
+		out.CompleteFrom = &t
 	}
 	return out, nil
 }

@@ -14,13 +14,13 @@ import "time"
 // CompleteFrom miss some jobs. Jobs deleted by their retention are no
 // longer counted.
 type Series struct {
-	From         time.Time `json:"from"`
-	To           time.Time `json:"to"`
-	StepSeconds  int64     `json:"step_seconds"`
-	AppliedIndex uint64    `json:"applied_index"`
-	Scanned      int       `json:"scanned"`
-	Partial      bool      `json:"partial"`
-	CompleteFrom time.Time `json:"complete_from,omitzero"`
+	From         time.Time  `json:"from"`
+	To           time.Time  `json:"to"`
+	StepSeconds  int64      `json:"step_seconds"`
+	AppliedIndex uint64     `json:"applied_index"`
+	Scanned      int        `json:"scanned"`
+	Partial      bool       `json:"partial"`
+	CompleteFrom *time.Time `json:"complete_from,omitempty"`
 	// Total sums every queue. Queues holds one entry per queue (the one
 	// asked for with ?queue=, or the first MaxSeriesQueues met, newest job
 	// first), by name; QueuesLeftOut says jobs of other queues were
