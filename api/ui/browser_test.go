@@ -118,6 +118,21 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.waitFor("every job again", fmt.Sprintf(`!!document.querySelector('tr[data-job-id=%q]') && !!document.querySelector('tr[data-job-id=%q]')`, jobs.failed, jobs.fetch))
 	})
 
+	t.Run("ChartsDrawTheJobsThatRan", func(t *testing.T) {
+		b.t = t
+		b.do(chromedp.Navigate(dash + "#/charts"))
+		line := func(chart, series string) string {
+			return fmt.Sprintf(`document.querySelector('[data-test=%q] path[data-series=%q]')`, chart, series)
+		}
+		b.waitFor("fetch and hello done", line("chart-done", "etl")+` && `+line("chart-done", "etl")+`.dataset.total === "1" && `+line("chart-done", "default")+`.dataset.total === "1"`)
+		b.waitFor("the failed digest", line("chart-failed", "email")+` && `+line("chart-failed", "email")+`.dataset.total === "1"`)
+		b.waitFor("the two digests waiting", line("chart-depth", "email")+` && `+line("chart-depth", "email")+`.dataset.max === "2"`)
+		b.waitFor("a submit-to-start latency", line("chart-latency", "p95")+` && Number(`+line("chart-latency", "p95")+`.dataset.max) > 0`)
+		b.screenshot("dashboard-charts.png")
+		b.do(chromedp.Navigate(dash + "#/charts?queue=email&span=1h"))
+		b.waitFor("the email queue alone", line("chart-failed", "email")+` && document.querySelectorAll('[data-test="chart-done"] path[data-series]').length === 1`)
+	})
+
 	t.Run("JobPageShowsAttemptsAndDependencies", func(t *testing.T) {
 		b.t = t
 		b.do(chromedp.Navigate(dash + "#/jobs/" + jobs.train))

@@ -46,7 +46,7 @@ func TestHandler(t *testing.T) {
 			t.Errorf("Content-Security-Policy %q does not keep the page to its own node", csp)
 		}
 		body := rec.Body.String()
-		for _, want := range []string{`src="app.js"`, `href="style.css"`, `id="view"`} {
+		for _, want := range []string{`src="app.js"`, `src="charts.js"`, `href="style.css"`, `id="view"`} {
 			if !strings.Contains(body, want) {
 				t.Errorf("index.html lacks %s", want)
 			}
@@ -54,7 +54,7 @@ func TestHandler(t *testing.T) {
 	})
 
 	t.Run("FilesNeedNothingFromOutside", func(t *testing.T) {
-		for _, name := range []string{"index.html", "app.js", "style.css", "favicon.svg"} {
+		for _, name := range []string{"index.html", "app.js", "charts.js", "style.css", "favicon.svg"} {
 			rec := get(t, "/ui/"+name)
 			if rec.Code != http.StatusOK {
 				t.Fatalf("GET /ui/%s: %d", name, rec.Code)

@@ -1,5 +1,5 @@
 // Workron dashboard. Plain JavaScript, no framework and no build step: hash
-// routes (#/jobs, #/jobs/ID, #/queues, #/workers, #/schedules, #/cluster),
+// routes (#/jobs, #/jobs/ID, #/queues, #/charts, #/workers, #/schedules, #/cluster),
 // one fetch helper for the node's JSON API, and small DOM builders. Every
 // page has a refresh() that the timer calls every 2 s unless paused.
 'use strict';
@@ -967,6 +967,9 @@
     const why = Object.entries(w).filter(([, n]) => n).map(([k, n]) => `${n} by ${HELD_LABELS[k] || k}`).join(', ');
     return h('a', { href: `#/jobs?queue=${encodeURIComponent(q.name)}&status=pending`, title: why, dataset: { test: 'held', held: String(total) } }, total);
   }
+
+  // The charts page lives in charts.js.
+  pages.charts = (view, params) => window.workronCharts(view, params, { get, h, s, replace, empty });
 
   pages.queues = (view) => {
     const table = h('div', { id: 'queues-table' });
