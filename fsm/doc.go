@@ -41,7 +41,7 @@
 //	command types, encoding, decoding      command.go, encoding.go, decode.go; submit_codec.go (a submit's jobs;
 //	                                       submit_gen.go, generated from it)
 //	protocol versions of ops               protocol.go; protocol_version*.go (this binary's, by build tag)
-//	reads for the API and the leader loops read.go, oldest.go, size.go (the state file's size)
+//	reads for the API and the leader loops read.go, read_jobs.go, oldest.go, size.go (the state file's size)
 //	waking workers whose attempts must stop stops.go (WatchStops, StopActions; in memory only)
 //
 // # Commands
