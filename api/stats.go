@@ -45,7 +45,7 @@ func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
 	var out wire.Series
 	err = s.state.ViewJobs(func(tx fsm.JobReader) error {
 		var err error
-		out, err = walkSeries(tx, b, win.From-int64(SeriesLookback), budget(s.cfg.SeriesScan, MaxSeriesScan))
+		out, err = walkSeries(tx, b, queue, win.From-int64(SeriesLookback), budget(s.cfg.SeriesScan, MaxSeriesScan))
 		return err
 	})
 	if err != nil {
@@ -58,66 +58,65 @@ func (s *Server) handleSeries(w http.ResponseWriter, r *http.Request) {
 // walkSeries adds to b the jobs created from cut on, newest first, then
 // those created before cut that still wait or run, examining at most scan
 // jobs in all, in at most maxSeriesCalls pages of at most
-// MaxSeriesScanBytes/maxSeriesCalls bytes of records each.
-func walkSeries(tx fsm.JobReader, b *series.Builder, cut int64, scan int) (wire.Series, error) {
+// MaxSeriesScanBytes/maxSeriesCalls bytes of records each. Both walks read
+// the search index: the seqs of jobs created from cut on, the status
+// lists, and with a queue, that queue's lists only.
+func walkSeries(tx fsm.JobReader, b *series.Builder, queue string, cut int64, scan int) (wire.Series, error) {
 	var (
 		seen, calls int
-		before      uint64 // the walk's cursor: jobs with Seq < before are left
-		oldest      int64  // CreatedAt of the oldest job walked
-		reached     bool   // a job created before cut was met, or the first job
+		oldest      int64 // CreatedAt of the oldest job walked
+		partial     bool
 	)
-	page := func(st store.Status, before uint64, match func(*store.Job)) (uint64, error) {
-		calls++
-		lq := store.ListQuery{Status: st, Before: before, Scan: min(seriesChunk, scan-seen), ScanBytes: MaxSeriesScanBytes / maxSeriesCalls}
-		lq.Match = func(j *store.Job) bool {
+	var terms []store.IndexTerm
+	if queue != "" {
+		terms = []store.IndexTerm{{Field: "queue", Value: queue}}
+	}
+	// walk pages through q from its newest job; false when the budget ran
+	// out first.
+	walk := func(q store.ListQuery) (bool, error) {
+		q.Terms = terms
+		q.Match = func(j *store.Job) bool {
 			seen++
-			match(j)
+			oldest = j.CreatedAt
 			b.Add(j)
 			return false // counted, not kept
 		}
-		_, next, err := tx.ListJobs(lq)
-		return next, err
-	}
-	more := func() bool { return seen < scan && calls < maxSeriesCalls }
-	// Jobs are created in seq order, so CreatedAt falls as the walk goes.
-	for !reached && more() {
-		next, err := page("", before, func(j *store.Job) {
-			oldest = j.CreatedAt
-			reached = reached || j.CreatedAt < cut
-		})
-		if err != nil {
-			return wire.Series{}, err
+		for {
+			if seen >= scan || calls >= maxSeriesCalls {
+				return false, nil
+			}
+			calls++
+			q.Scan, q.ScanBytes = min(seriesChunk, scan-seen), MaxSeriesScanBytes/maxSeriesCalls
+			_, next, err := tx.ListJobs(q)
+			if err != nil || next == 0 {
+				return true, err
+			}
+			q.Before = next
 		}
-		if next == 0 {
-			before, reached = 0, true
-			break
-		}
-		before = next
 	}
-	partial := !reached
-	// Jobs created before the walk's end that still wait or run.
-	if reached && before != 0 {
+	whole, err := walk(store.ListQuery{CreatedFrom: cut})
+	if err != nil {
+		return wire.Series{}, err
+	}
+	partial = !whole
+	complete := oldest
+	if whole {
+		// The jobs created before cut that still wait or run.
 		for _, st := range []store.Status{store.StatusBlocked, store.StatusPending, store.StatusReserved, store.StatusRunning, store.StatusCancelling} {
-			for cur := before; ; {
-				if !more() {
-					partial = true
-					break
-				}
-				next, err := page(st, cur, func(*store.Job) {})
-				if err != nil {
-					return wire.Series{}, err
-				}
-				if next == 0 {
-					break
-				}
-				cur = next
+			whole, err := walk(store.ListQuery{Status: st, CreatedTo: cut})
+			if err != nil {
+				return wire.Series{}, err
+			}
+			if !whole {
+				partial, complete = true, 0 // depth may be short in every step
+				break
 			}
 		}
 	}
 	out := b.Result()
 	out.AppliedIndex, out.Scanned, out.Partial = tx.Applied(), seen, partial
-	if partial && oldest != 0 {
-		t := time.Unix(0, oldest).UTC()
+	if partial && complete != 0 {
+		t := time.Unix(0, complete).UTC()
 		out.CompleteFrom = &t
 	}
 	return out, nil

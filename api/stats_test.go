@@ -93,6 +93,25 @@ func TestStatsSeries(t *testing.T) {
 		}
 	})
 
+	t.Run("OldJobsStillWaitingCountInDepth", func(t *testing.T) {
+		e := newSchedEnv(t, start.Add(-2*time.Hour), nil)
+		for _, q := range []string{"old", "old", "other"} {
+			if code, werr := e.do(http.MethodPost, "/jobs", wire.SubmitRequest{Command: "x", Queue: q}, nil); code != http.StatusCreated {
+				t.Fatalf("submit: %d %+v", code, werr)
+			}
+		}
+		e.clock.Set(start.Add(90 * time.Second))
+		s := get(t, e, from+"&queue=old")
+		if !reflect.DeepEqual(s.Total.Depth, []int{2, 2}) || !reflect.DeepEqual(s.Total.Submitted, []int{0, 0}) || s.Scanned != 2 || s.Partial {
+			t.Errorf("depth %v submitted %v scanned %d partial %v: want the two old jobs waiting, read through the queue's index",
+				s.Total.Depth, s.Total.Submitted, s.Scanned, s.Partial)
+		}
+		s = get(t, e, from)
+		if !reflect.DeepEqual(s.Total.Depth, []int{3, 3}) || s.Scanned != 3 {
+			t.Errorf("every queue: depth %v scanned %d", s.Total.Depth, s.Scanned)
+		}
+	})
+
 	t.Run("BadWindows", func(t *testing.T) {
 		e := setup(t, nil)
 		for query, field := range map[string]string{

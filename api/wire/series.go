@@ -8,11 +8,12 @@ import "time"
 // from the job records when asked (see docs/api.md): two nodes at the same
 // AppliedIndex give the same series, so a chart survives a failover.
 //
-// The request examines at most a budget of jobs, newest first. Partial says
-// it ran out before it reached the jobs created before the window (or
-// before it counted the older jobs still waiting): then the points before
-// CompleteFrom miss some jobs. Jobs deleted by their retention are no
-// longer counted.
+// The request examines at most a budget of jobs, newest first, then the
+// older jobs still waiting or running. Partial says it ran out: then
+// CompleteFrom, when set, is the creation time of the oldest job it
+// examined (jobs created before it are not counted); unset, the older
+// waiting jobs were not all counted, and Depth may be short in any step.
+// Jobs deleted by their retention are no longer counted.
 type Series struct {
 	From         time.Time  `json:"from"`
 	To           time.Time  `json:"to"`
