@@ -1,14 +1,18 @@
 """Workron's Python client and worker: standard library only, Python 3.9+.
 
-``Client`` submits, reads, cancels and retries jobs and manages schedules and
+``Client`` submits, finds, counts, cancels and retries jobs (one at a
+time or in bulk actions) and manages schedules and
 queues; ``Worker`` runs typed handlers (and, with shell=True, shell commands)
 for jobs claimed from the cluster, gang tasks included (``Gang``).
 """
 
 from .client import (
     Backoff,
+    Bulk,
+    BulkCount,
     Client,
     Job,
+    JobCount,
     JobList,
     JobSpec,
     Progress,
@@ -23,10 +27,13 @@ from .worker import JobContext, NoRetry, RateLimited, Snooze, Worker
 
 __all__ = [
     "Backoff",
+    "Bulk",
+    "BulkCount",
     "Client",
     "Gang",
     "Job",
     "JobContext",
+    "JobCount",
     "JobList",
     "JobSpec",
     "NoRetry",

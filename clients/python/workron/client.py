@@ -353,10 +353,81 @@ class Job:
 @dataclass
 class JobList:
     """One page of GET /jobs, newest first; pass next_cursor back as cursor
-    (empty on the last page)."""
+    (empty on the last page). ``partial`` says the page ended before it was
+    full because the server's scan budget ran out (a filter with no indexed
+    term), not because the jobs did: more may match from next_cursor on.
+    ``scanned`` is how many jobs the server examined for the page."""
 
     jobs: List[Job]
     next_cursor: str = ""
+    scanned: int = 0
+    partial: bool = False
+
+
+@dataclass
+class JobCount:
+    """The reply of GET /jobs/count: how many jobs the conditions keep, by
+    the status the API shows. When ``exact`` is False the count ran out of
+    its budget at ``next_cursor``: count again from there and add up
+    (``Client.count_all`` does)."""
+
+    count: int
+    by_status: Dict[str, int] = field(default_factory=dict)
+    exact: bool = True
+    scanned: int = 0
+    next_cursor: str = ""
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "JobCount":
+        return cls(count=int(d.get("count", 0)), by_status=dict(d.get("by_status") or {}),
+                   exact=bool(d.get("exact", False)), scanned=int(d.get("scanned", 0)),
+                   next_cursor=d.get("next_cursor", ""))
+
+
+@dataclass
+class Bulk:
+    """A bulk action (docs/api.md, "Bulk actions"): ``action`` (cancel, retry,
+    delete or priority) for every job its filters (``selector``) matched.
+    ``state`` is running until its walk ends (done) or it is stopped.
+    ``matched`` counts the jobs the walk chose so far; each is then ``done``
+    (the action applied), ``skipped`` (it no longer qualified) or
+    ``failed`` (``last_error`` says the last refusal)."""
+
+    id: str
+    action: str
+    state: str
+    selector: str = ""
+    priority: Optional[int] = None
+    matched: int = 0
+    done: int = 0
+    failed: int = 0
+    skipped: int = 0
+    last_error: str = ""
+    created_at: Optional[_dt.datetime] = None
+    updated_at: Optional[_dt.datetime] = None
+    raw: Dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Bulk":
+        return cls(id=d.get("id", ""), action=d.get("action", ""), state=d.get("state", ""),
+                   selector=d.get("selector", ""), priority=d.get("priority"), matched=int(d.get("matched", 0)),
+                   done=int(d.get("done", 0)), failed=int(d.get("failed", 0)), skipped=int(d.get("skipped", 0)),
+                   last_error=d.get("last_error", ""), created_at=_parse_time(d.get("created_at")),
+                   updated_at=_parse_time(d.get("updated_at")), raw=d)
+
+
+@dataclass
+class BulkCount:
+    """The reply of a bulk dry run: how many jobs the filters match now;
+    ``exact`` is False when counting stopped at its budget (``matched`` at
+    least)."""
+
+    matched: int
+    exact: bool = True
 
 
 @dataclass
@@ -634,16 +705,47 @@ class Client:
         _, reply = self.request("GET", "/jobs/" + urllib.parse.quote(job_id, safe=""))
         return Job.from_dict(reply)
 
-    def list(self, *, status: Optional[str] = None, queue: Optional[str] = None,
-             metadata: Optional[Dict[str, str]] = None, limit: Optional[int] = None,
-             cursor: Optional[str] = None) -> JobList:
-        """Returns one page of jobs, newest first, filtered by status, queue
-        and metadata (every pair must match)."""
-        q: Dict[str, Any] = {"status": status, "queue": queue, "limit": limit, "cursor": cursor}
-        for k, v in (metadata or {}).items():
-            q["metadata." + k] = v
-        _, reply = self.request("GET", "/jobs", query=q)
-        return JobList([Job.from_dict(j) for j in reply.get("jobs") or []], reply.get("next_cursor", ""))
+    def list(self, *, filter: Optional[str] = None, status: Optional[str] = None,  # noqa: A002
+             queue: Optional[str] = None, metadata: Optional[Dict[str, str]] = None,
+             limit: Optional[int] = None, cursor: Optional[str] = None) -> JobList:
+        """Returns one page of jobs, newest first, kept by every condition
+        given: ``filter`` (an expression of the filter language, docs/api.md
+        "Filters", e.g. ``'status == "failed" and metadata["tenant"] ==
+        "acme"'``; a bad one raises WorkronError 400 naming its column),
+        status, queue and metadata (every pair must match). A page may
+        hold fewer than ``limit`` jobs with a next_cursor when the server's
+        scan budget ran out first (``partial``): ask again from next_cursor
+        (iter_jobs does)."""
+        _, reply = self.request("GET", "/jobs", query=_job_query(filter, status, queue, metadata, cursor, limit))
+        return JobList([Job.from_dict(j) for j in reply.get("jobs") or []], reply.get("next_cursor", ""),
+                       int(reply.get("scanned", 0)), bool(reply.get("partial", False)))
+
+    def count(self, *, filter: Optional[str] = None, status: Optional[str] = None,  # noqa: A002
+              queue: Optional[str] = None, metadata: Optional[Dict[str, str]] = None,
+              cursor: Optional[str] = None) -> JobCount:
+        """Counts the jobs the conditions of list keep, by status (GET
+        /jobs/count), in one request: a count that is not ``exact`` covers
+        the jobs up to its next_cursor. count_all adds up the rest."""
+        _, reply = self.request("GET", "/jobs/count", query=_job_query(filter, status, queue, metadata, cursor, None))
+        return JobCount.from_dict(reply)
+
+    def count_all(self, *, filter: Optional[str] = None, status: Optional[str] = None,  # noqa: A002
+                  queue: Optional[str] = None, metadata: Optional[Dict[str, str]] = None) -> JobCount:
+        """count, asked again from each next_cursor until exact, the counts
+        added up (as ``workron jobs count`` does): an exact count of every
+        job the conditions keep."""
+        total = JobCount(count=0, exact=False)
+        cursor: Optional[str] = None
+        while True:
+            c = self.count(filter=filter, status=status, queue=queue, metadata=metadata, cursor=cursor)
+            total.count += c.count
+            total.scanned += c.scanned
+            for k, v in c.by_status.items():
+                total.by_status[k] = total.by_status.get(k, 0) + v
+            if c.exact or not c.next_cursor:
+                total.exact = True
+                return total
+            cursor = c.next_cursor
 
     def iter_jobs(self, **filters: Any) -> Iterator[Job]:
         """Yields every job matching the filters of list, page after page."""
@@ -692,6 +794,64 @@ class Client:
         q = None if cascade else {"cascade": "false"}
         _, reply = self.request("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/{action}", query=q)
         return Job.from_dict(reply)
+
+    # ---- bulk actions
+
+    def count_bulk(self, action: str, *, filter: Optional[str] = None,  # noqa: A002
+                   status: Optional[str] = None, queue: Optional[str] = None,
+                   metadata: Optional[Dict[str, str]] = None, priority: Optional[int] = None) -> BulkCount:
+        """Counts the jobs a bulk action with these filters would act on now
+        (POST /bulk with dry_run) and starts nothing: the count to confirm
+        before start_bulk."""
+        body = _bulk_body(action, filter, status, queue, metadata, priority)
+        body["dry_run"] = True
+        _, reply = self.request("POST", "/bulk", body)
+        return BulkCount(matched=int(reply.get("matched", 0)), exact=bool(reply.get("exact", False)))
+
+    def start_bulk(self, action: str, *, filter: Optional[str] = None,  # noqa: A002
+                   status: Optional[str] = None, queue: Optional[str] = None,
+                   metadata: Optional[Dict[str, str]] = None, priority: Optional[int] = None) -> Bulk:
+        """Starts a bulk action (POST /bulk): ``action`` ("cancel", "retry",
+        "delete" or "priority", which needs ``priority``) for every job the
+        filters match (the conditions of list, all must hold, at least one
+        given), applied by the leader in chunks from the newest job down,
+        across leader changes. Returns the action; get_bulk shows its
+        progress. A bad field raises WorkronError 400 naming it, a fifth
+        running action 409. Like every write, it is not resent once it may
+        have reached a node."""
+        _, reply = self.request("POST", "/bulk", _bulk_body(action, filter, status, queue, metadata, priority))
+        return Bulk.from_dict(reply)
+
+    def get_bulk(self, bulk_id: str) -> Bulk:
+        """Returns a bulk action with its progress; WorkronError 404 when
+        there is none (or it is no longer kept)."""
+        _, reply = self.request("GET", "/bulk/" + urllib.parse.quote(bulk_id, safe=""))
+        return Bulk.from_dict(reply)
+
+    def bulks(self) -> List[Bulk]:
+        """Returns the bulk actions the cluster keeps (the last 100), newest
+        first."""
+        _, reply = self.request("GET", "/bulk")
+        return [Bulk.from_dict(b) for b in reply.get("bulks") or []]
+
+    def stop_bulk(self, bulk_id: str) -> Bulk:
+        """Stops a running bulk action before its next chunk (POST
+        /bulk/{id}/stop) and returns it; stopping one that ended changes
+        nothing."""
+        _, reply = self.request("POST", "/bulk/" + urllib.parse.quote(bulk_id, safe="") + "/stop", {})
+        return Bulk.from_dict(reply)
+
+    def wait_bulk(self, bulk_id: str, *, timeout: Optional[float] = None, poll: float = 0.5) -> Bulk:
+        """Polls a bulk action until it is no longer running and returns it.
+        Raises TimeoutError after timeout seconds."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            b = self.get_bulk(bulk_id)
+            if not b.running:
+                return b
+            if deadline is not None and time.monotonic() >= deadline:
+                raise TimeoutError(f"bulk action {bulk_id} still running after {timeout}s ({b.matched} matched)")
+            time.sleep(poll if deadline is None else max(0.0, min(poll, deadline - time.monotonic())))
 
     # ---- queues and workers
 
@@ -945,6 +1105,23 @@ class Client:
     def _report(self, job_id: str, action: str, body: Dict[str, Any]) -> Job:
         _, reply = self.request("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/{action}", body)
         return Job.from_dict(reply)
+
+
+def _job_query(filter_: Optional[str], status: Optional[str], queue: Optional[str],
+               metadata: Optional[Dict[str, str]], cursor: Optional[str], limit: Optional[int]) -> Dict[str, Any]:
+    """The query of GET /jobs and GET /jobs/count for these conditions."""
+    q: Dict[str, Any] = {"filter": filter_ or None, "status": status, "queue": queue, "limit": limit,
+                         "cursor": cursor}
+    for k, v in (metadata or {}).items():
+        q["metadata." + k] = v
+    return q
+
+
+def _bulk_body(action: str, filter_: Optional[str], status: Optional[str], queue: Optional[str],
+               metadata: Optional[Dict[str, str]], priority: Optional[int]) -> Dict[str, Any]:
+    """The body of POST /bulk; the server checks every field."""
+    return _drop_none({"action": action, "filter": filter_ or None, "status": status or None,
+                       "queue": queue or None, "metadata": metadata or None, "priority": priority})
 
 
 # The path prefixes of the reads ``stale_reads`` applies to.
