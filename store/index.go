@@ -345,6 +345,10 @@ func applyPostings(v []byte, ops []pendingOp) []byte {
 		op := o.op
 		low := op &^ dropLow
 		n := len(v) / 2
+		if op&dropLow == 0 && (n == 0 || postingLow(v, n-1) < uint64(low)) {
+			v = append(v, byte(low>>8), byte(low)) // a new job: the usual case
+			continue
+		}
 		i := sort.Search(n, func(i int) bool { return postingLow(v, i) >= uint64(low) })
 		has := i < n && postingLow(v, i) == uint64(low)
 		switch {
