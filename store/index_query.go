@@ -57,10 +57,10 @@ type ListQuery struct {
 	ScanBytes int
 }
 
-// joinStepsPerScan is how many index entries a list may step over for each
+// JoinStepsPerScan is how many index entries a list may step over for each
 // job its Scan budget lets it examine: walking keys costs about a
 // hundredth of decoding a record.
-const joinStepsPerScan = 100
+const JoinStepsPerScan = 100
 
 // seqWalker walks the seqs of one list of jobs down from the newest.
 type seqWalker interface {
@@ -365,7 +365,7 @@ func firstSeq(before uint64) uint64 {
 // the candidates the index gives for q.Status and q.Terms (see plan and
 // join) and checks each whole, with q.Match. A page that runs out of its
 // scan budget (q.Scan records examined, q.ScanBytes of them, or
-// joinStepsPerScan*q.Scan index entries) ends early, even empty, with the
+// JoinStepsPerScan*q.Scan index entries) ends early, even empty, with the
 // cursor of where it stopped. A bad term is ErrBadTerm.
 func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 	p, err := t.plan(&q)
@@ -378,7 +378,7 @@ func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 		scanned, scannedBytes int
 	)
 	seqs, jobs := t.tx.Bucket(bucketSeq), t.tx.Bucket(bucketJobs)
-	low, end, err := join(p.cursors, firstSeq(q.Before), q.After, joinStepsPerScan*q.Scan, func(seq uint64) error {
+	low, end, err := join(p.cursors, firstSeq(q.Before), q.After, JoinStepsPerScan*q.Scan, func(seq uint64) error {
 		if q.Limit > 0 && len(out) == q.Limit {
 			next = out[len(out)-1].Seq
 			return errStop
