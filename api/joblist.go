@@ -137,12 +137,12 @@ func (s *Server) countByReading(f *jobfilter.Filter, before uint64, scan int, no
 
 // countByIndex counts a filter whose terms say all it does
 // (jobfilter.Filter.OnlyTerms) from the search index: one count per stored
-// status (the filter's, if it names one), in one read, reading no job
-// record but the pending ones, which it must read to tell pending from
-// scheduled (the run time). The counts share store.JoinStepsPerScan*scan
-// index entries, and the pending one reads at most scan records; ok is
-// false, and the caller counts by reading (countByReading), when one of
-// them did not get to the end.
+// status (the filter's, if it names one), in one read, reading nothing of
+// the jobs but the heads of the pending ones, whose run time tells pending
+// from scheduled. The counts share store.JoinStepsPerScan*scan index
+// entries, and the pending one reads at most scan heads; ok is false, and
+// the caller counts by reading (countByReading), when one of them did not
+// get to the end.
 func (s *Server) countByIndex(f *jobfilter.Filter, before uint64, scan int, now int64) (out wire.JobCount, ok bool, err error) {
 	base := storeQuery(f, store.ListQuery{Before: before})
 	base.Match = nil // the terms say all of it
@@ -151,28 +151,29 @@ func (s *Server) countByIndex(f *jobfilter.Filter, before uint64, scan int, now 
 		statuses = []store.Status{base.Status}
 	}
 	scheduled := 0
-	qs, budgets := make([]store.ListQuery, len(statuses)), make([]int, len(statuses))
+	cs := make([]store.Count, len(statuses))
 	for i, st := range statuses {
-		qs[i], budgets[i] = base, store.JoinStepsPerScan*scan/len(statuses)
-		qs[i].Status = st
+		cs[i].Query, cs[i].Budget = base, store.JoinStepsPerScan*scan/len(statuses)
+		cs[i].Query.Status = st
 		if st == store.StatusPending {
-			budgets[i] = scan
-			qs[i].Match = func(j *store.Job) bool {
-				if jobfilter.ShownStatus(j, now) == "scheduled" {
+			cs[i].Budget = scan
+			cs[i].Head = func(h *store.JobHead) {
+				if h.RunAt > now { // as jobfilter.ShownStatus
 					scheduled++
 				}
 				out.Scanned++
-				return true
 			}
 		}
 	}
-	ns, exact, err := s.state.CountJobsEach(qs, budgets)
-	if err != nil || !exact {
+	if err := s.state.CountEach(cs); err != nil {
 		return wire.JobCount{}, false, err
 	}
 	out.ByStatus, out.Exact = map[string]int{}, true
 	for i, st := range statuses {
-		n := ns[i]
+		if !cs[i].Exact {
+			return wire.JobCount{}, false, nil
+		}
+		n := cs[i].N
 		if st == store.StatusPending {
 			n -= scheduled
 			if scheduled > 0 {
@@ -182,7 +183,7 @@ func (s *Server) countByIndex(f *jobfilter.Filter, before uint64, scan int, now 
 		if n > 0 {
 			out.ByStatus[string(st)] = n
 		}
-		out.Count += ns[i]
+		out.Count += cs[i].N
 	}
 	return out, true, nil
 }

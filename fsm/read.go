@@ -134,22 +134,10 @@ func (f *FSM) CountJobs(q store.ListQuery, budget int) (n int, exact bool, next 
 	return n, exact, next, err
 }
 
-// CountJobsEach counts each of qs as CountJobs does, qs[i] within
-// budgets[i], all in one read of the state so that the counts add up:
-// ns[i] is its count, and exact says every count got to the end.
-func (f *FSM) CountJobsEach(qs []store.ListQuery, budgets []int) (ns []int, exact bool, err error) {
-	ns, exact = make([]int, len(qs)), true
-	err = f.view(func(tx *store.Tx) error {
-		for i, q := range qs {
-			n, done, _, err := tx.CountJobs(q, budgets[i])
-			if err != nil {
-				return err
-			}
-			ns[i], exact = n, exact && done
-		}
-		return nil
-	})
-	return ns, exact, err
+// CountEach makes each count of cs in one read of the state, so that
+// they add up; see store.Tx.CountEach.
+func (f *FSM) CountEach(cs []store.Count) error {
+	return f.view(func(tx *store.Tx) error { return tx.CountEach(cs) })
 }
 
 // Worker returns a registered worker, or an error matching ErrWorkerNotFound.
