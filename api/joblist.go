@@ -89,11 +89,35 @@ func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	scanBudget := budget(s.cfg.CountScan, MaxCountScan)
+	if f.OnlyTerms() {
+		out, ok, err := s.countByIndex(f, before, scanBudget, now)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if ok {
+			writeJSON(w, http.StatusOK, out)
+			return
+		}
+	}
+	out, err := s.countByReading(f, before, scanBudget, now)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// countByReading counts a filter by reading each job the index gives for
+// its terms (all of them, without one), at most scan of them or
+// MaxCountScanBytes of their records.
+func (s *Server) countByReading(f *jobfilter.Filter, before uint64, scan int, now int64) (wire.JobCount, error) {
 	out := wire.JobCount{ByStatus: map[string]int{}}
-	var scan scanTally
-	sq := storeQuery(f, store.ListQuery{Before: before, Scan: budget(s.cfg.CountScan, MaxCountScan), ScanBytes: MaxCountScanBytes})
+	var tally scanTally
+	sq := storeQuery(f, store.ListQuery{Before: before, Scan: scan, ScanBytes: MaxCountScanBytes})
 	keep := sq.Match
-	sq.Match = scan.counting(func(j *store.Job) bool {
+	sq.Match = tally.counting(func(j *store.Job) bool {
 		if keep == nil || keep(j) {
 			out.Count++
 			out.ByStatus[jobfilter.ShownStatus(j, now)]++
@@ -102,14 +126,66 @@ func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) {
 	})
 	_, next, err := s.state.ListJobs(sq)
 	if err != nil {
-		s.fail(w, r, err)
-		return
+		return wire.JobCount{}, err
 	}
-	out.Scanned, out.Exact = scan.n, next == 0
+	out.Scanned, out.Exact = tally.n, next == 0
 	if next != 0 {
-		out.NextCursor = strconv.FormatUint(scan.resumeAt(next), 10)
+		out.NextCursor = strconv.FormatUint(tally.resumeAt(next), 10)
 	}
-	writeJSON(w, http.StatusOK, out)
+	return out, nil
+}
+
+// countByIndex counts a filter whose terms say all it does
+// (jobfilter.Filter.OnlyTerms) from the search index: one count per stored
+// status (the filter's, if it names one), in one read, reading nothing of
+// the jobs but the heads of the pending ones, whose run time tells pending
+// from scheduled. The counts share store.JoinStepsPerScan*scan index
+// entries, and the pending one reads at most scan heads; ok is false, and
+// the caller counts by reading (countByReading), when one of them did not
+// get to the end.
+func (s *Server) countByIndex(f *jobfilter.Filter, before uint64, scan int, now int64) (out wire.JobCount, ok bool, err error) {
+	base := storeQuery(f, store.ListQuery{Before: before})
+	base.Match = nil // the terms say all of it
+	statuses := store.Statuses
+	if base.Status != "" {
+		statuses = []store.Status{base.Status}
+	}
+	scheduled := 0
+	cs := make([]store.Count, len(statuses))
+	for i, st := range statuses {
+		cs[i].Query, cs[i].Budget = base, store.JoinStepsPerScan*scan/len(statuses)
+		cs[i].Query.Status = st
+		if st == store.StatusPending {
+			cs[i].Budget = scan
+			cs[i].Head = func(h *store.JobHead) {
+				if h.RunAt > now { // as jobfilter.ShownStatus
+					scheduled++
+				}
+				out.Scanned++
+			}
+		}
+	}
+	if err := s.state.CountEach(cs); err != nil {
+		return wire.JobCount{}, false, err
+	}
+	out.ByStatus, out.Exact = map[string]int{}, true
+	for i, st := range statuses {
+		if !cs[i].Exact {
+			return wire.JobCount{}, false, nil
+		}
+		n := cs[i].N
+		if st == store.StatusPending {
+			n -= scheduled
+			if scheduled > 0 {
+				out.ByStatus["scheduled"] = scheduled
+			}
+		}
+		if n > 0 {
+			out.ByStatus[string(st)] = n
+		}
+		out.Count += cs[i].N
+	}
+	return out, true, nil
 }
 
 // storeQuery is where a filter meets the store's indexes: a status term

@@ -134,6 +134,12 @@ func (f *FSM) CountJobs(q store.ListQuery, budget int) (n int, exact bool, next 
 	return n, exact, next, err
 }
 
+// CountEach makes each count of cs in one read of the state, so that
+// they add up; see store.Tx.CountEach.
+func (f *FSM) CountEach(cs []store.Count) error {
+	return f.view(func(tx *store.Tx) error { return tx.CountEach(cs) })
+}
+
 // Worker returns a registered worker, or an error matching ErrWorkerNotFound.
 func (f *FSM) Worker(id string) (*store.Worker, error) {
 	var w *store.Worker

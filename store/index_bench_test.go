@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -53,8 +54,14 @@ func benchJob(seq uint64) *Job {
 	return j
 }
 
-// insertBench inserts jobs from seq first on, batch per transaction.
+// insertBench inserts jobs (benchJob) from seq first on, batch per
+// transaction.
 func insertBench(tb testing.TB, st *Store, first uint64, n, batch int) {
+	insertJobs(tb, st, first, n, batch, benchJob)
+}
+
+// insertJobs inserts job(seq) from seq first on, batch per transaction.
+func insertJobs(tb testing.TB, st *Store, first uint64, n, batch int, job func(seq uint64) *Job) {
 	tb.Helper()
 	for done := 0; done < n; {
 		err := st.Update(func(tx *Tx) error {
@@ -66,7 +73,7 @@ func insertBench(tb testing.TB, st *Store, first uint64, n, batch int) {
 				if seq != first+uint64(done) {
 					return fmt.Errorf("seq %d, want %d", seq, first+uint64(done))
 				}
-				if err := tx.InsertJob(benchJob(seq), seq); err != nil {
+				if err := tx.InsertJob(job(seq), seq); err != nil {
 					return err
 				}
 				done++
@@ -208,35 +215,64 @@ func BenchmarkSearchCount(b *testing.B) {
 
 // BenchmarkSearchIndexCost is the A/B of what the index costs the store's
 // part of a batch submit: each iteration inserts one batch of 1,000 jobs
-// (every job of another tenant, the index's worst case) into a copy of the
-// fixture that keeps the index and one into a copy that does not
-// (Store.noIndex), one after the other, and reports both rates and the
-// bytes of pages each commit wrote per job. fsm's BenchmarkSubmitBatch,
-// run with and without the tag workron_bench_noindex, measures the whole
-// apply.
+// into a copy of the fixture that keeps the index and one into a copy that
+// does not (Store.noIndex), one after the other, and reports both rates
+// and the bytes of pages each commit wrote per job. AnotherTenantEach
+// gives every job of a batch a tenant of its own, the index's worst case
+// (a new list per job); TenTenants gives the batch's jobs 10 tenants. fsm's
+// BenchmarkSubmitBatch, run with and without the tag
+// workron_bench_noindex, measures the whole apply.
 func BenchmarkSearchIndexCost(b *testing.B) {
 	path := searchFixture(b)
+	for _, c := range []struct {
+		name    string
+		tenants uint64
+	}{{"AnotherTenantEach", 1000}, {"TenTenants", 10}} {
+		b.Run(c.name, func(b *testing.B) {
+			job := func(seq uint64) *Job {
+				j := benchJob(seq)
+				j.Metadata["tenant"] = fmt.Sprintf("t%d", seq%c.tenants)
+				return j
+			}
+			indexCost(b, path, job)
+		})
+	}
+}
+
+func indexCost(b *testing.B, path string, job func(uint64) *Job) {
 	a, plain := openFixture(b, copyFile(b, path, "a")), openFixture(b, copyFile(b, path, "b"))
 	plain.noIndex = true
 	const batch = 1000
 	next := uint64(searchJobs()) + 1
-	var ta, tb time.Duration
+	var ta, tb, ca, cb time.Duration
 	wa, wb := a.BytesWritten(), plain.BytesWritten()
 	for b.Loop() {
-		start := time.Now()
-		insertBench(b, a, next, batch, batch)
-		ta += time.Since(start)
-		start = time.Now()
-		insertBench(b, plain, next, batch, batch)
-		tb += time.Since(start)
+		start, cpu := time.Now(), cpuTime()
+		insertJobs(b, a, next, batch, batch, job)
+		ta, ca = ta+time.Since(start), ca+cpuTime()-cpu
+		start, cpu = time.Now(), cpuTime()
+		insertJobs(b, plain, next, batch, batch, job)
+		tb, cb = tb+time.Since(start), cb+cpuTime()-cpu
 		next += batch
 	}
 	jobs := float64(next - uint64(searchJobs()) - 1)
 	b.ReportMetric(jobs/ta.Seconds(), "indexed-jobs/s")
 	b.ReportMetric(jobs/tb.Seconds(), "plain-jobs/s")
+	b.ReportMetric(float64(ca.Nanoseconds())/jobs, "indexed-cpu-ns/job")
+	b.ReportMetric(float64(cb.Nanoseconds())/jobs, "plain-cpu-ns/job")
 	b.ReportMetric(float64(a.BytesWritten()-wa)/jobs, "indexed-page-B/job")
 	b.ReportMetric(float64(plain.BytesWritten()-wb)/jobs, "plain-page-B/job")
 	b.ReportMetric(0, "ns/op")
+}
+
+// cpuTime is the CPU time the process has used: what a batch costs on a
+// machine whose other work would blur its wall-clock time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func copyFile(b *testing.B, src, name string) string {
@@ -287,4 +323,50 @@ func BenchmarkSearchIndexBuild(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/build")
+}
+
+// BenchmarkSearchCountByStatus counts as GET /jobs/count does a filter of
+// indexed terms (api countByIndex): one count per status in one read
+// (CountEach), the pending one reading each job's head to tell pending
+// from scheduled.
+func BenchmarkSearchCountByStatus(b *testing.B) {
+	st := openFixture(b, searchFixture(b))
+	for _, c := range []struct {
+		name  string
+		terms []IndexTerm
+	}{{"All", nil}, {"Queue", searchFilters[0].q.Terms}, {"Region", []IndexTerm{{Field: FieldMetadata, Key: "region", Value: "r1"}}}} {
+		b.Run(c.name, func(b *testing.B) {
+			ds := make([]time.Duration, 0, b.N)
+			var total, scheduled int
+			for b.Loop() {
+				start := time.Now()
+				total, scheduled = 0, 0
+				cs := make([]Count, len(Statuses))
+				for i, s := range Statuses {
+					cs[i].Query = ListQuery{Status: s, Terms: c.terms}
+					if s == StatusPending {
+						cs[i].Head = func(h *JobHead) {
+							if h.RunAt > 0 {
+								scheduled++
+							}
+						}
+					}
+				}
+				err := st.View(func(tx *Tx) error { return tx.CountEach(cs) })
+				ds = append(ds, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+				for _, c := range cs {
+					if !c.Exact {
+						b.Fatalf("count of %s not exact", c.Query.Status)
+					}
+					total += c.N
+				}
+			}
+			b.ReportMetric(float64(total), "matches")
+			b.ReportMetric(float64(scheduled), "scheduled")
+			reportLatency(b, ds)
+		})
+	}
 }

@@ -57,10 +57,10 @@ type ListQuery struct {
 	ScanBytes int
 }
 
-// joinStepsPerScan is how many index entries a list may step over for each
+// JoinStepsPerScan is how many index entries a list may step over for each
 // job its Scan budget lets it examine: walking keys costs about a
 // hundredth of decoding a record.
-const joinStepsPerScan = 100
+const JoinStepsPerScan = 100
 
 // seqWalker walks the seqs of one list of jobs down from the newest.
 type seqWalker interface {
@@ -365,7 +365,7 @@ func firstSeq(before uint64) uint64 {
 // the candidates the index gives for q.Status and q.Terms (see plan and
 // join) and checks each whole, with q.Match. A page that runs out of its
 // scan budget (q.Scan records examined, q.ScanBytes of them, or
-// joinStepsPerScan*q.Scan index entries) ends early, even empty, with the
+// JoinStepsPerScan*q.Scan index entries) ends early, even empty, with the
 // cursor of where it stopped. A bad term is ErrBadTerm.
 func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 	p, err := t.plan(&q)
@@ -378,7 +378,7 @@ func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 		scanned, scannedBytes int
 	)
 	seqs, jobs := t.tx.Bucket(bucketSeq), t.tx.Bucket(bucketJobs)
-	low, end, err := join(p.cursors, firstSeq(q.Before), q.After, joinStepsPerScan*q.Scan, func(seq uint64) error {
+	low, end, err := join(p.cursors, firstSeq(q.Before), q.After, JoinStepsPerScan*q.Scan, func(seq uint64) error {
 		if q.Limit > 0 && len(out) == q.Limit {
 			next = out[len(out)-1].Seq
 			return errStop
@@ -424,6 +424,36 @@ func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 // q.Before down to next (exclusive of nothing below it), and next is the
 // Before to count on from. A bad term is ErrBadTerm.
 func (t *Tx) CountJobs(q ListQuery, budget int) (n int, exact bool, next uint64, err error) {
+	return t.countJobs(q, budget, nil)
+}
+
+// Count is one count of CountEach: N of the jobs Query selects, within
+// Budget (as CountJobs), Exact when it got to the end. With Head, the
+// count also reads the head of each job it counts (JobHead, reused by the
+// next call), without the rest of its record, and passes it to Head; each
+// head read is a record examined.
+type Count struct {
+	Query  ListQuery
+	Budget int
+	Head   func(*JobHead)
+	N      int
+	Exact  bool
+}
+
+// CountEach makes each count of cs in this one read, so that they add up.
+func (t *Tx) CountEach(cs []Count) error {
+	for i := range cs {
+		c := &cs[i]
+		var err error
+		c.N, c.Exact, _, err = t.countJobs(c.Query, c.Budget, c.Head)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tx) countJobs(q ListQuery, budget int, head func(*JobHead)) (n int, exact bool, next uint64, err error) {
 	p, err := t.plan(&q)
 	if err != nil {
 		return 0, false, 0, err
@@ -431,9 +461,16 @@ func (t *Tx) CountJobs(q ListQuery, budget int) (n int, exact bool, next uint64,
 	decode := q.Match != nil || len(p.residual) > 0
 	taken := 0
 	seqs, jobs := t.tx.Bucket(bucketSeq), t.tx.Bucket(bucketJobs)
-	var stoppedAt uint64
+	var (
+		stoppedAt uint64
+		h         JobHead
+		names     interner
+	)
+	if head != nil && !decode {
+		names = make(interner)
+	}
 	low, end, err := join(p.cursors, firstSeq(q.Before), q.After, budget, func(seq uint64) error {
-		if !decode {
+		if !decode && head == nil {
 			n++
 			return nil
 		}
@@ -447,12 +484,24 @@ func (t *Tx) CountJobs(q ListQuery, budget int) (n int, exact bool, next uint64,
 		if id == nil || v == nil {
 			return fmt.Errorf("job of seq %d (%s): %w", seq, id, ErrNotFound)
 		}
+		if !decode {
+			if err := decodeJobHead(v, &h, names); err != nil {
+				return fmt.Errorf("job %s: %w", id, err)
+			}
+			n++
+			head(&h)
+			return nil
+		}
 		j := new(Job)
 		if err := decodeJob(v, j); err != nil {
 			return fmt.Errorf("job %s: %w", id, err)
 		}
 		if q.holds(j) {
 			n++
+			if head != nil {
+				h = j.Head()
+				head(&h)
+			}
 		}
 		return nil
 	})

@@ -52,6 +52,7 @@ func (e *Error) Column() int { return e.col }
 type Filter struct {
 	match func(*store.Job) bool // nil: every job
 	terms []Term
+	only  bool // the terms say all the filter does (see OnlyTerms)
 }
 
 // Match reports whether the filter keeps j.
@@ -70,6 +71,13 @@ func (f *Filter) Terms() []Term {
 	}
 	return f.terms
 }
+
+// OnlyTerms reports whether the filter keeps exactly the jobs that meet
+// all its Terms, so that an index serving every term counts its jobs
+// without reading them: its top level is a conjunction of terms, none of
+// them a status of pending or scheduled (which of the two a pending job
+// shows depends on its run time).
+func (f *Filter) OnlyTerms() bool { return f.Empty() || f.only }
 
 // Compile compiles a filter expression (see the package doc); now (Unix
 // nanoseconds) is the time "now" and "scheduled" mean. Blank text keeps
@@ -106,7 +114,8 @@ func compile(text string, now int64) (*Filter, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Filter{match: match, terms: mergeTerms(topTerms(ast.(grammar.Expression), now))}, nil
+	e := ast.(grammar.Expression)
+	return &Filter{match: match, terms: mergeTerms(topTerms(e, now)), only: onlyTerms(e, now)}, nil
 }
 
 // parseErrorAt reads the position bexpr's parser gives ("1:7 (6): rule
@@ -138,12 +147,13 @@ func parseError(err error, rw *rewritten, text string) error {
 // And is the conjunction of filters: it keeps what every one keeps, and
 // has the terms of all. Nil and empty filters are left out.
 func And(fs ...*Filter) *Filter {
-	var out Filter
+	out := Filter{only: true}
 	var matches []func(*store.Job) bool
 	for _, f := range fs {
 		if f.Empty() {
 			continue
 		}
+		out.only = out.only && f.only
 		matches = append(matches, f.match)
 		out.terms = append(out.terms, f.terms...)
 	}
@@ -189,5 +199,5 @@ func Equal(field, value string, now int64) (*Filter, error) {
 		}
 		return nil, err
 	}
-	return &Filter{match: match, terms: mergeTerms(topTerms(m, now))}, nil
+	return &Filter{match: match, terms: mergeTerms(topTerms(m, now)), only: onlyTerms(m, now)}, nil
 }

@@ -57,6 +57,19 @@ func topTerms(e grammar.Expression, now int64) []Term {
 	return nil
 }
 
+// onlyTerms reports whether e is a conjunction of terms that say all it
+// does (Filter.OnlyTerms).
+func onlyTerms(e grammar.Expression, now int64) bool {
+	switch n := e.(type) {
+	case *grammar.BinaryExpression:
+		return n.Operator == grammar.BinaryOpAnd && onlyTerms(n.Left, now) && onlyTerms(n.Right, now)
+	case *grammar.MatchExpression:
+		t, ok := term(n, now)
+		return ok && !(t.Field == FieldStatus && t.Value == "pending")
+	}
+	return false
+}
+
 // term is the Term of one match, if it has one; m compiled already.
 func term(m *grammar.MatchExpression, now int64) (Term, bool) {
 	if m.Operator != grammar.MatchEqual || m.Value == nil {
