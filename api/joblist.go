@@ -158,7 +158,7 @@ func (s *Server) countByIndex(f *jobfilter.Filter, before uint64, scan int, now 
 		if st == store.StatusPending {
 			cs[i].Budget = scan
 			cs[i].Head = func(h *store.JobHead) {
-				if h.RunAt > now { // as jobfilter.ShownStatus
+				if jobfilter.Scheduled(st, h.RunAt, now) {
 					scheduled++
 				}
 				out.Scanned++

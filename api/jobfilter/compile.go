@@ -119,10 +119,16 @@ var Statuses = []string{"blocked", "scheduled", "pending", "reserved", "running"
 // ShownStatus is the status the API shows for j at now: a pending job
 // whose run time is still ahead is "scheduled".
 func ShownStatus(j *store.Job, now int64) string {
-	if j.Status == store.StatusPending && j.RunAt > now {
+	if Scheduled(j.Status, j.RunAt, now) {
 		return "scheduled"
 	}
 	return string(j.Status)
+}
+
+// Scheduled reports whether a job of status st and run time runAt shows
+// as "scheduled" at now: pending, its run time ahead.
+func Scheduled(st store.Status, runAt, now int64) bool {
+	return st == store.StatusPending && runAt > now
 }
 
 // status compiles a match on the status the API shows (toWire's):
