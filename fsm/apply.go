@@ -99,6 +99,8 @@ func (a *applier) apply(c *Cmd) Result {
 		return a.bulkStep(c.BulkStep)
 	case OpBulkStop:
 		return a.bulkStop(c.BulkStop)
+	case OpRecordStep:
+		return a.recordStep(c.RecordStep)
 	}
 	// Decode refuses unknown ops, so this is a bug, not input.
 	panic(fmt.Sprintf("workron: unknown command %q at index %d", c.Op, a.index))

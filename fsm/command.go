@@ -82,6 +82,7 @@ type Cmd struct {
 	BulkStart       *BulkStart       `json:"bulk_start,omitempty"` // ProtocolBulk
 	BulkStep        *BulkStep        `json:"bulk_step,omitempty"`  // ProtocolBulk
 	BulkStop        *BulkStop        `json:"bulk_stop,omitempty"`  // ProtocolBulk
+	RecordStep      *RecordStep      `json:"step,omitempty"`       // ProtocolSteps, steps.go
 }
 
 // Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
@@ -369,6 +370,8 @@ func (c *Cmd) valid() bool {
 		return c.BulkStep != nil
 	case OpBulkStop:
 		return c.BulkStop != nil
+	case OpRecordStep:
+		return c.RecordStep != nil
 	}
 	return false
 }

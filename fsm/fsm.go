@@ -53,6 +53,9 @@ type Result struct {
 	Next []byte
 	// Bulk, for the bulk action commands, is the action after the command.
 	Bulk *store.Bulk
+	// Step, for record_step, is the step recorded, or the one recorded
+	// before (with ErrStepRecorded).
+	Step *store.Step
 }
 
 // Action tells a worker to act on a job it runs.

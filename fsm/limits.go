@@ -67,6 +67,8 @@ func checkKeys(c *Cmd) error {
 		return keyLen("key", c.LiftPauses.Key, true)
 	case OpFire:
 		return keyLen("job", c.Fire.JobID, true)
+	case OpRecordStep:
+		return keyLen("job", c.RecordStep.JobID, false)
 	}
 	return nil
 }

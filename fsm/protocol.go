@@ -29,6 +29,7 @@ var opProtocol = map[Op]int{
 	OpBulkStart:              ProtocolBulk,
 	OpBulkStep:               ProtocolBulk,
 	OpBulkStop:               ProtocolBulk,
+	OpRecordStep:             ProtocolSteps,
 }
 
 // protocol is the least protocol a node needs to apply op.

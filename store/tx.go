@@ -151,10 +151,14 @@ func (t *Tx) UpdateJob(j *Job, prev Status, index uint64) error {
 	return t.reindexStatus(j, prev)
 }
 
-// DeleteJob removes a job, its index entries and its dependency edges both
+// DeleteJob removes a job, its index entries, its journal of steps
+// (steps.go) and its dependency edges both
 // ways (its idempotency key is the caller's to keep or drop).
 func (t *Tx) DeleteJob(j *Job) error {
 	if err := t.deleteEdges(j); err != nil {
+		return err
+	}
+	if err := t.DeleteSteps(j.ID); err != nil {
 		return err
 	}
 	if err := t.tx.Bucket(bucketJobs).Delete([]byte(j.ID)); err != nil {
