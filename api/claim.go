@@ -177,6 +177,7 @@ func (s *Server) handleClaim(w http.ResponseWriter, r *http.Request) {
 	}
 	out.Jobs = toWireList(jobs, s.now())
 	s.withParentResults(out.Jobs)
+	s.withJournals(out.Jobs, wire.MaxClaimJournalSteps, wire.MaxClaimReplyJournalSteps)
 	writeClaimReply(w, http.StatusOK, out)
 }
 

@@ -14,6 +14,8 @@ import (
 // table relating the two, which the status table of docs/api.md shows.
 var statuses = map[string]int{
 	wire.CodeInvalid:              http.StatusBadRequest,
+	wire.CodeStepRecorded:         http.StatusConflict,
+	wire.CodeJournalFull:          http.StatusConflict,
 	wire.CodeBadBackup:            http.StatusBadRequest,
 	wire.CodeUnauthorized:         http.StatusUnauthorized,
 	wire.CodeForbidden:            http.StatusForbidden,
@@ -101,6 +103,10 @@ func reply(err error) (code, msg string) {
 		return wire.CodeConflict, err.Error() + " (at most 4): wait for one to end, or stop one (POST /bulk/{id}/stop)"
 	case errors.Is(err, fsm.ErrConflict):
 		return wire.CodeConflict, err.Error()
+	case errors.Is(err, fsm.ErrStepRecorded):
+		return wire.CodeStepRecorded, err.Error()
+	case errors.Is(err, fsm.ErrJournalFull):
+		return wire.CodeJournalFull, err.Error()
 	case nothingDone(err):
 		return wire.CodeNoLeader, msgNoLeader
 	case errors.As(err, &ue):

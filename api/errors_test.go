@@ -87,6 +87,8 @@ func TestReplyMapsEveryError(t *testing.T) {
 		{fmt.Errorf("job j1: %w", fsm.ErrForbidden), wire.CodeForbidden, "job j1: forbidden"},
 		{fmt.Errorf("job j1: %w", fsm.ErrNotRunning), wire.CodeNotRunning, "job j1: job is not running"},
 		{&fsm.StateError{JobID: "j1", Status: "done", Op: "cancel"}, wire.CodeConflict, "cannot cancel job j1: it is done"},
+		{fmt.Errorf("job j1 step a: %w", fsm.ErrStepRecorded), wire.CodeStepRecorded, "job j1 step a: step already recorded"},
+		{&fsm.JournalFullError{JobID: "j1", Limit: "max_steps_per_job", Have: 3, Max: 3}, wire.CodeJournalFull, "job j1: the journal holds 3 of max_steps_per_job = 3: the step was not recorded"},
 		{&fsm.ValidationError{Field: "queue", Reason: "too long"}, wire.CodeInvalid, "queue: too long"},
 		{invalid("max", "must be positive"), wire.CodeInvalid, "max: must be positive"},
 		{&badRequest{reason: "too big", tooBig: true}, wire.CodeTooLarge, "too big"},

@@ -267,6 +267,10 @@ func appendJobFast(b []byte, j *wire.Job) ([]byte, bool) {
 		b = append(b, `,"parent_results_truncated":true`...)
 	}
 	str(`"parent_results_cursor":`, j.ParentResultsCursor, true)
+	part(`"journal":`, j.Journal != nil, func(b []byte) ([]byte, bool) {
+		enc, err := json.Marshal(j.Journal)
+		return append(b, enc...), err == nil
+	})
 	return append(b, '}'), ok
 }
 

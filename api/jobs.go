@@ -232,7 +232,9 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	traceJobs(r.Context(), j)
 	out := toWire(j, s.now())
 	s.waitView().explain(&out, j)
-	writeJSON(w, http.StatusOK, out)
+	one := []wire.Job{out}
+	s.withJournals(one, wire.MaxJobJournalSteps, wire.MaxJobJournalSteps)
+	writeJSON(w, http.StatusOK, one[0])
 }
 
 // handleCancel cancels a job and, unless ?cascade=false, its blocked

@@ -37,6 +37,13 @@ const (
 	// CodeLeaseRequired (409): a heartbeat or report without the lease of
 	// a job claimed with POST /jobs/claim; nothing was done.
 	CodeLeaseRequired = "lease_required"
+	// CodeStepRecorded (409): the step was recorded before; the reply
+	// (StepRecorded) carries the recorded one, which the caller uses.
+	CodeStepRecorded = "step_recorded"
+	// CodeJournalFull (409): recording the step would pass a bound of the
+	// job's journal (max_steps_per_job, max_journal_bytes), which the
+	// sentence names; nothing was done.
+	CodeJournalFull = "journal_full"
 	// CodeTooLarge (413): the body is over its limit.
 	CodeTooLarge = "too_large"
 	// CodeUnsupportedMediaType (415): a write whose Content-Type is not
@@ -79,7 +86,7 @@ const (
 var Codes = []string{
 	CodeInvalid, CodeBadBackup, CodeUnauthorized, CodeForbidden, CodeCrossOrigin,
 	CodeHostNotAllowed, CodeNotFound, CodeStaleLease, CodeStaleEpoch, CodeNotRunning,
-	CodeConflict, CodeLeaseRequired, CodeTooLarge, CodeUnsupportedMediaType, CodeOverloaded,
+	CodeConflict, CodeLeaseRequired, CodeStepRecorded, CodeJournalFull, CodeTooLarge, CodeUnsupportedMediaType, CodeOverloaded,
 	CodeTooManyWorkers, CodeInternal, CodeNoLeader, CodeRemoved,
 	CodeBusy, CodeUpgradeInProgress, CodeCatchingUp, CodeOutcomeUnknown,
 }

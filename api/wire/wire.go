@@ -185,6 +185,9 @@ type Job struct {
 	// every parent's result exactly once.
 	ParentResultsTruncated bool   `json:"parent_results_truncated,omitempty"`
 	ParentResultsCursor    string `json:"parent_results_cursor,omitempty"`
+	// Journal is the job's recorded steps (steps.go): set, in a claim
+	// reply and GET /jobs/{id}, when it has any.
+	Journal *Journal `json:"journal,omitempty"`
 }
 
 // Bounds of the parent results a reply carries, in bytes of JSON (each
