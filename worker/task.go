@@ -202,6 +202,7 @@ func (w *Worker) runHandler(ctx context.Context, job wire.Job) (out outcome) {
 		ParentResults: job.ParentResults,
 		TraceParent:   job.TraceParent,
 		progress:      progressOf(ctx),
+		journal:       newJournal(w.client, &job),
 	}
 	err := h(ctx, hj)
 	if err == nil {

@@ -64,6 +64,7 @@ type Job struct {
 	TraceParent string
 
 	progress *progressSlot   // nil: not given by a Worker
+	journal  *journal        // nil: not given by a Worker (steps.go)
 	result   json.RawMessage // set by SetResult
 }
 
