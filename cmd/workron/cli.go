@@ -363,6 +363,7 @@ func (c *cli) printJob(j *wire.Job) {
 	row("last_error", j.LastError)
 	tw.Flush()
 	c.printAttempts(j.AttemptHistory) // cli_show.go
+	c.printJournal(j.Journal)
 	if j.Output != "" {
 		fmt.Fprintf(c.out, "output:\n%s", j.Output)
 		if !strings.HasSuffix(j.Output, "\n") {

@@ -128,6 +128,35 @@ func TestCLIRoughEdges(t *testing.T) {
 		}
 	})
 
+	t.Run("JobsGetShowsTheJournal", func(t *testing.T) {
+		id := strings.TrimSpace(must(t, "submit", "--queue", "edges-steps", "--", "true"))
+		var res wire.ClaimResponse
+		clustertest.WaitFor(t, 10*time.Second, func() error {
+			decodeInto(t, post(t, hc, server+"/jobs/claim", wire.ClaimRequest{WorkerID: "w-steps", Queues: []string{"edges-steps"}, Shell: true}), &res)
+			if len(res.Jobs) != 1 {
+				return fmt.Errorf("claimed %d jobs", len(res.Jobs))
+			}
+			return nil
+		})
+		body := fmt.Sprintf(`{"lease":%d,"result":"ch_1","duration_ms":1500,"attempts":2}`, res.Jobs[0].Lease)
+		req, _ := http.NewRequest(http.MethodPut, server+"/jobs/"+id+"/steps/charge", strings.NewReader(body))
+		resp, err := hc.Do(req)
+		if err != nil || resp.StatusCode != http.StatusCreated {
+			t.Fatalf("PUT step: %v %v", resp, err)
+		}
+		resp.Body.Close()
+		out := must(t, "jobs", "get", id)
+		for _, want := range []string{
+			`(?m)^steps: 1 recorded, 12 bytes$`,
+			`(?m)^  STEP\s+STATUS\s+TRIES\s+ATTEMPT\s+RECORDED\s+TOOK\s+SIZE$`,
+			`(?m)^  charge\s+ok\s+2\s+1\s+\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\s+1\.5s\s+6$`,
+		} {
+			if !regexp.MustCompile(want).MatchString(out) {
+				t.Errorf("jobs get of a job with a step: no line matches %s\n%s", want, out)
+			}
+		}
+	})
+
 	t.Run("WorkersShowResourcesAndTags", func(t *testing.T) {
 		post(t, hc, server+"/workers/register", wire.Worker{ID: "w-gpu", Queues: []string{"gpu"}, Tags: []string{"a100", "evil\x1b]0;pwned\x07\tx"},
 			Resources: wire.Resources{Slots: 2, CPUMillis: 2500, MemoryMB: 8192, VRAMMB: 24000}})

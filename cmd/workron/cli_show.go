@@ -32,6 +32,28 @@ func (c *cli) printAttempts(h []wire.Attempt) {
 	tw.Flush()
 }
 
+// printJournal lists a job's recorded durable steps as GET /jobs/{id}
+// gives them (the first 100 in key order): each step's key, status,
+// tries, the job's attempt that recorded it, when, how long, and the size
+// of its result.
+func (c *cli) printJournal(jr *wire.Journal) {
+	if jr == nil {
+		return
+	}
+	more := ""
+	if jr.Truncated {
+		more = fmt.Sprintf(", the first %d shown (GET /jobs/{id}/steps lists them all)", len(jr.Steps))
+	}
+	fmt.Fprintf(c.out, "steps: %d recorded, %d bytes%s\n", jr.Count, jr.Bytes, more)
+	tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  STEP\tSTATUS\tTRIES\tATTEMPT\tRECORDED\tTOOK\tSIZE")
+	for _, s := range jr.Steps {
+		took := (time.Duration(s.DurationMillis) * time.Millisecond).String()
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\t%d\n", cell(s.Key), cell(s.Status), s.Attempts, s.JobAttempt, when(s.RecordedAt), took, s.Size)
+	}
+	tw.Flush()
+}
+
 // outcome says how an attempt ended: its status, "expired" when the
 // cluster ended it rather than its worker, and "not counted" when it did
 // not count against max_attempts.
