@@ -23,7 +23,7 @@ from .client import (
 )
 from .gang import Gang
 from .tracing import TraceHook, valid_traceparent
-from .worker import JobContext, NoRetry, RateLimited, Snooze, Worker
+from .worker import JobContext, NoRetry, RateLimited, Snooze, StepFailed, Worker
 
 __all__ = [
     "Backoff",
@@ -43,6 +43,7 @@ __all__ = [
     "Resources",
     "Schedule",
     "Snooze",
+    "StepFailed",
     "TraceHook",
     "Worker",
     "WorkronError",

@@ -1102,6 +1102,39 @@ class Client:
                                 query={"epoch": epoch})
         return Job.from_dict(reply)
 
+    def record_step(self, job_id: str, key: str, lease: int, *, result: Any = None, failed: bool = False,
+                    attempts: int = 1, duration_ms: int = 0) -> Tuple[Dict[str, Any], bool]:
+        """Records step key of the running attempt with this lease (PUT
+        /jobs/{id}/steps/{key}; committed before it returns) and returns the
+        step as the journal keeps it, and True; or, when the step was
+        recorded before, that record (with its result), which the caller
+        must use instead, and False. 409 stale_lease when the attempt moved
+        on; 409 journal_full at a journal's bound; 413 for a result over
+        256 KiB. Resending is safe."""
+        body = _drop_none({"lease": lease, "status": "failed" if failed else None, "result": result,
+                           "attempts": attempts, "duration_ms": duration_ms or None})
+        try:
+            _, reply = self.request("PUT", _step_path(job_id, key), body)
+        except WorkronError as e:
+            if e.code != "step_recorded":
+                raise
+            return self.step(job_id, key), False
+        return dict(reply or {}), True
+
+    def step(self, job_id: str, key: str) -> Dict[str, Any]:
+        """Returns one recorded step with its result (GET
+        /jobs/{id}/steps/{key}); 404 not_found when it is not recorded."""
+        _, reply = self.request("GET", _step_path(job_id, key))
+        return dict(reply or {})
+
+    def steps(self, job_id: str, cursor: str = "", *, limit: Optional[int] = None) -> Tuple[List[Dict[str, Any]], str]:
+        """Returns one page of a job's journal (GET /jobs/{id}/steps) in key
+        order, without results, and the cursor of the next page ("" after
+        the last)."""
+        _, reply = self.request("GET", f"/jobs/{urllib.parse.quote(job_id, safe='')}/steps",
+                                query={"cursor": cursor or None, "limit": limit})
+        return list(reply.get("steps") or []), reply.get("next_cursor", "")
+
     def _report(self, job_id: str, action: str, body: Dict[str, Any]) -> Job:
         _, reply = self.request("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/{action}", body)
         return Job.from_dict(reply)
@@ -1122,6 +1155,10 @@ def _bulk_body(action: str, filter_: Optional[str], status: Optional[str], queue
     """The body of POST /bulk; the server checks every field."""
     return _drop_none({"action": action, "filter": filter_ or None, "status": status or None,
                        "queue": queue or None, "metadata": metadata or None, "priority": priority})
+
+
+def _step_path(job_id: str, key: str) -> str:
+    return f"/jobs/{urllib.parse.quote(job_id, safe='')}/steps/{urllib.parse.quote(key, safe='')}"
 
 
 # The path prefixes of the reads ``stale_reads`` applies to.

@@ -103,6 +103,24 @@ class Snooze(Exception):
         self.after = after
 
 
+class StepFailed(NoRetry):
+    """A step recorded as failed (its function raised NoRetry): ``step`` is
+    its key, ``message`` the error it raised. A handler that lets it out
+    fails the job for good."""
+
+    def __init__(self, step: str, message: str) -> None:
+        super().__init__(f"step {step} failed: {message}")
+        self.step = step
+        self.message = message
+
+
+def _step_outcome(rec: Dict[str, Any]) -> Any:
+    """What JobContext.step returns for a recorded step."""
+    if rec.get("status") == "failed":
+        raise StepFailed(rec.get("key", ""), str(rec.get("result", "")))
+    return rec.get("result")
+
+
 @dataclass
 class JobContext:
     """The job a handler runs, and ``stopping``: set when the handler
@@ -128,6 +146,43 @@ class JobContext:
     _progress_seq: int = field(default=0, repr=False)
     _progress_sent: int = field(default=0, repr=False)
     _progressed: Optional[threading.Event] = field(default=None, repr=False)  # the worker's, set at each update
+    _client: Optional[Client] = field(default=None, repr=False)  # set by the Worker: steps record through it
+    _steps_seen: Dict[str, int] = field(default_factory=dict, repr=False)
+
+    def step(self, name: str, fn: Callable[[], Any]) -> Any:
+        """Runs fn as step ``name`` of the job's journal, or returns what an
+        earlier attempt recorded for it without running it (durable steps,
+        docs/workers.md). The n-th step of one name in an attempt is
+        "name#n" (the first is "name"). fn's return value (JSON) is recorded,
+        committed before step returns it; if another attempt recorded the
+        step first, its value is returned instead. When fn raises NoRetry
+        the step is recorded failed and StepFailed (a NoRetry) is raised,
+        in this attempt and every later one; any other exception records
+        nothing and fails the attempt. A JobContext not given by a Worker
+        runs fn and returns its value."""
+        if self._client is None:
+            return fn()
+        self._steps_seen[name] = self._steps_seen.get(name, 0) + 1
+        n = self._steps_seen[name]
+        key = name if n == 1 else f"{name}#{n}"
+        journal = self.job.raw.get("journal") or {}
+        listed = {s.get("key"): s for s in journal.get("steps") or []}
+        complete = not journal.get("truncated") and len(listed) == int(journal.get("count", 0))
+        if key in listed or not complete:
+            try:
+                return _step_outcome(self._client.step(self.job.id, key))
+            except WorkronError as e:
+                if e.code != "not_found":
+                    raise
+        began = time.monotonic()
+        try:
+            value, failed = fn(), False
+        except NoRetry as e:
+            value, failed = str(e), True
+        took = int((time.monotonic() - began) * 1000)
+        rec, _ = self._client.record_step(self.job.id, key, self.job.lease, result=value, failed=failed,
+                                          duration_ms=took)
+        return _step_outcome(rec)
 
     def progress(self, percent: int, message: str = "") -> None:
         """Records how far the job is: percent from 0 to 100 (held to those
@@ -456,7 +511,8 @@ class Worker:
 
     def _start(self, job: Job) -> None:
         """Starts job's handler or command; called with the lock held."""
-        task = _Task(JobContext(job, traceparent=job.traceparent, _progressed=self._progressed))
+        task = _Task(JobContext(job, traceparent=job.traceparent, _progressed=self._progressed,
+                                _client=self.client))
         self._jobs_began.set()
         self._with_checkpoint(task)
         self._running[task.key] = task
