@@ -61,8 +61,16 @@ func (a *applier) expiry(j *store.Job) {
 // idempotency keys unless unique_for still holds them. A failed or
 // cancelled job finished less than d.KeepFailed ago is kept: its expiry
 // moves to the end of that floor.
+//
+// A delete stops before a job whose journal of durable steps (steps.go)
+// would take the steps it deleted past maxDeleteStepKeys, having deleted at
+// least one: a job's journal is deleted with it, key by key, and 1,000 jobs
+// of 10,000 steps would make one entry's apply delete ten million keys. It
+// only counts journals, which exist only once every node runs
+// ProtocolSteps, so a delete of jobs without one applies as before.
 func (a *applier) deleteJobs(d *Delete) Result {
 	var r Result
+	spent := 0
 	for _, id := range d.IDs {
 		j, err := a.tx.Job(id)
 		if err != nil || !j.Status.Finished() || j.ExpireAt == 0 || j.ExpireAt > a.now {
@@ -73,6 +81,12 @@ func (a *applier) deleteJobs(d *Delete) Result {
 			a.must(a.tx.UpdateJob(j, j.Status, a.index))
 			r.Kept++
 			continue
+		}
+		if steps := a.tx.Journal(j.ID).Steps; steps > 0 {
+			if spent > 0 && spent+steps > maxDeleteStepKeys {
+				break // the rest stay expired, for the next delete
+			}
+			spent += steps
 		}
 		a.removeJob(j)
 		r.Deleted++

@@ -42,6 +42,10 @@ const (
 	MaxStepAttempts = 1_000_000
 )
 
+// maxDeleteStepKeys is the most journal steps one retention delete removes
+// with their jobs (retention.go); a var so that tests can lower it.
+var maxDeleteStepKeys = 100_000
+
 // Errors of steps.
 var (
 	// ErrStepRecorded means the step was recorded already; the Result's

@@ -165,6 +165,34 @@ func TestSteps(t *testing.T) {
 		}
 	})
 
+	t.Run("ADeleteStopsAtItsBudgetOfJournalSteps", func(t *testing.T) {
+		fsm.SetMaxDeleteStepKeys(t, 5)
+		h := setup(t)
+		h.ok(register(store.Worker{ID: "w1", Slots: 10}))
+		var ids []string
+		for i := range 4 {
+			h.submit(fsm.NewJob{ID: "order-" + strconv.Itoa(i), Command: "a", Retention: int64(time.Minute)})
+		}
+		for _, j := range h.claim(fsm.Claim{WorkerID: "w1", Max: 4}) {
+			ids = append(ids, j.ID)
+			for k := range 3 {
+				h.ok(recordStep(fsm.RecordStep{JobID: j.ID, Lease: j.Lease, Key: "s" + strconv.Itoa(k)}))
+			}
+			h.ok(succeed(j.ID, j.Lease))
+		}
+		// 3 steps each, 5 a delete: the first delete takes one job, the
+		// second one more (always at least one), ...
+		h.at(time.Hour)
+		for want := range []int{1, 1, 1, 1} {
+			if r := h.ok(deleteCmd(ids...)); r.Deleted != 1 {
+				t.Fatalf("delete %d removed %d jobs, want 1", want, r.Deleted)
+			}
+		}
+		if r := h.ok(deleteCmd(ids...)); r.Deleted != 0 {
+			t.Fatalf("a delete after all were gone removed %d", r.Deleted)
+		}
+	})
+
 	t.Run("TwoReplicasAgree", func(t *testing.T) {
 		a, b := setup(t), setup(t)
 		for _, h := range []*harness{a, b} {
