@@ -43,8 +43,14 @@ const (
 )
 
 // maxDeleteStepKeys is the most journal steps one retention delete removes
-// with their jobs (retention.go); a var so that tests can lower it.
+// with their jobs (retention.go), and one bulk delete step as the leader
+// cuts it (MaxDeleteStepKeys); a var so that tests can lower it.
 var maxDeleteStepKeys = 100_000
+
+// MaxDeleteStepKeys is the most journal steps one entry that deletes jobs
+// should remove with them: a journal is deleted key by key, so the leader
+// cuts a bulk delete's steps at this many (leader/bulk.go).
+func MaxDeleteStepKeys() int { return maxDeleteStepKeys }
 
 // Errors of steps.
 var (

@@ -17,6 +17,8 @@ type BulkerState interface {
 	Bulks() []*store.Bulk
 	// ListJobs returns a page of jobs, newest first (store.ListQuery).
 	ListJobs(q store.ListQuery) ([]*store.Job, uint64, error)
+	// Journal returns the totals of a job's journal of durable steps.
+	Journal(jobID string) (store.JournalTotals, error)
 }
 
 // Compile turns a bulk action's selector text into the query its walk
@@ -153,9 +155,17 @@ func (b *Bulker) step(ctx context.Context, op *store.Bulk) bool {
 		return false
 	}
 	st := &fsm.BulkStep{ID: op.ID, From: op.Cursor, Next: next}
-	size := 0
+	size, steps := 0, 0
 	for i, j := range jobs {
-		if size += len(j.ID); size > fsm.MaxBulkChunkBytes && i > 0 {
+		size += len(j.ID)
+		if op.Action == fsm.BulkDelete {
+			// A job's journal is deleted with it, key by key: a step
+			// deletes at most MaxDeleteStepKeys of them (and one job).
+			if t, err := b.cfg.State.Journal(j.ID); err == nil {
+				steps += int(t.Steps)
+			}
+		}
+		if i > 0 && (size > fsm.MaxBulkChunkBytes || steps > fsm.MaxDeleteStepKeys()) {
 			st.Next = jobs[i-1].Seq // the walk goes on below the last id named
 			break
 		}
