@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
-	"hash/maphash"
 	"slices"
 	"sort"
 )
@@ -171,13 +170,9 @@ func indexKeyCount(j *Job) int {
 
 // indexPending gathers a write transaction's changes to the lists: the
 // lists changed, and each change (a low to add or, with dropLow, to drop)
-// in order. A list is found by its key's hash (at, then the chain in next
-// on a shared hash), so that noting a change allocates nothing: a map of
-// string keys would copy each new key into a string.
+// in order.
 type indexPending struct {
-	seed maphash.Seed
-	at   map[uint64]int32 // hash of a key -> the last list noted with it
-	next []int32          // per list: the list before it with its hash, or -1
+	at   map[string]int32 // key -> its index in keys
 	keys [][]byte         // in the arena
 	ops  []pendingOp
 	// scratch of flushIndex, kept for the next transaction
@@ -193,61 +188,33 @@ type pendingOp struct {
 
 const dropLow = 1 << 15
 
-// indexFill is how full bbolt packs the index's pages when it splits them
-// (its default is half): new lists go to the end of their kind's keys, in
-// the newest epoch, so a page once split is rarely written to again, and
-// half-empty pages would double the bytes a batch writes.
-const indexFill = 0.9
-
 // reset empties ix for the next transaction, keeping its room.
 func (ix *indexPending) reset() {
 	if ix == nil {
 		return
 	}
 	clear(ix.at)
-	ix.next, ix.keys, ix.ops = ix.next[:0], ix.keys[:0], ix.ops[:0]
+	ix.keys, ix.ops = ix.keys[:0], ix.ops[:0]
 }
 
 // pend notes a change to the list at key.
 func (t *Tx) pend(key []byte, low uint64, drop bool) {
 	if t.ix == nil {
-		t.ix = &indexPending{seed: maphash.MakeSeed(), at: map[uint64]int32{}}
+		t.ix = &indexPending{at: map[string]int32{}}
 	}
 	ix := t.ix
-	h := maphash.Bytes(ix.seed, key)
-	list, ok := ix.list(h, key)
+	list, ok := ix.at[string(key)]
 	if !ok {
-		list = ix.add(h, t.keepBytes(key))
+		list = int32(len(ix.keys))
+		kept := t.keepBytes(key)
+		ix.at[string(kept)] = list
+		ix.keys = append(ix.keys, kept)
 	}
 	op := uint16(low)
 	if drop {
 		op |= dropLow
 	}
 	ix.ops = append(ix.ops, pendingOp{list, op})
-}
-
-// list finds the list noted with key, whose hash is h.
-func (ix *indexPending) list(h uint64, key []byte) (int32, bool) {
-	list, ok := ix.at[h]
-	for ok && !bytes.Equal(ix.keys[list], key) {
-		list = ix.next[list]
-		ok = list >= 0
-	}
-	return list, ok
-}
-
-// add notes a new list, of key (kept until the transaction ends) whose
-// hash is h.
-func (ix *indexPending) add(h uint64, key []byte) int32 {
-	head, shared := ix.at[h]
-	if !shared {
-		head = -1
-	}
-	list := int32(len(ix.keys))
-	ix.at[h] = list
-	ix.next = append(ix.next, head)
-	ix.keys = append(ix.keys, key)
-	return list
 }
 
 // indexJob adds j to every list it belongs in.
@@ -314,18 +281,10 @@ func (t *Tx) flushIndex() error {
 	lists := ix.lists
 	slices.SortFunc(lists, func(a, b int32) int { return bytes.Compare(ix.keys[a], ix.keys[b]) })
 	b := t.tx.Bucket(bucketIndex)
-	b.FillPercent = indexFill
-	// One cursor reads every list (Get would make a cursor, and grow its
-	// stack, per list); a seek starts from the root, so the writes
-	// between seeks leave it valid.
-	c := b.Cursor()
 	for _, l := range lists {
 		k := ix.keys[l]
 		free := t.arenaRoom()
-		if ck, cv := c.Seek(k); bytes.Equal(ck, k) {
-			free = append(free, cv...)
-		}
-		v := applyPostings(free, ix.order[start[l]:start[l+1]])
+		v := applyPostings(append(free, b.Get(k)...), ix.order[start[l]:start[l+1]])
 		var err error
 		if len(v) == 0 {
 			err = b.Delete(k)

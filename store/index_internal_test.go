@@ -555,30 +555,3 @@ func TestSearchIndexBuild(t *testing.T) {
 		}
 	})
 }
-
-// Two keys of one hash are two lists: pend finds each by its key.
-func TestIndexPendingSharedHash(t *testing.T) {
-	ix := &indexPending{at: map[uint64]int32{}}
-	keys := [][]byte{[]byte("a"), []byte("b"), []byte("c")}
-	for i, k := range keys {
-		if _, ok := ix.list(7, k); ok {
-			t.Fatalf("%s found before it was added", k)
-		}
-		if got := ix.add(7, k); got != int32(i) {
-			t.Fatalf("add %s = list %d, want %d", k, got, i)
-		}
-	}
-	ix.add(8, []byte("d"))
-	for i, k := range keys {
-		if got, ok := ix.list(7, k); !ok || got != int32(i) {
-			t.Errorf("list %s = %d, %v; want %d", k, got, ok, i)
-		}
-	}
-	if _, ok := ix.list(7, []byte("d")); ok {
-		t.Error("d found under another key's hash")
-	}
-	ix.reset()
-	if _, ok := ix.list(7, keys[0]); ok {
-		t.Error("a list outlived reset")
-	}
-}
