@@ -17,14 +17,16 @@ import (
 // TestDevStartsQuietly starts `workron dev` and requires a clean start to
 // log no warning of ours (no 503 of the worker's registration while the
 // node elects itself; Raft's own election notice aside) and the worker's
-// lines to name their component once.
+// lines to name their component once. The host's disk is not the subject
+// (a CI machine's may be under the disk-low threshold, which rightly warns):
+// --disk-low-free 0.
 func TestDevStartsQuietly(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var stdout, stderr syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"dev", "--http", "127.0.0.1:0", "--data", t.TempDir(), "--concurrency", "1"}, &stdout, &stderr)
+		done <- run(ctx, []string{"dev", "--http", "127.0.0.1:0", "--data", t.TempDir(), "--concurrency", "1", "--disk-low-free", "0"}, &stdout, &stderr)
 	}()
 	clustertest.WaitFor(t, 30*time.Second, func() error {
 		if !strings.Contains(stderr.String(), "msg=registered") {
@@ -79,7 +81,7 @@ func TestDevRefusesWhatAWebPageSends(t *testing.T) {
 	var stdout, stderr syncbuf.Buffer
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"dev", "--http", "127.0.0.1:0", "--data", t.TempDir(), "--concurrency", "1"}, &stdout, &stderr)
+		done <- run(ctx, []string{"dev", "--http", "127.0.0.1:0", "--data", t.TempDir(), "--concurrency", "1", "--disk-low-free", "0"}, &stdout, &stderr)
 	}()
 	var base string
 	clustertest.WaitFor(t, 30*time.Second, func() error {
