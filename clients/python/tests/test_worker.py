@@ -15,9 +15,21 @@ import unittest
 
 from tests.helpers import (CA, LEASE_TTL, URL, WORKER, RunningWorker, client, eventually, needs_node, new_worker,
                            unique)
-from workron import Backoff, JobContext, NoRetry, RateLimited, Snooze, WorkronError
+from workron import Backoff, JobContext, NoRetry, RateLimited, Snooze, Worker, WorkronError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+class HeartbeatWaitTest(unittest.TestCase):
+    def test_a_third_of_the_lease_and_a_second_while_a_claim_is_lost(self) -> None:
+        w = Worker("http://127.0.0.1:1", queues=["q"])
+        self.assertEqual(w._heartbeat_wait(), 5.0, "a third of the Go worker's default until a claim tells")
+        w._lease_ttl = 3.0
+        self.assertEqual(w._heartbeat_wait(), 1.0)
+        w._lease_ttl = 90.0
+        self.assertEqual(w._heartbeat_wait(), 30.0)
+        w._claim_lost = 7  # its jobs go back once a heartbeat names it: soon
+        self.assertEqual(w._heartbeat_wait(), 1.0)
 
 
 @needs_node
@@ -208,6 +220,23 @@ class WorkerTest(unittest.TestCase):
             rw.stop()
         for j in done:
             self.assertEqual((j.status, j.attempts), ("done", 1), "leases outlived their TTL")
+
+    def test_a_job_longer_than_several_leases_keeps_its_lease(self) -> None:
+        # The node's lease is LEASE_TTL (2s): a job of four leases lives on
+        # the heartbeats of the TTL the claim reply announced, not of the
+        # worker's default.
+        w = new_worker(self.queue)
+        w.handle("py.longer", lambda job: time.sleep(4 * LEASE_TTL))
+        rw = RunningWorker(w)
+        try:
+            j = self.c.submit(type="py.longer", queue=self.queue)
+            j = self.c.wait(j.id, timeout=60, poll=0.1)
+        finally:
+            rw.stop()
+        self.assertEqual((j.status, j.attempts), ("done", 1))
+        self.assertEqual([(a.status, a.expired) for a in j.attempt_history], [("done", False)],
+                         "no attempt's lease expired")
+        self.assertEqual(w._lease_ttl, LEASE_TTL, "the worker follows the lease the claim reply announced")
 
     def start_proc(self, worker_id: str, markers: str, grace: float = 5.0) -> subprocess.Popen:
         env = dict(os.environ, WORKRON_TEST_WORKER_TOKEN=WORKER or "", WORKRON_TEST_CA=CA or "")

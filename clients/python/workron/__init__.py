@@ -20,6 +20,7 @@ from .client import (
     Resources,
     Schedule,
     WorkronError,
+    WorkronWarning,
 )
 from .gang import Gang
 from .tracing import TraceHook, valid_traceparent
@@ -47,5 +48,6 @@ __all__ = [
     "TraceHook",
     "Worker",
     "WorkronError",
+    "WorkronWarning",
     "valid_traceparent",
 ]

@@ -19,6 +19,7 @@ import ssl
 import threading
 import time
 import urllib.parse
+import warnings
 from dataclasses import dataclass, field, fields
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -35,6 +36,24 @@ class WorkronError(Exception):
         self.status = status
         self.code = code
         self.message = message
+
+
+class WorkronWarning(UserWarning):
+    """What the server ignored in a request it accepted: a submit's or a
+    schedule's unknown fields (``unknown field "priorty"``, in a batch
+    ``unknown field "jobs[1].priorty"``), which it takes for compatibility
+    but names in the reply's ``warnings``. The client issues one with
+    ``warnings.warn`` per reply that names any (all of them, one a line);
+    ``warnings.simplefilter("error", WorkronWarning)`` makes a typo raise
+    (after the server accepted the request)."""
+
+
+def _warn(reply: Any) -> None:
+    """Issues one WorkronWarning for the warnings of a reply, if any, at
+    the caller of the Client method that received it."""
+    ws = reply.get("warnings") if isinstance(reply, dict) else None
+    if ws:
+        warnings.warn(WorkronWarning("the server ignored: " + "; ".join(str(w) for w in ws)), stacklevel=3)
 
 
 def go_duration(d: Optional[Duration]) -> Optional[str]:
@@ -669,12 +688,14 @@ class Client:
         own TRACEPARENT) makes the job's trace a part of that trace."""
         body = job_body(spec if spec is not None else fields_)
         _, reply = self.request("POST", "/jobs", body, headers=trace_headers(traceparent))
+        _warn(reply)
         return Job.from_dict(reply)
 
     def submit_gang(self, spec: Spec) -> Tuple[str, List[str]]:
         """Submits a gang (spec.gang_size tasks); returns its id and its
         tasks' job ids by index."""
         _, reply = self.request("POST", "/jobs", job_body(spec))
+        _warn(reply)
         return reply["gang_id"], list(reply["tasks"])
 
     def batch(self, specs: Sequence[Spec], *, traceparent: Optional[str] = None) -> List[Job]:
@@ -684,6 +705,7 @@ class Client:
         traceparent is as for submit."""
         _, reply = self.request("POST", "/jobs/batch", {"jobs": [job_body(s) for s in specs]},
                                 headers=trace_headers(traceparent))
+        _warn(reply)
         return [Job.from_dict(j) for j in reply["jobs"]]
 
     def batch_ids(self, specs: Sequence[Spec], *, traceparent: Optional[str] = None) -> List[str]:
@@ -696,6 +718,7 @@ class Client:
         headers = dict(trace_headers(traceparent) or {})
         headers["Prefer"] = "return=minimal"
         _, reply = self.request("POST", "/jobs/batch", {"jobs": [job_body(s) for s in specs]}, headers=headers)
+        _warn(reply)
         if "ids" in reply:
             return list(reply["ids"])
         return [j["id"] for j in reply["jobs"]]
@@ -913,6 +936,7 @@ class Client:
         body = _drop_none({"name": name, "cron": cron, "job": job_body(job), "timezone": timezone,
                            "overlap": overlap, "catchup": catchup, "paused": paused or None})
         _, reply = self.request("POST", "/schedules", body)
+        _warn(reply)
         return Schedule.from_dict(reply)
 
     def update_schedule(self, name: str, cron: str, job: Spec, *, timezone: Optional[str] = None,
@@ -922,6 +946,7 @@ class Client:
         body = _drop_none({"name": name, "cron": cron, "job": job_body(job), "timezone": timezone,
                            "overlap": overlap, "catchup": catchup, "paused": paused or None})
         _, reply = self.request("PUT", self._schedule_path(name), body)
+        _warn(reply)
         return Schedule.from_dict(reply)
 
     def get_schedule(self, name: str) -> Schedule:

@@ -4,7 +4,7 @@ It follows the protocol of the Go worker (package worker, docs/workers.md):
 it registers, long-polls POST /jobs/claim for as many jobs as it has free
 slots, numbering each claim (claim_seq); runs each job's handler in a thread
 of its own; renews all its leases with one heartbeat per third of the lease
-TTL, naming the claims that had ended so that a job whose claim reply was
+TTL each claim reply announces (lease_ttl_ms), naming the claims that had ended so that a job whose claim reply was
 lost goes back at once; and reports every attempt's end with its lease,
 carried on the next claim or batched on POST /jobs/reports.
 
@@ -68,6 +68,10 @@ _PROGRESS_OFF_FOR = 60.0
 # The most attempts the actions loop remembers it was told about without
 # running them (a claim reply it never received).
 _MAX_UNKNOWN_ACTIONS = 256
+
+# The lease TTL a worker assumes until a claim reply announces the
+# server's (lease_ttl_ms), as the Go worker does (worker.defaultLeaseTTL).
+_DEFAULT_LEASE_TTL = 15.0
 
 # Report answers whose codes mean nothing was done: the report is sent again.
 _RESEND_CODES = ("no_leader", "internal", "outcome_unknown", "upgrade_in_progress")
@@ -360,7 +364,7 @@ class Worker:
         self._running: Dict[Tuple[str, int], _Task] = {}
         self._reports: List[Dict[str, Any]] = []  # queued
         self._sending: Dict[Tuple[str, int], Dict[str, Any]] = {}  # sent, not answered
-        self._lease_ttl = 30.0
+        self._lease_ttl = _DEFAULT_LEASE_TTL  # the server's, from each claim reply
         self._claims_from = time.time_ns()
         self._claims_ended = 0
         self._claim_lost = 0
@@ -840,16 +844,28 @@ class Worker:
 
     # ---- heartbeats
 
+    def _heartbeat_wait(self) -> float:
+        """How long to wait before the next heartbeat, as the Go worker
+        does: a third of the lease TTL the last claim reply announced, but
+        at most a second while a failed claim waits to be named (the jobs
+        it may have leased go back only then)."""
+        d = self._lease_ttl / 3
+        with self._cond:
+            if self._claim_lost:
+                d = min(d, 1.0)
+        return d
+
     def _heartbeat_loop(self) -> None:
         """Heartbeats every third of the lease TTL while the worker holds
-        attempts (or a failed claim may have leased some)."""
-        next_at = time.monotonic() + self._lease_ttl / 3
+        attempts (or a failed claim may have leased some); a failed
+        heartbeat is tried again within a second."""
+        next_at = time.monotonic() + self._heartbeat_wait()
         while not self._quit.is_set():
             if self._kick.wait(max(next_at - time.monotonic(), 0)):
-                self._kick.clear()  # jobs started or the TTL changed
-                next_at = min(next_at, time.monotonic() + self._lease_ttl / 3)
+                self._kick.clear()  # jobs started, a claim failed, or the TTL changed
+                next_at = min(next_at, time.monotonic() + self._heartbeat_wait())
                 continue
-            next_at = time.monotonic() + self._lease_ttl / 3
+            next_at = time.monotonic() + self._heartbeat_wait()
             with self._cond:
                 idle = not self._running and not self._reports and not self._sending and not self._claim_lost
             if idle:
@@ -858,6 +874,7 @@ class Worker:
                 self._heartbeat_once()
             except WorkronError as e:
                 self.log.warning("heartbeat failed: %s", e)
+                next_at = time.monotonic() + min(self._lease_ttl / 3, 1.0)
 
     def _heartbeat_once(self) -> None:
         with self._cond:
