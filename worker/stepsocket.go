@@ -55,6 +55,11 @@ const (
 	maxStepsPending = 64
 	// maxStepNames is the most distinct step names one attempt counts.
 	maxStepNames = 10_000
+	// maxSocketDirBytes is the longest temporary directory a socket is
+	// made in; past it, /tmp.
+	maxSocketDirBytes = 64
+	// stepSocketShutdown bounds how long close waits for requests to end.
+	stepSocketShutdown = 2 * time.Second
 )
 
 // StepLookup is the reply of POST /steps/{name} on a step socket: the key
@@ -67,12 +72,13 @@ type StepLookup struct {
 
 // stepSocket serves one running shell job's steps.
 type stepSocket struct {
-	dir  string
-	path string
-	ln   net.Listener
-	srv  *http.Server
-	j    *journal
-	done chan struct{}
+	dir    string
+	path   string
+	ln     net.Listener
+	srv    *http.Server
+	j      *journal
+	done   chan struct{}
+	cancel context.CancelFunc // ends the requests' context
 
 	mu      sync.Mutex
 	pending map[string]bool
@@ -83,13 +89,19 @@ type stepSocket struct {
 // (mode 0700, given to uid/gid when they are not -1) and serves the steps
 // of journal j until close. ctx bounds the requests to the cluster.
 func openStepSocket(ctx context.Context, j *journal, uid, gid int) (*stepSocket, error) {
-	dir, err := os.MkdirTemp("", "workron-step-")
+	base := os.TempDir()
+	if len(base) > maxSocketDirBytes {
+		base = "/tmp" // a unix socket's path is short (108 bytes on Linux)
+	}
+	dir, err := os.MkdirTemp(base, "workron-step-")
 	if err != nil {
 		return nil, fmt.Errorf("step socket: %w", err)
 	}
-	s := &stepSocket{dir: dir, path: filepath.Join(dir, "s"), j: j, done: make(chan struct{}),
+	ctx, cancel := context.WithCancel(ctx)
+	s := &stepSocket{dir: dir, path: filepath.Join(dir, "s"), j: j, done: make(chan struct{}), cancel: cancel,
 		pending: map[string]bool{}, names: map[string]bool{}}
 	if s.ln, err = net.Listen("unix", s.path); err != nil {
+		cancel()
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("step socket: %w", err)
 	}
@@ -114,10 +126,16 @@ func openStepSocket(ctx context.Context, j *journal, uid, gid int) (*stepSocket,
 	return s, nil
 }
 
-// close stops serving and removes the socket and its directory.
+// close stops serving (requests still running end: their context is
+// cancelled) and removes the socket and its directory.
 func (s *stepSocket) close() {
+	s.cancel()
 	if s.srv != nil {
-		_ = s.srv.Close()
+		ctx, stop := context.WithTimeout(context.Background(), stepSocketShutdown)
+		defer stop()
+		if s.srv.Shutdown(ctx) != nil {
+			_ = s.srv.Close()
+		}
 		<-s.done
 	} else {
 		_ = s.ln.Close()

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"syscall"
 	"time"
 	"unicode/utf8"
 
@@ -53,7 +54,7 @@ func runStep(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if look.Step != nil {
 		return replayStep(look.Step, stdout)
 	}
-	out, code, err := runStepCommand(ctx, argv, stdin, stdout, stderr)
+	out, code, err := runStepCommand(argv, stdin, stdout, stderr)
 	if err != nil || code != 0 {
 		if rerr := sc.Release(context.WithoutCancel(ctx), look.Key); rerr != nil {
 			fmt.Fprintln(stderr, "workron step:", rerr)
@@ -85,8 +86,10 @@ type stepRun struct {
 // worker.MaxStepResultBytes once encoded as JSON). It returns the exit
 // code, or an error when the command could not run or its output cannot
 // be recorded.
-func runStepCommand(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer) (stepRun, int, error) {
-	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+func runStepCommand(argv []string, stdin io.Reader, stdout, stderr io.Writer) (stepRun, int, error) {
+	// Not bound to ctx: a signal to the job's process group reaches the
+	// command too, and workron step waits for it to end.
+	cmd := exec.Command(argv[0], argv[1:]...)
 	var buf boundedBuffer
 	buf.max = worker.MaxStepResultBytes
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, io.MultiWriter(stdout, &buf), stderr
@@ -96,6 +99,9 @@ func runStepCommand(ctx context.Context, argv []string, stdin io.Reader, stdout,
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			return stepRun{}, 128 + int(ws.Signal()), nil
+		}
 		return stepRun{}, ee.ExitCode(), nil
 	case err != nil:
 		return stepRun{}, 0, fmt.Errorf("run %s: %w", argv[0], err)
