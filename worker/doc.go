@@ -32,7 +32,7 @@
 // A job with a Command runs as "sh -c COMMAND" in a process group of its own.
 // Its environment is clean: of the worker's variables it gets only those of
 // BaseEnv and Config.PassEnv, never the worker's token; then the job's Env,
-// WORKRON_JOB_ID and WORKRON_ATTEMPT. With Config.RunAs (a root worker) it
+// WORKRON_JOB_ID, WORKRON_ATTEMPT and StepSocketEnv (stepsocket.go). With Config.RunAs (a root worker) it
 // runs as that user; with Config.AllowCommands it runs without a shell, as
 // one of the listed programs. Standard output and error are merged; the last
 // OutputTail bytes are reported. To stop a command (timeout, cancel,

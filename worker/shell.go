@@ -32,6 +32,9 @@ func (w *Worker) runShell(ctx context.Context, job wire.Job) outcome {
 		return outcome{err: err}
 	}
 	defer files.remove()
+	if steps := w.openSteps(ctx, cmd, job); steps != nil {
+		defer steps.close()
+	}
 	tail := newRing(w.cfg.OutputTail)
 	pr, pw, err := os.Pipe()
 	if err != nil {
@@ -74,6 +77,24 @@ func (w *Worker) runShell(ctx context.Context, job wire.Job) outcome {
 		return outcome{exitCode: code, output: out, err: fmt.Errorf("exit status %d", *code)}
 	}
 	return files.withResult(outcome{exitCode: code, output: tail.String()})
+}
+
+// openSteps opens the step socket of a shell job's process and names it
+// in cmd's environment (stepsocket.go). A socket that cannot be opened is
+// logged and left out: the job runs, and `workron step` in it says it
+// has no socket.
+func (w *Worker) openSteps(ctx context.Context, cmd *exec.Cmd, job wire.Job) *stepSocket {
+	uid, gid := -1, -1
+	if w.runAs != nil {
+		uid, gid = int(w.runAs.cred.Uid), int(w.runAs.cred.Gid)
+	}
+	s, err := openStepSocket(ctx, newJournal(w.client, &job), uid, gid)
+	if err != nil {
+		w.log.Warn("no step socket for the job", "job_id", job.ID, "err", err)
+		return nil
+	}
+	cmd.Env = append(cmd.Env, StepSocketEnv+"="+s.path)
+	return s
 }
 
 // jobCommand builds the process of a command job, not yet started: "sh -c

@@ -77,6 +77,36 @@ func (j *journal) next(name string) (key string, maybeRecorded bool) {
 	return key, ok || !j.complete
 }
 
+// lookup is the key of name's next occurrence in this attempt and, when
+// the journal holds it, the recorded step with its result (nil: not
+// recorded, the caller runs it and records it under key).
+func (j *journal) lookup(ctx context.Context, name string) (key string, rec *wire.Step, err error) {
+	key, maybe := j.next(name)
+	if !maybe {
+		return key, nil, nil
+	}
+	st, err := j.client.Step(ctx, j.jobID, key)
+	switch {
+	case err == nil:
+		return key, st, nil
+	case client.IsNotFound(err):
+		return key, nil, nil
+	}
+	return key, nil, fmt.Errorf("read step %s: %w", key, err)
+}
+
+// record records step key under the attempt's lease (req's Lease is
+// set here) and returns the step as the journal keeps it: this record, or
+// the one another attempt recorded first.
+func (j *journal) record(ctx context.Context, key string, req wire.StepRequest) (*wire.Step, error) {
+	req.Lease = j.lease
+	st, _, err := j.client.RecordStep(ctx, j.jobID, key, req)
+	if err != nil {
+		return nil, fmt.Errorf("record step %s: %w", key, err)
+	}
+	return st, nil
+}
+
 // Step runs fn as step name of the job's journal, or returns what an
 // earlier attempt recorded for it without running it. The n-th Step of
 // one name in an attempt is step "name#n" (the first is "name"), so a
@@ -99,19 +129,16 @@ func (jb *Job) Step(ctx context.Context, name string, fn StepFunc) (json.RawMess
 		}
 		return json.Marshal(v)
 	}
-	key, maybe := j.next(name)
-	if maybe {
-		st, err := j.client.Step(ctx, j.jobID, key)
-		switch {
-		case err == nil:
-			return stepOutcome(st)
-		case !client.IsNotFound(err):
-			return nil, fmt.Errorf("read step %s: %w", key, err)
-		}
+	key, rec, err := j.lookup(ctx, name)
+	switch {
+	case err != nil:
+		return nil, err
+	case rec != nil:
+		return stepOutcome(rec)
 	}
 	began := time.Now()
 	v, ferr := fn(ctx)
-	req := wire.StepRequest{Lease: j.lease, Attempts: 1, DurationMillis: time.Since(began).Milliseconds()}
+	req := wire.StepRequest{Attempts: 1, DurationMillis: time.Since(began).Milliseconds()}
 	var nr *noRetryError
 	switch {
 	case ferr == nil:
@@ -126,9 +153,9 @@ func (jb *Job) Step(ctx context.Context, name string, fn StepFunc) (json.RawMess
 	default:
 		return nil, ferr
 	}
-	st, _, err := j.client.RecordStep(ctx, j.jobID, key, req)
+	st, err := j.record(ctx, key, req)
 	if err != nil {
-		return nil, fmt.Errorf("record step %s: %w", key, err)
+		return nil, err
 	}
 	return stepOutcome(st)
 }

@@ -37,6 +37,7 @@ Usage:
   workron schedules create|update NAME --cron EXPR [--timezone TZ] [--overlap allow|skip|queue]
                     [--catchup none|one|all] [job flags] -- COMMAND...   (or --file SCHEDULE.json)
   workron cluster status | health [--ready] | join --id ID --raft ADDR --http URL | remove ID
+  workron step NAME -- COMMAND [ARG...]    in a shell job: run COMMAND once per job, replay its output after
   workron digest                           the answering node's state digest
   workron backup FILE                      download a consistent copy of the state
   workron restore FILE                     replace the running cluster's state with a backup
@@ -107,6 +108,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBench(ctx, rest, stdout, stderr)
 	case "submit", "jobs", "workers", "queues", "cluster", "schedules", "gangs", "digest":
 		return runClient(ctx, cmd, rest, stdout, stderr)
+	case "step":
+		return runStep(ctx, rest, os.Stdin, stdout, stderr)
 	case "backup":
 		return runBackup(ctx, rest, stdout, stderr)
 	case "restore":

@@ -1,0 +1,85 @@
+//go:build unix
+
+package worker
+
+import (
+	"bytes"
+	"errors"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/workron/workron/api/wire"
+)
+
+// stepSocketPut sends body to PUT /steps/{key} of the socket at path.
+func stepSocketPut(t *testing.T, path, key string, body []byte) int {
+	t.Helper()
+	c := NewStepSocketClient(path)
+	defer c.Close()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPut, "http://step/steps/"+key, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+// A step socket refuses a body larger than a step's result may be (413),
+// and the record of a key no lookup handed out (409), before asking the
+// cluster anything (the journal's client has no server); its directory is
+// private, and gone once it is closed.
+func TestStepSocketBounds(t *testing.T) {
+	j := &journal{jobID: "j1", lease: 7, seen: map[string]int{}, recorded: map[string]string{}, complete: true}
+	s, err := openStepSocket(t.Context(), j, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	if fi, err := os.Stat(s.dir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("socket directory %v (%v), want mode 0700", fi.Mode(), err)
+	}
+	big := append(append([]byte(`{"result":"`), bytes.Repeat([]byte("x"), MaxStepResultBytes+8<<10)...), `"}`...)
+	if code := stepSocketPut(t, s.path, "count", big); code != http.StatusRequestEntityTooLarge {
+		t.Fatalf("oversized record: %d, want 413", code)
+	}
+	if code := stepSocketPut(t, s.path, "count", []byte(`{"result":"1"}`)); code != http.StatusConflict {
+		t.Fatalf("record of a key not looked up: %d, want 409", code)
+	}
+	s.close()
+	if _, err := os.Stat(s.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("socket directory after close: %v, want gone", err)
+	}
+}
+
+// A shell job's process gets WORKRON_STEP_SOCKET, a socket it can reach
+// while it runs; once the process ended, the socket is gone.
+func TestShellJobStepSocketEndsWithTheProcess(t *testing.T) {
+	cfg := DefaultConfig()
+	cfg.Servers = []string{"http://127.0.0.1:1"}
+	cfg.Shell = true
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.client.Close()
+	seen := filepath.Join(t.TempDir(), "seen")
+	out := w.runShell(t.Context(), wire.Job{ID: "j1", Lease: 3, Attempts: 1,
+		Command: `test -S "$WORKRON_STEP_SOCKET" && printf %s "$WORKRON_STEP_SOCKET" > "` + seen + `"`})
+	if out.err != nil {
+		t.Fatalf("job: %v (%s)", out.err, out.output)
+	}
+	b, err := os.ReadFile(seen)
+	if err != nil || !strings.HasSuffix(string(b), "/s") {
+		t.Fatalf("the job saw step socket %q (%v)", b, err)
+	}
+	if _, err := os.Stat(filepath.Dir(string(b))); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("step socket's directory after the job: %v, want gone", err)
+	}
+}
