@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/internal/testkit/clustertest"
@@ -48,9 +49,11 @@ func finishedParents(t *testing.T, cl *client.Client, parents, size int) (map[st
 // TestFetchParentResults: a claim reply that cut a job's parent results
 // short (20 parents of 60 KiB, over wire.MaxClaimJobParentBytes) is
 // completed by FetchParentResults, page by page through a follower: every
-// parent's result once; a job not cut short costs no request.
+// parent's result once; a job not cut short costs no request. Leases last
+// a minute: the parents are claimed, then reported, and under a loaded
+// race run the default 2 s ran out in between.
 func TestFetchParentResults(t *testing.T) {
-	c := clustertest.New(t, 3)
+	c := clustertest.New(t, 3, clustertest.WithLeaseTTL(time.Minute))
 	cl := newClient(t, nil, c.URL(c.Followers(t)[0]))
 	ctx := t.Context()
 	results, child := finishedParents(t, cl, 20, 60<<10)
