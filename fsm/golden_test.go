@@ -1,15 +1,13 @@
 package fsm_test
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/hex"
 	"encoding/json"
 	"math"
-	"os"
 	"reflect"
-	"strings"
 	"testing"
+
+	"github.com/workron/workron/internal/testkit/golden"
 
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/store"
@@ -57,7 +55,7 @@ func goldenSubmits() map[string]struct {
 // bytes releases wrote, and that those bytes decode to the entry: Raft
 // logs hold them.
 func TestSubmitBytesArePinned(t *testing.T) {
-	golden := readGolden(t, "testdata/submit_entries.golden")
+	golden := golden.ReadHex(t, "testdata/submit_entries.golden")
 	cases := goldenSubmits()
 	if len(golden) != len(cases) {
 		t.Fatalf("%d golden entries for %d cases", len(golden), len(cases))
@@ -77,32 +75,4 @@ func TestSubmitBytesArePinned(t *testing.T) {
 			t.Errorf("%s: released bytes decode to %s, %v\nwant %s", name, dump(got), err, dump(c.e))
 		}
 	}
-}
-
-// readGolden reads lines of a name, a space and hex bytes.
-func readGolden(t *testing.T, path string) map[string][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out := make(map[string][]byte)
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		name, h, ok := strings.Cut(sc.Text(), " ")
-		if !ok || strings.HasPrefix(name, "#") {
-			continue
-		}
-		b, err := hex.DecodeString(h)
-		if err != nil {
-			t.Fatalf("%s: %s: %v", path, name, err)
-		}
-		out[name] = b
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }

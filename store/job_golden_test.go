@@ -1,13 +1,11 @@
 package store
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/hex"
-	"os"
 	"reflect"
-	"strings"
 	"testing"
+
+	"github.com/workron/workron/internal/testkit/golden"
 )
 
 // goldenRecords are jobs whose record bytes testdata/job_records.golden
@@ -42,7 +40,7 @@ func goldenRecords() map[string]*Job {
 // bytes releases wrote, and that those bytes decode to the job: state.db
 // files hold them.
 func TestJobRecordBytesArePinned(t *testing.T) {
-	golden := readGolden(t, "testdata/job_records.golden")
+	golden := golden.ReadHex(t, "testdata/job_records.golden")
 	jobs := goldenRecords()
 	if len(golden) != len(jobs) {
 		t.Fatalf("%d golden records for %d jobs", len(golden), len(jobs))
@@ -60,32 +58,4 @@ func TestJobRecordBytesArePinned(t *testing.T) {
 			t.Errorf("%s: released bytes decode to %+v, %v\nwant %+v", name, got, err, j)
 		}
 	}
-}
-
-// readGolden reads lines of a name, a space and hex bytes.
-func readGolden(t *testing.T, path string) map[string][]byte {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out := make(map[string][]byte)
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		name, h, ok := strings.Cut(sc.Text(), " ")
-		if !ok || strings.HasPrefix(name, "#") {
-			continue
-		}
-		b, err := hex.DecodeString(h)
-		if err != nil {
-			t.Fatalf("%s: %s: %v", path, name, err)
-		}
-		out[name] = b
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
