@@ -390,15 +390,14 @@ func (a *applier) waitStep(w *WaitStep) Result {
 		return a.recorded(j, st)
 	}
 	ch := channel(j.ID, st)
-	if ev := a.keptEvent(j.ID, ch); ev != nil {
+	ev := a.keptEvent(j.ID, ch)
+	if ev != nil || (st.WakeAt != 0 && a.now >= st.WakeAt) { // a kept event, or a replay past its deadline
 		out := a.outcome(j.ID, st, ev)
 		a.putOutcome(j.ID, old, out)
-		return Result{Jobs: []*store.Job{j}, Step: out}
-	}
-	if st.WakeAt != 0 && a.now >= st.WakeAt { // a replay past its deadline
-		out := a.outcome(j.ID, st, nil)
-		a.putOutcome(j.ID, old, out)
 		a.must(a.tx.DeleteWaiter(ch, j.ID))
+		if p, err := a.tx.Park(j.ID); err == nil && p.Step == st.Key {
+			a.must(a.tx.DeletePark(j.ID))
+		}
 		return Result{Jobs: []*store.Job{j}, Step: out}
 	}
 	if n := a.tx.Waiters(ch); n >= MaxWaitersPerKey && !a.waiting(ch, j.ID) {

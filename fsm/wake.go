@@ -216,9 +216,19 @@ func (f *FSM) Park(jobID string) (*store.Park, error) {
 		}
 		p, err = tx.Park(jobID)
 		if errors.Is(err, store.ErrNotFound) {
-			p, err = nil, nil
+			return nil
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// A park outlives its attempt only while its step waits (a wait
+		// or invoke the job's next attempt replays to).
+		if p.Kind == store.StepSleep && p.WakeAt != j.RunAt {
+			p = nil
+		} else if st, err := tx.Step(jobID, p.Step); p.Kind != store.StepSleep && (err != nil || st.Status != store.StepWaiting) {
+			p = nil
+		}
+		return nil
 	})
 	return p, err
 }
