@@ -147,6 +147,18 @@ func TestClusterProtocol(t *testing.T) {
 			t.Errorf("a job heartbeat with progress at protocol 2: %+v, want upgrade_in_progress", e)
 		}
 		doHTTP(t, hc, http.StatusOK, "POST", hbURL, wire.HeartbeatRequest{Lease: cr.Jobs[0].Lease})
+		// An event and a sleep (ProtocolDurable) are refused, nothing done.
+		if fsm.ProtocolVersion >= fsm.ProtocolDurable {
+			e = decodeJSON[wire.Error](t, doHTTP(t, hc, http.StatusServiceUnavailable, "POST", c.URL(c.Leader(t))+"/events", wire.EventRequest{Name: "e", Key: "k"}))
+			if e.Code != "upgrade_in_progress" {
+				t.Errorf("an event at protocol 2: %+v, want upgrade_in_progress", e)
+			}
+			doHTTP(t, hc, http.StatusServiceUnavailable, "POST", c.URL(c.Leader(t))+"/jobs/"+cr.Jobs[0].ID+"/steps/nap/sleep",
+				wire.SleepRequest{Lease: cr.Jobs[0].Lease, DurationMillis: new(int64(1000))})
+			if got := decodeJSON[wire.Job](t, doHTTP(t, hc, http.StatusOK, "GET", c.URL(c.Leader(t))+"/jobs/"+cr.Jobs[0].ID, nil)); got.Status != wire.StatusRunning {
+				t.Errorf("a refused sleep left the job %s", got.Status)
+			}
+		}
 		doHTTP(t, hc, http.StatusOK, "POST", c.URL(c.Leader(t))+"/jobs/"+job.ID+"/retry", nil)
 		leasedClaimThenDoneWithoutLease(t, http.StatusConflict) // lease_required: the fence is on
 	})
