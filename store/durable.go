@@ -142,8 +142,13 @@ func (t *Tx) PutEvent(e *Event) error {
 }
 
 // FirstEvent returns the oldest kept event of channel c numbered after
-// after and sent after since, or ErrNotFound.
+// after and sent after since, or ErrNotFound. It reads O(log n) records
+// whatever the channel holds: events that left the window but are not yet
+// deleted are passed over by number (firstSince), not one by one.
 func (t *Tx) FirstEvent(c Channel, after uint64, since int64) (*Event, error) {
+	if first := t.firstSince(since); first > after+1 {
+		after = first - 1
+	}
 	prefix := append([]byte{'c'}, c.bytes()...)
 	cur := t.tx.Bucket(bucketEvents).Cursor()
 	for k, v := cur.Seek(binary.BigEndian.AppendUint64(bytes.Clone(prefix), after+1)); k != nil && bytes.HasPrefix(k, prefix); k, v = cur.Next() {
@@ -160,6 +165,31 @@ func (t *Tx) FirstEvent(c Channel, after uint64, since int64) (*Event, error) {
 		return &Event{Seq: binary.BigEndian.Uint64(k[len(prefix):]), Chan: c, At: at, Payload: bytes.Clone(v[n:])}, nil
 	}
 	return nil, ErrNotFound
+}
+
+// firstSince is the number of the oldest kept event sent after since
+// (LastSeq+1 if none). Kept events are numbers firstKept..LastSeq without
+// a gap (ExpireEvents deletes from the oldest), and their times never go
+// down with their numbers, so a binary search by number finds it.
+func (t *Tx) firstSince(since int64) uint64 {
+	b := t.tx.Bucket(bucketEvents)
+	last := t.EventTotals().LastSeq
+	k, _ := b.Cursor().Seek([]byte{'s'})
+	if k == nil || k[0] != 's' || len(k) != 9 {
+		return last + 1
+	}
+	lo, hi := binary.BigEndian.Uint64(k[1:]), last+1
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		v := b.Get(binary.BigEndian.AppendUint64([]byte{'s'}, mid))
+		at, n := binary.Varint(v)
+		if v == nil || n <= 0 || at > since {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
 }
 
 // ExpireEvents deletes the oldest kept events sent before before, at most

@@ -33,6 +33,17 @@ func TestDurableRecords(t *testing.T) {
 		if _, err := tx.FirstEvent(ch, 3, 0); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("an event after the last: %v", err)
 		}
+		if _, err := tx.FirstEvent(ch, 0, 30); !errors.Is(err, store.ErrNotFound) {
+			t.Errorf("an event sent at the window's start: %v, want none", err)
+		}
+		for i := range 100 { // kept but out of the window below
+			if err := tx.PutEvent(&store.Event{Chan: ch, At: int64(40 + i)}); err != nil {
+				return err
+			}
+		}
+		if ev, err := tx.FirstEvent(ch, 0, 100); err != nil || ev.Seq != 65 || ev.At != 101 {
+			t.Errorf("first event after 100: %+v, %v; want seq 65 at 101", ev, err)
+		}
 		for _, j := range jobs {
 			if err := tx.PutWaiter(ch, j.ID, "w"); err != nil {
 				return err
