@@ -58,6 +58,7 @@ type outcome struct {
 	hold     holdOff              // a failure that asks not to count (holdoff.go)
 	result   json.RawMessage      // a successful run's result, nil: none
 	progress *wire.ProgressUpdate // the last progress no heartbeat carried
+	parked   bool                 // the attempt parked (park.go): no report
 }
 
 // failFinal is an outcome that must not be retried.
@@ -95,11 +96,18 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 		ctx, job, endRun := w.traceRun(ctx, job)
 		began := time.Now()
 		out := w.execute(ctx, job)
+		if errors.Is(context.Cause(ctx), ErrParked) {
+			// The cluster ended the attempt; whatever the run said after
+			// that (a stale lease, a killed process) is not reported.
+			out = outcome{parked: true}
+		}
 		endRun(out.err)
 		cancel(nil)
 		out.progress, _ = t.progress.pending() // the report carries it
 		switch {
 		case !log.Enabled(ctx, slog.LevelInfo):
+		case out.parked:
+			log.Info("job parked", "took", time.Since(began))
 		case out.err != nil:
 			log.Info("job failed", "err", out.err, "exit_code", deref(out.exitCode), "took", time.Since(began))
 		default:
@@ -204,7 +212,14 @@ func (w *Worker) runHandler(ctx context.Context, job wire.Job) (out outcome) {
 		progress:      progressOf(ctx),
 		journal:       newJournal(w.client, &job),
 	}
+	hj.journal.onPark = parkStops(ctx)
 	err := h(ctx, hj)
+	if hj.journal.parked.Load() {
+		if !errors.Is(err, ErrParked) {
+			w.log.Warn("handler went on after its job parked: its end is not reported", "job_id", job.ID, "type", job.Type, "err", err)
+		}
+		return outcome{parked: true}
+	}
 	if err == nil {
 		return outcome{result: hj.result}
 	}
