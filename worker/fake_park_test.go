@@ -164,16 +164,16 @@ func (f *fakeServer) handlePark(w http.ResponseWriter, r *http.Request) {
 	f.jobs[id].Status = wire.StatusPending // parked: out of the pending list
 	f.parks++
 	switch verb {
-	case wire.StepKindSleep:
+	case wire.StepSleep:
 		st.Status = wire.StepOK // recorded ok when it parks
 		f.wake(id)
-	case wire.StepKindWait:
+	case wire.StepWait:
 		st.Event, st.EventKey, st.Signal = req.Event, req.Key, req.Signal
 		if req.TimeoutMillis > 0 && req.TimeoutMillis <= fakeInstantTimeout {
 			st.Status = wire.StepTimeout
 			f.wake(id)
 		}
-	case wire.StepKindInvoke:
+	case wire.StepInvoke:
 		f.nextID++
 		child := wire.Job{ID: "child-" + strconv.Itoa(f.nextID), Type: req.Job.Type, Payload: req.Job.Payload, Status: wire.StatusPending, Queue: "default"}
 		f.jobs[child.ID] = &child
@@ -184,7 +184,7 @@ func (f *fakeServer) handlePark(w http.ResponseWriter, r *http.Request) {
 		st.ChildID = child.ID
 		f.wake(child.ID)
 	}
-	writeJSON(w, http.StatusCreated, wire.ParkReply{Step: st, Parked: true})
+	writeJSON(w, http.StatusCreated, wire.ParkReply{Step: *st, Parked: true})
 }
 
 func (f *fakeServer) handleEvent(w http.ResponseWriter, r *http.Request) {
@@ -198,7 +198,7 @@ func (f *fakeServer) handleEvent(w http.ResponseWriter, r *http.Request) {
 	woke := 0
 	for id, steps := range f.steps {
 		for _, st := range steps {
-			if st.Status == wire.StepWaiting && st.Kind == wire.StepKindWait && st.Event == req.Name && st.EventKey == req.Key {
+			if st.Status == wire.StepWaiting && st.Kind == wire.StepWait && st.Event == req.Name && st.EventKey == req.Key {
 				st.Status, st.Result = wire.StepOK, req.Payload
 				f.wake(id)
 				woke++

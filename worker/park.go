@@ -24,7 +24,7 @@ import (
 // ErrParked.
 type ParkedError struct {
 	Step string // the step key
-	Kind string // wire.StepKindSleep, StepKindWait or StepKindInvoke
+	Kind string // wire.StepSleep, StepKindWait or StepKindInvoke
 }
 
 func (e *ParkedError) Error() string {
@@ -49,12 +49,13 @@ func (e *ChildFailedError) Error() string {
 }
 
 // Sleep parks the job for d as step name (d rounds up to a millisecond;
-// at most 365 days): the attempt ends with a *ParkedError and the job
+// at most 365 days; 0 or less does not park): the attempt ends with a *ParkedError and the job
 // runs again at the wake time, decided once by the cluster; in that
 // attempt Sleep returns nil. A Job not given by a Worker returns nil at
 // once.
 func (jb *Job) Sleep(ctx context.Context, name string, d time.Duration) error {
-	return jb.sleep(ctx, name, wire.SleepRequest{DurationMillis: ceilMillis(max(d, time.Millisecond))})
+	ms := ceilMillis(d)
+	return jb.sleep(ctx, name, wire.SleepRequest{DurationMillis: &ms})
 }
 
 // SleepUntil parks the job until t as step name (at most 365 days ahead;
@@ -147,21 +148,21 @@ func (jb *Job) Invoke(ctx context.Context, name string, req wire.SubmitRequest) 
 // request's lease is set here) and return the step once complete, or a
 // *ParkedError.
 func (j *journal) sleep(ctx context.Context, name string, req wire.SleepRequest) (*wire.Step, error) {
-	return j.park(ctx, name, wire.StepKindSleep, func(ctx context.Context, key string) (*wire.ParkReply, error) {
+	return j.park(ctx, name, wire.StepSleep, func(ctx context.Context, key string) (*wire.ParkReply, error) {
 		req.Lease = j.lease
 		return j.client.SleepStep(ctx, j.jobID, key, req)
 	})
 }
 
 func (j *journal) wait(ctx context.Context, name string, req wire.WaitRequest) (*wire.Step, error) {
-	return j.park(ctx, name, wire.StepKindWait, func(ctx context.Context, key string) (*wire.ParkReply, error) {
+	return j.park(ctx, name, wire.StepWait, func(ctx context.Context, key string) (*wire.ParkReply, error) {
 		req.Lease = j.lease
 		return j.client.WaitStep(ctx, j.jobID, key, req)
 	})
 }
 
 func (j *journal) invoke(ctx context.Context, name string, job wire.SubmitRequest) (*wire.Step, error) {
-	return j.park(ctx, name, wire.StepKindInvoke, func(ctx context.Context, key string) (*wire.ParkReply, error) {
+	return j.park(ctx, name, wire.StepInvoke, func(ctx context.Context, key string) (*wire.ParkReply, error) {
 		return j.client.InvokeStep(ctx, j.jobID, key, wire.InvokeRequest{Lease: j.lease, Job: job})
 	})
 }
@@ -188,7 +189,7 @@ func (j *journal) park(ctx context.Context, name, kind string, send func(ctx con
 		}
 		return nil, &ParkedError{Step: key, Kind: kind}
 	}
-	return rep.Step, nil
+	return &rep.Step, nil
 }
 
 // parkStops is the journal's onPark for the attempt ctx runs: it ends

@@ -57,7 +57,7 @@ func TestSleepParksWithoutAReport(t *testing.T) {
 	if f.job(id).Attempts != 2 || runs.count("charge") != 1 || runs.count("receipt") != 1 {
 		t.Fatalf("attempts %d, charge ran %d, receipt ran %d; want 2, 1, 1", f.job(id).Attempts, runs.count("charge"), runs.count("receipt"))
 	}
-	if st := f.step(id, "cool-off"); st == nil || st.Kind != wire.StepKindSleep || st.Status != wire.StepOK {
+	if st := f.step(id, "cool-off"); st == nil || st.Kind != wire.StepSleep || st.Status != wire.StepOK {
 		t.Fatalf("sleep step %+v", st)
 	}
 
@@ -141,7 +141,7 @@ func TestInvokeChild(t *testing.T) {
 		t.Fatalf("parent's result %s", res)
 	}
 	st := f.step(id, "child")
-	if st.Kind != wire.StepKindInvoke || st.ChildID == "" || f.job(st.ChildID).Status != wire.StatusDone {
+	if st.Kind != wire.StepInvoke || st.ChildID == "" || f.job(st.ChildID).Status != wire.StatusDone {
 		t.Fatalf("invoke step %+v", st)
 	}
 

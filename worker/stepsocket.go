@@ -124,9 +124,9 @@ func openStepSocket(ctx context.Context, j *journal, uid, gid int) (*stepSocket,
 	mux.HandleFunc("POST /steps/{name}", s.handleLookup)
 	mux.HandleFunc("PUT /steps/{key}", s.handleRecord)
 	mux.HandleFunc("DELETE /steps/{key}", s.handleRelease)
-	mux.HandleFunc("POST /steps/{name}/sleep", s.handlePark(wire.StepKindSleep))
-	mux.HandleFunc("POST /steps/{name}/wait", s.handlePark(wire.StepKindWait))
-	mux.HandleFunc("POST /steps/{name}/invoke", s.handlePark(wire.StepKindInvoke))
+	mux.HandleFunc("POST /steps/{name}/sleep", s.handlePark(wire.StepSleep))
+	mux.HandleFunc("POST /steps/{name}/wait", s.handlePark(wire.StepWait))
+	mux.HandleFunc("POST /steps/{name}/invoke", s.handlePark(wire.StepInvoke))
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() {
@@ -205,13 +205,13 @@ func (s *stepSocket) handlePark(kind string) http.HandlerFunc {
 			err error
 		)
 		switch kind {
-		case wire.StepKindSleep:
+		case wire.StepSleep:
 			var req wire.SleepRequest
 			if !decodeStepBody(w, r, &req) {
 				return
 			}
 			st, err = s.j.sleep(r.Context(), name, req)
-		case wire.StepKindWait:
+		case wire.StepWait:
 			var req wire.WaitRequest
 			if !decodeStepBody(w, r, &req) {
 				return
@@ -327,20 +327,20 @@ func (c *StepSocketClient) Record(ctx context.Context, key string, req wire.Step
 // lease is the attempt's, whatever req says): the step when it is
 // complete, or Parked true.
 func (c *StepSocketClient) Sleep(ctx context.Context, name string, req wire.SleepRequest) (*StepLookup, error) {
-	return c.park(ctx, name, wire.StepKindSleep, req)
+	return c.park(ctx, name, wire.StepSleep, req)
 }
 
 // Wait parks the job on name's next occurrence until req's event or
 // signal, or its timeout: the step when it is complete (status ok with
 // the payload, or timeout), or Parked true.
 func (c *StepSocketClient) Wait(ctx context.Context, name string, req wire.WaitRequest) (*StepLookup, error) {
-	return c.park(ctx, name, wire.StepKindWait, req)
+	return c.park(ctx, name, wire.StepWait, req)
 }
 
 // Invoke submits job as the child of name's next occurrence and parks
 // the job until it ends: the step when it is complete, or Parked true.
 func (c *StepSocketClient) Invoke(ctx context.Context, name string, job wire.SubmitRequest) (*StepLookup, error) {
-	return c.park(ctx, name, wire.StepKindInvoke, wire.InvokeRequest{Job: job})
+	return c.park(ctx, name, wire.StepInvoke, wire.InvokeRequest{Job: job})
 }
 
 func (c *StepSocketClient) park(ctx context.Context, name, kind string, req any) (*StepLookup, error) {

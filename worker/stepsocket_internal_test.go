@@ -101,9 +101,9 @@ func TestStepSocketParks(t *testing.T) {
 		}
 		_ = json.NewDecoder(r.Body).Decode(&body)
 		gotLease.Store(body.Lease)
-		rep := wire.ParkReply{Parked: true, Step: &wire.Step{Key: r.PathValue("key"), Status: wire.StepWaiting}}
-		if r.PathValue("verb") == wire.StepKindWait {
-			rep = wire.ParkReply{Step: &wire.Step{Key: r.PathValue("key"), Status: wire.StepOK, Result: json.RawMessage(`{"paid":1}`)}}
+		rep := wire.ParkReply{Parked: true, Step: wire.Step{Key: r.PathValue("key"), Status: wire.StepWaiting}}
+		if r.PathValue("verb") == wire.StepWait {
+			rep = wire.ParkReply{Step: wire.Step{Key: r.PathValue("key"), Status: wire.StepOK, Result: json.RawMessage(`{"paid":1}`)}}
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
@@ -129,15 +129,16 @@ func TestStepSocketParks(t *testing.T) {
 	sc := NewStepSocketClient(s.path)
 	defer sc.Close()
 
+	second := int64(1000)
 	got, err := sc.Wait(t.Context(), "settled", wire.WaitRequest{Lease: 999, Event: "paid", Key: "o1"})
 	if err != nil || got.Parked || got.Step == nil || string(got.Step.Result) != `{"paid":1}` || gotLease.Load() != 7 {
 		t.Fatalf("Wait = %+v, %v (lease sent %d, want 7)", got, err, gotLease.Load())
 	}
-	got, err = sc.Sleep(t.Context(), "nap", wire.SleepRequest{DurationMillis: 1000})
+	got, err = sc.Sleep(t.Context(), "nap", wire.SleepRequest{DurationMillis: &second})
 	if err != nil || !got.Parked || got.Key != "nap" || parks.Load() != 1 {
 		t.Fatalf("Sleep = %+v, %v (parks %d)", got, err, parks.Load())
 	}
-	got, err = sc.Sleep(t.Context(), "nap", wire.SleepRequest{DurationMillis: 1000})
+	got, err = sc.Sleep(t.Context(), "nap", wire.SleepRequest{DurationMillis: &second})
 	if err != nil || got.Key != "nap#2" || parks.Load() != 1 {
 		t.Fatalf("a second Sleep = %+v, %v; onPark ran %d times, want once", got, err, parks.Load())
 	}

@@ -58,7 +58,7 @@ type outcome struct {
 	hold     holdOff              // a failure that asks not to count (holdoff.go)
 	result   json.RawMessage      // a successful run's result, nil: none
 	progress *wire.ProgressUpdate // the last progress no heartbeat carried
-	parked   bool                 // the attempt parked (park.go): no report
+	parked   bool                 // the attempt parked (park.go) or was superseded: no report
 }
 
 // failFinal is an outcome that must not be retried.
@@ -96,16 +96,25 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 		ctx, job, endRun := w.traceRun(ctx, job)
 		began := time.Now()
 		out := w.execute(ctx, job)
-		if errors.Is(context.Cause(ctx), ErrParked) {
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, ErrParked):
 			// The cluster ended the attempt; whatever the run said after
 			// that (a stale lease, a killed process) is not reported.
 			out = outcome{parked: true}
+		case errors.Is(cause, errSuperseded):
+			// The cluster leased the job again, here: this attempt's
+			// lease is not current, and a report of it could only be
+			// refused (as stale). So is one of an attempt that parked
+			// while its job woke at once.
+			out = outcome{parked: true, err: cause}
 		}
 		endRun(out.err)
 		cancel(nil)
 		out.progress, _ = t.progress.pending() // the report carries it
 		switch {
 		case !log.Enabled(ctx, slog.LevelInfo):
+		case out.parked && out.err != nil:
+			log.Info("job superseded by a newer attempt: not reported", "took", time.Since(began))
 		case out.parked:
 			log.Info("job parked", "took", time.Since(began))
 		case out.err != nil:

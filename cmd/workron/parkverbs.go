@@ -115,7 +115,8 @@ func sleepRequest(arg string) (wire.SleepRequest, error) {
 	if err != nil || d <= 0 {
 		return wire.SleepRequest{}, fmt.Errorf("sleep: %q is neither a positive duration (10m, 36h) nor an RFC 3339 time", arg)
 	}
-	return wire.SleepRequest{DurationMillis: (d + time.Millisecond - 1).Milliseconds()}, nil
+	ms := (d + time.Millisecond - 1).Milliseconds()
+	return wire.SleepRequest{DurationMillis: &ms}, nil
 }
 
 // awaitEnd is what a verb whose job parked does: the worker ends the
@@ -145,7 +146,7 @@ func parkOutcome(st *wire.Step, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("step %s: recorded %s", st.Key, st.Status)
 	}
-	if st.Kind == wire.StepKindSleep || len(st.Result) == 0 {
+	if st.Kind == wire.StepSleep || len(st.Result) == 0 {
 		return nil
 	}
 	_, err := fmt.Fprintf(stdout, "%s\n", st.Result)

@@ -61,12 +61,12 @@ func (c *Client) park(ctx context.Context, jobID, key, verb string, body any) (*
 		if gerr != nil {
 			return nil, fmt.Errorf("%s step %s of job %s: recorded before, and reading it: %w", verb, key, jobID, gerr)
 		}
-		return &wire.ParkReply{Step: st}, nil
+		return &wire.ParkReply{Step: *st}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s step %s of job %s: %w", verb, key, jobID, err)
 	}
-	if out.Step == nil {
+	if out.Step.Key == "" {
 		return nil, fmt.Errorf("%s step %s of job %s: %w", verb, key, jobID, errNoStep)
 	}
 	return &out, nil

@@ -51,15 +51,15 @@ func newParkServer(t *testing.T) (*parkServer, *client.Client) {
 		case "stale":
 			writeError(w, http.StatusConflict, wire.CodeStaleLease, "stale lease")
 		case "passed":
-			writeJSON(w, http.StatusCreated, wire.ParkReply{Step: &wire.Step{Key: "passed", Kind: r.PathValue("verb"), Status: wire.StepOK}})
+			writeJSON(w, http.StatusCreated, wire.ParkReply{Step: wire.Step{Key: "passed", Kind: r.PathValue("verb"), Status: wire.StepOK}})
 		default:
 			wake := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
-			writeJSON(w, http.StatusCreated, wire.ParkReply{Parked: true, Step: &wire.Step{Key: r.PathValue("key"),
+			writeJSON(w, http.StatusCreated, wire.ParkReply{Parked: true, Step: wire.Step{Key: r.PathValue("key"),
 				Kind: r.PathValue("verb"), Status: wire.StepWaiting, WakeAt: &wake, ChildID: "child-1"}})
 		}
 	})
 	mux.HandleFunc("GET /jobs/{id}/steps/{key}", func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusOK, wire.Step{Key: r.PathValue("key"), Kind: wire.StepKindWait, Status: wire.StepOK, Result: json.RawMessage(`{"paid":true}`)})
+		writeJSON(w, http.StatusOK, wire.Step{Key: r.PathValue("key"), Kind: wire.StepWait, Status: wire.StepOK, Result: json.RawMessage(`{"paid":true}`)})
 	})
 	mux.HandleFunc("POST /events", func(w http.ResponseWriter, r *http.Request) {
 		p.keep(r)
@@ -85,13 +85,13 @@ func TestParkingCalls(t *testing.T) {
 	ctx := t.Context()
 
 	t.Run("SleepParks", func(t *testing.T) {
-		rep, err := cl.SleepStep(ctx, "j1", "nap", wire.SleepRequest{Lease: 3, DurationMillis: 1500})
-		if err != nil || !rep.Parked || rep.Step.Kind != wire.StepKindSleep || rep.Step.WakeAt == nil {
+		rep, err := cl.SleepStep(ctx, "j1", "nap", wire.SleepRequest{Lease: 3, DurationMillis: ms(1500)})
+		if err != nil || !rep.Parked || rep.Step.Kind != wire.StepSleep || rep.Step.WakeAt == nil {
 			t.Fatalf("SleepStep = %+v, %v", rep, err)
 		}
 		var got wire.SleepRequest
 		p.body(t, "POST /jobs/j1/steps/nap/sleep", &got)
-		if got.Lease != 3 || got.DurationMillis != 1500 || got.Until != nil {
+		if got.Lease != 3 || got.DurationMillis == nil || *got.DurationMillis != 1500 || got.Until != nil {
 			t.Fatalf("sleep body %+v", got)
 		}
 	})
@@ -118,7 +118,7 @@ func TestParkingCalls(t *testing.T) {
 		}
 	})
 	t.Run("CompleteStepDoesNotPark", func(t *testing.T) {
-		rep, err := cl.SleepStep(ctx, "j1", "passed", wire.SleepRequest{Lease: 3, DurationMillis: 1})
+		rep, err := cl.SleepStep(ctx, "j1", "passed", wire.SleepRequest{Lease: 3, DurationMillis: ms(1)})
 		if err != nil || rep.Parked || rep.Step.Status != wire.StepOK {
 			t.Fatalf("SleepStep = %+v, %v", rep, err)
 		}
@@ -130,7 +130,7 @@ func TestParkingCalls(t *testing.T) {
 		}
 	})
 	t.Run("StaleLease", func(t *testing.T) {
-		if _, err := cl.SleepStep(ctx, "j1", "stale", wire.SleepRequest{Lease: 1, DurationMillis: 1}); client.CodeOf(err) != wire.CodeStaleLease {
+		if _, err := cl.SleepStep(ctx, "j1", "stale", wire.SleepRequest{Lease: 1, DurationMillis: ms(1)}); client.CodeOf(err) != wire.CodeStaleLease {
 			t.Fatalf("SleepStep with a stale lease = %v", err)
 		}
 		if _, err := cl.SleepStep(ctx, "", "x", wire.SleepRequest{}); err == nil {
@@ -163,3 +163,5 @@ func TestParkingCalls(t *testing.T) {
 		}
 	})
 }
+
+func ms(n int64) *int64 { return &n }
