@@ -107,3 +107,64 @@ func waitEnded(t *testing.T, cl *client.Client, id string) *wire.Job {
 	})
 	return end
 }
+
+// TestEndToEndShellSleepSignalInvoke runs a script of `workron sleep`,
+// `workron wait-signal` and `workron invoke` on the real `workron
+// worker`: it parks on the sleep and wakes by itself, parks on the
+// signal until `workron jobs signal` sends it, then invokes a shell
+// child and prints its result. The script's log shows it ran again from
+// the top after each of the three wake-ups (its lines after a wait
+// repeat) and went no further while parked; it all took one attempt.
+func TestEndToEndShellSleepSignalInvoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end test: starts a node and a worker process")
+	}
+	bin := workronBinary(t)
+	srv, _ := inProcessNode(t, "--id", "park2", "--bootstrap", "--http", "127.0.0.1:0", "--raft", "127.0.0.1:0",
+		"--data", filepath.Join(t.TempDir(), "park2"), "--raft-heartbeat-timeout", "100ms", "--raft-election-timeout", "100ms")
+	startWorkerProc(t, bin, srv.advertise, "park-worker2",
+		[]string{"PATH=" + filepath.Dir(bin) + string(os.PathListSeparator) + os.Getenv("PATH")}, "--poll-wait", "1s")
+	cs := clientSecurity{}
+	cl, err := cs.newClient([]string{srv.advertise}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	log := filepath.Join(t.TempDir(), "log")
+	script := `workron sleep nap 1s
+echo slept >> "$LOG"
+sig=$(workron wait-signal approve approve)
+echo "signal $sig" >> "$LOG"
+res=$(workron invoke child '{"command":"echo \"\\\"child-out\\\"\" > \"$WORKRON_RESULT_FILE\""}')
+echo "child $res" >> "$LOG"`
+	one := 1
+	j, err := cl.Submit(t.Context(), wire.SubmitRequest{Command: script, MaxAttempts: &one, Env: map[string]string{"LOG": log}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pollUntil(t, 30*time.Second, func() error {
+		got, err := cl.Get(t.Context(), j.ID)
+		if err != nil {
+			return err
+		}
+		if got.Parked == nil || got.Parked.Kind != wire.StepWait || got.Parked.Signal != "approve" {
+			return fmt.Errorf("job %s, parked %+v", got.Status, got.Parked)
+		}
+		return nil
+	})
+	if b, _ := os.ReadFile(log); string(b) != "slept\n" {
+		t.Fatalf("log while parked on the signal: %q, want only the sleep's line", b)
+	}
+	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"jobs", "signal", "--server", srv.advertise, j.ID, "approve", `"yes"`}, &stdout, &stderr); err != nil {
+		t.Fatalf("jobs signal: %v (%s)", err, stderr.String())
+	}
+	end := waitEnded(t, cl, j.ID)
+	if end.Status != wire.StatusDone || end.Attempts != 1 {
+		t.Fatalf("job %s after %d attempts: %s\n%s", end.Status, end.Attempts, end.LastError, end.Output)
+	}
+	want := "slept\nslept\nsignal \"yes\"\nslept\nsignal \"yes\"\nchild \"child-out\"\n"
+	if b, err := os.ReadFile(log); err != nil || string(b) != want {
+		t.Fatalf("log %q (%v), want %q", b, err, want)
+	}
+}
