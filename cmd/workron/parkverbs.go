@@ -69,32 +69,17 @@ func runPark(ctx context.Context, verb string, args []string, stdout, stderr io.
 	if timeout < 0 {
 		return fmt.Errorf("--timeout: %s is negative", timeout)
 	}
+	park, err := parkCall(verb, pos, timeout)
+	if err != nil {
+		return err
+	}
 	path := os.Getenv(worker.StepSocketEnv)
 	if path == "" {
 		return errNoStepSocket
 	}
 	sc := worker.NewStepSocketClient(path)
 	defer sc.Close()
-	name := pos[0]
-	var look *worker.StepLookup
-	switch verb {
-	case "sleep":
-		req, err := sleepRequest(pos[1])
-		if err != nil {
-			return err
-		}
-		look, err = sc.Sleep(ctx, name, req)
-	case "wait-event":
-		look, err = sc.Wait(ctx, name, wire.WaitRequest{Event: pos[1], Key: pos[2], TimeoutMillis: timeout.Milliseconds()})
-	case "wait-signal":
-		look, err = sc.Wait(ctx, name, wire.WaitRequest{Signal: pos[1], TimeoutMillis: timeout.Milliseconds()})
-	case "invoke":
-		var job wire.SubmitRequest
-		if err := json.Unmarshal([]byte(pos[1]), &job); err != nil {
-			return fmt.Errorf("invoke: JOB-JSON: %w", err)
-		}
-		look, err = sc.Invoke(ctx, name, job)
-	}
+	look, err := park(ctx, sc)
 	if err != nil {
 		return err
 	}
@@ -102,6 +87,38 @@ func runPark(ctx context.Context, verb string, args []string, stdout, stderr io.
 		return awaitEnd(ctx, look.Key, stderr)
 	}
 	return parkOutcome(look.Step, stdout)
+}
+
+// parkCall checks a parking verb's arguments (pos: NAME and the rest)
+// and returns the call it makes on the step socket.
+func parkCall(verb string, pos []string, timeout time.Duration) (func(context.Context, *worker.StepSocketClient) (*worker.StepLookup, error), error) {
+	name := pos[0]
+	switch verb {
+	case "sleep":
+		req, err := sleepRequest(pos[1])
+		if err != nil {
+			return nil, err
+		}
+		return func(ctx context.Context, sc *worker.StepSocketClient) (*worker.StepLookup, error) {
+			return sc.Sleep(ctx, name, req)
+		}, nil
+	case "wait-event", "wait-signal":
+		ms := (timeout + time.Millisecond - 1).Milliseconds() // rounded up: 0 is no timeout
+		req := wire.WaitRequest{Signal: pos[1], TimeoutMillis: ms}
+		if verb == "wait-event" {
+			req = wire.WaitRequest{Event: pos[1], Key: pos[2], TimeoutMillis: ms}
+		}
+		return func(ctx context.Context, sc *worker.StepSocketClient) (*worker.StepLookup, error) {
+			return sc.Wait(ctx, name, req)
+		}, nil
+	}
+	var job wire.SubmitRequest
+	if err := json.Unmarshal([]byte(pos[1]), &job); err != nil {
+		return nil, fmt.Errorf("invoke: JOB-JSON: %w", err)
+	}
+	return func(ctx context.Context, sc *worker.StepSocketClient) (*worker.StepLookup, error) {
+		return sc.Invoke(ctx, name, job)
+	}, nil
 }
 
 // sleepRequest is the request of `workron sleep NAME ARG`: ARG is a
