@@ -348,6 +348,7 @@ func (c *cli) printJob(j *wire.Job) {
 	row("id", j.ID)
 	row("status", j.Status)
 	row("waiting", j.Waiting)
+	row("parked", parkedText(j.Parked)) // parkverbs.go
 	row("command", j.Command)
 	row("type", j.Type)
 	row("queue", j.Queue)

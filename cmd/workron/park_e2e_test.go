@@ -156,6 +156,11 @@ echo "child $res" >> "$LOG"`
 		t.Fatalf("log while parked on the signal: %q, want only the sleep's line", b)
 	}
 	var stdout, stderr bytes.Buffer
+	if err := run(t.Context(), []string{"jobs", "get", "--server", srv.advertise, j.ID}, &stdout, &stderr); err != nil ||
+		!strings.Contains(stdout.String(), "parked:") || !strings.Contains(stdout.String(), "wait for signal approve (step approve)") {
+		t.Fatalf("jobs get of a parked job: %v\n%s", err, stdout.String())
+	}
+	stdout.Reset()
 	if err := run(t.Context(), []string{"jobs", "signal", "--server", srv.advertise, j.ID, "approve", `"yes"`}, &stdout, &stderr); err != nil {
 		t.Fatalf("jobs signal: %v (%s)", err, stderr.String())
 	}

@@ -239,3 +239,30 @@ func (c *cli) jobsSignal(ctx context.Context, fs *flag.FlagSet, args []string) e
 		fmt.Fprintf(c.out, "signal %s sent to job %s (seq %d): woke %d\n", pos[1], pos[0], rep.Seq, rep.Woke)
 	})
 }
+
+// parkedText says what a parked job waits for, as `jobs get` shows it
+// ("" when it is not parked): "sleep (step nap) until 2026-11-28 10:00:00",
+// "wait for event payment.settled order-42 (step settled) until ...",
+// "wait for signal approve (step approve)", "invoke of child job-7 (step
+// receipt)". The table's writer escapes control characters.
+func parkedText(p *wire.Parked) string {
+	if p == nil {
+		return ""
+	}
+	var what string
+	switch {
+	case p.Kind == wire.StepWait && p.Signal != "":
+		what = "wait for signal " + p.Signal
+	case p.Kind == wire.StepWait:
+		what = fmt.Sprintf("wait for event %s %s", p.Event, p.EventKey)
+	case p.Kind == wire.StepInvoke:
+		what = "invoke of child " + p.ChildID
+	default:
+		what = p.Kind
+	}
+	what += " (step " + p.Step + ")"
+	if p.WakeAt != nil {
+		what += " until " + p.WakeAt.Local().Format(time.DateTime)
+	}
+	return what
+}
