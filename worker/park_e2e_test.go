@@ -18,8 +18,8 @@ import (
 
 // TestDurableJobOnACluster runs a handler of a step, a sleep of a second,
 // a wait for an event the test sends once the job waits, and an invoke of
-// a child job, on a real 3-node cluster. The job parks three times and
-// ends done; each step's function ran once, the child once, and the
+// a child job, on a real 3-node cluster. The job parks three times,
+// uncharged, and ends done; each step's function ran once, the child once, and the
 // journal holds each step ok, the wait with the event's payload and the
 // invoke with the child's result.
 func TestDurableJobOnACluster(t *testing.T) {
@@ -70,8 +70,15 @@ func TestDurableJobOnACluster(t *testing.T) {
 		t.Fatalf("SendEvent = %+v, %v; want it to wake the job", rep, err)
 	}
 	done := waitDone(t, cl, j.ID)
-	if done.Status != wire.StatusDone {
-		t.Fatalf("job %s after %d attempts: %s", done.Status, done.Attempts, done.LastError)
+	if done.Status != wire.StatusDone || done.Attempts != 1 {
+		t.Fatalf("job %s after %d attempts: %s; want done, its parks uncharged", done.Status, done.Attempts, done.LastError)
+	}
+	var outcomes []string
+	for _, a := range done.AttemptHistory {
+		outcomes = append(outcomes, a.Status)
+	}
+	if got := strings.Join(outcomes, " "); got != "parked parked parked done" {
+		t.Errorf("attempt history %s, want three parks then done", got)
 	}
 	for name, want := range map[string]int{"charge": 1, "receipt-child": 1} {
 		if got := runs.count(name); got != want {
