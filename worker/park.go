@@ -114,8 +114,8 @@ func (jb *Job) wait(ctx context.Context, name string, req wire.WaitRequest) (jso
 }
 
 // Invoke submits req as a child job of this one, once for step name
-// (the cluster fixes the child's id by this job's id and the step key,
-// so a replay finds the same child), and parks the job until the child
+// (the step records the child's id when it submits it, so a resend or a
+// replay finds the same child), and parks the job until the child
 // ends: it returns a *ParkedError meanwhile. In the attempt after, it
 // returns the child's result (null when it set none) when the child
 // ended done, or a *ChildFailedError (wrapped with NoRetry) when it ended
