@@ -1,3 +1,5 @@
+//go:build !workron_protocol1 && !workron_protocol2 && !workron_protocol3
+
 package worker_test
 
 import (
