@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -141,5 +142,27 @@ func TestStepSocketParks(t *testing.T) {
 	got, err = sc.Sleep(t.Context(), "nap", wire.SleepRequest{DurationMillis: &second})
 	if err != nil || got.Key != "nap#2" || parks.Load() != 1 {
 		t.Fatalf("a second Sleep = %+v, %v; onPark ran %d times, want once", got, err, parks.Load())
+	}
+}
+
+// A step socket answers a new step name past MaxStepNames with 429, for a
+// lookup and a parking call alike, before asking the cluster anything.
+func TestStepSocketStepNamesBound(t *testing.T) {
+	j := &journal{jobID: "j1", lease: 7, seen: map[string]int{}, recorded: map[string]string{}, complete: true}
+	for i := range MaxStepNames {
+		j.seen[strconv.Itoa(i)] = 1
+	}
+	s, err := openStepSocket(t.Context(), j, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	sc := NewStepSocketClient(s.path)
+	defer sc.Close()
+	if _, err := sc.Next(t.Context(), "one-more"); err == nil || !strings.Contains(err.Error(), "429") {
+		t.Fatalf("lookup past the bound: %v, want 429", err)
+	}
+	if _, err := sc.Wait(t.Context(), "one-more", wire.WaitRequest{Event: "e", Key: "k"}); err == nil || !strings.Contains(err.Error(), "429") {
+		t.Fatalf("wait past the bound: %v, want 429", err)
 	}
 }
