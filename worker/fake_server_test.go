@@ -47,6 +47,11 @@ type fakeServer struct {
 	lost      []uint64      // the ClaimSeq of each claim whose reply was lost
 	beatReqs  []wire.WorkerHeartbeatRequest
 	protocol2 bool // refuse progress and results as a cluster at protocol 2 does
+
+	// Durable steps (fake_park_test.go).
+	steps    map[string]map[string]*wire.Step // job id -> key -> step
+	children map[string]fakeChild             // child id -> its parent's step
+	parks    int                              // attempts parked
 }
 
 func newFakeServer(t *testing.T) *fakeServer {
@@ -68,6 +73,7 @@ func newFakeServer(t *testing.T) *fakeServer {
 	mux.HandleFunc("POST /jobs/{id}/done", f.handleReport("done"))
 	mux.HandleFunc("POST /jobs/{id}/fail", f.handleReport("fail"))
 	mux.HandleFunc("POST /jobs/reports", f.handleBatchReport)
+	f.routeSteps(mux)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	f.URL = srv.URL
@@ -340,6 +346,7 @@ func (f *fakeServer) lease(req wire.ClaimRequest) ([]wire.Job, <-chan struct{}) 
 		job.Lease = f.nextLease
 		job.Status = wire.StatusRunning
 		job.WorkerID = req.WorkerID
+		job.Journal = f.journalOf(id)
 		out = append(out, *job)
 	}
 	f.pending = rest
@@ -425,6 +432,7 @@ func (f *fakeServer) applyReport(id, kind string, req wire.ReportRequest) (wire.
 	default:
 		job.Status = wire.StatusFailed
 	}
+	f.childEnded(id, kind == "done", req)
 	return *job, http.StatusOK, ""
 }
 

@@ -142,8 +142,12 @@ func (ck *checkpoint) remove() {
 }
 
 // settle tells the server how an attempt ended: a preempted gang task's
-// checkpoint and acknowledgement, anything else a report.
+// checkpoint and acknowledgement, a parked or superseded attempt nothing,
+// anything else a report.
 func (w *Worker) settle(ctx context.Context, log *slog.Logger, job wire.Job, out outcome, ck *checkpoint) {
+	if out.parked {
+		return // the cluster ended the attempt, or leased the job again
+	}
 	pe := preemptOf(out.err)
 	if pe == nil {
 		w.queueReport(log, job, out)

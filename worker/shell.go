@@ -88,7 +88,9 @@ func (w *Worker) openSteps(ctx context.Context, cmd *exec.Cmd, job wire.Job) *st
 	if w.runAs != nil {
 		uid, gid = int(w.runAs.cred.Uid), int(w.runAs.cred.Gid)
 	}
-	s, err := openStepSocket(ctx, newJournal(w.client, &job), uid, gid)
+	j := newJournal(w.client, &job)
+	j.onPark = parkStops(ctx)
+	s, err := openStepSocket(ctx, j, uid, gid)
 	if err != nil {
 		w.log.Warn("no step socket for the job", "job_id", job.ID, "err", err)
 		return nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -39,11 +40,19 @@ func (e *StepFailedError) Error() string {
 	return fmt.Sprintf("step %s failed: %s", e.Step, e.Message)
 }
 
+// MaxStepNames is the most distinct step names (of steps, sleeps, waits
+// and invokes) one attempt may use: the cluster's bound on a journal's
+// steps (fsm.MaxStepsPerJob), which no attempt could record more of. A
+// step past it gets an error wrapping ErrTooManyStepNames.
+const MaxStepNames = 10_000
+
 // journal is a running attempt's view of its job's journal.
 type journal struct {
 	client *client.Client
 	jobID  string
 	lease  uint64
+	onPark func() // called once when the attempt parks; nil: nothing
+	parked atomic.Bool
 
 	mu       sync.Mutex
 	seen     map[string]int    // occurrences of each name this attempt
@@ -64,24 +73,31 @@ func newJournal(c *client.Client, job *wire.Job) *journal {
 }
 
 // next is the key of name's next occurrence in this attempt: name, then
-// name#2, name#3...; and whether the journal may hold it.
-func (j *journal) next(name string) (key string, maybeRecorded bool) {
+// name#2, name#3...; and whether the journal may hold it. A new name past
+// MaxStepNames is an error wrapping ErrTooManyStepNames.
+func (j *journal) next(name string) (key string, maybeRecorded bool, err error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if _, ok := j.seen[name]; !ok && len(j.seen) >= MaxStepNames {
+		return "", false, fmt.Errorf("step %s: %w", name, ErrTooManyStepNames)
+	}
 	j.seen[name]++
 	key = name
 	if n := j.seen[name]; n > 1 {
 		key = name + "#" + strconv.Itoa(n)
 	}
 	_, ok := j.recorded[key]
-	return key, ok || !j.complete
+	return key, ok || !j.complete, nil
 }
 
 // lookup is the key of name's next occurrence in this attempt and, when
 // the journal holds it, the recorded step with its result (nil: not
 // recorded, the caller runs it and records it under key).
 func (j *journal) lookup(ctx context.Context, name string) (key string, rec *wire.Step, err error) {
-	key, maybe := j.next(name)
+	key, maybe, err := j.next(name)
+	if err != nil {
+		return "", nil, err
+	}
 	if !maybe {
 		return key, nil, nil
 	}
@@ -118,12 +134,58 @@ func (j *journal) record(ctx context.Context, key string, req wire.StepRequest) 
 // failed and Step returns a *StepFailedError (wrapped with NoRetry), as it
 // does in every later attempt; any other error is returned as it is and
 // nothing is recorded: the attempt fails as today, and a later one runs
-// the step again. A Job not given by a Worker (a test's) has no journal:
+// the step again. Step is StepWith with StepOptions{Attempts: 1,
+// RetryJob: true}. A Job not given by a Worker (a test's) has no journal:
 // Step runs fn and returns its result.
 func (jb *Job) Step(ctx context.Context, name string, fn StepFunc) (json.RawMessage, error) {
+	return jb.StepWith(ctx, name, StepOptions{Attempts: 1, RetryJob: true}, fn)
+}
+
+// StepOptions are a step's own retries, inside one attempt of the job.
+type StepOptions struct {
+	// Attempts is how many times fn is tried before the step fails
+	// (0: 1; at most MaxStepAttempts). An error wrapped with NoRetry ends
+	// the tries at once.
+	Attempts int
+	// Backoff is the pause after the first failed try, doubled after each
+	// next one up to MaxBackoff (0: none). The attempt keeps its slot
+	// while it waits: use Sleep for long waits.
+	Backoff time.Duration
+	// MaxBackoff caps the pause (0: one minute).
+	MaxBackoff time.Duration
+	// RetryJob says what the last failure does. false (the default):
+	// the step is recorded failed, with the tries it took, and StepWith
+	// returns a *StepFailedError wrapped with NoRetry, in this attempt and
+	// every later one. true: nothing is recorded and the error is returned
+	// as it is, so the job's attempt fails and the job's next attempt (if
+	// its max_retries allow one) runs the step again. An error wrapped
+	// with NoRetry is recorded failed either way.
+	RetryJob bool
+}
+
+// MaxStepAttempts is the most tries StepOptions.Attempts may ask for.
+const MaxStepAttempts = 1000
+
+// defaultStepMaxBackoff caps a step's pause when StepOptions leave it 0.
+const defaultStepMaxBackoff = time.Minute
+
+// StepWith is Step with its own retries: fn is tried up to opt.Attempts
+// times, pausing opt.Backoff (doubling) between tries, all within this
+// attempt of the job and under one step key; the step is recorded with
+// the number of tries it took. What its last failure does is
+// opt.RetryJob's to say. A recorded step is returned without running fn,
+// as Step does. ctx ending during a pause returns ctx's error, nothing
+// recorded.
+func (jb *Job) StepWith(ctx context.Context, name string, opt StepOptions, fn StepFunc) (json.RawMessage, error) {
+	if opt.Attempts < 0 || opt.Attempts > MaxStepAttempts {
+		return nil, fmt.Errorf("step %s: attempts %d: %w", name, opt.Attempts, ErrStepOptions)
+	}
+	if opt.Backoff < 0 || opt.MaxBackoff < 0 {
+		return nil, fmt.Errorf("step %s: a negative backoff: %w", name, ErrStepOptions)
+	}
 	j := jb.journal
 	if j == nil {
-		v, err := fn(ctx)
+		v, _, err := tryStep(ctx, opt, fn)
 		if err != nil {
 			return nil, err
 		}
@@ -137,8 +199,8 @@ func (jb *Job) Step(ctx context.Context, name string, fn StepFunc) (json.RawMess
 		return stepOutcome(rec)
 	}
 	began := time.Now()
-	v, ferr := fn(ctx)
-	req := wire.StepRequest{Attempts: 1, DurationMillis: time.Since(began).Milliseconds()}
+	v, tries, ferr := tryStep(ctx, opt, fn)
+	req := wire.StepRequest{Attempts: tries, DurationMillis: time.Since(began).Milliseconds()}
 	var nr *noRetryError
 	switch {
 	case ferr == nil:
@@ -147,17 +209,40 @@ func (jb *Job) Step(ctx context.Context, name string, fn StepFunc) (json.RawMess
 			return nil, fmt.Errorf("step %s: encode its result: %w", key, err)
 		}
 		req.Result = res
-	case errors.As(ferr, &nr):
+	case ctx.Err() != nil && !errors.As(ferr, &nr), opt.RetryJob && !errors.As(ferr, &nr):
+		return nil, ferr
+	default:
 		msg, _ := json.Marshal(ferr.Error())
 		req.Status, req.Result = wire.StepFailed, msg
-	default:
-		return nil, ferr
 	}
 	st, err := j.record(ctx, key, req)
 	if err != nil {
 		return nil, err
 	}
 	return stepOutcome(st)
+}
+
+// tryStep calls fn until it succeeds, returns an error wrapped with
+// NoRetry, has been tried opt.Attempts times, or ctx ends in a pause; it
+// returns the last result or error and how many tries it made.
+func tryStep(ctx context.Context, opt StepOptions, fn StepFunc) (any, int, error) {
+	attempts := max(opt.Attempts, 1)
+	hi := opt.MaxBackoff
+	if hi == 0 {
+		hi = defaultStepMaxBackoff
+	}
+	pause := min(opt.Backoff, hi)
+	for try := 1; ; try++ {
+		v, err := fn(ctx)
+		var nr *noRetryError
+		if err == nil || try >= attempts || errors.As(err, &nr) {
+			return v, try, err
+		}
+		if pause > 0 && !sleep(ctx, pause) {
+			return nil, try, fmt.Errorf("%w (after try %d: %w)", context.Cause(ctx), try, err)
+		}
+		pause = min(2*pause, hi)
+	}
 }
 
 // stepOutcome is what Step returns for a recorded step.

@@ -33,6 +33,13 @@ import (
 //	                    attempt's, whatever the body says)
 //	DELETE /steps/{key} give up key without recording it (the step
 //	                    failed: a later attempt runs it again)
+//	POST /steps/{name}/sleep, /wait, /invoke
+//	                    park on name's next occurrence (the body is a
+//	                    wire.SleepRequest, WaitRequest or InvokeRequest,
+//	                    its lease the attempt's): the step when it is
+//	                    complete, or parked true, and then the worker
+//	                    ends the job's process and its attempt, with no
+//	                    report (park.go)
 //
 // The socket is removed when the job's process ends.
 
@@ -53,8 +60,6 @@ const (
 	// maxStepsPending is the most keys handed out as not recorded and not
 	// yet recorded (steps running at once).
 	maxStepsPending = 64
-	// maxStepNames is the most distinct step names one attempt counts.
-	maxStepNames = 10_000
 	// maxSocketDirBytes is the longest temporary directory a socket is
 	// made in; past it, /tmp.
 	maxSocketDirBytes = 64
@@ -64,10 +69,13 @@ const (
 
 // StepLookup is the reply of POST /steps/{name} on a step socket: the key
 // of name's next occurrence and, when it is recorded, the step with its
-// result (Step nil: run it, then record it under Key).
+// result (Step nil: run it, then record it under Key). Of a parking call
+// (POST /steps/{name}/sleep, wait or invoke): Parked true when the job
+// parked (the worker is ending the process), else the complete Step.
 type StepLookup struct {
-	Key  string     `json:"key"`
-	Step *wire.Step `json:"step,omitempty"`
+	Key    string     `json:"key"`
+	Step   *wire.Step `json:"step,omitempty"`
+	Parked bool       `json:"parked,omitempty"`
 }
 
 // stepSocket serves one running shell job's steps.
@@ -82,7 +90,6 @@ type stepSocket struct {
 
 	mu      sync.Mutex
 	pending map[string]bool
-	names   map[string]bool
 }
 
 // openStepSocket listens on a new unix socket in a directory of its own
@@ -99,7 +106,7 @@ func openStepSocket(ctx context.Context, j *journal, uid, gid int) (*stepSocket,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &stepSocket{dir: dir, path: filepath.Join(dir, "s"), j: j, done: make(chan struct{}), cancel: cancel,
-		pending: map[string]bool{}, names: map[string]bool{}}
+		pending: map[string]bool{}}
 	if s.ln, err = net.Listen("unix", s.path); err != nil {
 		cancel()
 		_ = os.RemoveAll(dir)
@@ -117,6 +124,9 @@ func openStepSocket(ctx context.Context, j *journal, uid, gid int) (*stepSocket,
 	mux.HandleFunc("POST /steps/{name}", s.handleLookup)
 	mux.HandleFunc("PUT /steps/{key}", s.handleRecord)
 	mux.HandleFunc("DELETE /steps/{key}", s.handleRelease)
+	mux.HandleFunc("POST /steps/{name}/sleep", s.handlePark(wire.StepSleep))
+	mux.HandleFunc("POST /steps/{name}/wait", s.handlePark(wire.StepWait))
+	mux.HandleFunc("POST /steps/{name}/invoke", s.handlePark(wire.StepInvoke))
 	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		BaseContext: func(net.Listener) context.Context { return ctx }}
 	go func() {
@@ -144,25 +154,16 @@ func (s *stepSocket) close() {
 }
 
 func (s *stepSocket) handleLookup(w http.ResponseWriter, r *http.Request) {
-	name := r.PathValue("name")
 	s.mu.Lock()
-	full := !s.names[name] && len(s.names) >= maxStepNames
 	busy := len(s.pending) >= maxStepsPending
-	if !full && !busy {
-		s.names[name] = true
-	}
 	s.mu.Unlock()
-	switch {
-	case full:
-		stepSocketError(w, http.StatusTooManyRequests, fmt.Sprintf("more than %d step names in one attempt", maxStepNames))
-		return
-	case busy:
+	if busy {
 		stepSocketError(w, http.StatusTooManyRequests, fmt.Sprintf("more than %d steps running at once", maxStepsPending))
 		return
 	}
-	key, rec, err := s.j.lookup(r.Context(), name)
+	key, rec, err := s.j.lookup(r.Context(), r.PathValue("name"))
 	if err != nil {
-		stepSocketError(w, http.StatusBadGateway, err.Error())
+		stepSocketJournalError(w, err)
 		return
 	}
 	if rec == nil {
@@ -176,14 +177,7 @@ func (s *stepSocket) handleLookup(w http.ResponseWriter, r *http.Request) {
 func (s *stepSocket) handleRecord(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
 	var req wire.StepRequest
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxStepSocketBody))
-	if err := dec.Decode(&req); err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			stepSocketError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body: more than %d bytes (a step's result is at most %d)", mbe.Limit, MaxStepResultBytes))
-			return
-		}
-		stepSocketError(w, http.StatusBadRequest, "body: "+err.Error())
+	if !decodeStepBody(w, r, &req) {
 		return
 	}
 	s.mu.Lock()
@@ -200,6 +194,73 @@ func (s *stepSocket) handleRecord(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeStepJSON(w, http.StatusOK, st)
+}
+
+// handlePark serves a parking call of kind on name's next occurrence.
+func (s *stepSocket) handlePark(kind string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		var (
+			st  *wire.Step
+			err error
+		)
+		switch kind {
+		case wire.StepSleep:
+			var req wire.SleepRequest
+			if !decodeStepBody(w, r, &req) {
+				return
+			}
+			st, err = s.j.sleep(r.Context(), name, req)
+		case wire.StepWait:
+			var req wire.WaitRequest
+			if !decodeStepBody(w, r, &req) {
+				return
+			}
+			st, err = s.j.wait(r.Context(), name, req)
+		default:
+			var req wire.InvokeRequest
+			if !decodeStepBody(w, r, &req) {
+				return
+			}
+			st, err = s.j.invoke(r.Context(), name, req.Job)
+		}
+		var pe *ParkedError
+		switch {
+		case errors.As(err, &pe):
+			writeStepJSON(w, http.StatusOK, StepLookup{Key: pe.Step, Parked: true})
+		case err != nil:
+			stepSocketJournalError(w, err)
+		default:
+			writeStepJSON(w, http.StatusOK, StepLookup{Key: st.Key, Step: st})
+		}
+	}
+}
+
+// decodeStepBody decodes r's body (at most maxStepSocketBody bytes) into
+// v, or answers 413 or 400 and reports false.
+func decodeStepBody(w http.ResponseWriter, r *http.Request, v any) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxStepSocketBody))
+	err := dec.Decode(v)
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		return true
+	case errors.As(err, &mbe):
+		stepSocketError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("body: more than %d bytes (a step's result is at most %d)", mbe.Limit, MaxStepResultBytes))
+	default:
+		stepSocketError(w, http.StatusBadRequest, "body: "+err.Error())
+	}
+	return false
+}
+
+// stepSocketJournalError answers a failed journal call: 429 past the
+// bound of step names, else 502 (the cluster's answer, or none).
+func stepSocketJournalError(w http.ResponseWriter, err error) {
+	if errors.Is(err, ErrTooManyStepNames) {
+		stepSocketError(w, http.StatusTooManyRequests, err.Error())
+		return
+	}
+	stepSocketError(w, http.StatusBadGateway, err.Error())
 }
 
 func (s *stepSocket) handleRelease(w http.ResponseWriter, r *http.Request) {
@@ -241,7 +302,7 @@ func (c *StepSocketClient) Close() { c.hc.CloseIdleConnections() }
 // the recorded step when there is one.
 func (c *StepSocketClient) Next(ctx context.Context, name string) (*StepLookup, error) {
 	var out StepLookup
-	if err := c.do(ctx, http.MethodPost, name, nil, &out); err != nil {
+	if err := c.do(ctx, http.MethodPost, name, "", nil, &out); err != nil {
 		return nil, fmt.Errorf("look up step %s: %w", name, err)
 	}
 	return &out, nil
@@ -256,8 +317,40 @@ func (c *StepSocketClient) Record(ctx context.Context, key string, req wire.Step
 		return nil, fmt.Errorf("record step %s: %w", key, err)
 	}
 	var out wire.Step
-	if err := c.do(ctx, http.MethodPut, key, body, &out); err != nil {
+	if err := c.do(ctx, http.MethodPut, key, "", body, &out); err != nil {
 		return nil, fmt.Errorf("record step %s: %w", key, err)
+	}
+	return &out, nil
+}
+
+// Sleep parks the job on name's next occurrence for req's time (its
+// lease is the attempt's, whatever req says): the step when it is
+// complete, or Parked true.
+func (c *StepSocketClient) Sleep(ctx context.Context, name string, req wire.SleepRequest) (*StepLookup, error) {
+	return c.park(ctx, name, wire.StepSleep, req)
+}
+
+// Wait parks the job on name's next occurrence until req's event or
+// signal, or its timeout: the step when it is complete (status ok with
+// the payload, or timeout), or Parked true.
+func (c *StepSocketClient) Wait(ctx context.Context, name string, req wire.WaitRequest) (*StepLookup, error) {
+	return c.park(ctx, name, wire.StepWait, req)
+}
+
+// Invoke submits job as the child of name's next occurrence and parks
+// the job until it ends: the step when it is complete, or Parked true.
+func (c *StepSocketClient) Invoke(ctx context.Context, name string, job wire.SubmitRequest) (*StepLookup, error) {
+	return c.park(ctx, name, wire.StepInvoke, wire.InvokeRequest{Job: job})
+}
+
+func (c *StepSocketClient) park(ctx context.Context, name, kind string, req any) (*StepLookup, error) {
+	body, err := json.Marshal(req)
+	if err != nil {
+		return nil, fmt.Errorf("%s step %s: %w", kind, name, err)
+	}
+	var out StepLookup
+	if err := c.do(ctx, http.MethodPost, name, "/"+kind, body, &out); err != nil {
+		return nil, fmt.Errorf("%s step %s: %w", kind, name, err)
 	}
 	return &out, nil
 }
@@ -266,14 +359,14 @@ func (c *StepSocketClient) Record(ctx context.Context, key string, req wire.Step
 // recording it: the step failed, and a later attempt runs it again.
 func (c *StepSocketClient) Release(ctx context.Context, key string) error {
 	var out struct{}
-	if err := c.do(ctx, http.MethodDelete, key, nil, &out); err != nil {
+	if err := c.do(ctx, http.MethodDelete, key, "", nil, &out); err != nil {
 		return fmt.Errorf("release step %s: %w", key, err)
 	}
 	return nil
 }
 
-func (c *StepSocketClient) do(ctx context.Context, method, name string, body []byte, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, "http://step/steps/"+url.PathEscape(name), bytes.NewReader(body))
+func (c *StepSocketClient) do(ctx context.Context, method, name, suffix string, body []byte, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, "http://step/steps/"+url.PathEscape(name)+suffix, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}

@@ -4,14 +4,19 @@ package worker
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/worker/client"
 )
 
 // stepSocketPut sends body to PUT /steps/{key} of the socket at path.
@@ -81,5 +86,83 @@ func TestShellJobStepSocketEndsWithTheProcess(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Dir(string(b))); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("step socket's directory after the job: %v, want gone", err)
+	}
+}
+
+// A step socket's parking calls go to the cluster under the attempt's
+// lease: a parked answer says Parked and ends the attempt (the journal's
+// onPark, which stops the job's process in a worker); a complete wait
+// gives its step with the payload.
+func TestStepSocketParks(t *testing.T) {
+	var gotLease atomic.Uint64
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /jobs/j1/steps/{key}/{verb}", func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			Lease uint64 `json:"lease"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		gotLease.Store(body.Lease)
+		rep := wire.ParkReply{Parked: true, Step: wire.Step{Key: r.PathValue("key"), Status: wire.StepWaiting}}
+		if r.PathValue("verb") == wire.StepWait {
+			rep = wire.ParkReply{Step: wire.Step{Key: r.PathValue("key"), Status: wire.StepOK, Result: json.RawMessage(`{"paid":1}`)}}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusCreated)
+		_ = json.NewEncoder(w).Encode(rep)
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	ccfg := client.DefaultConfig()
+	ccfg.Servers = []string{srv.URL}
+	cl, err := client.New(ccfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	var parks atomic.Int32
+	j := &journal{client: cl, jobID: "j1", lease: 7, seen: map[string]int{}, recorded: map[string]string{}, complete: true,
+		onPark: func() { parks.Add(1) }}
+	s, err := openStepSocket(t.Context(), j, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	sc := NewStepSocketClient(s.path)
+	defer sc.Close()
+
+	second := int64(1000)
+	got, err := sc.Wait(t.Context(), "settled", wire.WaitRequest{Lease: 999, Event: "paid", Key: "o1"})
+	if err != nil || got.Parked || got.Step == nil || string(got.Step.Result) != `{"paid":1}` || gotLease.Load() != 7 {
+		t.Fatalf("Wait = %+v, %v (lease sent %d, want 7)", got, err, gotLease.Load())
+	}
+	got, err = sc.Sleep(t.Context(), "nap", wire.SleepRequest{DurationMillis: &second})
+	if err != nil || !got.Parked || got.Key != "nap" || parks.Load() != 1 {
+		t.Fatalf("Sleep = %+v, %v (parks %d)", got, err, parks.Load())
+	}
+	got, err = sc.Sleep(t.Context(), "nap", wire.SleepRequest{DurationMillis: &second})
+	if err != nil || got.Key != "nap#2" || parks.Load() != 1 {
+		t.Fatalf("a second Sleep = %+v, %v; onPark ran %d times, want once", got, err, parks.Load())
+	}
+}
+
+// A step socket answers a new step name past MaxStepNames with 429, for a
+// lookup and a parking call alike, before asking the cluster anything.
+func TestStepSocketStepNamesBound(t *testing.T) {
+	j := &journal{jobID: "j1", lease: 7, seen: map[string]int{}, recorded: map[string]string{}, complete: true}
+	for i := range MaxStepNames {
+		j.seen[strconv.Itoa(i)] = 1
+	}
+	s, err := openStepSocket(t.Context(), j, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	sc := NewStepSocketClient(s.path)
+	defer sc.Close()
+	if _, err := sc.Next(t.Context(), "one-more"); err == nil || !strings.Contains(err.Error(), "429") {
+		t.Fatalf("lookup past the bound: %v, want 429", err)
+	}
+	if _, err := sc.Wait(t.Context(), "one-more", wire.WaitRequest{Event: "e", Key: "k"}); err == nil || !strings.Contains(err.Error(), "429") {
+		t.Fatalf("wait past the bound: %v, want 429", err)
 	}
 }

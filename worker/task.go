@@ -58,6 +58,7 @@ type outcome struct {
 	hold     holdOff              // a failure that asks not to count (holdoff.go)
 	result   json.RawMessage      // a successful run's result, nil: none
 	progress *wire.ProgressUpdate // the last progress no heartbeat carried
+	parked   bool                 // the attempt parked (park.go) or was superseded: no report
 }
 
 // failFinal is an outcome that must not be retried.
@@ -95,11 +96,27 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 		ctx, job, endRun := w.traceRun(ctx, job)
 		began := time.Now()
 		out := w.execute(ctx, job)
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, ErrParked):
+			// The cluster ended the attempt; whatever the run said after
+			// that (a stale lease, a killed process) is not reported.
+			out = outcome{parked: true}
+		case errors.Is(cause, errSuperseded):
+			// The cluster leased the job again, here: this attempt's
+			// lease is not current, and a report of it could only be
+			// refused (as stale). So is one of an attempt that parked
+			// while its job woke at once.
+			out = outcome{parked: true, err: cause}
+		}
 		endRun(out.err)
 		cancel(nil)
 		out.progress, _ = t.progress.pending() // the report carries it
 		switch {
 		case !log.Enabled(ctx, slog.LevelInfo):
+		case out.parked && out.err != nil:
+			log.Info("job superseded by a newer attempt: not reported", "took", time.Since(began))
+		case out.parked:
+			log.Info("job parked", "took", time.Since(began))
 		case out.err != nil:
 			log.Info("job failed", "err", out.err, "exit_code", deref(out.exitCode), "took", time.Since(began))
 		default:
@@ -204,7 +221,14 @@ func (w *Worker) runHandler(ctx context.Context, job wire.Job) (out outcome) {
 		progress:      progressOf(ctx),
 		journal:       newJournal(w.client, &job),
 	}
+	hj.journal.onPark = parkStops(ctx)
 	err := h(ctx, hj)
+	if hj.journal.parked.Load() {
+		if !errors.Is(err, ErrParked) {
+			w.log.Warn("handler went on after its job parked: its end is not reported", "job_id", job.ID, "type", job.Type, "err", err)
+		}
+		return outcome{parked: true}
+	}
 	if err == nil {
 		return outcome{result: hj.result}
 	}

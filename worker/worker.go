@@ -31,6 +31,22 @@ var (
 	// ErrTooManyTypes is returned by Run when more handlers are registered
 	// than a claim may name (wire.MaxTypes).
 	ErrTooManyTypes = fmt.Errorf("worker: more than %d handler types registered, the most a claim may name", wire.MaxTypes)
+	// ErrParked is wrapped by the error of a Job's Sleep, SleepUntil,
+	// WaitForEvent, WaitForSignal or Invoke that parked the job: the
+	// attempt has ended (uncharged), and the handler returns the error.
+	// The worker sends no report for a parked attempt; the job runs again
+	// when it wakes, and the handler replays to the parking step.
+	ErrParked = errors.New("worker: job parked")
+	// ErrTooManyStepNames is wrapped by the error of a step whose name is
+	// new past MaxStepNames names in one attempt.
+	ErrTooManyStepNames = fmt.Errorf("worker: more than %d step names in one attempt", MaxStepNames)
+	// ErrStepOptions is wrapped by the error of StepWith given options out
+	// of range (nothing is run).
+	ErrStepOptions = errors.New("worker: step options out of range")
+	// ErrNotDurable is wrapped by the error of WaitForEvent,
+	// WaitForSignal or Invoke on a Job not given by a Worker (a test's),
+	// which has no journal.
+	ErrNotDurable = errors.New("worker: the job has no journal (not run by a Worker)")
 )
 
 // defaultLeaseTTL stands in for the lease TTL until a claim tells it.

@@ -69,6 +69,8 @@ func runClient(ctx context.Context, verb string, args []string, stdout, stderr i
 		return c.gangs(ctx, fs, args)
 	case "digest":
 		return c.digest(ctx, fs, args)
+	case "events":
+		return c.events(ctx, fs, args)
 	}
 	return fmt.Errorf("unknown command %q", verb)
 }
@@ -233,7 +235,8 @@ const jobsUsage = `jobs: give one of
   cancel ID [--no-cascade] | retry ID [--no-cascade]
   cancel|retry|delete|priority [--status S] [--queue Q] [--metadata K=V]... [--filter EXPR] [--priority P] [--yes] [--no-follow]
   bulk ls | bulk get ID | bulk stop ID
-  wait ID [--timeout D]`
+  wait ID [--timeout D]
+  signal ID NAME [PAYLOAD]`
 
 // jobs runs `workron jobs SUB ...`. Each subcommand has its own flags, so
 // `workron jobs cancel -h` shows cancel's.
@@ -252,6 +255,8 @@ func (c *cli) jobs(ctx context.Context, fs *flag.FlagSet, args []string) error {
 		return c.jobsList(ctx, fs, sub, args)
 	case "count":
 		return c.jobsCount(ctx, fs, args)
+	case "signal":
+		return c.jobsSignal(ctx, fs, args)
 	}
 	var (
 		act     client.ActionOptions
@@ -343,6 +348,7 @@ func (c *cli) printJob(j *wire.Job) {
 	row("id", j.ID)
 	row("status", j.Status)
 	row("waiting", j.Waiting)
+	row("parked", parkedText(j.Parked)) // parkverbs.go
 	row("command", j.Command)
 	row("type", j.Type)
 	row("queue", j.Queue)

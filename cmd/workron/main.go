@@ -26,7 +26,7 @@ Usage:
   workron submit [flags] -- COMMAND [ARG...]   submit a shell job (--wait follows it)
   workron submit --batch FILE|-            submit the jobs of a file in one request
   workron jobs ls [--status S] [--queue Q] [--metadata K=V]... [--limit N]
-  workron jobs get ID | cancel ID | retry ID [--no-cascade] | wait ID [--timeout D]
+  workron jobs get ID | cancel ID | retry ID [--no-cascade] | wait ID [--timeout D] | signal ID NAME [PAYLOAD]
   workron jobs cancel|retry|delete|priority --status S --queue Q --metadata K=V [--yes]   (bulk)
   workron jobs bulk ls | get ID | stop ID
   workron gangs get ID                     show a gang and its tasks
@@ -38,6 +38,9 @@ Usage:
                     [--catchup none|one|all] [job flags] -- COMMAND...   (or --file SCHEDULE.json)
   workron cluster status | health [--ready] | join --id ID --raft ADDR --http URL | remove ID
   workron step NAME -- COMMAND [ARG...]    in a shell job: run COMMAND once per job, replay its output after
+  workron sleep NAME DURATION | wait-event NAME EVENT KEY [--timeout D] | wait-signal NAME SIGNAL
+          | invoke NAME JOB-JSON           in a shell job: park it durably (it runs again from the top)
+  workron events send NAME KEY [PAYLOAD]   send an event to the jobs waiting for it
   workron digest                           the answering node's state digest
   workron backup FILE                      download a consistent copy of the state
   workron restore FILE                     replace the running cluster's state with a backup
@@ -106,10 +109,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runDev(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
-	case "submit", "jobs", "workers", "queues", "cluster", "schedules", "gangs", "digest":
+	case "submit", "jobs", "workers", "queues", "cluster", "schedules", "gangs", "digest", "events":
 		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "step":
 		return runStep(ctx, rest, os.Stdin, stdout, stderr)
+	case "sleep", "wait-event", "wait-signal", "invoke":
+		return runPark(ctx, cmd, rest, stdout, stderr)
 	case "backup":
 		return runBackup(ctx, rest, stdout, stderr)
 	case "restore":
