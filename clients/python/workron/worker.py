@@ -42,6 +42,7 @@ not empty and acknowledges the preemption instead of reporting the attempt.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import logging
 import os
@@ -54,8 +55,10 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from .client import (MAX_PROGRESS_MESSAGE, MAX_RESULT_BYTES, Abort, Client, Duration, Job, Resources, WorkronError,
-                     _progress_body, parse_go_duration)
+from .client import (MAX_PROGRESS_MESSAGE, MAX_RESULT_BYTES, Abort, Client, Duration, Job, Resources, Spec,
+                     WorkronError, _progress_body, parse_go_duration)
+from .durable import Journal, Parked, StepBackoff
+from .errors import NoRetry
 from .gang import CheckpointFile, Gang
 from .shell import BASE_ENV, Command, Outcome, Watcher, bound_hold_off, check_pass_env, command_env, kill_group
 from .tracing import TraceHook, traced
@@ -75,11 +78,6 @@ _DEFAULT_LEASE_TTL = 15.0
 
 # Report answers whose codes mean nothing was done: the report is sent again.
 _RESEND_CODES = ("no_leader", "internal", "outcome_unknown", "upgrade_in_progress")
-
-
-class NoRetry(Exception):
-    """Raised by a handler: the attempt fails and the job gets no more
-    attempts."""
 
 
 class RateLimited(Exception):
@@ -105,24 +103,6 @@ class Snooze(Exception):
     def __init__(self, after: Duration) -> None:
         super().__init__(f"snoozed for {after}")
         self.after = after
-
-
-class StepFailed(NoRetry):
-    """A step recorded as failed (its function raised NoRetry): ``step`` is
-    its key, ``message`` the error it raised. A handler that lets it out
-    fails the job for good."""
-
-    def __init__(self, step: str, message: str) -> None:
-        super().__init__(f"step {step} failed: {message}")
-        self.step = step
-        self.message = message
-
-
-def _step_outcome(rec: Dict[str, Any]) -> Any:
-    """What JobContext.step returns for a recorded step."""
-    if rec.get("status") == "failed":
-        raise StepFailed(rec.get("key", ""), str(rec.get("result", "")))
-    return rec.get("result")
 
 
 @dataclass
@@ -151,9 +131,14 @@ class JobContext:
     _progress_sent: int = field(default=0, repr=False)
     _progressed: Optional[threading.Event] = field(default=None, repr=False)  # the worker's, set at each update
     _client: Optional[Client] = field(default=None, repr=False)  # set by the Worker: steps record through it
-    _steps_seen: Dict[str, int] = field(default_factory=dict, repr=False)
+    _journal: Optional[Journal] = field(default=None, repr=False)
 
-    def step(self, name: str, fn: Callable[[], Any]) -> Any:
+    def __post_init__(self) -> None:
+        if self._client is not None and self._journal is None:
+            self._journal = Journal(self._client, self.job, self.stopping)
+
+    def step(self, name: str, fn: Callable[[], Any], attempts: Optional[int] = None,
+             backoff: StepBackoff = None) -> Any:
         """Runs fn as step ``name`` of the job's journal, or returns what an
         earlier attempt recorded for it without running it (durable steps,
         docs/workers.md). The n-th step of one name in an attempt is
@@ -161,32 +146,67 @@ class JobContext:
         committed before step returns it; if another attempt recorded the
         step first, its value is returned instead. When fn raises NoRetry
         the step is recorded failed and StepFailed (a NoRetry) is raised,
-        in this attempt and every later one; any other exception records
-        nothing and fails the attempt. A JobContext not given by a Worker
-        runs fn and returns its value."""
-        if self._client is None:
+        in this attempt and every later one.
+
+        Without ``attempts``, any other exception records nothing and fails
+        the attempt (a later one runs the step again). With ``attempts`` the
+        step retries on its own inside the attempt: fn is tried up to
+        attempts times, ``backoff`` apart (a Backoff, by default 1s doubling
+        to 30s with 20% jitter; seconds; or a function of the tries so far
+        returning seconds), and when the last try raises, the step is
+        recorded failed (StepFailed); the tries it took are recorded as the
+        step's attempts. A JobContext not given by a Worker runs fn and
+        returns its value."""
+        if self._journal is None:
             return fn()
-        self._steps_seen[name] = self._steps_seen.get(name, 0) + 1
-        n = self._steps_seen[name]
-        key = name if n == 1 else f"{name}#{n}"
-        journal = self.job.raw.get("journal") or {}
-        listed = {s.get("key"): s for s in journal.get("steps") or []}
-        complete = not journal.get("truncated") and len(listed) == int(journal.get("count", 0))
-        if key in listed or not complete:
-            try:
-                return _step_outcome(self._client.step(self.job.id, key))
-            except WorkronError as e:
-                if e.code != "not_found":
-                    raise
-        began = time.monotonic()
-        try:
-            value, failed = fn(), False
-        except NoRetry as e:
-            value, failed = str(e), True
-        took = int((time.monotonic() - began) * 1000)
-        rec, _ = self._client.record_step(self.job.id, key, self.job.lease, result=value, failed=failed,
-                                          duration_ms=took)
-        return _step_outcome(rec)
+        return self._journal.run(name, fn, attempts, backoff)
+
+    def sleep(self, name: str, seconds: Duration) -> None:
+        """Durable sleep ``name`` of ``seconds`` (a number, a timedelta or a
+        Go duration; at most 365 days): the first time, it raises Parked
+        (the attempt ends uncharged and the worker's slot is free) and the
+        job runs again once the time has passed, decided by the cluster;
+        replayed then, it returns at once. Counts in the same per-name
+        sequence as step."""
+        self._parking().sleep(name, duration=seconds)
+
+    def sleep_until(self, name: str, when: _dt.datetime) -> None:
+        """sleep until a time (a datetime, UTC if naive): returns at once
+        when it has passed."""
+        self._parking().sleep(name, until=when)
+
+    def wait_for_event(self, name: str, event: str, key: str, timeout: Optional[Duration] = None) -> Any:
+        """Waits, parked, for an event of that name and key
+        (Client.send_event; one sent before the wait, within the server's
+        look-back window, counts) and returns its payload. ``timeout``
+        (seconds, a timedelta or a Go duration; None: wait until the event
+        comes or the job is cancelled) passed first, it raises StepTimeout,
+        in this attempt and every later one. The first call raises Parked
+        unless the event was sent already."""
+        return self._parking().wait(name, event=event, event_key=key, timeout=timeout)
+
+    def wait_for_signal(self, name: str, signal: str, timeout: Optional[Duration] = None) -> Any:
+        """wait_for_event for a signal sent to this job (Client.signal)."""
+        return self._parking().wait(name, signal=signal, timeout=timeout)
+
+    def invoke(self, name: str, job: Spec) -> Any:
+        """Submits job (a JobSpec or a dict, as for Client.submit) as a
+        child, once whatever the attempts, parks until it ends, and returns
+        its result (None if none). A child that failed or was cancelled
+        raises ChildFailed (a StepFailed), in this attempt and every later
+        one. The first call raises Parked."""
+        return self._parking().invoke(name, job)
+
+    def _parking(self) -> Journal:
+        if self._journal is None:
+            raise RuntimeError("sleeps, waits and invokes need the JobContext a Worker gives a handler")
+        return self._journal
+
+    @property
+    def parked(self) -> bool:
+        """Whether a sleep, wait or invoke of this attempt parked the job
+        (its attempt has ended)."""
+        return self._journal is not None and self._journal.parked is not None
 
     def progress(self, percent: int, message: str = "") -> None:
         """Records how far the job is: percent from 0 to 100 (held to those
@@ -566,16 +586,46 @@ class Worker:
             self.client.fetch_parent_results(task.ctx.job)  # all of them, when the claim cut them short
             with traced(self._trace_hook, task.ctx):
                 value = handler(task.ctx)
-        except NoRetry:
-            self._settle(task, "failed", error=traceback.format_exc(), retry=False)
-        except RateLimited as e:
-            self._settle(task, "failed", error=e.reason or str(e), hold={"rate_limited_for": bound_hold_off(e.after)})
-        except Snooze as e:
-            self._settle(task, "failed", error=str(e), hold={"snooze_for": bound_hold_off(e.after)})
-        except BaseException:  # noqa: B036 - any failure fails the attempt, not the worker
-            self._settle(task, "failed", error=traceback.format_exc())
+        except Parked:
+            self._park(task)
+        except BaseException as e:  # noqa: B036 - any failure fails the attempt, not the worker
+            if task.ctx.parked:  # the handler went on after its attempt ended, then raised
+                self._park(task)
+            else:
+                self._settle_raised(task, e)
         else:
-            self._settle_result(task, value)
+            if task.ctx.parked:  # the handler caught Parked and returned
+                self._park(task)
+            else:
+                self._settle_result(task, value)
+
+    def _settle_raised(self, task: _Task, e: BaseException) -> None:
+        """Ends task's attempt as what its handler raised says."""
+        if isinstance(e, NoRetry):
+            self._settle(task, "failed", error=traceback.format_exc(), retry=False)
+        elif isinstance(e, RateLimited):
+            self._settle(task, "failed", error=e.reason or str(e), hold={"rate_limited_for": bound_hold_off(e.after)})
+        elif isinstance(e, Snooze):
+            self._settle(task, "failed", error=str(e), hold={"snooze_for": bound_hold_off(e.after)})
+        else:
+            self._settle(task, "failed", error=traceback.format_exc())
+
+    def _park(self, task: _Task) -> None:
+        """Ends an attempt a sleep, wait or invoke parked: the server ended
+        it already, so the worker frees its slot and reports nothing."""
+        with self._cond:
+            if task.settled:
+                return
+            task.settled = True
+            self._running.pop(task.key, None)
+            self._cond.notify_all()
+        if task.timer is not None:
+            task.timer.cancel()
+        step = task.ctx._journal.parked if task.ctx._journal is not None else None
+        self.log.info("job %s parked on %s", task.ctx.id, f"{step.get('kind', 'step')} {step.get('key', '')}"
+                      if step else "a step")
+        task.ctx.stop_reason = "parked"
+        task.ctx.stopping.set()
 
     def _run_command(self, task: _Task) -> None:
         """Runs a shell job's command and settles its attempt: reported, or
