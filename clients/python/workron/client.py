@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import http.client
 import json
+import math
 import os
 import socket
 import ssl
@@ -1263,13 +1264,13 @@ def _bulk_body(action: str, filter_: Optional[str], status: Optional[str], queue
 
 
 def _millis(what: str, d: Duration, least: int = 0) -> int:
-    """d (seconds, a timedelta or a Go duration) in whole milliseconds, at
-    least least; ValueError naming what for a negative one."""
+    """d (seconds, a timedelta or a Go duration) in whole milliseconds,
+    rounded up, at least least; ValueError naming what for a negative one."""
     secs = parse_go_duration(d) if isinstance(d, str) else d.total_seconds() if isinstance(d, _dt.timedelta) else d
     secs = float(secs or 0)
     if secs < 0:
         raise ValueError(f"{what}: must not be negative, got {d!r}")
-    return max(int(round(secs * 1000)), least)
+    return max(math.ceil(round(secs * 1000, 6)), least)
 
 
 def _step_path(job_id: str, key: str) -> str:

@@ -29,7 +29,14 @@ it returns later is ignored. Handlers that run long should check
 
 With ``shell=True`` it also runs shell-command jobs as the Go worker does
 (shell.py): those it can stop, with SIGTERM to the command's process group,
-the kill grace, then SIGKILL.
+the kill grace, then SIGKILL. Each gets a step socket (stepsocket.py), so
+that ``workron step`` in it is durable.
+
+Durable steps (durable.py): ``job.step``, ``job.sleep``,
+``job.wait_for_event``, ``job.invoke``... record through the attempt's
+journal. A sleep, wait or invoke that parks the job raises Parked: the
+attempt has ended on the server, so the worker frees its slot and sends no
+report (also when the handler caught Parked and returned).
 
 Gang tasks (gang.py): ``job.gang`` and ``job.checkpoint`` hold the gang's
 env and the checkpoint the task's previous attempt left; every gang task has
@@ -167,13 +174,16 @@ class JobContext:
         (the attempt ends uncharged and the worker's slot is free) and the
         job runs again once the time has passed, decided by the cluster;
         replayed then, it returns at once. Counts in the same per-name
-        sequence as step."""
-        self._parking().sleep(name, duration=seconds)
+        sequence as step. A JobContext not given by a Worker returns at
+        once."""
+        if self._journal is not None:
+            self._journal.sleep(name, duration=seconds)
 
     def sleep_until(self, name: str, when: _dt.datetime) -> None:
         """sleep until a time (a datetime, UTC if naive): returns at once
         when it has passed."""
-        self._parking().sleep(name, until=when)
+        if self._journal is not None:
+            self._journal.sleep(name, until=when)
 
     def wait_for_event(self, name: str, event: str, key: str, timeout: Optional[Duration] = None) -> Any:
         """Waits, parked, for an event of that name and key
@@ -199,7 +209,7 @@ class JobContext:
 
     def _parking(self) -> Journal:
         if self._journal is None:
-            raise RuntimeError("sleeps, waits and invokes need the JobContext a Worker gives a handler")
+            raise RuntimeError("waits and invokes need the JobContext a Worker gives a handler")
         return self._journal
 
     @property
@@ -636,7 +646,7 @@ class Worker:
         try:
             self.client.fetch_parent_results(job)  # all of them, when the claim cut them short
             cmd = Command(job.command, env, job.parent_results, self.output_tail, ctx.progress, self._watcher,
-                          lambda proc: self._started(task, proc))
+                          lambda proc: self._started(task, proc), journal=ctx._journal, log=self.log)
             out = cmd.run()
         except Exception:  # noqa: BLE001 - a failure fails the attempt, not the worker
             out = Outcome("failed", error=traceback.format_exc())
