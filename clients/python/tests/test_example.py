@@ -53,6 +53,14 @@ class DurableExampleTest(unittest.TestCase):
         self.assertIn("finished: done {'order': 'order-", out.stdout)
         self.assertIn("'status': 'paid'", out.stdout)
 
+    def test_docs_show_its_handler(self) -> None:
+        with open(os.path.join(ROOT, "example_durable.py")) as f:
+            example = f.read()
+        start = example.index('@worker.handle("order.checkout")')
+        handler = example[start:example.index("\n\n\n", start) + 1]
+        with open(os.path.join(ROOT, "..", "..", "docs", "workers.md")) as f:
+            self.assertIn("```python\n" + handler + "```", f.read(), "docs/workers.md shows example_durable.py's handler")
+
     def test_on_the_fake_node(self) -> None:
         fake = FakePark()
         self.addCleanup(fake.close)
