@@ -135,10 +135,11 @@ class FakePark:
 
     def _submit(self, body: Dict[str, Any], job_id: str = "") -> Dict[str, Any]:
         self.seq += 1
-        job = {"id": job_id or f"job-{self.seq}", "type": body.get("type", ""), "payload": body.get("payload"),
+        job = {"id": job_id or f"job-{self.seq}", "type": body.get("type", ""), "command": body.get("command", ""),
+               "env": body.get("env") or {}, "payload": body.get("payload"),
                "status": "pending", "lease": 0, "attempts": 0, "max_attempts": body.get("max_attempts", 3),
                "run_at": time.time(), "steps": {}, "parked": None, "parent": None, "result": None,
-               "last_error": "", "queue": body.get("queue", "default"), "consumed": 0}
+               "last_error": "", "output": "", "queue": body.get("queue", "default"), "consumed": 0}
         self.jobs[job["id"]] = job
         self.lock.notify_all()
         return job
@@ -152,11 +153,13 @@ class FakePark:
             answers = [self._report(r) for r in body.get("reports") or []]
         deadline = time.monotonic() + (0 if body.get("reports") else 0.3)
         types, want = set(body.get("types") or []), int(body.get("max", 1))
+        shell = bool(body.get("shell"))
         with self.lock:
             while True:
                 self._wake_deadlines()
                 ready = [j for j in self.jobs.values()
-                         if j["status"] == "pending" and j["type"] in types and j["run_at"] <= time.time()]
+                         if j["status"] == "pending" and (j["type"] in types or shell and j["command"])
+                         and j["run_at"] <= time.time()]
                 if ready or time.monotonic() >= deadline or self.closed.is_set():
                     break
                 self.lock.wait(0.02)
@@ -175,8 +178,8 @@ class FakePark:
         return d
 
     def _public(self, j: Dict[str, Any]) -> Dict[str, Any]:
-        d = {k: j[k] for k in ("id", "type", "payload", "status", "lease", "attempts", "max_attempts", "queue",
-                               "last_error")}
+        d = {k: j[k] for k in ("id", "type", "command", "env", "payload", "status", "lease", "attempts",
+                               "max_attempts", "queue", "last_error", "output")}
         if j["result"] is not None:
             d["result"] = j["result"]
         if j["parked"]:
@@ -188,6 +191,7 @@ class FakePark:
         j = self.jobs.get(r.get("job_id"))
         if j is None or j["status"] != "running" or j["lease"] != r.get("lease"):
             return {"job_id": r.get("job_id"), "error": "stale lease", "code": "stale_lease"}
+        j["output"] = r.get("output", "")
         if r.get("status") == "done":
             j["status"], j["result"] = "done", r.get("result")
         else:

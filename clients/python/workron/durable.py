@@ -136,6 +136,8 @@ class Journal:
         self._seen: Dict[str, int] = {}
         self._calls = 0
         self.parked: Optional[Dict[str, Any]] = None  # the step the attempt parked on
+        # Called once when the attempt parks (a shell job's worker stops its command).
+        self.on_park: Optional[Callable[[], None]] = None
 
     # ---- keys and lookups
 
@@ -227,44 +229,61 @@ class Journal:
     # ---- parking steps
 
     def sleep(self, name: str, *, duration: Optional[Duration] = None,
-              until: Union[str, _dt.datetime, None] = None) -> None:
-        """JobContext.sleep and sleep_until."""
+              until: Union[str, _dt.datetime, None] = None) -> Dict[str, Any]:
+        """JobContext.sleep and sleep_until: the sleep's step once its time
+        has passed; Parked before."""
         key = self.next_key(name)
         listed = self._listed.get(key)
         if listed is not None and listed.get("status") in FINAL:
-            return  # recorded when it parked: the time has come
-        self._parked_or(self._client.sleep_step(self._job.id, key, self._job.lease, duration=duration,
-                                                until=until))
+            return listed  # recorded when it parked: the time has come
+        return self._parked_or(self._client.sleep_step(self._job.id, key, self._job.lease, duration=duration,
+                                                       until=until))
+
+    def wait_step(self, name: str, *, event: Optional[str] = None, event_key: Optional[str] = None,
+                  signal: Optional[str] = None, timeout: Optional[Duration] = None) -> Dict[str, Any]:
+        """The wait's step (with its result) once it has its outcome;
+        Parked before."""
+        key = self.next_key(name)
+        rec = self._final(key)
+        if rec is not None:
+            return rec
+        return self._parked_or(self._client.wait_step(self._job.id, key, self._job.lease, event=event,
+                                                      event_key=event_key, signal=signal, timeout=timeout))
 
     def wait(self, name: str, *, event: Optional[str] = None, event_key: Optional[str] = None,
              signal: Optional[str] = None, timeout: Optional[Duration] = None) -> Any:
         """JobContext.wait_for_event and wait_for_signal."""
-        key = self.next_key(name)
-        rec = self._final(key)
-        if rec is None:
-            rec = self._parked_or(self._client.wait_step(self._job.id, key, self._job.lease, event=event,
-                                                         event_key=event_key, signal=signal, timeout=timeout))
+        rec = self.wait_step(name, event=event, event_key=event_key, signal=signal, timeout=timeout)
         if rec.get("status") == "timeout":
             what = f"signal {signal!r}" if signal is not None else f"event {event!r} with key {event_key!r}"
-            raise StepTimeout(key, what)
+            raise StepTimeout(rec.get("key", name), what)
         return outcome(rec)
+
+    def invoke_step(self, name: str, job: Spec) -> Dict[str, Any]:
+        """The invoke's step (with its result) once the child ended;
+        Parked before."""
+        key = self.next_key(name)
+        rec = self._final(key)
+        if rec is not None:
+            return rec
+        return self._parked_or(self._client.invoke_step(self._job.id, key, self._job.lease, job))
 
     def invoke(self, name: str, job: Spec) -> Any:
         """JobContext.invoke."""
-        key = self.next_key(name)
-        rec = self._final(key)
-        if rec is None:
-            rec = self._parked_or(self._client.invoke_step(self._job.id, key, self._job.lease, job))
-        return outcome(rec)
+        return outcome(self.invoke_step(name, job))
 
     def _parked_or(self, reply: Tuple[Dict[str, Any], bool]) -> Dict[str, Any]:
-        """The step of a parking request's reply; Parked when it parked."""
+        """The step of a parking request's reply; Parked when it parked
+        (on_park called once, first)."""
         step, parked = reply
-        if parked:
-            with self._lock:
-                self.parked = step
-            raise Parked(step)
-        return step
+        if not parked:
+            return step
+        with self._lock:
+            first = self.parked is None
+            self.parked = step
+        if first and self.on_park is not None:
+            self.on_park()
+        raise Parked(step)
 
 
 def outcome(rec: Dict[str, Any]) -> Any:

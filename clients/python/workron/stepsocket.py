@@ -17,6 +17,13 @@ Journal, the one JobContext.step uses, occurrence counting included)::
                           attempt's whatever the body says
     DELETE /steps/{key}   give up key without recording it (the step
                           failed: a later attempt runs it again)
+    POST   /steps/{name}/sleep, /wait, /invoke
+                          park on name's next occurrence (the body is the
+                          parking route's, its lease the attempt's):
+                          {"key", "step"} when the step is complete, or
+                          {"key", "parked": true}, and then the worker
+                          stops the job's command (SIGTERM, the kill grace,
+                          SIGKILL) and ends its attempt with no report
 
 Errors are {"error": "..."}: 400 bad body, 409 a key not looked up, 413 a
 body over the bound, 429 too many names or steps running, 502 the
@@ -47,6 +54,7 @@ MAX_BODY = MAX_STEP_RESULT_BYTES + (4 << 10)
 MAX_PENDING = 64
 MAX_NAMES = 10_000
 _MAX_DIR = 64
+_PARK_KINDS = ("sleep", "wait", "invoke")
 # The most of a body over MAX_BODY read (and dropped) to answer 413.
 _MAX_DISCARD = 4 * MAX_BODY
 
@@ -129,7 +137,8 @@ class StepSocket:
 
     def _handle(self, req: http.server.BaseHTTPRequestHandler, method: str) -> Tuple[int, Any]:
         parts = urllib.parse.urlsplit(req.path).path.split("/")
-        if len(parts) != 3 or parts[:2] != ["", "steps"] or not parts[2]:
+        kind = parts[3] if len(parts) == 4 and method == "POST" and parts[3] in _PARK_KINDS else ""
+        if len(parts) != (4 if kind else 3) or parts[:2] != ["", "steps"] or not parts[2]:
             req.close_connection = True
             return 404, {"error": f"no route {method} {req.path}"}
         name = urllib.parse.unquote(parts[2])
@@ -138,6 +147,8 @@ class StepSocket:
         except ValueError as e:
             req.close_connection = True
             return (413 if isinstance(e, _TooLarge) else 400), {"error": str(e)}
+        if kind:
+            return self._park(name, kind, body or {})
         if method == "POST":
             return self._lookup(name)
         if method == "PUT":
@@ -175,13 +186,52 @@ class StepSocket:
             raise ValueError("body: must be a JSON object")
         return body
 
-    def _lookup(self, name: str) -> Tuple[int, Any]:
+    def _count_name(self, name: str, pending: bool) -> Optional[Tuple[int, Any]]:
+        """Counts name among the attempt's; a 429 past the bounds (of names,
+        and with pending, of steps running)."""
         with self._lock:
             if name not in self._names and len(self._names) >= MAX_NAMES:
                 return 429, {"error": f"more than {MAX_NAMES} step names in one attempt"}
-            if len(self._pending) >= MAX_PENDING:
+            if pending and len(self._pending) >= MAX_PENDING:
                 return 429, {"error": f"more than {MAX_PENDING} steps running at once"}
             self._names.add(name)
+        return None
+
+    def _park(self, name: str, kind: str, body: Dict[str, Any]) -> Tuple[int, Any]:
+        """A sleep, wait or invoke of the job: {"key", "step"} once it is
+        complete, or {"key", "parked": true}, and then the worker stops the
+        job's command and ends its attempt without a report."""
+        refused = self._count_name(name, pending=False)
+        if refused is not None:
+            return refused
+        try:
+            if kind == "sleep":
+                dur = body.get("duration_ms")
+                st = self._journal.sleep(name, duration=None if dur is None else float(dur) / 1000,
+                                         until=body.get("until"))
+            elif kind == "wait":
+                timeout = body.get("timeout_ms")
+                st = self._journal.wait_step(name, event=body.get("event") or None, event_key=body.get("key"),
+                                             signal=body.get("signal") or None,
+                                             timeout=float(timeout) / 1000 if timeout else None)
+            else:
+                if not isinstance(body.get("job"), dict):
+                    return 400, {"error": "job: must be a JSON object, the body of POST /jobs"}
+                st = self._journal.invoke_step(name, body["job"])
+        except Parked as e:
+            return 200, {"key": e.key, "parked": True}
+        except StepLimitExceeded as e:
+            return 429, {"error": str(e)}
+        except (TypeError, ValueError) as e:
+            return 400, {"error": f"body: {e}"}
+        except WorkronError as e:
+            return 502, {"error": str(e)}
+        return 200, {"key": st.get("key", ""), "step": st}
+
+    def _lookup(self, name: str) -> Tuple[int, Any]:
+        refused = self._count_name(name, pending=True)
+        if refused is not None:
+            return refused
         try:
             key, rec = self._journal.lookup(name)
         except StepLimitExceeded as e:

@@ -620,6 +620,17 @@ class Worker:
         else:
             self._settle(task, "failed", error=traceback.format_exc())
 
+    def _stop_parked(self, task: _Task) -> None:
+        """Stops the command of a shell job that parked through its step
+        socket (`workron sleep` and the like): SIGTERM, the kill grace,
+        SIGKILL. Its attempt ends without a report once it has ended."""
+        with self._cond:
+            if task.settled or task.cause:
+                return
+            task.cause = "parked"
+        self.log.info("stopping job %s: it parked", task.ctx.id)
+        self._interrupt(task, "parked")
+
     def _park(self, task: _Task) -> None:
         """Ends an attempt a sleep, wait or invoke parked: the server ended
         it already, so the worker frees its slot and reports nothing."""
@@ -643,6 +654,8 @@ class Worker:
         ctx = task.ctx
         job = ctx.job
         env = command_env(job.env, self._env_names, job.id, job.attempts, ctx.traceparent)
+        if ctx._journal is not None:
+            ctx._journal.on_park = lambda: self._stop_parked(task)
         try:
             self.client.fetch_parent_results(job)  # all of them, when the claim cut them short
             cmd = Command(job.command, env, job.parent_results, self.output_tail, ctx.progress, self._watcher,
@@ -653,6 +666,10 @@ class Worker:
         if task.kill_timer is not None:
             task.kill_timer.cancel()
         task.ended.set()
+        if ctx.parked:  # through its step socket: the attempt has ended on the server
+            self._park(task)
+            self._release(task)
+            return
         with self._cond:
             cause, retry = task.cause, task.retry
         if cause:
