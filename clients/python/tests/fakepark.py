@@ -40,6 +40,9 @@ class FakePark:
         self.requests: List[Tuple[str, str]] = []  # (method, path) of each request
         self.reports: List[Dict[str, Any]] = []
         self.deadlines: Dict[Tuple[str, str], Optional[float]] = {}  # a waiting step's timeout
+        self.parkings: Dict[Tuple[str, int, str], Dict[str, Any]] = {}  # (job, lease, key): the parking reply
+        self.drop_replies = 0  # how many replies of drop_kinds routes to drop after doing the request
+        self.drop_kinds: Tuple[str, ...] = ("sleep", "wait", "invoke")
         self.seq = 0
         self.closed = threading.Event()
         fake = self
@@ -59,6 +62,13 @@ class FakePark:
                 except _Reject as e:
                     status, reply = e.status, dict(e.extra, error=e.msg, code=e.code)
                 data = json.dumps(reply).encode()
+                with fake.lock:
+                    drop = fake.drop_replies > 0 and method == "POST" and path.rsplit("/", 1)[-1] in fake.drop_kinds
+                    if drop:
+                        fake.drop_replies -= 1
+                if drop:  # done, and the reply lost: the client's outcome is unknown
+                    self.close_connection = True
+                    return
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", "application/json")
@@ -180,6 +190,8 @@ class FakePark:
     def _public(self, j: Dict[str, Any]) -> Dict[str, Any]:
         d = {k: j[k] for k in ("id", "type", "command", "env", "payload", "status", "lease", "attempts",
                                "max_attempts", "queue", "last_error", "output")}
+        if d["status"] == "parked":  # as the cluster shows it: pending, with parked saying on what
+            d["status"] = "pending"
         if j["result"] is not None:
             d["result"] = j["result"]
         if j["parked"]:
@@ -230,7 +242,9 @@ class FakePark:
         if st["status"] == "waiting":
             job["status"] = "parked"
         self.lock.notify_all()
-        return 201, {"step": st, "parked": True}
+        reply = {"step": st, "parked": True}
+        self.parkings[(job["id"], job["lease"], st["key"])] = reply
+        return 201, reply
 
     def _step_route(self, method: str, job: Dict[str, Any], key: str, kind: List[str],
                     body: Dict[str, Any]) -> Tuple[int, Any]:
@@ -245,6 +259,9 @@ class FakePark:
                                   attempts=body.get("attempts", 1), duration_ms=body.get("duration_ms", 0))
         if method != "POST" or len(kind) != 1:
             raise _Reject(404, "not_found", "no route")
+        again = self.parkings.get((job["id"], body.get("lease"), key))
+        if again is not None:  # a resend by the attempt that parked on this step
+            return 201, again
         self._fence(job, body)
         self._recorded(job, key)
         now = time.time()

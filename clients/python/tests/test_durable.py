@@ -267,6 +267,31 @@ class DurableOnFakeTest(_Scenarios, unittest.TestCase):
         self.assertEqual(reports, [(done.id, 2, "done")], "one report, of the second attempt only")
         self.assertEqual(done.attempts, 1, "the parked attempt was not charged")
 
+    def test_a_parking_call_whose_reply_was_lost_is_sent_again(self) -> None:
+        w = self.worker(self.queue)
+        with self.fake.lock:
+            self.fake.drop_replies = 2  # the sleep's, then the invoke's: each done, its reply lost
+
+        @w.handle("py.child")
+        def child(job: JobContext) -> str:
+            return "child done"
+
+        @w.handle("py.lost")
+        def handler(job: JobContext) -> Any:
+            self.ran("handler")
+            job.sleep("nap", 0.2)
+            return job.invoke("child", {"type": "py.child"})
+
+        self.serve(w)
+        done = self.finished(self.submit("py.lost", max_attempts=1))
+        self.assertEqual((done.status, done.result), ("done", "child done"), done.last_error)
+        self.assertEqual(self.runs["handler"], 3, "to the sleep, to the invoke, to the end: no attempt failed")
+        with self.fake.lock:
+            self.assertEqual(self.fake.drop_replies, 0)
+            self.assertEqual(len([j for j in self.fake.jobs.values() if j["type"] == "py.child"]), 1)
+            self.assertEqual([(r["job_id"], r["status"]) for r in self.fake.reports if r["job_id"] == done.id],
+                             [(done.id, "done")], "the parked attempts were not reported failed")
+
     def test_wait_request_bodies(self) -> None:
         j = self.fake.submit(type="x")
         self.fake.claim({"types": ["x"], "max": 1})

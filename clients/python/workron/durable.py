@@ -36,6 +36,12 @@ FINAL = ("ok", "failed", "timeout")
 # The delay between two tries of a step given attempts and no backoff.
 DEFAULT_STEP_BACKOFF = Backoff(base=1.0, max=30.0, jitter=0.2)
 
+# How many times a record or a parking call whose reply was lost
+# (outcome_unknown) is sent again, 0.1s then twice as long apart: both are
+# idempotent for the attempt (a record's resend finds its record; a parking
+# call's, by the attempt that parked, gets the same reply).
+RESENDS = 3
+
 StepBackoff = Union[Backoff, Duration, Callable[[int], float], None]
 
 
@@ -221,9 +227,9 @@ class Journal:
         """Records run step key under the attempt's lease (req: result,
         failed, attempts, duration_ms) and returns the step as the journal
         keeps it: this record, or the one another attempt recorded first."""
-        rec, _ = self._client.record_step(self._job.id, key, self._job.lease, result=req.get("result"),
-                                          failed=bool(req.get("failed")), attempts=int(req.get("attempts") or 1),
-                                          duration_ms=int(req.get("duration_ms") or 0))
+        rec, _ = _resend(lambda: self._client.record_step(
+            self._job.id, key, self._job.lease, result=req.get("result"), failed=bool(req.get("failed")),
+            attempts=int(req.get("attempts") or 1), duration_ms=int(req.get("duration_ms") or 0)))
         return rec
 
     # ---- parking steps
@@ -236,8 +242,8 @@ class Journal:
         listed = self._listed.get(key)
         if listed is not None and listed.get("status") in FINAL:
             return listed  # recorded when it parked: the time has come
-        return self._parked_or(self._client.sleep_step(self._job.id, key, self._job.lease, duration=duration,
-                                                       until=until))
+        return self._parked_or(_resend(lambda: self._client.sleep_step(self._job.id, key, self._job.lease,
+                                                                       duration=duration, until=until)))
 
     def wait_step(self, name: str, *, event: Optional[str] = None, event_key: Optional[str] = None,
                   signal: Optional[str] = None, timeout: Optional[Duration] = None) -> Dict[str, Any]:
@@ -247,8 +253,8 @@ class Journal:
         rec = self._final(key)
         if rec is not None:
             return rec
-        return self._parked_or(self._client.wait_step(self._job.id, key, self._job.lease, event=event,
-                                                      event_key=event_key, signal=signal, timeout=timeout))
+        return self._parked_or(_resend(lambda: self._client.wait_step(
+            self._job.id, key, self._job.lease, event=event, event_key=event_key, signal=signal, timeout=timeout)))
 
     def wait(self, name: str, *, event: Optional[str] = None, event_key: Optional[str] = None,
              signal: Optional[str] = None, timeout: Optional[Duration] = None) -> Any:
@@ -266,7 +272,7 @@ class Journal:
         rec = self._final(key)
         if rec is not None:
             return rec
-        return self._parked_or(self._client.invoke_step(self._job.id, key, self._job.lease, job))
+        return self._parked_or(_resend(lambda: self._client.invoke_step(self._job.id, key, self._job.lease, job)))
 
     def invoke(self, name: str, job: Spec) -> Any:
         """JobContext.invoke."""
@@ -284,6 +290,20 @@ class Journal:
         if first and self.on_park is not None:
             self.on_park()
         raise Parked(step)
+
+
+def _resend(call: Callable[[], Any]) -> Any:
+    """call(), sent again up to RESENDS times while its outcome is unknown."""
+    delay = 0.1
+    for i in range(RESENDS + 1):
+        try:
+            return call()
+        except WorkronError as e:
+            if e.code != "outcome_unknown" or i == RESENDS:
+                raise
+        time.sleep(delay)
+        delay *= 2
+    raise AssertionError("unreachable")
 
 
 def outcome(rec: Dict[str, Any]) -> Any:
