@@ -37,6 +37,7 @@ import json
 import os
 import shutil
 import socketserver
+import sys
 import tempfile
 import threading
 import urllib.parse
@@ -76,6 +77,14 @@ class _TooLarge(ValueError):
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
     daemon_threads = True
     block_on_close = False
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Drops a connection the job's process closed (a verb killed when
+        its job parked); anything else is a bug, printed as socketserver
+        does."""
+        if isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class StepSocket:
