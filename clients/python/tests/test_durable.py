@@ -14,7 +14,7 @@ from tests.helpers import RunningWorker, client, eventually, needs_node, new_wor
 from workron import (ChildFailed, Client, JobContext, Parked, StepFailed, StepLimitExceeded, StepTimeout, Worker,
                      WorkronError)
 from workron.client import Job
-from workron.durable import MAX_STEPS_PER_JOB, Journal, step_delay
+from workron.durable import MAX_STEP_ATTEMPTS, MAX_STEPS_PER_JOB, Journal, step_delay
 
 
 class _Scenarios:
@@ -338,6 +338,13 @@ class JournalTest(unittest.TestCase):
             j.next_key("one more")
         self.assertIn(f"more than {MAX_STEPS_PER_JOB} steps in one attempt", str(e.exception))
         self.assertIn("max_steps_per_job", str(e.exception))
+
+    def test_a_steps_attempts_are_bounded(self) -> None:
+        j = self.journal()
+        for bad in (0, MAX_STEP_ATTEMPTS + 1):
+            with self.assertRaises(ValueError) as e:
+                j.run("s", lambda: None, bad, None)
+            self.assertIn(f"attempts: must be from 1 to {MAX_STEP_ATTEMPTS}", str(e.exception))
 
     def test_a_listed_sleep_replays_without_a_request(self) -> None:
         j = self.journal({"journal": {"count": 1, "steps": [{"key": "nap", "status": "ok", "kind": "sleep"}]}})

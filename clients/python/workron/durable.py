@@ -33,8 +33,12 @@ MAX_STEP_RESULT_BYTES = 256 << 10
 # Statuses of a step that has its outcome; "waiting" is a parked one's.
 FINAL = ("ok", "failed", "timeout")
 
-# The delay between two tries of a step given attempts and no backoff.
-DEFAULT_STEP_BACKOFF = Backoff(base=1.0, max=30.0, jitter=0.2)
+# The delay between two tries of a step given attempts and no backoff:
+# 1s, 2s, 4s... up to a minute, as the Go SDK's StepWith.
+DEFAULT_STEP_BACKOFF = Backoff(base=1.0, max=60.0)
+# The most tries of one step (the Go SDK's bound): the slot stays held
+# meanwhile, so long pauses belong in a sleep.
+MAX_STEP_ATTEMPTS = 1000
 
 # How many times a record or a parking call whose reply was lost
 # (outcome_unknown) is sent again, 0.1s then twice as long apart: both are
@@ -196,8 +200,8 @@ class Journal:
 
     def run(self, name: str, fn: Callable[[], Any], attempts: Optional[int], backoff: StepBackoff) -> Any:
         """JobContext.step."""
-        if attempts is not None and attempts < 1:
-            raise ValueError(f"attempts: must be at least 1, got {attempts}")
+        if attempts is not None and not 1 <= attempts <= MAX_STEP_ATTEMPTS:
+            raise ValueError(f"attempts: must be from 1 to {MAX_STEP_ATTEMPTS}, got {attempts}")
         key, rec = self.lookup(name)
         if rec is not None:
             return outcome(rec)

@@ -158,9 +158,9 @@ class JobContext:
         Without ``attempts``, any other exception records nothing and fails
         the attempt (a later one runs the step again). With ``attempts`` the
         step retries on its own inside the attempt: fn is tried up to
-        attempts times, ``backoff`` apart (a Backoff, by default 1s doubling
-        to 30s with 20% jitter; seconds; or a function of the tries so far
-        returning seconds), and when the last try raises, the step is
+        attempts times (at most 1,000), ``backoff`` apart (a Backoff, by
+        default 1s doubling to a minute; seconds; or a function of the tries
+        so far returning seconds), and when the last try raises, the step is
         recorded failed (StepFailed); the tries it took are recorded as the
         step's attempts. A JobContext not given by a Worker runs fn and
         returns its value."""
