@@ -251,6 +251,11 @@ class DurableOnFakeTest(_Scenarios, unittest.TestCase):
         kw.setdefault("grace", 2.0)
         return Worker(self.fake.url, queues=[queue], id=unique("pyw"), **kw)
 
+    def test_a_handler_that_swallows_parked_still_parks(self) -> None:
+        super().test_a_handler_that_swallows_parked_still_parks()
+        with self.fake.lock:
+            self.assertEqual([r["status"] for r in self.fake.reports], ["done"], "the parked attempt: no report")
+
     def test_a_parked_attempt_sends_no_report(self) -> None:
         w = self.worker(self.queue)
 

@@ -599,15 +599,9 @@ class Worker:
         except Parked:
             self._park(task)
         except BaseException as e:  # noqa: B036 - any failure fails the attempt, not the worker
-            if task.ctx.parked:  # the handler went on after its attempt ended, then raised
-                self._park(task)
-            else:
-                self._settle_raised(task, e)
+            self._settle_raised(task, e)  # parked instead if it parked (_settle)
         else:
-            if task.ctx.parked:  # the handler caught Parked and returned
-                self._park(task)
-            else:
-                self._settle_result(task, value)
+            self._settle_result(task, value)  # parked instead if it parked and caught Parked
 
     def _settle_raised(self, task: _Task, e: BaseException) -> None:
         """Ends task's attempt as what its handler raised says."""
@@ -666,14 +660,11 @@ class Worker:
         if task.kill_timer is not None:
             task.kill_timer.cancel()
         task.ended.set()
-        if ctx.parked:  # through its step socket: the attempt has ended on the server
-            self._park(task)
-            self._release(task)
-            return
         with self._cond:
             cause, retry = task.cause, task.retry
         if cause:
             out.status, out.error, out.result, out.hold = "failed", cause, None, {}
+        # Parked through its step socket, the attempt is not reported (_settle).
         settled = self._settle(task, out.status, error=out.error, retry=retry, result=out.result, hold=out.hold,
                                exit_code=out.exit_code, output=out.output)
         if not settled and task.preempt_epoch:
@@ -710,7 +701,11 @@ class Worker:
                 hold: Optional[Dict[str, str]] = None, exit_code: Optional[int] = None, output: str = "") -> bool:
         """Ends task's attempt once and reports whether this call did: the
         first of its handler, its timeout, a cancel, the end of the grace
-        period and a preemption wins."""
+        period and a preemption wins. An attempt that parked is not
+        reported (its lease has ended): it is parked instead."""
+        if task.ctx.parked:
+            self._park(task)
+            return False
         with self._cond:
             if task.settled:
                 return False
