@@ -190,8 +190,8 @@ class FakePark:
     def _public(self, j: Dict[str, Any]) -> Dict[str, Any]:
         d = {k: j[k] for k in ("id", "type", "command", "env", "payload", "status", "lease", "attempts",
                                "max_attempts", "queue", "last_error", "output")}
-        if d["status"] == "parked":  # as the cluster shows it: pending, with parked saying on what
-            d["status"] = "pending"
+        if d["status"] == "parked" or d["status"] == "pending" and j["run_at"] > time.time():
+            d["status"] = "scheduled"  # as the cluster shows it, with parked saying on what
         if j["result"] is not None:
             d["result"] = j["result"]
         if j["parked"]:
