@@ -318,6 +318,13 @@ func TestInvokeStep(t *testing.T) {
 		})
 	}
 
+	t.Run("AChildCannotBeItsParent", func(t *testing.T) {
+		h := setup(t)
+		h.submit(fsm.NewJob{ID: "p", Command: "a", IdempotencyKey: "k", UniqueFor: int64(time.Hour)})
+		j := h.claimOne("w1")
+		h.reject(invokeStep(fsm.InvokeStep{JobID: j.ID, Lease: j.Lease, Key: "kid", Child: fsm.NewJob{Command: "c", IdempotencyKey: "k"}}), nil)
+	})
+
 	t.Run("CancellingTheParentLeavesTheChild", func(t *testing.T) {
 		h, j := durableJob(t)
 		child := invoke(h, j)

@@ -176,6 +176,13 @@ func (a *applier) invokeStep(v *InvokeStep) Result {
 		if err := a.journalRoom(j, v.Key, MaxResultBytes+MaxOutput+64); err != nil {
 			return Result{Err: err}
 		}
+		if v.Child.IdempotencyKey != "" {
+			if holder, err := a.keyHolder(v.Child.IdempotencyKey); err != nil {
+				return Result{Err: err}
+			} else if holder != nil && holder.ID == j.ID {
+				return Result{Err: &ValidationError{Field: "job.idempotency_key", Reason: "names the invoking job itself: it would wait for itself"}}
+			}
+		}
 		sub := a.submit(&Submit{Jobs: []NewJob{v.Child}})
 		if sub.Err != nil {
 			return sub
