@@ -64,7 +64,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 from .client import (MAX_PROGRESS_MESSAGE, MAX_RESULT_BYTES, Abort, Client, Duration, Job, Resources, Spec,
                      WorkronError, _progress_body, parse_go_duration)
-from .durable import Journal, Parked, StepBackoff
+from .durable import Journal, Parked, StepBackoff, StepFailed  # noqa: F401 - StepFailed: where it was
 from .errors import NoRetry
 from .gang import CheckpointFile, Gang
 from .shell import BASE_ENV, Command, Outcome, Watcher, bound_hold_off, check_pass_env, command_env, kill_group
