@@ -64,6 +64,7 @@ func TestPythonClient(t *testing.T) {
 		"WORKRON_TEST_WORKER_TOKEN="+workerToken,
 		"WORKRON_TEST_LEASE_TTL="+leaseTTL,
 		"WORKRON_TEST_LONG_LEASE_URL="+longURL,
+		"WORKRON_TEST_BIN="+bin, // `workron step` in shell jobs (tests/test_stepsocket.py)
 		"PYTHONDONTWRITEBYTECODE=1",
 		"WORKRON_TOKEN=", "WORKRON_TLS_CA=", // not the caller's: the tests pass their own
 	)

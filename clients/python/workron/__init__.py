@@ -3,7 +3,9 @@
 ``Client`` submits, finds, counts, cancels and retries jobs (one at a
 time or in bulk actions) and manages schedules and
 queues; ``Worker`` runs typed handlers (and, with shell=True, shell commands)
-for jobs claimed from the cluster, gang tasks included (``Gang``).
+for jobs claimed from the cluster, gang tasks included (``Gang``), with
+durable steps, sleeps, waits for events and child jobs (``JobContext.step``,
+``sleep``, ``wait_for_event``, ``invoke``; durable.py).
 """
 
 from .client import (
@@ -22,14 +24,17 @@ from .client import (
     WorkronError,
     WorkronWarning,
 )
+from .durable import ChildFailed, Parked, StepFailed, StepLimitExceeded, StepTimeout
+from .errors import NoRetry
 from .gang import Gang
 from .tracing import TraceHook, valid_traceparent
-from .worker import JobContext, NoRetry, RateLimited, Snooze, StepFailed, Worker
+from .worker import JobContext, RateLimited, Snooze, Worker
 
 __all__ = [
     "Backoff",
     "Bulk",
     "BulkCount",
+    "ChildFailed",
     "Client",
     "Gang",
     "Job",
@@ -38,6 +43,7 @@ __all__ = [
     "JobList",
     "JobSpec",
     "NoRetry",
+    "Parked",
     "Progress",
     "Queue",
     "RateLimited",
@@ -45,6 +51,8 @@ __all__ = [
     "Schedule",
     "Snooze",
     "StepFailed",
+    "StepLimitExceeded",
+    "StepTimeout",
     "TraceHook",
     "Worker",
     "WorkronError",

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import http.client
 import json
+import math
 import os
 import socket
 import ssl
@@ -31,11 +32,12 @@ class WorkronError(Exception):
     "stale_lease", "not_found") and the server's sentence. ``status`` is 0
     when no node answered."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, reply: Any = None) -> None:
         super().__init__(f"{status} {code}: {message}" if status else message)
         self.status = status
         self.code = code
         self.message = message
+        self.reply = reply  # the decoded error reply (a 409 step_recorded carries its step)
 
 
 class WorkronWarning(UserWarning):
@@ -668,7 +670,7 @@ class Client:
             code, msg = "", str(reply)
             if isinstance(reply, dict):
                 code, msg = reply.get("code", ""), reply.get("error", "")
-            err = WorkronError(resp.status, code, msg)
+            err = WorkronError(resp.status, code, msg, reply)
             if resp.status == 503:
                 try:
                     ra = float(resp.getheader("Retry-After") or 1)
@@ -1160,6 +1162,85 @@ class Client:
                                 query={"cursor": cursor or None, "limit": limit})
         return list(reply.get("steps") or []), reply.get("next_cursor", "")
 
+    def sleep_step(self, job_id: str, key: str, lease: int, *, duration: Optional[Duration] = None,
+                   until: Union[str, _dt.datetime, None] = None) -> Tuple[Dict[str, Any], bool]:
+        """Parks the attempt with this lease on sleep step key (POST
+        /jobs/{id}/steps/{key}/sleep): for duration (seconds, a timedelta
+        or a Go duration) or until a time (a datetime, UTC if naive, or RFC
+        3339), exactly one of them, at most 365 days. Returns the step and
+        whether the attempt is parked (ended, uncharged: report nothing; the
+        job runs again at the step's wake_at) or, False, the sleep is over
+        already. A step recorded before comes back as it is, not parked."""
+        if (duration is None) == (until is None):
+            raise ValueError("sleep_step: give exactly one of duration and until")
+        body: Dict[str, Any] = {"lease": lease}
+        if until is not None:
+            body["until"] = _format_time(until)
+        else:
+            body["duration_ms"] = _millis("duration", duration, least=1)
+        return self._park_step(job_id, key, "sleep", body)
+
+    def wait_step(self, job_id: str, key: str, lease: int, *, event: Optional[str] = None,
+                  event_key: Optional[str] = None, signal: Optional[str] = None,
+                  timeout: Optional[Duration] = None) -> Tuple[Dict[str, Any], bool]:
+        """Parks the attempt with this lease on wait step key (POST
+        /jobs/{id}/steps/{key}/wait) until an event (event and event_key,
+        see send_event) or a signal to this job (signal, see signal()) comes,
+        or timeout passes (seconds, a timedelta or a Go duration; None or 0:
+        no timeout; at most 365 days). An event sent before the wait, within
+        the server's look-back window, matches too. Returns the step and
+        whether the attempt is parked; not parked, the step is complete:
+        status "ok" with the payload as its result, or "timeout"."""
+        if (event is None) == (signal is None):
+            raise ValueError("wait_step: give exactly one of event (with event_key) and signal")
+        body: Dict[str, Any] = {"lease": lease, "timeout_ms": _millis("timeout", timeout) if timeout else 0}
+        if event is not None:
+            body["event"], body["key"] = event, event_key or ""
+        else:
+            body["signal"] = signal
+        return self._park_step(job_id, key, "wait", body)
+
+    def invoke_step(self, job_id: str, key: str, lease: int, job: Spec) -> Tuple[Dict[str, Any], bool]:
+        """Submits job (one job, as for submit) as the child of invoke step
+        key, once: its id is fixed by the parent's id and the key, so a
+        resend finds the same child (POST /jobs/{id}/steps/{key}/invoke).
+        Returns the step (its child_id names the child) and whether the
+        attempt is parked until the child ends; not parked, the step is
+        complete: status "ok" with the child's result, or "failed" with
+        {"status", "error"}."""
+        return self._park_step(job_id, key, "invoke", {"lease": lease, "job": job_body(job)})
+
+    def _park_step(self, job_id: str, key: str, kind: str, body: Dict[str, Any]) -> Tuple[Dict[str, Any], bool]:
+        """Sends a parking request; a 409 step_recorded gives the step
+        recorded before (with its result), not parked."""
+        try:
+            _, reply = self.request("POST", _step_path(job_id, key) + "/" + kind, body)
+        except WorkronError as e:
+            step = e.reply.get("step") if e.code == "step_recorded" and isinstance(e.reply, dict) else None
+            if not isinstance(step, dict):
+                raise
+            return dict(step), False
+        reply = reply or {}
+        return dict(reply.get("step") or {}), bool(reply.get("parked"))
+
+    def send_event(self, name: str, key: str = "", payload: Any = None) -> Dict[str, Any]:
+        """Sends an event (POST /events; the submit role): it wakes every job
+        waiting for this name and key (wait_step, JobContext.wait_for_event),
+        and is kept for the server's look-back window (1 hour by default) for
+        waits registered after it. payload is any JSON value, at most 64
+        KiB. Returns {"seq", "woke"}: woke is how many waits it satisfied."""
+        _, reply = self.request("POST", "/events", {"name": name, "key": key, "payload": payload})
+        return dict(reply or {})
+
+    def signal(self, job_id: str, name: str, payload: Any = None) -> Dict[str, Any]:
+        """Sends signal name to one job (POST /jobs/{id}/signals/{name}):
+        it satisfies the job's wait_for_signal of that name, now or, within
+        the look-back window, later. 404 not_found for an unknown job.
+        Returns {"seq", "woke"} (woke 0 or 1)."""
+        _, reply = self.request("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/signals/"
+                                        f"{urllib.parse.quote(name, safe='')}", {"payload": payload})
+        return dict(reply or {})
+
     def _report(self, job_id: str, action: str, body: Dict[str, Any]) -> Job:
         _, reply = self.request("POST", f"/jobs/{urllib.parse.quote(job_id, safe='')}/{action}", body)
         return Job.from_dict(reply)
@@ -1180,6 +1261,16 @@ def _bulk_body(action: str, filter_: Optional[str], status: Optional[str], queue
     """The body of POST /bulk; the server checks every field."""
     return _drop_none({"action": action, "filter": filter_ or None, "status": status or None,
                        "queue": queue or None, "metadata": metadata or None, "priority": priority})
+
+
+def _millis(what: str, d: Duration, least: int = 0) -> int:
+    """d (seconds, a timedelta or a Go duration) in whole milliseconds,
+    rounded up, at least least; ValueError naming what for a negative one."""
+    secs = parse_go_duration(d) if isinstance(d, str) else d.total_seconds() if isinstance(d, _dt.timedelta) else d
+    secs = float(secs or 0)
+    if secs < 0:
+        raise ValueError(f"{what}: must not be negative, got {d!r}")
+    return max(math.ceil(round(secs * 1000, 6)), least)
 
 
 def _step_path(job_id: str, key: str) -> str:

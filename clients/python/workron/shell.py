@@ -2,7 +2,8 @@
 worker's contract (docs/workers.md; docs/scheduling.md, "Progress and results", "Resources
 and gangs"): ``sh -c COMMAND`` in a process group of its own, a clean
 environment, the output's last bytes and the exit code, progress lines, a
-result file, exit 75 for a rate limit, and a stop that sends SIGTERM to the
+result file, exit 75 for a rate limit, a step socket for ``workron step``
+(stepsocket.py), and a stop that sends SIGTERM to the
 group, waits the kill grace, then sends SIGKILL. A job watcher kills the
 groups still running when the worker exits, even by SIGKILL.
 """
@@ -21,7 +22,9 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from .client import MAX_PROGRESS_MESSAGE, MAX_RESULT_BYTES, Duration, go_duration, parse_go_duration
+from .durable import Journal
 from .gang import read_regular
+from .stepsocket import STEP_SOCKET_ENV, StepSocket
 
 # The worker's variables every command gets, when the worker has them;
 # pass_env adds more. Nothing else of the worker's environment (its token
@@ -178,19 +181,40 @@ class Command:
     on_progress: Callable[[int, str], None]
     watcher: Optional[Watcher]
     started: Callable[[subprocess.Popen], None]
+    # The job's journal: its step socket serves it (stepsocket.py). None:
+    # no socket, and `workron step` in the job says so.
+    journal: Optional[Journal] = None
+    log: Optional[logging.Logger] = None
     _dir: str = ""
 
     def run(self) -> Outcome:
         """Runs the command to its end and returns how it ended (a failure
         to start it included)."""
         self._dir = tempfile.mkdtemp(prefix="workron-job-")
+        steps = self._open_steps()
         try:
-            return self._run()
+            return self._run(steps)
         finally:
+            if steps is not None:
+                steps.close()
             shutil.rmtree(self._dir, ignore_errors=True)
 
-    def _run(self) -> Outcome:
+    def _open_steps(self) -> Optional[StepSocket]:
+        """The job's step socket; None (logged) when there is no journal or
+        it cannot be opened: the job runs without one."""
+        if self.journal is None:
+            return None
+        try:
+            return StepSocket(self.journal)
+        except OSError as e:
+            if self.log is not None:
+                self.log.warning("no step socket for the job: %s", e)
+            return None
+
+    def _run(self, steps: Optional[StepSocket]) -> Outcome:
         env = dict(self.env)
+        if steps is not None:
+            env[STEP_SOCKET_ENV] = steps.path
         result_file = os.path.join(self._dir, "result.json")
         env[RESULT_FILE_ENV] = result_file
         if self.parent_results:

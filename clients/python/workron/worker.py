@@ -29,7 +29,14 @@ it returns later is ignored. Handlers that run long should check
 
 With ``shell=True`` it also runs shell-command jobs as the Go worker does
 (shell.py): those it can stop, with SIGTERM to the command's process group,
-the kill grace, then SIGKILL.
+the kill grace, then SIGKILL. Each gets a step socket (stepsocket.py), so
+that ``workron step`` in it is durable.
+
+Durable steps (durable.py): ``job.step``, ``job.sleep``,
+``job.wait_for_event``, ``job.invoke``... record through the attempt's
+journal. A sleep, wait or invoke that parks the job raises Parked: the
+attempt has ended on the server, so the worker frees its slot and sends no
+report (also when the handler caught Parked and returned).
 
 Gang tasks (gang.py): ``job.gang`` and ``job.checkpoint`` hold the gang's
 env and the checkpoint the task's previous attempt left; every gang task has
@@ -42,6 +49,7 @@ not empty and acknowledges the preemption instead of reporting the attempt.
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 import logging
 import os
@@ -54,8 +62,10 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from .client import (MAX_PROGRESS_MESSAGE, MAX_RESULT_BYTES, Abort, Client, Duration, Job, Resources, WorkronError,
-                     _progress_body, parse_go_duration)
+from .client import (MAX_PROGRESS_MESSAGE, MAX_RESULT_BYTES, Abort, Client, Duration, Job, Resources, Spec,
+                     WorkronError, _progress_body, parse_go_duration)
+from .durable import Journal, Parked, StepBackoff, StepFailed  # noqa: F401 - StepFailed: where it was
+from .errors import NoRetry
 from .gang import CheckpointFile, Gang
 from .shell import BASE_ENV, Command, Outcome, Watcher, bound_hold_off, check_pass_env, command_env, kill_group
 from .tracing import TraceHook, traced
@@ -75,11 +85,6 @@ _DEFAULT_LEASE_TTL = 15.0
 
 # Report answers whose codes mean nothing was done: the report is sent again.
 _RESEND_CODES = ("no_leader", "internal", "outcome_unknown", "upgrade_in_progress")
-
-
-class NoRetry(Exception):
-    """Raised by a handler: the attempt fails and the job gets no more
-    attempts."""
 
 
 class RateLimited(Exception):
@@ -105,24 +110,6 @@ class Snooze(Exception):
     def __init__(self, after: Duration) -> None:
         super().__init__(f"snoozed for {after}")
         self.after = after
-
-
-class StepFailed(NoRetry):
-    """A step recorded as failed (its function raised NoRetry): ``step`` is
-    its key, ``message`` the error it raised. A handler that lets it out
-    fails the job for good."""
-
-    def __init__(self, step: str, message: str) -> None:
-        super().__init__(f"step {step} failed: {message}")
-        self.step = step
-        self.message = message
-
-
-def _step_outcome(rec: Dict[str, Any]) -> Any:
-    """What JobContext.step returns for a recorded step."""
-    if rec.get("status") == "failed":
-        raise StepFailed(rec.get("key", ""), str(rec.get("result", "")))
-    return rec.get("result")
 
 
 @dataclass
@@ -151,9 +138,14 @@ class JobContext:
     _progress_sent: int = field(default=0, repr=False)
     _progressed: Optional[threading.Event] = field(default=None, repr=False)  # the worker's, set at each update
     _client: Optional[Client] = field(default=None, repr=False)  # set by the Worker: steps record through it
-    _steps_seen: Dict[str, int] = field(default_factory=dict, repr=False)
+    _journal: Optional[Journal] = field(default=None, repr=False)
 
-    def step(self, name: str, fn: Callable[[], Any]) -> Any:
+    def __post_init__(self) -> None:
+        if self._client is not None and self._journal is None:
+            self._journal = Journal(self._client, self.job, self.stopping)
+
+    def step(self, name: str, fn: Callable[[], Any], attempts: Optional[int] = None,
+             backoff: StepBackoff = None) -> Any:
         """Runs fn as step ``name`` of the job's journal, or returns what an
         earlier attempt recorded for it without running it (durable steps,
         docs/workers.md). The n-th step of one name in an attempt is
@@ -161,32 +153,70 @@ class JobContext:
         committed before step returns it; if another attempt recorded the
         step first, its value is returned instead. When fn raises NoRetry
         the step is recorded failed and StepFailed (a NoRetry) is raised,
-        in this attempt and every later one; any other exception records
-        nothing and fails the attempt. A JobContext not given by a Worker
-        runs fn and returns its value."""
-        if self._client is None:
+        in this attempt and every later one.
+
+        Without ``attempts``, any other exception records nothing and fails
+        the attempt (a later one runs the step again). With ``attempts`` the
+        step retries on its own inside the attempt: fn is tried up to
+        attempts times (at most 1,000), ``backoff`` apart (a Backoff, by
+        default 1s doubling to a minute; seconds; or a function of the tries
+        so far returning seconds), and when the last try raises, the step is
+        recorded failed (StepFailed); the tries it took are recorded as the
+        step's attempts. A JobContext not given by a Worker runs fn and
+        returns its value."""
+        if self._journal is None:
             return fn()
-        self._steps_seen[name] = self._steps_seen.get(name, 0) + 1
-        n = self._steps_seen[name]
-        key = name if n == 1 else f"{name}#{n}"
-        journal = self.job.raw.get("journal") or {}
-        listed = {s.get("key"): s for s in journal.get("steps") or []}
-        complete = not journal.get("truncated") and len(listed) == int(journal.get("count", 0))
-        if key in listed or not complete:
-            try:
-                return _step_outcome(self._client.step(self.job.id, key))
-            except WorkronError as e:
-                if e.code != "not_found":
-                    raise
-        began = time.monotonic()
-        try:
-            value, failed = fn(), False
-        except NoRetry as e:
-            value, failed = str(e), True
-        took = int((time.monotonic() - began) * 1000)
-        rec, _ = self._client.record_step(self.job.id, key, self.job.lease, result=value, failed=failed,
-                                          duration_ms=took)
-        return _step_outcome(rec)
+        return self._journal.run(name, fn, attempts, backoff)
+
+    def sleep(self, name: str, seconds: Duration) -> None:
+        """Durable sleep ``name`` of ``seconds`` (a number, a timedelta or a
+        Go duration; at most 365 days): the first time, it raises Parked
+        (the attempt ends uncharged and the worker's slot is free) and the
+        job runs again once the time has passed, decided by the cluster;
+        replayed then, it returns at once. Counts in the same per-name
+        sequence as step. A JobContext not given by a Worker returns at
+        once."""
+        if self._journal is not None:
+            self._journal.sleep(name, duration=seconds)
+
+    def sleep_until(self, name: str, when: _dt.datetime) -> None:
+        """sleep until a time (a datetime, UTC if naive): returns at once
+        when it has passed."""
+        if self._journal is not None:
+            self._journal.sleep(name, until=when)
+
+    def wait_for_event(self, name: str, event: str, key: str, timeout: Optional[Duration] = None) -> Any:
+        """Waits, parked, for an event of that name and key
+        (Client.send_event; one sent before the wait, within the server's
+        look-back window, counts) and returns its payload. ``timeout``
+        (seconds, a timedelta or a Go duration; None: wait until the event
+        comes or the job is cancelled) passed first, it raises StepTimeout,
+        in this attempt and every later one. The first call raises Parked
+        unless the event was sent already."""
+        return self._parking().wait(name, event=event, event_key=key, timeout=timeout)
+
+    def wait_for_signal(self, name: str, signal: str, timeout: Optional[Duration] = None) -> Any:
+        """wait_for_event for a signal sent to this job (Client.signal)."""
+        return self._parking().wait(name, signal=signal, timeout=timeout)
+
+    def invoke(self, name: str, job: Spec) -> Any:
+        """Submits job (a JobSpec or a dict, as for Client.submit) as a
+        child, once whatever the attempts, parks until it ends, and returns
+        its result (None if none). A child that failed or was cancelled
+        raises ChildFailed (a StepFailed), in this attempt and every later
+        one. The first call raises Parked."""
+        return self._parking().invoke(name, job)
+
+    def _parking(self) -> Journal:
+        if self._journal is None:
+            raise RuntimeError("waits and invokes need the JobContext a Worker gives a handler")
+        return self._journal
+
+    @property
+    def parked(self) -> bool:
+        """Whether a sleep, wait or invoke of this attempt parked the job
+        (its attempt has ended)."""
+        return self._journal is not None and self._journal.parked is not None
 
     def progress(self, percent: int, message: str = "") -> None:
         """Records how far the job is: percent from 0 to 100 (held to those
@@ -566,16 +596,51 @@ class Worker:
             self.client.fetch_parent_results(task.ctx.job)  # all of them, when the claim cut them short
             with traced(self._trace_hook, task.ctx):
                 value = handler(task.ctx)
-        except NoRetry:
-            self._settle(task, "failed", error=traceback.format_exc(), retry=False)
-        except RateLimited as e:
-            self._settle(task, "failed", error=e.reason or str(e), hold={"rate_limited_for": bound_hold_off(e.after)})
-        except Snooze as e:
-            self._settle(task, "failed", error=str(e), hold={"snooze_for": bound_hold_off(e.after)})
-        except BaseException:  # noqa: B036 - any failure fails the attempt, not the worker
-            self._settle(task, "failed", error=traceback.format_exc())
+        except Parked:
+            self._park(task)
+        except BaseException as e:  # noqa: B036 - any failure fails the attempt, not the worker
+            self._settle_raised(task, e)  # parked instead if it parked (_settle)
         else:
-            self._settle_result(task, value)
+            self._settle_result(task, value)  # parked instead if it parked and caught Parked
+
+    def _settle_raised(self, task: _Task, e: BaseException) -> None:
+        """Ends task's attempt as what its handler raised says."""
+        if isinstance(e, NoRetry):
+            self._settle(task, "failed", error=traceback.format_exc(), retry=False)
+        elif isinstance(e, RateLimited):
+            self._settle(task, "failed", error=e.reason or str(e), hold={"rate_limited_for": bound_hold_off(e.after)})
+        elif isinstance(e, Snooze):
+            self._settle(task, "failed", error=str(e), hold={"snooze_for": bound_hold_off(e.after)})
+        else:
+            self._settle(task, "failed", error=traceback.format_exc())
+
+    def _stop_parked(self, task: _Task) -> None:
+        """Stops the command of a shell job that parked through its step
+        socket (`workron sleep` and the like): SIGTERM, the kill grace,
+        SIGKILL. Its attempt ends without a report once it has ended."""
+        with self._cond:
+            if task.settled or task.cause:
+                return
+            task.cause = "parked"
+        self.log.info("stopping job %s: it parked", task.ctx.id)
+        self._interrupt(task, "parked")
+
+    def _park(self, task: _Task) -> None:
+        """Ends an attempt a sleep, wait or invoke parked: the server ended
+        it already, so the worker frees its slot and reports nothing."""
+        with self._cond:
+            if task.settled:
+                return
+            task.settled = True
+            self._running.pop(task.key, None)
+            self._cond.notify_all()
+        if task.timer is not None:
+            task.timer.cancel()
+        step = task.ctx._journal.parked if task.ctx._journal is not None else None
+        self.log.info("job %s parked on %s", task.ctx.id, f"{step.get('kind', 'step')} {step.get('key', '')}"
+                      if step else "a step")
+        task.ctx.stop_reason = "parked"
+        task.ctx.stopping.set()
 
     def _run_command(self, task: _Task) -> None:
         """Runs a shell job's command and settles its attempt: reported, or
@@ -583,10 +648,12 @@ class Worker:
         ctx = task.ctx
         job = ctx.job
         env = command_env(job.env, self._env_names, job.id, job.attempts, ctx.traceparent)
+        if ctx._journal is not None:
+            ctx._journal.on_park = lambda: self._stop_parked(task)
         try:
             self.client.fetch_parent_results(job)  # all of them, when the claim cut them short
             cmd = Command(job.command, env, job.parent_results, self.output_tail, ctx.progress, self._watcher,
-                          lambda proc: self._started(task, proc))
+                          lambda proc: self._started(task, proc), journal=ctx._journal, log=self.log)
             out = cmd.run()
         except Exception:  # noqa: BLE001 - a failure fails the attempt, not the worker
             out = Outcome("failed", error=traceback.format_exc())
@@ -597,6 +664,7 @@ class Worker:
             cause, retry = task.cause, task.retry
         if cause:
             out.status, out.error, out.result, out.hold = "failed", cause, None, {}
+        # Parked through its step socket, the attempt is not reported (_settle).
         settled = self._settle(task, out.status, error=out.error, retry=retry, result=out.result, hold=out.hold,
                                exit_code=out.exit_code, output=out.output)
         if not settled and task.preempt_epoch:
@@ -633,7 +701,11 @@ class Worker:
                 hold: Optional[Dict[str, str]] = None, exit_code: Optional[int] = None, output: str = "") -> bool:
         """Ends task's attempt once and reports whether this call did: the
         first of its handler, its timeout, a cancel, the end of the grace
-        period and a preemption wins."""
+        period and a preemption wins. An attempt that parked is not
+        reported (its lease has ended): it is parked instead."""
+        if task.ctx.parked:
+            self._park(task)
+            return False
         with self._cond:
             if task.settled:
                 return False
