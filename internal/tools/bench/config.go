@@ -18,7 +18,7 @@ import (
 )
 
 // Scenarios are the scenarios Run knows, in the order it runs them.
-var Scenarios = []string{"submit_single", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched", "claim_done_worker", "claim_done_limits", "latency", "real_workers", "failover", "large_store", "bulk_retry", "step_record", "step_jobs", "step_resume"}
+var Scenarios = []string{"submit_single", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched", "claim_done_worker", "claim_done_limits", "latency", "real_workers", "failover", "large_store", "bulk_retry", "step_record", "step_jobs", "step_resume", "event_wake"}
 
 // Fixed shapes of the scenarios.
 const (
