@@ -32,7 +32,8 @@ type wakeRound struct {
 // each park on a wait for event benchWakeEvent with its own id as the
 // key (POST /jobs/{id}/steps/{key}/wait by a virtual worker that claimed
 // it), then the events are sent at benchWakeRate a second while
-// benchWakeWorkers virtual workers long-poll; the figure is each job's
+// benchWakeWorkers virtual workers long-poll (each hands what it claims
+// to a goroutine and polls again); the figure is each job's
 // time from the start of its POST /events to the arrival of the claim
 // reply of its next attempt. That attempt asks for the wait again and
 // must get the step recorded with the payload sent (409 step_recorded),
@@ -71,7 +72,7 @@ func (b *bencher) eventWake(ctx context.Context) ([]Figure, error) {
 	}
 	workCtx, stop := context.WithTimeout(ctx, 120*time.Second+time.Duration(n)*20*time.Millisecond)
 	defer stop()
-	var workers sync.WaitGroup
+	var workers, handling sync.WaitGroup
 	for i := range benchWakeWorkers {
 		id := fmt.Sprintf("bench-%s-ew%d", b.runID, i)
 		workers.Go(func() {
@@ -91,7 +92,9 @@ func (b *bencher) eventWake(ctx context.Context) ([]Figure, error) {
 				}
 				for _, j := range reply.Jobs {
 					t.claimed(j.ID, t.claims(j.ID)+1, j.Lease, at) // a parked attempt is not counted: number the claims
-					b.wakeAttempt(workCtx, leader, j, at, rounds, &mu, note, &parked, &finished, t)
+					// The worker goes back to its long-poll at once: a woken
+					// job must not wait for a busy worker.
+					handling.Go(func() { b.wakeAttempt(workCtx, leader, j, at, rounds, &mu, note, &parked, &finished, t) })
 				}
 			}
 		})
@@ -137,6 +140,7 @@ func (b *bencher) eventWake(ctx context.Context) ([]Figure, error) {
 	}
 	stop()
 	workers.Wait()
+	handling.Wait()
 	fg := Figure{Unit: "ms", Clients: benchWakeWorkers, Target: "leader", Jobs: n}
 	ph.end(ctx, time.Time{}, &fg)
 	fg.Errors = errs.Load()
