@@ -199,7 +199,7 @@ func (f *fakeServer) handleEvent(w http.ResponseWriter, r *http.Request) {
 	for id, steps := range f.steps {
 		for _, st := range steps {
 			if st.Status == wire.StepWaiting && st.Kind == wire.StepWait && st.Event == req.Name && st.EventKey == req.Key {
-				st.Status, st.Result = wire.StepOK, req.Payload
+				st.Status, st.Result, st.Size = wire.StepOK, req.Payload, len(req.Payload)
 				f.wake(id)
 				woke++
 			}
@@ -216,10 +216,10 @@ func (f *fakeServer) childEnded(id string, done bool, req wire.ReportRequest) {
 		return
 	}
 	st := f.steps[c.parent][c.key]
-	st.Status, st.Result = wire.StepOK, req.Result
+	st.Status, st.Result, st.Size = wire.StepOK, req.Result, len(req.Result)
 	if !done {
 		msg, _ := json.Marshal(map[string]string{"status": "failed", "error": req.Error})
-		st.Status, st.Result = wire.StepFailed, msg
+		st.Status, st.Result, st.Size = wire.StepFailed, msg, len(msg)
 	}
 	f.wake(c.parent)
 }

@@ -55,17 +55,20 @@ type journal struct {
 	parked atomic.Bool
 
 	mu       sync.Mutex
-	seen     map[string]int    // occurrences of each name this attempt
-	recorded map[string]string // key -> status, of the claim's listing
-	complete bool              // recorded is all of the journal
+	seen     map[string]int       // occurrences of each name this attempt
+	recorded map[string]string    // key -> status, of the claim's listing
+	complete bool                 // recorded is all of the journal
+	listed   map[string]wire.Step // key -> step without result, as listed (journallist.go)
 }
 
 // newJournal is the journal of a claimed job as its claim reply gave it.
 func newJournal(c *client.Client, job *wire.Job) *journal {
-	j := &journal{client: c, jobID: job.ID, lease: job.Lease, seen: map[string]int{}, recorded: map[string]string{}, complete: true}
+	j := &journal{client: c, jobID: job.ID, lease: job.Lease, seen: map[string]int{}, recorded: map[string]string{}, complete: true,
+		listed: map[string]wire.Step{}}
 	if jr := job.Journal; jr != nil {
 		for _, st := range jr.Steps {
 			j.recorded[st.Key] = st.Status
+			j.listed[st.Key] = st
 		}
 		j.complete = !jr.Truncated && len(jr.Steps) == jr.Count
 	}
@@ -94,12 +97,18 @@ func (j *journal) next(name string) (key string, maybeRecorded bool, err error) 
 // the journal holds it, the recorded step with its result (nil: not
 // recorded, the caller runs it and records it under key).
 func (j *journal) lookup(ctx context.Context, name string) (key string, rec *wire.Step, err error) {
+	if err := j.readListing(ctx); err != nil {
+		return "", nil, err
+	}
 	key, maybe, err := j.next(name)
 	if err != nil {
 		return "", nil, err
 	}
 	if !maybe {
 		return key, nil, nil
+	}
+	if st := j.listedNull(key); st != nil {
+		return key, st, nil
 	}
 	st, err := j.client.Step(ctx, j.jobID, key)
 	switch {

@@ -40,6 +40,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&c.LargeJobs, "large-jobs", 1_000_000, "finished jobs large_store retains (--short: 2000)")
 	fs.IntVar(&c.LargePending, "large-pending", 100_000, "pending jobs large_store holds besides (--short: 200)")
 	fs.IntVar(&c.BulkJobs, "bulk-jobs", 100_000, "failed jobs bulk_retry retries with one bulk action (--short: 2000)")
+	fs.IntVar(&c.ResumeSteps, "resume-steps", 9999, "recorded steps of the journals step_resume resumes, at most 9999 (--short: 1000)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,6 +58,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		def("large-jobs", &c.LargeJobs, 2000)
 		def("large-pending", &c.LargePending, 200)
 		def("bulk-jobs", &c.BulkJobs, 2000)
+		def("resume-steps", &c.ResumeSteps, 1000)
 		if !set["duration"] {
 			c.Duration = 3 * time.Second
 		}

@@ -21,12 +21,13 @@ func TestBench(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a three-node cluster and loads it for several seconds")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	var stdout bytes.Buffer
 	var stderr syncbuf.Buffer // the in-process nodes' loggers write to it at once
-	args := []string{"--short", "--jobs", "300", "--clients", "16", "--rate", "100", "--duration", "1s", "-o", "json",
-		"--scenarios", "submit_single,submit_batch,claim_done,claim_done_piggyback,claim_done_batched,claim_done_worker,claim_done_limits,latency"} // TestBenchProcesses runs the rest
+	args := []string{"--short", "--jobs", "300", "--clients", "16", "--rate", "100", "--duration", "1s", "--resume-steps", "100", "-o", "json",
+		"--scenarios", "submit_single,submit_batch,claim_done,claim_done_piggyback,claim_done_batched,claim_done_worker,claim_done_limits,latency," +
+			"step_record,step_jobs,step_resume,event_wake"} // TestBenchProcesses runs the rest
 	if err := runBench(ctx, args, &stdout, &stderr); err != nil {
 		t.Fatalf("runBench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
@@ -42,7 +43,10 @@ func TestBench(t *testing.T) {
 		got = append(got, fg.Figure)
 	}
 	want := []string{"submit_single", "submit_single_follower", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched",
-		"claim_done_worker", "claim_done_plain", "claim_done_keys", "claim_done_limits", "claim_done_limits_ratio", "claim_done_limits_cpu_ratio", "latency_p50", "latency_p99", "latency_max"}
+		"claim_done_worker", "claim_done_plain", "claim_done_keys", "claim_done_limits", "claim_done_limits_ratio", "claim_done_limits_cpu_ratio", "latency_p50", "latency_p99", "latency_max",
+		"step_record_p50", "step_record_p99", "step_record_max", "step_jobs",
+		"step_resume_median", "step_resume_max", "step_resume_results_median", "step_resume_results_max",
+		"event_wake_p50", "event_wake_p99", "event_wake_max"}
 	if !slices.Equal(got, want) {
 		t.Errorf("figures = %v, want %v", got, want)
 	}
@@ -96,6 +100,7 @@ func TestBenchFlags(t *testing.T) {
 		{"--failover-rounds", "0"},
 		{"--large-jobs", "-1"},
 		{"--proc-raft-timeout", "1ms"},
+		{"--resume-steps", "10000"},
 	} {
 		var stdout, stderr bytes.Buffer
 		if err := runBench(context.Background(), args, &stdout, &stderr); err == nil {

@@ -18,7 +18,7 @@ import (
 )
 
 // Scenarios are the scenarios Run knows, in the order it runs them.
-var Scenarios = []string{"submit_single", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched", "claim_done_worker", "claim_done_limits", "latency", "real_workers", "failover", "large_store", "bulk_retry"}
+var Scenarios = []string{"submit_single", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched", "claim_done_worker", "claim_done_limits", "latency", "real_workers", "failover", "large_store", "bulk_retry", "step_record", "step_jobs", "step_resume", "event_wake"}
 
 // Fixed shapes of the scenarios.
 const (
@@ -79,6 +79,9 @@ type Config struct {
 	LargeJobs, LargePending int
 	// BulkJobs is the failed jobs bulk_retry retries (--bulk-jobs).
 	BulkJobs int
+	// ResumeSteps is the recorded steps of the journals step_resume
+	// resumes, at most 9,999 (--resume-steps).
+	ResumeSteps int
 
 	// NodeArgs are more `workron server` flags for every node the bench
 	// starts, in-process or not (WORKRON_BENCH_NODE_ARGS).
@@ -129,6 +132,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--large-pending must not be negative, got %d", c.LargePending)
 	case c.BulkJobs < 1:
 		return fmt.Errorf("--bulk-jobs must be at least 1, got %d", c.BulkJobs)
+	case c.ResumeSteps < 1 || c.ResumeSteps > benchResumeMaxSteps-1:
+		return fmt.Errorf("--resume-steps must be from 1 to %d, got %d", benchResumeMaxSteps-1, c.ResumeSteps)
 	case len(c.Scenarios) == 0:
 		return errors.New("--scenarios: name at least one scenario")
 	case len(c.Servers) == 0 && c.StartNode == nil:

@@ -32,7 +32,10 @@ import (
 //     keys, and with them under a per-key limit, and the ratio (limits.go);
 //   - latency: submits at Rate for Duration while benchLatencyWorkers
 //     long-polling workers claim; submit→start percentiles;
-//   - real_workers, failover, large_store: real processes (see each).
+//   - real_workers, failover, large_store: real processes (see each);
+//   - step_record, step_jobs, step_resume: durable steps through the Go
+//     SDK's job.Step (steps.go); event_wake: POST /events to the waiting
+//     job's next attempt (events.go).
 //
 // Each scenario uses its own queue and checks what it did: every attempt
 // claimed once, every job done exactly once (or left pending), and the
@@ -106,6 +109,14 @@ func (b *bencher) run(ctx context.Context, name string) ([]Figure, error) {
 		return b.largeStore(ctx)
 	case "bulk_retry":
 		return b.bulkRetry(ctx)
+	case "step_record":
+		return b.stepRecord(ctx)
+	case "step_jobs":
+		return b.stepJobs(ctx)
+	case "step_resume":
+		return b.stepResume(ctx)
+	case "event_wake":
+		return b.eventWake(ctx)
 	}
 	return nil, fmt.Errorf("unknown scenario %q", name)
 }
