@@ -154,6 +154,46 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.waitFor("the result", `JSON.parse(document.querySelector('[data-test="result-json"]').textContent).files === 412`)
 	})
 
+	t.Run("JobPageDrawsItsSteps", func(t *testing.T) {
+		b.t = t
+		id := cl.submit(wire.SubmitRequest{Command: "./checkout.sh --order 42", Queue: "orders"})
+		j := cl.claim("cpu-worker-1", "orders")
+		if j.ID != id {
+			t.Fatalf("claimed %s from orders, want %s", j.ID, id)
+		}
+		put := func(key string, req wire.StepRequest) {
+			req.Lease = j.Lease
+			cl.call(http.MethodPut, "/jobs/"+id+"/steps/"+url.PathEscape(key), req, nil, http.StatusCreated)
+		}
+		put("charge", wire.StepRequest{Result: json.RawMessage(`{"charge":"ch_1"}`), DurationMillis: 420})
+		put("send", wire.StepRequest{Status: wire.StepFailed, Result: json.RawMessage(`"no such address"`), Attempts: 3, DurationMillis: 80})
+		put("send#2", wire.StepRequest{DurationMillis: 5})
+		row := func(key string) string { return fmt.Sprintf(`document.querySelector('[data-test="step-row"][data-key=%q]')`, key) }
+		b.do(chromedp.Navigate(dash + "#/jobs/" + id))
+		b.waitFor("three steps in the order they began", `[...document.querySelectorAll('[data-test="step-row"]')].map((r) => r.dataset.key).join() === "charge,send,send#2"`)
+		b.waitFor("each step's status, tries and result size", row("charge")+`.querySelector('[data-test="step-status"]').textContent === "ok" && `+
+			row("charge")+`.querySelector('[data-test="step-size"]').textContent === "17 B" && `+
+			row("send")+`.dataset.status === "failed" && `+row("send")+`.children[3].textContent === "3" && `+
+			row("send#2")+`.querySelector('[data-test="step-size"]').textContent === "0 B"`)
+		b.waitFor("a bar per step on one time scale, the longest step the widest", `(() => {
+			const w = (k) => parseFloat(document.querySelector('[data-test="step-row"][data-key="' + k + '"] .bar').style.width);
+			return w("charge") > w("send") && w("send") >= w("send#2") && w("send#2") > 0;
+		})()`)
+		b.screenshot("dashboard-steps.png")
+
+		// A journal longer than a page is read a page at a time.
+		for i := range 110 {
+			put(fmt.Sprintf("item-%03d", i), wire.StepRequest{})
+		}
+		b.waitFor("the first page of 113 steps", `document.querySelector('[data-test="steps"]')?.dataset.count === "113" && `+
+			`document.querySelectorAll('[data-test="step-row"]').length === 100 && !!`+row("charge")+` && !`+row("send#2"))
+		b.click(`#steps-next`)
+		b.waitFor("the second page", `document.querySelector('[data-test="steps-page"]')?.textContent === "Page 2" && `+
+			`document.querySelectorAll('[data-test="step-row"]').length === 13 && !!`+row("send#2")+` && !!`+row("item-099")+` && !`+row("charge"))
+		b.click(`#steps-first`)
+		b.waitFor("the first page again", `document.querySelector('[data-test="steps-page"]')?.textContent === "Page 1" && !!`+row("charge"))
+	})
+
 	t.Run("GangTaskPageShowsItsGang", func(t *testing.T) {
 		b.t = t
 		b.do(chromedp.Navigate(dash + "#/jobs/" + jobs.gang[1]))
