@@ -101,6 +101,14 @@ func (a *applier) apply(c *Cmd) Result {
 		return a.bulkStop(c.BulkStop)
 	case OpRecordStep:
 		return a.recordStep(c.RecordStep)
+	case OpSleepStep:
+		return a.sleepStep(c.SleepStep)
+	case OpWaitStep:
+		return a.waitStep(c.WaitStep)
+	case OpInvokeStep:
+		return a.invokeStep(c.InvokeStep)
+	case OpSendEvent:
+		return a.sendEvent(c.SendEvent)
 	}
 	// Decode refuses unknown ops, so this is a bug, not input.
 	panic(fmt.Sprintf("workron: unknown command %q at index %d", c.Op, a.index))
@@ -173,6 +181,9 @@ func (a *applier) put(j *store.Job, prev store.Status) {
 	a.reindex(j, prev)
 	a.releaseQueued(j, prev)
 	a.noteStop(j)
+	if j.Status.Finished() && !prev.Finished() {
+		a.durableEnded(j)
+	}
 }
 
 func (a *applier) insert(j *store.Job) {

@@ -98,6 +98,7 @@ func (a *applier) startAttempt(j *store.Job, c *Claim) {
 	j.ClaimToken, j.Fenced, j.ClaimSeq = c.Token, c.Fenced, c.Seq
 	j.AwaitingAck = c.Ack && j.GangID == "" // see ack.go
 	a.put(j, prev)
+	a.claimedParked(j)
 }
 
 // deadline is when a running job's lease runs out if not renewed: ttl from

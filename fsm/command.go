@@ -83,6 +83,10 @@ type Cmd struct {
 	BulkStep        *BulkStep        `json:"bulk_step,omitempty"`  // ProtocolBulk
 	BulkStop        *BulkStop        `json:"bulk_stop,omitempty"`  // ProtocolBulk
 	RecordStep      *RecordStep      `json:"step,omitempty"`       // ProtocolSteps, steps.go
+	SleepStep       *SleepStep       `json:"sleep,omitempty"`      // ProtocolDurable, durable.go
+	WaitStep        *WaitStep        `json:"wait,omitempty"`       // ProtocolDurable
+	InvokeStep      *InvokeStep      `json:"invoke,omitempty"`     // ProtocolDurable
+	SendEvent       *SendEvent       `json:"event,omitempty"`      // ProtocolDurable
 }
 
 // Submit creates jobs, all or none. A DependsOn entry "$N" names the N-th job
@@ -372,6 +376,14 @@ func (c *Cmd) valid() bool {
 		return c.BulkStop != nil
 	case OpRecordStep:
 		return c.RecordStep != nil
+	case OpSleepStep:
+		return c.SleepStep != nil
+	case OpWaitStep:
+		return c.WaitStep != nil
+	case OpInvokeStep:
+		return c.InvokeStep != nil
+	case OpSendEvent:
+		return c.SendEvent != nil
 	}
 	return false
 }

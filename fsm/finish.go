@@ -77,7 +77,7 @@ func (a *applier) alreadyReported(r *Report) bool {
 	}
 	for _, at := range j.History {
 		if at.Lease == r.Lease {
-			return (at.Status == store.StatusDone) == r.Success && !at.Expired && at.Status != store.StatusReturned
+			return (at.Status == store.StatusDone) == r.Success && !at.Expired && at.Status != store.StatusReturned && at.Status != store.StatusParked
 		}
 	}
 	return false

@@ -56,6 +56,13 @@ type Result struct {
 	// Step, for record_step, is the step recorded, or the one recorded
 	// before (with ErrStepRecorded).
 	Step *store.Step
+	// Parked, for sleep_step, wait_step and invoke_step, says the attempt
+	// ended and the job waits (durable.go); else Step is the outcome.
+	Parked bool
+	// Seq and Woke, for send_event, are the event's number and how many
+	// waiting jobs it woke.
+	Seq  uint64
+	Woke int
 }
 
 // Action tells a worker to act on a job it runs.

@@ -239,6 +239,30 @@ func (h *harness) do(cmds ...fsm.Cmd) []fsm.Result {
 	return applyCmd(h.t, h.f, h.index, h.now, cmds...)
 }
 
+// batch applies each of entries as the next log entries, all in one
+// ApplyBatch (one store transaction), and returns their results.
+func (h *harness) batch(entries [][]fsm.Cmd) [][]fsm.Result {
+	h.t.Helper()
+	logs := make([]*raft.Log, len(entries))
+	for i, cmds := range entries {
+		data, err := fsm.Encode(&fsm.Entry{Now: h.now.UnixNano(), Cmds: cmds})
+		if err != nil {
+			h.t.Fatalf("encode entry: %v", err)
+		}
+		h.index++
+		logs[i] = &raft.Log{Index: h.index, Type: raft.LogCommand, Data: data}
+	}
+	out := make([][]fsm.Result, len(entries))
+	for i, r := range h.f.ApplyBatch(logs) {
+		res, ok := r.([]fsm.Result)
+		if !ok {
+			h.t.Fatalf("entry %d: reply is %T", logs[i].Index, r)
+		}
+		out[i] = res
+	}
+	return out
+}
+
 // one applies c as the next log entry and returns its result.
 func (h *harness) one(c fsm.Cmd) fsm.Result {
 	h.t.Helper()

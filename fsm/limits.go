@@ -69,6 +69,20 @@ func checkKeys(c *Cmd) error {
 		return keyLen("job", c.Fire.JobID, true)
 	case OpRecordStep:
 		return keyLen("job", c.RecordStep.JobID, false)
+	case OpSleepStep:
+		return keyLen("job", c.SleepStep.JobID, false)
+	case OpWaitStep:
+		return keyLen("job", c.WaitStep.JobID, false)
+	case OpInvokeStep:
+		if err := keyLen("job", c.InvokeStep.JobID, false); err != nil {
+			return err
+		}
+		if err := keyLen("job.id", c.InvokeStep.Child.ID, true); err != nil {
+			return err
+		}
+		return keyLen("job.idempotency_key", c.InvokeStep.Child.IdempotencyKey, true)
+	case OpSendEvent:
+		return keyLen("job", c.SendEvent.JobID, true)
 	}
 	return nil
 }

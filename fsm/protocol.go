@@ -30,6 +30,10 @@ var opProtocol = map[Op]int{
 	OpBulkStep:               ProtocolBulk,
 	OpBulkStop:               ProtocolBulk,
 	OpRecordStep:             ProtocolSteps,
+	OpSleepStep:              ProtocolDurable,
+	OpWaitStep:               ProtocolDurable,
+	OpInvokeStep:             ProtocolDurable,
+	OpSendEvent:              ProtocolDurable,
 }
 
 // protocol is the least protocol a node needs to apply op.

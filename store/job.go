@@ -33,6 +33,11 @@ const (
 	StatusSnoozed     Status = "snoozed"
 )
 
+// StatusParked appears in attempt histories only: the attempt parked its
+// job on a sleep, a wait or an invoke (issue #31) and ended there,
+// without counting against MaxAttempts.
+const StatusParked Status = "parked"
+
 // Statuses lists every stored status, in lifecycle order.
 var Statuses = []Status{StatusBlocked, StatusPending, StatusReserved, StatusRunning, StatusCancelling, StatusDone, StatusFailed, StatusCancelled}
 

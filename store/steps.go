@@ -21,8 +21,17 @@ var bucketSteps = []byte("steps") // stepPrefix(job) -> totals; stepPrefix(job) 
 
 // Step statuses.
 const (
-	StepOK     = "ok"
-	StepFailed = "failed"
+	StepOK      = "ok"
+	StepFailed  = "failed"
+	StepWaiting = "waiting" // a wait or invoke the job is parked on (durable.go)
+	StepTimeout = "timeout" // a wait whose deadline passed first
+)
+
+// Step kinds (durable.go): a run step has none.
+const (
+	StepSleep  = "sleep"
+	StepWait   = "wait"
+	StepInvoke = "invoke"
 )
 
 // Step is one recorded step of a job's journal.
@@ -35,6 +44,16 @@ type Step struct {
 	Duration   int64  // nanoseconds, as the recorder measured it
 	Size       int    // bytes of Result
 	Result     []byte // nil when read without results
+	// A sleep's, wait's or invoke's (durable.go; record version 2): its
+	// Kind, a sleep's wake time or a wait's deadline (Unix nanoseconds, 0:
+	// none), what a wait waits for (Event and EventKey, or Signal) and an
+	// invoke's child.
+	Kind     string
+	WakeAt   int64
+	Event    string
+	EventKey string
+	Signal   string
+	ChildID  string
 }
 
 // JournalTotals is what a job's journal holds: its steps and their bytes
@@ -44,8 +63,12 @@ type JournalTotals struct {
 	Bytes int64
 }
 
-// stepVersion is the first byte of a step record.
-const stepVersion = 1
+// stepVersion is the first byte of a step record; stepVersion2 a record
+// with a kind (a sleep, wait or invoke), whose fields follow the duration.
+const (
+	stepVersion  = 1
+	stepVersion2 = 2
+)
 
 // stepPrefix is the prefix of every key of jobID's journal.
 func stepPrefix(jobID string) []byte {
@@ -89,19 +112,48 @@ func (t *Tx) PutStep(jobID string, s *Step) error {
 		return errors.New("put step: empty step key")
 	}
 	b := t.tx.Bucket(bucketSteps)
-	v := binary.AppendUvarint([]byte{stepVersion}, uint64(len(s.Status)))
-	v = append(v, s.Status...)
-	v = binary.AppendUvarint(v, uint64(s.Attempts))
-	v = binary.AppendUvarint(v, uint64(s.Attempt))
-	v = binary.AppendVarint(v, s.RecordedAt)
-	v = binary.AppendVarint(v, s.Duration)
-	v = append(v, s.Result...)
-	if err := b.Put(stepKey(jobID, s.Key), v); err != nil {
+	if err := b.Put(stepKey(jobID, s.Key), encodeStep(s)); err != nil {
 		return fmt.Errorf("put step %s of job %s: %w", s.Key, jobID, err)
 	}
 	tot := t.Journal(jobID)
 	tot.Steps++
 	tot.Bytes += StepBytes(s.Key, s.Result)
+	return t.putJournal(jobID, tot)
+}
+
+// ReplaceStep records the outcome of a step the journal holds (a wait or
+// an invoke that was waiting), keeping its totals right. The caller
+// checks the bounds.
+func (t *Tx) ReplaceStep(jobID string, old, s *Step) error {
+	if err := t.tx.Bucket(bucketSteps).Put(stepKey(jobID, s.Key), encodeStep(s)); err != nil {
+		return fmt.Errorf("replace step %s of job %s: %w", s.Key, jobID, err)
+	}
+	tot := t.Journal(jobID)
+	tot.Bytes += int64(len(s.Result)) - int64(old.Size)
+	return t.putJournal(jobID, tot)
+}
+
+func encodeStep(s *Step) []byte {
+	ver := byte(stepVersion)
+	if s.Kind != "" {
+		ver = stepVersion2
+	}
+	str := func(v []byte, x string) []byte { return append(binary.AppendUvarint(v, uint64(len(x))), x...) }
+	v := str([]byte{ver}, s.Status)
+	v = binary.AppendUvarint(v, uint64(s.Attempts))
+	v = binary.AppendUvarint(v, uint64(s.Attempt))
+	v = binary.AppendVarint(v, s.RecordedAt)
+	v = binary.AppendVarint(v, s.Duration)
+	if ver == stepVersion2 {
+		v = str(v, s.Kind)
+		v = binary.AppendVarint(v, s.WakeAt)
+		v = str(str(str(str(v, s.Event), s.EventKey), s.Signal), s.ChildID)
+	}
+	return append(v, s.Result...)
+}
+
+func (t *Tx) putJournal(jobID string, tot JournalTotals) error {
+	b := t.tx.Bucket(bucketSteps)
 	tv := binary.AppendUvarint(nil, uint64(tot.Steps))
 	tv = binary.AppendUvarint(tv, uint64(tot.Bytes))
 	if err := b.Put(stepPrefix(jobID), tv); err != nil {
@@ -152,7 +204,7 @@ func (t *Tx) DeleteSteps(jobID string) error {
 // is set (Size says how long it is either way).
 func decodeStep(key string, v []byte, results bool) (*Step, error) {
 	bad := fmt.Errorf("step %q: malformed record", key)
-	if len(v) == 0 || v[0] != stepVersion {
+	if len(v) == 0 || (v[0] != stepVersion && v[0] != stepVersion2) {
 		return nil, bad
 	}
 	r := v[1:]
@@ -174,14 +226,27 @@ func decodeStep(key string, v []byte, results bool) (*Step, error) {
 		r = r[n:]
 		return x
 	}
-	n := uv()
-	if r == nil || uint64(len(r)) < n {
+	str := func() string {
+		n := uv()
+		if r == nil || uint64(len(r)) < n {
+			r = nil
+			return ""
+		}
+		x := string(r[:n])
+		r = r[n:]
+		return x
+	}
+	s := &Step{Key: key, Status: str()}
+	if r == nil {
 		return nil, bad
 	}
-	s := &Step{Key: key, Status: string(r[:n])}
-	r = r[n:]
 	s.Attempts, s.Attempt = int(uv()), int(uv())
 	s.RecordedAt, s.Duration = sv(), sv()
+	if v[0] == stepVersion2 {
+		s.Kind = str()
+		s.WakeAt = sv()
+		s.Event, s.EventKey, s.Signal, s.ChildID = str(), str(), str(), str()
+	}
 	if r == nil {
 		return nil, bad
 	}

@@ -39,7 +39,7 @@ var (
 	bucketQueues   = []byte("queues")  // paused queue name -> 1
 	bucketExpiry   = []byte("expiry")  // expire_at(8) seq(8) -> id of a finished job
 	bucketDeps     = []byte("deps")    // dependency edges; see deps.go
-	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry, bucketSchedules, bucketGangs, bucketCheckpoints, bucketDeps, bucketQueueLimits, bucketTokens, bucketFlow, bucketCascades, bucketIndex, bucketBulk, bucketSteps}
+	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry, bucketSchedules, bucketGangs, bucketCheckpoints, bucketDeps, bucketQueueLimits, bucketTokens, bucketFlow, bucketCascades, bucketIndex, bucketBulk, bucketSteps, bucketEvents, bucketWaits, bucketParks}
 	keyApplied     = []byte("applied_index")
 	keyNextSeq     = []byte("next_seq")
 	keyLastNow     = []byte("last_now")

@@ -152,13 +152,17 @@ func (t *Tx) UpdateJob(j *Job, prev Status, index uint64) error {
 }
 
 // DeleteJob removes a job, its index entries, its journal of steps
-// (steps.go) and its dependency edges both
+// (steps.go), what it left of sleeps, waits and child jobs (durable.go)
+// and its dependency edges both
 // ways (its idempotency key is the caller's to keep or drop).
 func (t *Tx) DeleteJob(j *Job) error {
 	if err := t.deleteEdges(j); err != nil {
 		return err
 	}
 	if err := t.DeleteSteps(j.ID); err != nil {
+		return err
+	}
+	if err := t.DeleteDurable(j.ID); err != nil {
 		return err
 	}
 	if err := t.tx.Bucket(bucketJobs).Delete([]byte(j.ID)); err != nil {

@@ -58,6 +58,13 @@ const (
 	// (--max-workers-per-token); nothing was done. Reuse an id, or wait
 	// until one is offline or forgotten.
 	CodeTooManyWorkers = "too_many_workers"
+	// CodeTooManyWaiters (429): a wait on an event (name, key) that as
+	// many jobs wait on as max_waiters_per_key allows; nothing was done.
+	CodeTooManyWaiters = "too_many_waiters"
+	// CodeEventsFull (429): an event or signal beyond the events the
+	// cluster keeps (max_kept_events, max_kept_event_bytes); nothing was
+	// done: retry once older events leave the look-back window.
+	CodeEventsFull = "events_full"
 	// CodeInternal (500): a bug or a disk error; the message says which.
 	CodeInternal = "internal"
 	// CodeNoLeader (503): no leader could be reached, or the node is
@@ -87,7 +94,7 @@ var Codes = []string{
 	CodeInvalid, CodeBadBackup, CodeUnauthorized, CodeForbidden, CodeCrossOrigin,
 	CodeHostNotAllowed, CodeNotFound, CodeStaleLease, CodeStaleEpoch, CodeNotRunning,
 	CodeConflict, CodeLeaseRequired, CodeStepRecorded, CodeJournalFull, CodeTooLarge, CodeUnsupportedMediaType, CodeOverloaded,
-	CodeTooManyWorkers, CodeInternal, CodeNoLeader, CodeRemoved,
+	CodeTooManyWorkers, CodeTooManyWaiters, CodeEventsFull, CodeInternal, CodeNoLeader, CodeRemoved,
 	CodeBusy, CodeUpgradeInProgress, CodeCatchingUp, CodeOutcomeUnknown,
 }
 

@@ -188,6 +188,9 @@ type Job struct {
 	// Journal is the job's recorded steps (steps.go): set, in a claim
 	// reply and GET /jobs/{id}, when it has any.
 	Journal *Journal `json:"journal,omitempty"`
+	// Parked says what a parked job waits for (a sleep, a wait or an
+	// invoke); absent when it is not parked.
+	Parked *Parked `json:"parked,omitempty"`
 }
 
 // Bounds of the parent results a reply carries, in bytes of JSON (each
