@@ -1,6 +1,9 @@
 package api
 
 import (
+	"strings"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/workron/workron/store"
@@ -22,7 +25,17 @@ type stepMetrics struct {
 	recorded    *prometheus.CounterVec
 	byKind      *labelCache[stepKey, prometheus.Counter]
 	resultBytes prometheus.Histogram
+	// wakeLag is observed per claim of a job whose last attempt parked:
+	// from when it could run again (its run time: a sleep's wake time, a
+	// wait's deadline, the event or the child's end that woke it) to the
+	// claim.
+	wakeLag *prometheus.HistogramVec
+	lagOf   *labelCache[string, prometheus.Observer]
 }
+
+// wakeBuckets are the buckets of the wake-up lag, in seconds: finer than
+// waitBuckets under a second, where an event's wake-up should be.
+var wakeBuckets = []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300}
 
 func newStepMetrics() *stepMetrics {
 	m := &stepMetrics{
@@ -36,12 +49,47 @@ func newStepMetrics() *stepMetrics {
 			Buckets: prometheus.ExponentialBuckets(64, 4, 7), // 64 B to 256 KiB, the largest result
 		}),
 	}
+	m.wakeLag = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "workron_job_wake_lag_seconds",
+		Help: "Per claim of a job woken from a durable sleep, wait or invoke, by the kind of step it parked on: " +
+			"from when it could run again (the sleep's wake time, the wait's deadline, the event or the child's end that woke it) to the claim.",
+		Buckets: wakeBuckets,
+	}, []string{"kind"})
 	m.byKind = newLabelCache(func(k stepKey) prometheus.Counter { return m.recorded.WithLabelValues(k.kind, k.status) })
+	m.lagOf = newLabelCache(func(kind string) prometheus.Observer { return m.wakeLag.WithLabelValues(kind) })
 	return m
 }
 
 func (m *stepMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.recorded, m.resultBytes}
+	return []prometheus.Collector{m.recorded, m.resultBytes, m.wakeLag}
+}
+
+// claimed observes the wake-up lag of claimed job j if its last attempt
+// parked: the job was pending from its run time, which the wake set (a
+// sleep's wake time, a wait's deadline, or the entry of the event or the
+// child's end that woke it), to this claim.
+func (m *stepMetrics) claimed(j *store.Job) {
+	kind := parkedOn(j)
+	if kind == "" || j.StartedAt < j.RunAt {
+		return
+	}
+	m.lagOf.get(kind).Observe(time.Duration(j.StartedAt - j.RunAt).Seconds())
+}
+
+// parkedOn is the kind of step (sleep, wait, invoke) job j's last attempt
+// parked on, "" when it did not park. The state machine ends a parking
+// attempt with status parked and the error "parked on KIND step KEY".
+func parkedOn(j *store.Job) string {
+	n := len(j.History)
+	if n == 0 || j.History[n-1].Status != store.StatusParked {
+		return ""
+	}
+	rest, _ := strings.CutPrefix(j.History[n-1].Error, "parked on ")
+	switch kind, _, _ := strings.Cut(rest, " "); kind {
+	case store.StepSleep, store.StepWait, store.StepInvoke:
+		return kind
+	}
+	return "other"
 }
 
 // stepRecorded counts a step of kind recorded.

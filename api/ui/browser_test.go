@@ -168,7 +168,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		put("charge", wire.StepRequest{Result: json.RawMessage(`{"charge":"ch_1"}`), DurationMillis: 420})
 		put("send", wire.StepRequest{Status: wire.StepFailed, Result: json.RawMessage(`"no such address"`), Attempts: 3, DurationMillis: 80})
 		put("send#2", wire.StepRequest{DurationMillis: 5})
-		row := func(key string) string { return fmt.Sprintf(`document.querySelector('[data-test="step-row"][data-key=%q]')`, key) }
+		row := func(key string) string {
+			return fmt.Sprintf(`document.querySelector('[data-test="step-row"][data-key=%q]')`, key)
+		}
 		b.do(chromedp.Navigate(dash + "#/jobs/" + id))
 		b.waitFor("three steps in the order they began", `[...document.querySelectorAll('[data-test="step-row"]')].map((r) => r.dataset.key).join() === "charge,send,send#2"`)
 		b.waitFor("each step's status, tries and result size", row("charge")+`.querySelector('[data-test="step-status"]').textContent === "ok" && `+
