@@ -120,7 +120,7 @@ func (j *journal) record(ctx context.Context, key string, req wire.StepRequest) 
 // nothing is recorded: the attempt fails as today, and a later one runs
 // the step again. A Job not given by a Worker (a test's) has no journal:
 // Step runs fn and returns its result.
-func (jb *Job) Step(ctx context.Context, name string, fn StepFunc) (_ json.RawMessage, err error) {
+func (jb *Job) Step(ctx context.Context, name string, fn StepFunc) (json.RawMessage, error) {
 	j := jb.journal
 	if j == nil {
 		v, err := fn(ctx)
@@ -129,8 +129,8 @@ func (jb *Job) Step(ctx context.Context, name string, fn StepFunc) (_ json.RawMe
 		}
 		return json.Marshal(v)
 	}
-	ctx, span := traceStep(ctx, name) // steptrace.go
-	defer func() { span.end(err) }()
+	ctx, span := traceStep(ctx, name, &fn) // steptrace.go: the step's span
+	defer span.end()
 	key, rec, err := j.lookup(ctx, name)
 	span.lookedUp(key, rec)
 	switch {

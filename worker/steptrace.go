@@ -47,15 +47,26 @@ type stepSpan struct {
 	span     trace.Span
 	rec      *wire.Step // the step as the journal keeps it; nil: not recorded
 	replayed bool
+	err      error // what the step's function last returned
 }
 
 // traceStep starts step name's span as a child of the span in ctx, with
 // that span's tracer provider (the worker's, through its run span), and
-// returns the context the step runs in.
-func traceStep(ctx context.Context, name string) (context.Context, *stepSpan) {
+// returns the context the step runs in. It wraps *fn so that the span
+// sees the function's error.
+func traceStep(ctx context.Context, name string, fn *StepFunc) (context.Context, *stepSpan) {
 	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName)
 	ctx, span := tracer.Start(ctx, "step "+name)
-	return ctx, &stepSpan{span: span}
+	s := &stepSpan{span: span}
+	if span.IsRecording() {
+		f := *fn
+		*fn = func(ctx context.Context) (any, error) {
+			v, err := f(ctx)
+			s.err = err
+			return v, err
+		}
+	}
+	return ctx, s
 }
 
 // lookedUp notes the step's key and, when the journal held it, the
@@ -77,19 +88,29 @@ func (s *stepSpan) recorded(st *wire.Step) {
 	}
 }
 
-// end ends the span with the step's outcome; err is what Step returns.
-func (s *stepSpan) end(err error) {
+// end ends the span with the step's outcome: the recorded step's status
+// (an error status if it failed), else the function's error.
+func (s *stepSpan) end() {
 	if !s.span.IsRecording() {
 		s.span.End()
 		return
 	}
 	attrs := []attribute.KeyValue{attrStepKind.String(stepKindRun), attrStepReplayed.Bool(s.replayed)}
-	if st := s.rec; st != nil {
+	st := s.rec
+	if st != nil {
+		if st.Kind != "" {
+			attrs[0] = attrStepKind.String(st.Kind)
+		}
 		attrs = append(attrs, attrStepStatus.String(st.Status), attrStepAttempts.Int(st.Attempts))
 	}
 	s.span.SetAttributes(attrs...)
-	if err != nil {
-		s.span.SetStatus(codes.Error, err.Error())
+	switch {
+	case st != nil && st.Status == wire.StepFailed:
+		s.span.SetStatus(codes.Error, "step failed: "+string(st.Result))
+	case st == nil && s.err != nil:
+		s.span.SetStatus(codes.Error, s.err.Error())
+	case st == nil:
+		s.span.SetStatus(codes.Error, "step not recorded")
 	}
 	s.span.End()
 }
