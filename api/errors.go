@@ -31,6 +31,8 @@ var statuses = map[string]int{
 	wire.CodeUnsupportedMediaType: http.StatusUnsupportedMediaType,
 	wire.CodeOverloaded:           http.StatusTooManyRequests,
 	wire.CodeTooManyWorkers:       http.StatusTooManyRequests,
+	wire.CodeTooManyWaiters:       http.StatusTooManyRequests,
+	wire.CodeEventsFull:           http.StatusTooManyRequests,
 	wire.CodeInternal:             http.StatusInternalServerError,
 	wire.CodeNoLeader:             http.StatusServiceUnavailable,
 	wire.CodeRemoved:              http.StatusServiceUnavailable,
@@ -107,6 +109,10 @@ func reply(err error) (code, msg string) {
 		return wire.CodeStepRecorded, err.Error()
 	case errors.Is(err, fsm.ErrJournalFull):
 		return wire.CodeJournalFull, err.Error()
+	case errors.Is(err, fsm.ErrTooManyWaiters):
+		return wire.CodeTooManyWaiters, err.Error()
+	case errors.Is(err, fsm.ErrEventsFull):
+		return wire.CodeEventsFull, err.Error()
 	case nothingDone(err):
 		return wire.CodeNoLeader, msgNoLeader
 	case errors.As(err, &ue):

@@ -232,6 +232,11 @@ func (s *Server) handleGet(w http.ResponseWriter, r *http.Request) {
 	traceJobs(r.Context(), j)
 	out := toWire(j, s.now())
 	s.waitView().explain(&out, j)
+	if p, err := s.state.Park(j.ID); err != nil {
+		s.logger.Warn("read park", "job_id", j.ID, "err", err)
+	} else if p != nil {
+		out.Parked = parkedWire(p)
+	}
 	one := []wire.Job{out}
 	s.withJournals(one, wire.MaxJobJournalSteps, wire.MaxJobJournalSteps)
 	writeJSON(w, http.StatusOK, one[0])

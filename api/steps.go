@@ -134,6 +134,10 @@ func stepWire(st *store.Step) wire.Step {
 	if st.Result != nil {
 		out.Result = json.RawMessage(st.Result)
 	}
+	out.Kind, out.Event, out.EventKey, out.Signal, out.ChildID = st.Kind, st.Event, st.EventKey, st.Signal, st.ChildID
+	if st.WakeAt != 0 {
+		out.WakeAt = new(time.Unix(0, st.WakeAt).UTC())
+	}
 	return out
 }
 
