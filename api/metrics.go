@@ -178,7 +178,7 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 		m.requests, m.latency, m.startLatency.vec, m.runDuration.vec, m.limitWait.vec)
 	reg.MustRegister(m.steps.collectors()...)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(&stateCollector{s: s}, &raftCollector{s: s}, &diskCollector{s: s})
+	reg.MustRegister(&stateCollector{s: s}, &raftCollector{s: s}, &diskCollector{s: s}, &parkCollector{s: s})
 	return m
 }
 

@@ -1,11 +1,13 @@
 package api
 
 import (
+	"errors"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/store"
 )
 
@@ -14,8 +16,16 @@ import (
 // served.
 
 // stepKindRun is the kind label of a step a handler ran and recorded with
-// PUT /jobs/{id}/steps/{key}.
+// PUT /jobs/{id}/steps/{key} (a stored step of no kind).
 const stepKindRun = "run"
+
+// stepKind is st's kind label.
+func stepKind(st *store.Step) string {
+	if st.Kind == "" {
+		return stepKindRun
+	}
+	return st.Kind
+}
 
 // stepKey is a steps-recorded series: a step kind and status.
 type stepKey struct{ kind, status string }
@@ -25,6 +35,9 @@ type stepMetrics struct {
 	recorded    *prometheus.CounterVec
 	byKind      *labelCache[stepKey, prometheus.Counter]
 	resultBytes prometheus.Histogram
+	// parked counts the attempts that parked their job, by step kind.
+	parked   *prometheus.CounterVec
+	parkedOf *labelCache[string, prometheus.Counter]
 	// wakeLag is observed per claim of a job whose last attempt parked:
 	// from when it could run again (its run time: a sleep's wake time, a
 	// wait's deadline, the event or the child's end that woke it) to the
@@ -49,6 +62,10 @@ func newStepMetrics() *stepMetrics {
 			Buckets: prometheus.ExponentialBuckets(64, 4, 7), // 64 B to 256 KiB, the largest result
 		}),
 	}
+	m.parked = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "workron_jobs_parked_total",
+		Help: "Attempts that parked their job on a durable sleep, wait or invoke step (by this node as leader), by the kind of the step.",
+	}, []string{"kind"})
 	m.wakeLag = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: "workron_job_wake_lag_seconds",
 		Help: "Per claim of a job woken from a durable sleep, wait or invoke, by the kind of step it parked on: " +
@@ -56,12 +73,24 @@ func newStepMetrics() *stepMetrics {
 		Buckets: wakeBuckets,
 	}, []string{"kind"})
 	m.byKind = newLabelCache(func(k stepKey) prometheus.Counter { return m.recorded.WithLabelValues(k.kind, k.status) })
+	m.parkedOf = newLabelCache(func(kind string) prometheus.Counter { return m.parked.WithLabelValues(kind) })
 	m.lagOf = newLabelCache(func(kind string) prometheus.Observer { return m.wakeLag.WithLabelValues(kind) })
 	return m
 }
 
 func (m *stepMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.recorded, m.resultBytes, m.wakeLag}
+	return []prometheus.Collector{m.recorded, m.resultBytes, m.parked, m.wakeLag}
+}
+
+// parking counts what a parking route (sleep, wait, invoke) did: the
+// attempt parked the job on step st, or st, complete at once, was
+// recorded.
+func (m *stepMetrics) parking(st *store.Step, parked bool) {
+	if parked {
+		m.parkedOf.get(stepKind(st)).Inc()
+		return
+	}
+	m.stepRecorded(st)
 }
 
 // claimed observes the wake-up lag of claimed job j if its last attempt
@@ -92,8 +121,51 @@ func parkedOn(j *store.Job) string {
 	return "other"
 }
 
-// stepRecorded counts a step of kind recorded.
-func (m *stepMetrics) stepRecorded(kind string, st *store.Step) {
-	m.byKind.get(stepKey{kind, st.Status}).Inc()
+// stepRecorded counts a step recorded.
+func (m *stepMetrics) stepRecorded(st *store.Step) {
+	m.byKind.get(stepKey{stepKind(st), st.Status}).Inc()
 	m.resultBytes.Observe(float64(st.Size))
 }
+
+// maxParkScan bounds the parks a scrape walks to count the parked jobs.
+const maxParkScan = 1_000_000
+
+// parkedKinds are the values of descParked's kind label.
+var parkedKinds = []string{store.StepSleep, store.StepWait, store.StepInvoke}
+
+var descParked = prometheus.NewDesc("workron_jobs_parked",
+	"Jobs parked on a durable step, by its kind (sleep, wait, invoke) (this node's state; read at scrape time, one key per parked job).",
+	[]string{"kind"}, nil)
+
+// parkCounter is what the state's read transaction (a *store.Tx, given
+// to ViewJobs as a JobReader) offers to count the parked jobs.
+type parkCounter interface {
+	ParkCounts(limit int) (map[string]int, bool)
+}
+
+// parkCollector reads the parked jobs by kind at scrape time from the
+// node's own state.
+type parkCollector struct{ s *Server }
+
+func (c *parkCollector) Describe(ch chan<- *prometheus.Desc) { ch <- descParked }
+
+func (c *parkCollector) Collect(ch chan<- prometheus.Metric) {
+	var counts map[string]int
+	err := c.s.state.ViewJobs(func(r fsm.JobReader) error {
+		pc, ok := r.(parkCounter)
+		if !ok {
+			return errNoParkCount
+		}
+		counts, _ = pc.ParkCounts(maxParkScan)
+		return nil
+	})
+	if err != nil {
+		c.s.logger.Warn("count parked jobs", "err", err)
+		return
+	}
+	for _, k := range parkedKinds {
+		ch <- prometheus.MustNewConstMetric(descParked, prometheus.GaugeValue, float64(counts[k]), k)
+	}
+}
+
+var errNoParkCount = errors.New("api: the state's reader does not count parks")

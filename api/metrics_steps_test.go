@@ -3,7 +3,6 @@
 package api
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"testing"
@@ -14,7 +13,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/workron/workron/api/wire"
-	"github.com/workron/workron/fsm"
 )
 
 // TestMetricsOfSteps: each step recorded counts once by kind and status,
@@ -62,67 +60,116 @@ func TestMetricsOfSteps(t *testing.T) {
 	}
 }
 
-// TestMetricsOfWakeUps: the claim of a job whose last attempt parked
-// observes the wake-up lag by the kind of step it parked on, from the run
-// time its wake gave it to the claim, exactly: a sleep from its wake time,
-// a wait from the event that woke it. A claim of a job that did not park
-// observes nothing.
-func TestMetricsOfWakeUps(t *testing.T) {
+// TestMetricsOfParking: each attempt that parks counts by the kind of its
+// step, and the parked jobs are a gauge by kind, read from the state; the
+// claim of a job whose last attempt parked observes the wake-up lag, from
+// the run time its wake gave it to the claim, exactly: a sleep from its
+// wake time, a wait from the event that woke it, an invoke from its
+// child's end. A first claim observes nothing, and a sleep already over
+// is a step recorded, not a park.
+func TestMetricsOfParking(t *testing.T) {
 	e := newSchedEnv(t, time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), nil)
-	if code, werr := e.do(http.MethodPost, "/jobs", `{"command":"true"}`, nil); code != http.StatusCreated {
-		t.Fatalf("submit: %d %+v", code, werr)
+	m := e.srv.metrics.steps
+	do := func(method, path, body string, want int, out any) {
+		t.Helper()
+		if code, werr := e.do(method, path, body, out); code != want {
+			t.Fatalf("%s %s: %d %+v, want %d", method, path, code, werr, want)
+		}
 	}
 	claim := func() wire.Job {
 		t.Helper()
 		var cr wire.ClaimResponse
-		if code, werr := e.do(http.MethodPost, "/jobs/claim", `{"worker_id":"w1","shell":true}`, &cr); code != http.StatusOK || len(cr.Jobs) != 1 {
-			t.Fatalf("claim: %d %+v %d jobs", code, werr, len(cr.Jobs))
+		do(http.MethodPost, "/jobs/claim", `{"worker_id":"w1","shell":true}`, http.StatusOK, &cr)
+		if len(cr.Jobs) != 1 {
+			t.Fatalf("claimed %d jobs, want 1", len(cr.Jobs))
 		}
 		return cr.Jobs[0]
 	}
-	propose := func(cmd fsm.Cmd) fsm.Result {
+	park := func(j wire.Job, key, what, body string, parked bool) {
 		t.Helper()
-		res, err := e.srv.propose(context.Background(), cmd)
-		if err != nil {
-			t.Fatalf("%s: %v", cmd.Op, err)
+		var rep wire.ParkReply
+		do(http.MethodPost, "/jobs/"+j.ID+"/steps/"+key+"/"+what, fmt.Sprintf(`{"lease":%d,%s}`, j.Lease, body), http.StatusCreated, &rep)
+		if rep.Parked != parked {
+			t.Fatalf("%s %s: parked %v, want %v", what, key, rep.Parked, parked)
 		}
-		return res
 	}
 	lag := func(kind string) (uint64, float64) {
 		t.Helper()
 		var d dto.Metric
-		if err := e.srv.metrics.steps.wakeLag.WithLabelValues(kind).(prometheus.Metric).Write(&d); err != nil {
+		if err := m.wakeLag.WithLabelValues(kind).(prometheus.Metric).Write(&d); err != nil {
 			t.Fatal(err)
 		}
 		return d.GetHistogram().GetSampleCount(), d.GetHistogram().GetSampleSum()
 	}
+	gauge := func() string {
+		t.Helper()
+		mfs, err := e.srv.metrics.reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]float64{}
+		for _, mf := range mfs {
+			if mf.GetName() == "workron_jobs_parked" {
+				for _, mt := range mf.GetMetric() {
+					out[mt.GetLabel()[0].GetValue()] = mt.GetGauge().GetValue()
+				}
+			}
+		}
+		return fmt.Sprintf("sleep=%v wait=%v invoke=%v", out["sleep"], out["wait"], out["invoke"])
+	}
+	parkedTotal := func(kind string) float64 { return testutil.ToFloat64(m.parked.WithLabelValues(kind)) }
 
+	do(http.MethodPost, "/jobs", `{"command":"true"}`, http.StatusCreated, nil)
 	j := claim()
-	if n := testutil.CollectAndCount(e.srv.metrics.steps.wakeLag); n != 0 {
+	if n := testutil.CollectAndCount(m.wakeLag); n != 0 {
 		t.Fatalf("a first claim observed a wake-up lag (%d series)", n)
 	}
-	if res := propose(fsm.Cmd{Op: fsm.OpSleepStep, SleepStep: &fsm.SleepStep{JobID: j.ID, Lease: j.Lease, Key: "nap", For: int64(10 * time.Second)}}); !res.Parked {
-		t.Fatalf("sleep did not park: %+v", res)
+	park(j, "nap", "sleep", `"duration_ms":10000`, true)
+	if g := gauge(); g != "sleep=1 wait=0 invoke=0" || parkedTotal("sleep") != 1 {
+		t.Fatalf("asleep: parked %s, %v parks of sleeps", g, parkedTotal("sleep"))
 	}
 	e.clock.Add(10*time.Second + 250*time.Millisecond)
 	j = claim()
 	if n, sum := lag("sleep"); n != 1 || sum != 0.25 {
 		t.Fatalf("after the sleep: %d lags of %v s in all, want 1 of 0.25", n, sum)
 	}
+	if g := gauge(); g != "sleep=0 wait=0 invoke=0" {
+		t.Fatalf("awake: parked %s", g)
+	}
 
-	if res := propose(fsm.Cmd{Op: fsm.OpWaitStep, WaitStep: &fsm.WaitStep{JobID: j.ID, Lease: j.Lease, Key: "paid", Event: "payment", EventKey: "o-1", Timeout: int64(time.Hour)}}); !res.Parked {
-		t.Fatalf("wait did not park: %+v", res)
+	park(j, "paid", "wait", `"event":"payment","key":"o-1","timeout_ms":3600000`, true)
+	if g := gauge(); g != "sleep=0 wait=1 invoke=0" {
+		t.Fatalf("waiting: parked %s", g)
 	}
 	e.clock.Add(5 * time.Second)
-	if res := propose(fsm.Cmd{Op: fsm.OpSendEvent, SendEvent: &fsm.SendEvent{Name: "payment", Key: "o-1", Payload: []byte(`{}`)}}); res.Woke != 1 {
-		t.Fatalf("the event woke %d jobs, want 1", res.Woke)
+	var ev wire.EventReply
+	do(http.MethodPost, "/events", `{"name":"payment","key":"o-1","payload":{}}`, http.StatusAccepted, &ev)
+	if ev.Woke != 1 {
+		t.Fatalf("the event woke %d jobs, want 1", ev.Woke)
 	}
 	e.clock.Add(40 * time.Millisecond)
-	claim()
+	j = claim()
 	if n, sum := lag("wait"); n != 1 || sum != 0.04 {
 		t.Fatalf("after the event: %d lags of %v s in all, want 1 of 0.04", n, sum)
 	}
-	if n, _ := lag("sleep"); n != 1 {
-		t.Fatalf("the wait's claim counted as a sleep's")
+
+	park(j, "child", "invoke", `"job":{"command":"true"}`, true)
+	if g := gauge(); g != "sleep=0 wait=0 invoke=1" || parkedTotal("invoke") != 1 {
+		t.Fatalf("invoking: parked %s, %v parks of invokes", g, parkedTotal("invoke"))
+	}
+	child := claim()
+	do(http.MethodPost, "/jobs/"+child.ID+"/done", fmt.Sprintf(`{"lease":%d}`, child.Lease), http.StatusOK, nil)
+	e.clock.Add(10 * time.Millisecond)
+	j = claim()
+	if n, sum := lag("invoke"); n != 1 || sum != 0.01 {
+		t.Fatalf("after the child: %d lags of %v s in all, want 1 of 0.01", n, sum)
+	}
+
+	park(j, "past", "sleep", fmt.Sprintf(`"until":%q`, e.clock.Now().Add(-time.Second).Format(time.RFC3339Nano)), false)
+	if got := testutil.ToFloat64(m.recorded.WithLabelValues("sleep", "ok")); got != 1 || parkedTotal("sleep") != 1 {
+		t.Fatalf("a sleep already over: %v recorded, %v parks of sleeps; want 1 and still 1", got, parkedTotal("sleep"))
+	}
+	if g := gauge(); g != "sleep=0 wait=0 invoke=0" {
+		t.Fatalf("at the end: parked %s", g)
 	}
 }
