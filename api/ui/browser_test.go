@@ -196,6 +196,42 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.waitFor("the first page again", `document.querySelector('[data-test="steps-page"]')?.textContent === "Page 1" && !!`+row("charge"))
 	})
 
+	t.Run("ParkedJobsSayWhatTheyWaitFor", func(t *testing.T) {
+		b.t = t
+		running := func(queue string) wire.Job {
+			cl.submit(wire.SubmitRequest{Command: "./order.sh --step " + queue, Queue: queue})
+			return cl.claim("cpu-worker-1", queue)
+		}
+		park := func(j wire.Job, key, what string, body map[string]any) wire.ParkReply {
+			body["lease"] = j.Lease
+			var rep wire.ParkReply
+			cl.call(http.MethodPost, "/jobs/"+j.ID+"/steps/"+key+"/"+what, body, &rep, http.StatusCreated)
+			if !rep.Parked {
+				t.Fatalf("%s %s of %s did not park: %+v", what, key, j.ID, rep)
+			}
+			return rep
+		}
+		sleeper, waiter, parent := running("durable-nap"), running("durable-pay"), running("durable-ship")
+		park(sleeper, "cool-off", "sleep", map[string]any{"duration_ms": 3 * 3600 * 1000})
+		cl.call(http.MethodPut, "/jobs/"+waiter.ID+"/steps/charge", wire.StepRequest{Lease: waiter.Lease, Result: json.RawMessage(`{"charge":"ch_2"}`)}, nil, http.StatusCreated)
+		park(waiter, "settled", "wait", map[string]any{"event": "payment.settled", "key": "order-42", "timeout_ms": 24 * 3600 * 1000})
+		child := park(parent, "ship", "invoke", map[string]any{"job": wire.SubmitRequest{Command: "./ship.sh --order 42", Queue: "durable-child"}}).Step.ChildID
+		if child == "" {
+			t.Fatal("the invoke's step names no child")
+		}
+
+		parked := `document.querySelector('[data-test="parked"]')`
+		b.do(chromedp.Navigate(dash + "#/jobs/" + sleeper.ID))
+		b.waitFor("the sleeper says it sleeps until a time", parked+`?.dataset.kind === "sleep" && !!`+parked+`.querySelector('time') && `+parked+`.textContent.includes("cool-off")`)
+		b.waitFor("its sleep step in the timeline", `document.querySelector('[data-test="step-row"][data-key="cool-off"]')?.dataset.kind === "sleep"`)
+		b.do(chromedp.Navigate(dash + "#/jobs/" + waiter.ID))
+		b.waitFor("the waiter names its event and key", parked+`?.dataset.kind === "wait" && `+parked+`.textContent.includes("payment.settled") && `+parked+`.textContent.includes("order-42")`)
+		b.waitFor("its wait step waiting, after the charge", `[...document.querySelectorAll('[data-test="step-row"]')].map((r) => r.dataset.key + ":" + r.dataset.status).join() === "charge:ok,settled:waiting"`)
+		b.screenshot("dashboard-parked.png")
+		b.do(chromedp.Navigate(dash + "#/jobs/" + parent.ID))
+		b.waitFor("the parent links its child", fmt.Sprintf(parked+`?.dataset.kind === "invoke" && !!`+parked+`.querySelector('a[href="#/jobs/%s"]')`, child))
+	})
+
 	t.Run("GangTaskPageShowsItsGang", func(t *testing.T) {
 		b.t = t
 		b.do(chromedp.Navigate(dash + "#/jobs/" + jobs.gang[1]))

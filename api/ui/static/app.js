@@ -856,7 +856,7 @@
         h('td', { class: 'num' }, a.exit_code ?? '—'),
         h('td', null, when(a.started_at)),
         h('td', { class: 'num' }, a.current ? h('span', { class: 'muted' }, 'running') : (isZeroTime(a.started_at) || isZeroTime(a.ended_at) ? '—' : duration(new Date(a.ended_at) - new Date(a.started_at)))),
-        h('td', { class: 'error-text' }, a.error || '')))));
+        h('td', { class: a.status === 'parked' ? 'muted' : 'error-text' }, a.error || '')))));
   }
 
   // WAITING_LABELS name the API's waiting codes in the jobs table; the
@@ -1195,7 +1195,6 @@
     return h('section', { class: 'card flush', dataset: { test: 'steps', count: page.count } },
       h('h2', { class: 'pad' }, 'Steps', h('span', { class: 'muted small-note' },
         ` ${page.count} recorded, ${bytes(page.bytes)}`, paged && `; ${from}–${from + page.steps.length - 1} by key, drawn in the order they began`)),
-      j.parked && h('p', { class: 'pad parked-note' }, parkedLine(j.parked)),
       h('table', { class: 'table steps' },
         head(['Step', 'Kind', 'Status', 'Tries', 'Attempt', 'Recorded', 'Took', `Timeline · ${duration(span)}`, 'Result'], ['Tries', 'Attempt', 'Took', 'Result']),
         h('tbody', null, rows.map((r) => h('tr', { dataset: { test: 'step-row', key: r.st.key, status: r.st.status, kind: r.st.kind || 'run' } },
