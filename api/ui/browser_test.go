@@ -181,7 +181,11 @@ func TestDashboardInBrowser(t *testing.T) {
 			const w = (k) => parseFloat(document.querySelector('[data-test="step-row"][data-key="' + k + '"] .bar').style.width);
 			return w("charge") > w("send") && w("send") >= w("send#2") && w("send#2") > 0;
 		})()`)
+		b.click(`[data-test="step-row"][data-key="charge"] button[data-action="step-result"]`)
+		b.waitFor("the step's result under it", `JSON.parse(document.querySelector('[data-test="step-result"][data-key="charge"] pre')?.textContent || "{}").charge === "ch_1"`)
 		b.screenshot("dashboard-steps.png")
+		b.click(`[data-test="step-row"][data-key="charge"] button[data-action="step-result"]`)
+		b.waitFor("the result hidden again", `!document.querySelector('[data-test="step-result"]')`)
 
 		// A journal longer than a page is read a page at a time.
 		for i := range 110 {

@@ -700,6 +700,25 @@
     // The page of a long journal in view: its cursor, and those of the
     // pages before it (GET /jobs/{id}/steps, in key order).
     const stepsPaging = { stack: [], cursor: '' };
+    // The step whose result is shown (GET /jobs/{id}/steps/{key}): its
+    // key, and the step read or the error reading it.
+    const shown = { key: '', step: null, error: '' };
+    const toggleStep = async (key) => {
+      if (shown.key === key) {
+        Object.assign(shown, { key: '', step: null, error: '' });
+        render();
+        return;
+      }
+      Object.assign(shown, { key, step: null, error: '' });
+      render();
+      try {
+        const st = await get(`jobs/${encodeURIComponent(id)}/steps/${encodeURIComponent(key)}`);
+        if (shown.key === key) shown.step = st;
+      } catch (err) {
+        if (shown.key === key) shown.error = describe(err);
+      }
+      render();
+    };
 
     const render = () => {
       if (!data) return;
@@ -708,7 +727,7 @@
         h('h1', null, h('span', { class: 'job-id', dataset: { test: 'job-id' } }, j.id), badge(j.status, 'job-status')),
         h('div', { class: 'actions', dataset: { jobId: j.id } }, jobButtons(j)),
       ]);
-      replace(body, { j, parents, dependents, gang, steps, page: stepsPaging.stack.length }, () => [
+      replace(body, { j, parents, dependents, gang, steps, page: stepsPaging.stack.length, shown }, () => [
         h('div', { class: 'grid-2' },
           h('section', { class: 'card' }, h('h2', null, 'Details'), details(j)),
           h('div', { class: 'stack' },
@@ -720,7 +739,7 @@
             h('section', { class: 'card' },
               h('h2', null, 'Output', h('span', { class: 'muted small-note' }, ' last 4 KiB of the latest report')),
               j.output ? h('pre', { class: 'output', dataset: { test: 'output' } }, j.output) : empty('No output recorded yet.')))),
-        steps && stepsCard(j, steps, stepsPaging.stack.length + 1, {
+        steps && stepsCard(j, steps, stepsPaging.stack.length + 1, shown, toggleStep, {
           first: () => { Object.assign(stepsPaging, { stack: [], cursor: '' }); refreshNow(); },
           prev: () => { stepsPaging.cursor = stepsPaging.stack.pop() || ''; refreshNow(); },
           next: () => { stepsPaging.stack.push(stepsPaging.cursor); stepsPaging.cursor = steps.next; refreshNow(); },
@@ -1172,10 +1191,20 @@
     return { start: end - (st.duration_ms || 0), stop };
   }
 
+  // stepResult is the row under a step that shows its result.
+  function stepResult(shown) {
+    let body;
+    if (shown.error) body = h('p', { class: 'error-text' }, shown.error);
+    else if (!shown.step) body = h('p', { class: 'muted' }, 'Reading the result…');
+    else if (shown.step.result === undefined) body = h('p', { class: 'muted' }, 'The step recorded no result.');
+    else body = h('pre', { class: 'output' }, JSON.stringify(shown.step.result, null, 2));
+    return h('tr', { class: 'step-result', dataset: { test: 'step-result', key: shown.key } }, h('td', { colspan: 9 }, body));
+  }
+
   // stepsCard draws a page of the job's journal as a timeline: a row per
   // step, in the order they began, with a bar of when it ran on the
   // page's time scale; nav pages a journal longer than a page.
-  function stepsCard(j, page, n, nav) {
+  function stepsCard(j, page, n, shown, toggle, nav) {
     const now = Date.now();
     const rows = page.steps.map((st) => ({ st, ...stepSpan(st, now) }));
     if (!rows.length) return h('section', { class: 'card', dataset: { test: 'steps', count: page.count } }, h('h2', null, 'Steps'), empty('No steps on this page.'));
@@ -1197,8 +1226,9 @@
         ` ${page.count} recorded, ${bytes(page.bytes)}`, paged && `; ${from}–${from + page.steps.length - 1} by key, drawn in the order they began`)),
       h('table', { class: 'table steps' },
         head(['Step', 'Kind', 'Status', 'Tries', 'Attempt', 'Recorded', 'Took', `Timeline · ${duration(span)}`, 'Result'], ['Tries', 'Attempt', 'Took', 'Result']),
-        h('tbody', null, rows.map((r) => h('tr', { dataset: { test: 'step-row', key: r.st.key, status: r.st.status, kind: r.st.kind || 'run' } },
-          h('td', { class: 'mono' }, r.st.key),
+        h('tbody', null, rows.map((r) => [h('tr', { dataset: { test: 'step-row', key: r.st.key, status: r.st.status, kind: r.st.kind || 'run' } },
+          h('td', { class: 'mono' }, h('button', { type: 'button', class: 'link step-key', title: 'Show its result', 'aria-expanded': String(shown.key === r.st.key),
+            dataset: { action: 'step-result' }, onclick: () => toggle(r.st.key) }, r.st.key)),
           h('td', null, r.st.kind || 'run', stepDetail(r.st) && h('span', { class: 'step-detail' }, ' ', stepDetail(r.st))),
           h('td', null, badge(r.st.status, 'step-status')),
           h('td', { class: 'num' }, r.st.attempts),
@@ -1206,7 +1236,8 @@
           h('td', null, when(r.st.recorded_at)),
           h('td', { class: 'num' }, duration(r.st.duration_ms || 0)),
           h('td', { class: 'timeline' }, bar(r)),
-          h('td', { class: 'num', dataset: { test: 'step-size' } }, bytes(r.st.size || 0)))))),
+          h('td', { class: 'num', dataset: { test: 'step-size' } }, bytes(r.st.size || 0))),
+        shown.key === r.st.key && stepResult(shown)]))),
       paged && h('div', { class: 'pager pad-bottom' },
         h('button', { type: 'button', class: 'ghost', id: 'steps-first', disabled: n === 1, onclick: nav.first }, '« First'),
         h('button', { type: 'button', class: 'ghost', id: 'steps-prev', disabled: n === 1, onclick: nav.prev }, '‹ Previous'),
