@@ -73,6 +73,7 @@ func reply(err error) (code, msg string) {
 		ve *fsm.ValidationError
 		ue *raftnode.NeedsUpgradeError
 		tw *fsm.TooManyWorkersError
+		ts *fsm.TooManySchedulesError
 	)
 	switch {
 	case errors.As(err, &re):
@@ -83,6 +84,8 @@ func reply(err error) (code, msg string) {
 		return wire.CodeInvalid, ve.Error()
 	case errors.As(err, &tw):
 		return wire.CodeTooManyWorkers, err.Error() + msgTooManyWorkers
+	case errors.As(err, &ts):
+		return wire.CodeConflict, err.Error()
 	case errors.Is(err, errTooManyLongPolls):
 		return wire.CodeOverloaded, msgOverloaded
 	case errors.Is(err, errBusy):

@@ -271,6 +271,10 @@ func appendJobFast(b []byte, j *wire.Job) ([]byte, bool) {
 		enc, err := json.Marshal(j.Journal)
 		return append(b, enc...), err == nil
 	})
+	part(`"parked":`, j.Parked != nil, func(b []byte) ([]byte, bool) {
+		enc, err := json.Marshal(j.Parked)
+		return append(b, enc...), err == nil
+	})
 	return append(b, '}'), ok
 }
 

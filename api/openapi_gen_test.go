@@ -211,7 +211,7 @@ var apiOps = []apiOp{
 		query:   []apiParam{{name: "key", typ: "string", doc: "lift only this concurrency key's pause"}},
 		replies: map[int]apiContent{200: replyJSON(wire.PausesLifted{})}},
 	{pattern: "GET /pauses", summary: "The rate-limit pauses in force, by queue then key",
-		query:   []apiParam{{name: "limit", typ: "integer", doc: "at most this many (1-1000, default 1000)"}, oaStale},
+		query:   []apiParam{{name: "limit", typ: "integer", doc: "at most this many (1-1000, default 1000)"}, {name: "cursor", typ: "string", doc: "next_cursor of the previous page"}, oaStale},
 		replies: map[int]apiContent{200: replyJSON(wire.PauseList{})}},
 	{pattern: "POST /schedules", summary: "Create a schedule", body: jsonOf(wire.ScheduleRequest{}),
 		replies: map[int]apiContent{201: replyJSON(wire.Schedule{})}},

@@ -92,6 +92,45 @@ func TestPausesAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("PausesPageOnWithACursor", func(t *testing.T) {
+		e := setup(t)
+		for _, k := range []string{"c", "a", "b"} {
+			submit(e, "q", k)
+		}
+		for _, j := range claim(e, "q", 3) {
+			rateLimited(e, j, "1h")
+		}
+		var got []string
+		cursor := ""
+		for range 4 {
+			var l wire.PauseList
+			path := "/pauses?limit=2"
+			if cursor != "" {
+				path += "&cursor=" + cursor
+			}
+			if code, werr := e.do(http.MethodGet, path, nil, &l); code != http.StatusOK {
+				t.Fatalf("GET %s: %d %+v", path, code, werr)
+			}
+			if l.Total != 3 || len(l.Pauses) > 2 {
+				t.Fatalf("GET %s: %+v, want at most 2 of 3", path, l)
+			}
+			for _, p := range l.Pauses {
+				got = append(got, p.Key)
+			}
+			if cursor = l.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if strings.Join(got, ",") != "a,b,c" {
+			t.Errorf("paged through keys %v, want a,b,c once each", got)
+		}
+		for _, bad := range []string{"!!", "eA"} { // not base64; base64 of "x" with no separator
+			if code, werr := e.do(http.MethodGet, "/pauses?cursor="+bad, nil, nil); code != http.StatusBadRequest || !strings.Contains(werr.Error, "cursor") {
+				t.Errorf("GET /pauses?cursor=%s: %d %+v, want 400 naming the cursor", bad, code, werr)
+			}
+		}
+	})
+
 	t.Run("ResumeLiftsTheQueuesPause", func(t *testing.T) {
 		e := setup(t)
 		var q wire.Queue

@@ -2,8 +2,10 @@ package api
 
 import (
 	"net/http"
+	"net/url"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -225,10 +227,12 @@ func (s *Server) limitWaiting(j *store.Job) string {
 }
 
 // handlePauses lists the rate-limit pauses in force (GET /pauses?limit=N,
-// default and at most MaxListLimit), by queue then key.
+// default and at most MaxListLimit), by queue then key, from ?cursor= (a
+// reply's next_cursor) on.
 func (s *Server) handlePauses(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
 	limit := MaxListLimit
-	if v := r.URL.Query().Get("limit"); v != "" {
+	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > MaxListLimit {
 			s.fail(w, r, invalid("limit", "must be a number from 1 to %d, got %q", MaxListLimit, v))
@@ -236,12 +240,39 @@ func (s *Server) handlePauses(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	ps, total := s.state.Pauses(s.now(), limit)
-	out := wire.PauseList{Pauses: make([]wire.Pause, 0, len(ps)), Total: total}
-	for _, p := range ps {
+	after, err := pauseCursor(q.Get("cursor"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ps, total := s.state.Pauses(s.now(), after, limit+1)
+	out := wire.PauseList{Pauses: make([]wire.Pause, 0, min(len(ps), limit)), Total: total}
+	for i, p := range ps {
+		if i == limit {
+			last := ps[i-1]
+			out.NextCursor = nextCursor(last.Queue + "\x00" + last.Key)
+			break
+		}
 		out.Pauses = append(out.Pauses, wire.Pause{Queue: p.Queue, KeyPause: keyPauseWire(p.KeyPause)})
 	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// pauseCursor reads GET /pauses' cursor: the queue and key of the last
+// pause of the page before; nil for none.
+func pauseCursor(v string) (*fsm.QueuePause, error) {
+	if v == "" {
+		return nil, nil
+	}
+	_, after, err := pageQuery(url.Values{"cursor": {v}})
+	if err != nil {
+		return nil, err
+	}
+	queue, key, ok := strings.Cut(after, "\x00")
+	if !ok {
+		return nil, invalid("cursor", "%q is not a cursor of GET /pauses", v)
+	}
+	return &fsm.QueuePause{Queue: queue, KeyPause: fsm.KeyPause{Key: key}}, nil
 }
 
 // handleLiftPauses ends a queue's rate-limit pauses before their time

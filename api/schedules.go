@@ -14,6 +14,10 @@ import (
 	"github.com/workron/workron/store"
 )
 
+// maxSchedules is the cap a create carries (fsm.MaxSchedules); a var so
+// that tests can lower it.
+var maxSchedules = fsm.MaxSchedules
+
 // handleCreateSchedule serves POST /schedules: 201, 409 if the name is taken.
 func (s *Server) handleCreateSchedule(w http.ResponseWriter, r *http.Request) {
 	var req wire.ScheduleRequest
@@ -28,6 +32,9 @@ func (s *Server) handleCreateSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ps.Create = true
+	if s.node.AwaitProtocol(r.Context()) >= fsm.ProtocolScheduleCap {
+		ps.MaxSchedules = maxSchedules
+	}
 	res, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpPutSchedule, PutSchedule: ps})
 	if err != nil {
 		s.fail(w, r, err)

@@ -36,6 +36,21 @@ func TestScheduleAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("ACreatePastTheCapIs409AndCreatesNothing", func(t *testing.T) {
+		e := setup(t)
+		defer func(n int) { maxSchedules = n }(maxSchedules)
+		maxSchedules = 2
+		e.create(wire.ScheduleRequest{Name: "a", Cron: "@daily", Job: wire.SubmitRequest{Command: "x"}})
+		e.create(wire.ScheduleRequest{Name: "b", Cron: "@daily", Job: wire.SubmitRequest{Command: "x"}})
+		code, werr := e.do(http.MethodPost, "/schedules", wire.ScheduleRequest{Name: "c", Cron: "@daily", Job: wire.SubmitRequest{Command: "x"}}, nil)
+		if code != http.StatusConflict || !strings.Contains(werr.Error, "max_schedules = 2") {
+			t.Fatalf("third create: %d %+v, want 409 naming max_schedules = 2", code, werr)
+		}
+		if code, _ := e.do(http.MethodGet, "/schedules/c", nil, nil); code != http.StatusNotFound {
+			t.Errorf("GET /schedules/c after its refused create: %d, want 404", code)
+		}
+	})
+
 	t.Run("BadInputIs400AndChangesNothing", func(t *testing.T) {
 		e := setup(t)
 		e.create(every)

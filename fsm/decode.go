@@ -222,6 +222,10 @@ func (r *entryReader) jsonCmd(c *Cmd) {
 		r.deleteCmd(c)
 		return
 	}
+	if c.Op == OpPutSchedule || c.Op == putScheduleCapped {
+		r.putScheduleCmd(c)
+		return
+	}
 	if c.Op == OpSetQueueLimits || c.Op == setQueueLimitsWeighted || c.Op == setQueueLimitsPauses {
 		r.queueLimitsCmd(c)
 		return

@@ -21,7 +21,7 @@
 //	dependencies (unblock, cascade, cycle) deps.go
 //	cascades in chunks (protocol 4)        cascade.go
 //	bulk actions in chunks (protocol 4)    bulk.go; priority.go (a job's new priority)
-//	schedules and their ticks              schedule.go
+//	schedules and their ticks              schedule.go; schedule_cap.go (how many, protocol 4)
 //	gangs                                  gang.go, gang_reserve.go, gang_drain.go, gang_checkpoint.go
 //	resources and what a worker has free   resources.go
 //	flow control (limits, buckets, keys)   flow.go (types, the index), flow_ready.go (heads in the ready

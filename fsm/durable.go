@@ -240,7 +240,7 @@ func channel(jobID string, st *store.Step) store.Channel {
 func (a *applier) parkingAttempt(jobID string, lease uint64, token, key, kind string) (*store.Job, *store.Step, Result) {
 	j, err := a.ownAttempt(jobID, lease, token)
 	if err != nil {
-		return nil, nil, a.parkedBefore(jobID, lease, key, err)
+		return nil, nil, a.parkedBefore(jobID, lease, token, key, err)
 	}
 	switch {
 	case j.GangID != "":
@@ -263,7 +263,7 @@ func (a *applier) parkingAttempt(jobID string, lease uint64, token, key, kind st
 // parkedBefore answers a parking call refused with err: the same reply
 // again when the call's attempt already parked on step key (a resend
 // after an unknown outcome), else err.
-func (a *applier) parkedBefore(jobID string, lease uint64, key string, err error) Result {
+func (a *applier) parkedBefore(jobID string, lease uint64, token, key string, err error) Result {
 	if !errors.Is(err, ErrStaleLease) {
 		return Result{Err: err}
 	}
@@ -273,7 +273,7 @@ func (a *applier) parkedBefore(jobID string, lease uint64, key string, err error
 		return Result{Err: err}
 	}
 	last := j.History[len(j.History)-1]
-	if j.Status != store.StatusPending || last.Lease != lease || last.Status != store.StatusParked {
+	if j.Status != store.StatusPending || last.Lease != lease || last.Status != store.StatusParked || claimedBy(j, token) != nil {
 		return Result{Err: err}
 	}
 	st, serr := a.tx.Step(jobID, key)
@@ -390,15 +390,14 @@ func (a *applier) waitStep(w *WaitStep) Result {
 		return a.recorded(j, st)
 	}
 	ch := channel(j.ID, st)
-	if ev := a.keptEvent(j.ID, ch); ev != nil {
+	ev := a.keptEvent(j.ID, ch)
+	if ev != nil || (st.WakeAt != 0 && a.now >= st.WakeAt) { // a kept event, or a replay past its deadline
 		out := a.outcome(j.ID, st, ev)
 		a.putOutcome(j.ID, old, out)
-		return Result{Jobs: []*store.Job{j}, Step: out}
-	}
-	if st.WakeAt != 0 && a.now >= st.WakeAt { // a replay past its deadline
-		out := a.outcome(j.ID, st, nil)
-		a.putOutcome(j.ID, old, out)
 		a.must(a.tx.DeleteWaiter(ch, j.ID))
+		if p, err := a.tx.Park(j.ID); err == nil && p.Step == st.Key {
+			a.must(a.tx.DeletePark(j.ID))
+		}
 		return Result{Jobs: []*store.Job{j}, Step: out}
 	}
 	if n := a.tx.Waiters(ch); n >= MaxWaitersPerKey && !a.waiting(ch, j.ID) {

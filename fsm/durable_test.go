@@ -318,6 +318,13 @@ func TestInvokeStep(t *testing.T) {
 		})
 	}
 
+	t.Run("AChildCannotBeItsParent", func(t *testing.T) {
+		h := setup(t)
+		h.submit(fsm.NewJob{ID: "p", Command: "a", IdempotencyKey: "k", UniqueFor: int64(time.Hour)})
+		j := h.claimOne("w1")
+		h.reject(invokeStep(fsm.InvokeStep{JobID: j.ID, Lease: j.Lease, Key: "kid", Child: fsm.NewJob{Command: "c", IdempotencyKey: "k"}}), nil)
+	})
+
 	t.Run("CancellingTheParentLeavesTheChild", func(t *testing.T) {
 		h, j := durableJob(t)
 		child := invoke(h, j)
@@ -347,12 +354,13 @@ func TestDurableSnapshot(t *testing.T) {
 
 // TestEventWaitRace sends an event just before, with (in one entry,
 // either order), and just after its wait is registered, many rounds: no
-// wait misses its event. Rounds go in groups, each group's entries in one
+// wait misses its event (100,000 rounds; fewer with -short or -race).
+// Rounds go in groups, each group's entries in one
 // batch (one store transaction), so that 100,000 rounds stay quick.
 func TestEventWaitRace(t *testing.T) {
-	rounds, group := 100_000, 1_000
+	rounds, group := 100_000/raceScale, 1_000 // 10,000 under the race detector
 	if testing.Short() {
-		rounds = 10_000
+		rounds = 2_000
 	}
 	h := setup(t)
 	h.ok(register(store.Worker{ID: "w1", Slots: 1 << 30}))

@@ -266,6 +266,11 @@ func appendCmd(b []byte, c *Cmd) ([]byte, error) {
 		alias.Op = deleteKept
 		c = &alias
 	}
+	if c.scheduleCapped() {
+		alias := *c
+		alias.Op = putScheduleCapped
+		c = &alias
+	}
 	if name := c.queueLimitsName(); name != c.Op {
 		alias := *c
 		alias.Op = name

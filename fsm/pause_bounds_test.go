@@ -128,8 +128,12 @@ func TestPauseBounds(t *testing.T) {
 		if got := h.f.QueueLimits("q").Paused; len(got) != 3 {
 			t.Fatalf("pauses %+v, want the queue's and two keys'", got)
 		}
-		if all, n := h.f.Pauses(ns(h.now), 2); len(all) != 2 || n != 3 || all[0].Queue != "q" || all[0].Key != "" || all[1].Key != "a" {
-			t.Errorf("Pauses(limit 2) = %+v, %d; want the queue's then a's, of 3", all, n)
+		all, n := h.f.Pauses(ns(h.now), nil, 2)
+		if len(all) != 2 || n != 3 || all[0].Queue != "q" || all[0].Key != "" || all[1].Key != "a" {
+			t.Fatalf("Pauses(limit 2) = %+v, %d; want the queue's then a's, of 3", all, n)
+		}
+		if rest, n := h.f.Pauses(ns(h.now), &all[1], 2); len(rest) != 1 || n != 3 || rest[0].Key != "b" {
+			t.Errorf("Pauses(after a, limit 2) = %+v, %d; want b's only, of 3", rest, n)
 		}
 		if r := h.ok(liftPauses(fsm.LiftPauses{Queue: "q", Key: "a"})); r.Deleted != 1 {
 			t.Errorf("lifted %d pauses of key a, want 1", r.Deleted)

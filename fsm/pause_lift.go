@@ -77,9 +77,11 @@ type QueuePause struct {
 	KeyPause
 }
 
-// Pauses lists the pauses in force at now, at most limit, by queue then
-// key (a queue's own first), and how many there are in all.
-func (f *FSM) Pauses(now int64, limit int) ([]QueuePause, int) {
+// Pauses lists the pauses in force at now by queue then key (a queue's own
+// first): at most limit of those after the pause (afterQueue, afterKey)
+// when after is set (a page's last, to page on), and how many are in force
+// in all.
+func (f *FSM) Pauses(now int64, after *QueuePause, limit int) ([]QueuePause, int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	fx := f.idx.flow
@@ -97,5 +99,12 @@ func (f *FSM) Pauses(now int64, limit int) ([]QueuePause, int) {
 	slices.SortFunc(all, func(a, b QueuePause) int {
 		return cmp.Or(strings.Compare(a.Queue, b.Queue), strings.Compare(a.Key, b.Key))
 	})
-	return all[:min(len(all), max(limit, 0))], len(all)
+	from := 0
+	if after != nil {
+		from, _ = slices.BinarySearchFunc(all, after, func(p QueuePause, a *QueuePause) int {
+			return cmp.Or(strings.Compare(p.Queue, a.Queue), strings.Compare(p.Key, a.Key), -1)
+		})
+	}
+	page := all[from:]
+	return page[:min(len(page), max(limit, 0))], len(all)
 }

@@ -85,6 +85,9 @@ func (c *Cmd) Protocol() int {
 	if c.kept() {
 		p = max(p, ProtocolKeepFailed)
 	}
+	if c.scheduleCapped() {
+		p = max(p, ProtocolScheduleCap)
+	}
 	return p
 }
 

@@ -51,6 +51,9 @@ type PutSchedule struct {
 	Catchup  string `json:"catchup"`
 	Paused   bool   `json:"paused,omitempty"`
 	Create   bool   `json:"create,omitempty"`
+	// MaxSchedules (ProtocolScheduleCap), on a create, refuses it when the
+	// cluster holds that many schedules (schedule_cap.go); 0: no cap.
+	MaxSchedules int `json:"max,omitempty"`
 }
 
 // DeleteSchedule removes a schedule; the jobs it created stay.
@@ -111,6 +114,9 @@ func (a *applier) putSchedule(p *PutSchedule) Result {
 	sc, err := a.tx.Schedule(p.Name)
 	switch {
 	case errors.Is(err, store.ErrNotFound) && p.Create:
+		if err := a.scheduleRoom(p); err != nil {
+			return Result{Err: err}
+		}
 		sc = &store.Schedule{Name: p.Name, CreatedAt: a.now, LastTick: a.now}
 	case errors.Is(err, store.ErrNotFound):
 		return Result{Err: fmt.Errorf("schedule %s: %w", p.Name, ErrScheduleNotFound)}

@@ -176,6 +176,13 @@ func (a *applier) invokeStep(v *InvokeStep) Result {
 		if err := a.journalRoom(j, v.Key, MaxResultBytes+MaxOutput+64); err != nil {
 			return Result{Err: err}
 		}
+		if v.Child.IdempotencyKey != "" {
+			if holder, err := a.keyHolder(v.Child.IdempotencyKey); err != nil {
+				return Result{Err: err}
+			} else if holder != nil && holder.ID == j.ID {
+				return Result{Err: &ValidationError{Field: "job.idempotency_key", Reason: "names the invoking job itself: it would wait for itself"}}
+			}
+		}
 		sub := a.submit(&Submit{Jobs: []NewJob{v.Child}})
 		if sub.Err != nil {
 			return sub
@@ -209,9 +216,19 @@ func (f *FSM) Park(jobID string) (*store.Park, error) {
 		}
 		p, err = tx.Park(jobID)
 		if errors.Is(err, store.ErrNotFound) {
-			p, err = nil, nil
+			return nil
 		}
-		return err
+		if err != nil {
+			return err
+		}
+		// A park outlives its attempt only while its step waits (a wait
+		// or invoke the job's next attempt replays to).
+		if p.Kind == store.StepSleep && p.WakeAt != j.RunAt {
+			p = nil
+		} else if st, err := tx.Step(jobID, p.Step); p.Kind != store.StepSleep && (err != nil || st.Status != store.StepWaiting) {
+			p = nil
+		}
+		return nil
 	})
 	return p, err
 }

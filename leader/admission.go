@@ -141,7 +141,7 @@ func (a *Admission) timeouts(ctx context.Context, gangs []store.Gang, now time.T
 		case g.Status == store.GangReserved && led >= s.ReserveTimeout && now.Sub(time.Unix(0, g.ReservedAt)) >= s.ReserveTimeout:
 			cmd = fsm.Cmd{Op: fsm.OpUnreserveGang, Gang: &fsm.GangRef{GangID: g.ID, Epoch: g.Epoch}}
 		case g.Status == store.GangDraining && led >= s.DrainTimeout && now.Sub(time.Unix(0, g.DrainAt)) >= s.DrainTimeout:
-			cmd = fsm.Cmd{Op: chunkedOp(a.cfg.Proposer, fsm.OpForceDrain, fsm.OpForceDrainChunked), Gang: &fsm.GangRef{GangID: g.ID, Epoch: g.Epoch}}
+			cmd = fsm.Cmd{Op: chunkedOp(ctx, a.cfg.Proposer, fsm.OpForceDrain, fsm.OpForceDrainChunked), Gang: &fsm.GangRef{GangID: g.ID, Epoch: g.Epoch}}
 		default:
 			continue
 		}
@@ -182,7 +182,7 @@ func (a *Admission) offline(ctx context.Context, busy map[string]bool, silent []
 		if s.Liveness.Active(w, now) || w.Offline() || !busy[w.ID] {
 			continue
 		}
-		cmd := fsm.Cmd{Op: chunkedOp(a.cfg.Proposer, fsm.OpWorkerOffline, fsm.OpWorkerOfflineChunked), WorkerOffline: &fsm.WorkerOffline{WorkerID: w.ID, SeenAt: w.LastHeartbeat, Draw: draw()}}
+		cmd := fsm.Cmd{Op: chunkedOp(ctx, a.cfg.Proposer, fsm.OpWorkerOffline, fsm.OpWorkerOfflineChunked), WorkerOffline: &fsm.WorkerOffline{WorkerID: w.ID, SeenAt: w.LastHeartbeat, Draw: draw()}}
 		res, err := propose(ctx, s.Proposer, cmd)
 		if err != nil {
 			s.Logger.Debug("admission: offline not applied", "worker", w.ID, "err", err)

@@ -11,19 +11,22 @@ import (
 	"github.com/workron/workron/store"
 )
 
-// clusterProtocol is the protocol the proposer lets commands use
-// (raftnode.Node.ClusterProtocol), or 1 for one that does not say.
-func clusterProtocol(p Proposer) int {
-	if c, ok := p.(interface{ ClusterProtocol() int }); ok {
-		return c.ClusterProtocol()
+// clusterProtocol is the protocol whose forms a leader loop may choose:
+// the cluster's once every member's is known (raftnode.Node.AwaitProtocol,
+// which waits a bounded time for a member not heard from yet rather than
+// have the loop choose an older form only because of it), or 1 for a
+// proposer that does not say.
+func clusterProtocol(ctx context.Context, p Proposer) int {
+	if c, ok := p.(interface{ AwaitProtocol(context.Context) int }); ok {
+		return c.AwaitProtocol(ctx)
 	}
 	return 1
 }
 
 // chunkedOp is chunked, the form of op whose cascades go in chunks, once
 // the cluster runs fsm.ProtocolCascade, and op before.
-func chunkedOp(p Proposer, op, chunked fsm.Op) fsm.Op {
-	if clusterProtocol(p) >= fsm.ProtocolCascade {
+func chunkedOp(ctx context.Context, p Proposer, op, chunked fsm.Op) fsm.Op {
+	if clusterProtocol(ctx, p) >= fsm.ProtocolCascade {
 		return chunked
 	}
 	return op

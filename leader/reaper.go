@@ -104,7 +104,7 @@ func (r *Reaper) runOnce(ctx context.Context) int {
 		go func() {
 			defer wg.Done()
 			res, err := propose(ctx, r.cfg.Proposer, fsm.Cmd{Op: fsm.OpExpire, Expire: &fsm.Expire{JobID: l.JobID, Lease: l.Lease, Draw: draw(),
-				Chunked: clusterProtocol(r.cfg.Proposer) >= fsm.ProtocolCascade}})
+				Chunked: clusterProtocol(ctx, r.cfg.Proposer) >= fsm.ProtocolCascade}})
 			if err != nil {
 				return
 			}

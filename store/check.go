@@ -62,6 +62,9 @@ func checkIndexes(t *Tx, jobs *int) error {
 	if err := t.checkEdges(); err != nil {
 		return err
 	}
+	if err := t.checkEvents(); err != nil {
+		return err
+	}
 	return t.checkCascades()
 }
 

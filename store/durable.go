@@ -168,8 +168,13 @@ func (t *Tx) ExpireEvents(before int64, limit int) (int, error) {
 	b := t.tx.Bucket(bucketEvents)
 	tot := t.EventTotals()
 	n := 0
-	cur := b.Cursor()
-	for k, v := cur.Seek([]byte{'s'}); k != nil && k[0] == 's' && n < limit; k, v = cur.Seek([]byte{'s'}) {
+	for n < limit {
+		// Seek again after each delete: a cursor does not survive them.
+		k, v := b.Cursor().Seek([]byte{'s'})
+		if k == nil || k[0] != 's' {
+			break
+		}
+		k, v = bytes.Clone(k), bytes.Clone(v)
 		at, m := binary.Varint(v)
 		if m <= 0 || len(k) != 9 {
 			return n, fmt.Errorf("event index %q: malformed", k)
@@ -186,7 +191,7 @@ func (t *Tx) ExpireEvents(before int64, limit int) (int, error) {
 		if err := b.Delete(ck); err != nil {
 			return n, fmt.Errorf("expire event: %w", err)
 		}
-		if err := cur.Delete(); err != nil {
+		if err := b.Delete(k); err != nil {
 			return n, fmt.Errorf("expire event: %w", err)
 		}
 		tot.Count--
@@ -391,4 +396,56 @@ func (t *Tx) DeleteDurable(jobID string) error {
 		}
 	}
 	return nil
+}
+
+// checkEvents decodes every kept event and checks the totals (Verify).
+func (t *Tx) checkEvents() error {
+	b := t.tx.Bucket(bucketEvents)
+	var count int
+	var sum int64
+	err := b.ForEach(func(k, v []byte) error {
+		switch {
+		case bytes.Equal(k, keyEventTotals):
+			return nil
+		case k[0] == 's':
+			at, m := binary.Varint(v)
+			c, ok := decodeChannel(v[max(m, 0):])
+			if m <= 0 || len(k) != 9 || !ok {
+				return fmt.Errorf("event index %q: malformed", k)
+			}
+			ev := b.Get(binary.BigEndian.AppendUint64(append([]byte{'c'}, c.bytes()...), binary.BigEndian.Uint64(k[1:])))
+			if ev == nil {
+				return fmt.Errorf("event index %q: no event", k)
+			}
+			if at2, n := binary.Varint(ev); n <= 0 || at2 != at {
+				return fmt.Errorf("event index %q: malformed event", k)
+			}
+			count++
+			sum += EventBytes(c, nil) + int64(len(ev)-varintLen(at))
+		case k[0] != 'c':
+			return fmt.Errorf("events key %q: unknown", k)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if tot := t.EventTotals(); tot.Count != count || tot.Bytes != sum {
+		return fmt.Errorf("event totals %+v, the events hold %d of %d bytes", tot, count, sum)
+	}
+	return nil
+}
+
+// checkParks decodes every park record (Verify).
+func (t *Tx) checkParks() error {
+	return t.tx.Bucket(bucketParks).ForEach(func(k, v []byte) error {
+		if k[0] != 'p' {
+			return nil
+		}
+		var p Park
+		if err := json.Unmarshal(v, &p); err != nil || p.Step == "" {
+			return fmt.Errorf("park %q: malformed", k)
+		}
+		return nil
+	})
 }

@@ -83,6 +83,18 @@ func (t *Tx) ForEachSchedule(fn func(*Schedule) error) error {
 	})
 }
 
+// ForEachScheduleName calls fn with each schedule's name in name order,
+// without decoding the schedules, until fn returns false.
+func (t *Tx) ForEachScheduleName(fn func(name string) bool) error {
+	c := t.tx.Bucket(bucketSchedules).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		if !fn(string(k)) {
+			break
+		}
+	}
+	return nil
+}
+
 // SchedulesAfter returns up to limit schedules whose names sort after
 // after ("" from the first), in name order, and whether more follow them.
 func (t *Tx) SchedulesAfter(after string, limit int) ([]*Schedule, bool, error) {

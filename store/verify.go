@@ -192,6 +192,8 @@ func verifyRecords(t *Tx, info *Info) error {
 		{bucketGangs, func() error { return t.ForEachGang(func(*Gang) error { return nil }) }},
 		{bucketIdem, func() error { return minValues(t, bucketIdem, 8) }},
 		{bucketCheckpoints, func() error { return minValues(t, bucketCheckpoints, 8) }},
+		{bucketEvents, t.checkEvents},
+		{bucketParks, t.checkParks},
 	}
 	for _, e := range each {
 		if has(e.bucket) {

@@ -85,10 +85,12 @@ type Pause struct {
 
 // PauseList is the reply of GET /pauses: the pauses in force, by queue
 // then key (a queue's own first), at most the request's limit; Total
-// counts them all.
+// counts them all; NextCursor, while more follow, is the cursor of the
+// next page.
 type PauseList struct {
-	Pauses []Pause `json:"pauses"`
-	Total  int     `json:"total"`
+	Pauses     []Pause `json:"pauses"`
+	Total      int     `json:"total"`
+	NextCursor string  `json:"next_cursor,omitempty"`
 }
 
 // PausesLifted is the reply of DELETE /queues/{name}/pauses: how many

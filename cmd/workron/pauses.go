@@ -18,7 +18,7 @@ import (
 // listPauses lists the rate-limit pauses in force (`workron queues
 // pauses`, GET /pauses).
 func (c *cli) listPauses(ctx context.Context, fs *flag.FlagSet, args []string) error {
-	limit := fs.Int("limit", 100, "at most this many (up to 1000)")
+	page := pageFlags(fs, "pause")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -26,16 +26,33 @@ func (c *cli) listPauses(ctx context.Context, fs *flag.FlagSet, args []string) e
 	if len(pos) != 0 {
 		return errors.New("queues pauses: takes no arguments")
 	}
+	if page.Limit < 0 || page.Limit > 1000 {
+		return fmt.Errorf("queues pauses: --limit must be from 1 to 1000, got %d", page.Limit)
+	}
 	if err := c.connect(); err != nil {
 		return err
 	}
-	resp, err := c.client.Do(ctx, client.Request{Method: "GET", Path: "/pauses", Query: url.Values{"limit": {strconv.Itoa(*limit)}}})
-	if err != nil {
-		return fmt.Errorf("list pauses: %w", err)
-	}
 	var l wire.PauseList
-	if err := json.Unmarshal(resp.Body, &l); err != nil {
-		return fmt.Errorf("list pauses: decode the reply: %w", err)
+	q := url.Values{"limit": {"1000"}}
+	if page.Limit > 0 {
+		q.Set("limit", strconv.Itoa(page.Limit))
+	}
+	for cursor := page.Cursor; ; {
+		if cursor != "" {
+			q.Set("cursor", cursor)
+		}
+		resp, err := c.client.Do(ctx, client.Request{Method: "GET", Path: "/pauses", Query: q, Idempotent: true})
+		if err != nil {
+			return fmt.Errorf("list pauses: %w", err)
+		}
+		var p wire.PauseList
+		if err := json.Unmarshal(resp.Body, &p); err != nil {
+			return fmt.Errorf("list pauses: decode the reply: %w", err)
+		}
+		l.Pauses, l.Total, l.NextCursor = append(l.Pauses, p.Pauses...), p.Total, p.NextCursor
+		if cursor = p.NextCursor; cursor == "" || onePage(page) {
+			break
+		}
 	}
 	return c.print(l, func() {
 		tw := tabwriter.NewWriter(c.out, 0, 4, 2, ' ', 0)
@@ -48,9 +65,7 @@ func (c *cli) listPauses(ctx context.Context, fs *flag.FlagSet, args []string) e
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Queue, key, p.Until.Local().Format(time.DateTime), p.Reason)
 		}
 		tw.Flush()
-		if l.Total > len(l.Pauses) {
-			fmt.Fprintf(c.out, "(%d of %d shown)\n", len(l.Pauses), l.Total)
-		}
+		c.printMore(l.NextCursor)
 	})
 }
 
