@@ -129,7 +129,7 @@ func (jb *Job) Step(ctx context.Context, name string, fn StepFunc) (json.RawMess
 		}
 		return json.Marshal(v)
 	}
-	ctx, span := traceStep(ctx, name, &fn) // steptrace.go: the step's span
+	ctx, span := traceStep(ctx, name, stepKindRun, &fn) // steptrace.go: the step's span
 	defer span.end()
 	key, rec, err := j.lookup(ctx, name)
 	span.lookedUp(key, rec)

@@ -18,7 +18,8 @@ import (
 // children). Its attributes say which step it was and how it went:
 //
 //	workron.step.key       the key (name, name#2, ...)
-//	workron.step.kind      "run" for a step the handler runs
+//	workron.step.kind      "run" for a step the handler runs; "sleep",
+//	                       "wait", "invoke"
 //	workron.step.status    the recorded status (ok, failed); absent when
 //	                       the function failed and nothing was recorded
 //	workron.step.attempts  the recorded step's attempts
@@ -45,20 +46,22 @@ const stepKindRun = "run"
 // stepSpan is one step's span while the step runs.
 type stepSpan struct {
 	span     trace.Span
+	kind     string     // the step's kind, until the recorded step says
 	rec      *wire.Step // the step as the journal keeps it; nil: not recorded
 	replayed bool
 	err      error // what the step's function last returned
 }
 
-// traceStep starts step name's span as a child of the span in ctx, with
-// that span's tracer provider (the worker's, through its run span), and
-// returns the context the step runs in. It wraps *fn so that the span
-// sees the function's error.
-func traceStep(ctx context.Context, name string, fn *StepFunc) (context.Context, *stepSpan) {
+// traceStep starts the span of step name, of kind kind, as a child of
+// the span in ctx, with that span's tracer provider (the worker's, through
+// its run span), and returns the context the step runs in. It wraps *fn
+// (fn nil: a step with no function) so that the span sees the function's
+// error.
+func traceStep(ctx context.Context, name, kind string, fn *StepFunc) (context.Context, *stepSpan) {
 	tracer := trace.SpanFromContext(ctx).TracerProvider().Tracer(tracerName)
 	ctx, span := tracer.Start(ctx, "step "+name)
-	s := &stepSpan{span: span}
-	if span.IsRecording() {
+	s := &stepSpan{span: span, kind: kind}
+	if span.IsRecording() && fn != nil {
 		f := *fn
 		*fn = func(ctx context.Context) (any, error) {
 			v, err := f(ctx)
@@ -70,14 +73,14 @@ func traceStep(ctx context.Context, name string, fn *StepFunc) (context.Context,
 }
 
 // lookedUp notes the step's key and, when the journal held it, the
-// recorded step, whose result is replayed.
+// recorded step, whose result is replayed unless it still waits.
 func (s *stepSpan) lookedUp(key string, rec *wire.Step) {
 	if !s.span.IsRecording() {
 		return
 	}
 	s.span.SetAttributes(attrStepKey.String(key))
 	if rec != nil {
-		s.rec, s.replayed = rec, true
+		s.rec, s.replayed = rec, rec.Status != wire.StepWaiting
 	}
 }
 
@@ -95,12 +98,9 @@ func (s *stepSpan) end() {
 		s.span.End()
 		return
 	}
-	attrs := []attribute.KeyValue{attrStepKind.String(stepKindRun), attrStepReplayed.Bool(s.replayed)}
+	attrs := []attribute.KeyValue{attrStepKind.String(s.kind), attrStepReplayed.Bool(s.replayed)}
 	st := s.rec
 	if st != nil {
-		if st.Kind != "" {
-			attrs[0] = attrStepKind.String(st.Kind)
-		}
 		attrs = append(attrs, attrStepStatus.String(st.Status), attrStepAttempts.Int(st.Attempts))
 	}
 	s.span.SetAttributes(attrs...)
