@@ -172,6 +172,7 @@ func (s *Server) park(w http.ResponseWriter, r *http.Request, cmd fsm.Cmd) {
 	if cmd.Op == fsm.OpInvokeStep && len(res.Jobs) > 1 {
 		s.jobsSubmitted(r.Context(), res.Jobs[1:])
 	}
+	s.metrics.steps.parking(res.Step, res.Parked)
 	writeJSON(w, http.StatusCreated, wire.ParkReply{Step: stepWire(res.Step), Parked: res.Parked})
 }
 

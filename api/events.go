@@ -61,6 +61,7 @@ func (s *Server) jobsClaimed(ctx context.Context, jobs []*store.Job, held map[st
 		if d, ok := held[j.ID]; ok {
 			s.metrics.limitWait.of(j.Queue).Observe(time.Duration(d).Seconds())
 		}
+		s.metrics.steps.claimed(j)
 		s.logJob(ctx, slog.LevelDebug, "job claimed", j)
 	}
 }

@@ -41,6 +41,8 @@ type metrics struct {
 	// limitWait is observed per attempt claimed from a queue with limits:
 	// the part of its wait that the limits held it back.
 	limitWait *byQueue[prometheus.Observer]
+	// steps are the series of durable steps (metrics_steps.go).
+	steps *stepMetrics
 }
 
 // labelCache keeps what newItem returns for each key, made once: the
@@ -168,13 +170,15 @@ func newMetrics(reg *prometheus.Registry, s *Server) *metrics {
 			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
 		}, []string{"route"}),
 	}
+	m.steps = newStepMetrics()
 	m.byRequest = newLabelCache(func(k requestKey) requestSeries {
 		return requestSeries{count: m.requests.WithLabelValues(k.route, strconv.Itoa(k.status)), latency: m.latency.WithLabelValues(k.route)}
 	})
 	reg.MustRegister(m.submitted.vec, m.completed.vec, m.failed.vec, m.retried.vec, m.expired.vec, m.claimed.vec, m.cancelled.vec, m.handedOff.vec,
 		m.requests, m.latency, m.startLatency.vec, m.runDuration.vec, m.limitWait.vec)
+	reg.MustRegister(m.steps.collectors()...)
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	reg.MustRegister(&stateCollector{s: s}, &raftCollector{s: s}, &diskCollector{s: s})
+	reg.MustRegister(&stateCollector{s: s}, &raftCollector{s: s}, &diskCollector{s: s}, &parkCollector{s: s})
 	return m
 }
 

@@ -58,6 +58,7 @@ func (s *Server) handlePutStep(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	s.metrics.steps.stepRecorded(res.Step)
 	writeJSON(w, http.StatusCreated, stepWire(res.Step))
 }
 

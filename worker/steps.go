@@ -200,7 +200,10 @@ func (jb *Job) StepWith(ctx context.Context, name string, opt StepOptions, fn St
 		}
 		return json.Marshal(v)
 	}
+	ctx, span := traceStep(ctx, name, stepKindRun, &fn) // steptrace.go: the step's span
+	defer span.end()
 	key, rec, err := j.lookup(ctx, name)
+	span.lookedUp(key, rec)
 	switch {
 	case err != nil:
 		return nil, err
@@ -225,6 +228,7 @@ func (jb *Job) StepWith(ctx context.Context, name string, opt StepOptions, fn St
 		req.Status, req.Result = wire.StepFailed, msg
 	}
 	st, err := j.record(ctx, key, req)
+	span.recorded(st)
 	if err != nil {
 		return nil, err
 	}

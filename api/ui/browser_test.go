@@ -154,6 +154,88 @@ func TestDashboardInBrowser(t *testing.T) {
 		b.waitFor("the result", `JSON.parse(document.querySelector('[data-test="result-json"]').textContent).files === 412`)
 	})
 
+	t.Run("JobPageDrawsItsSteps", func(t *testing.T) {
+		b.t = t
+		id := cl.submit(wire.SubmitRequest{Command: "./checkout.sh --order 42", Queue: "orders"})
+		j := cl.claim("cpu-worker-1", "orders")
+		if j.ID != id {
+			t.Fatalf("claimed %s from orders, want %s", j.ID, id)
+		}
+		put := func(key string, req wire.StepRequest) {
+			req.Lease = j.Lease
+			cl.call(http.MethodPut, "/jobs/"+id+"/steps/"+url.PathEscape(key), req, nil, http.StatusCreated)
+		}
+		put("charge", wire.StepRequest{Result: json.RawMessage(`{"charge":"ch_1"}`), DurationMillis: 420})
+		put("send", wire.StepRequest{Status: wire.StepFailed, Result: json.RawMessage(`"no such address"`), Attempts: 3, DurationMillis: 80})
+		put("send#2", wire.StepRequest{DurationMillis: 5})
+		row := func(key string) string {
+			return fmt.Sprintf(`document.querySelector('[data-test="step-row"][data-key=%q]')`, key)
+		}
+		b.do(chromedp.Navigate(dash + "#/jobs/" + id))
+		b.waitFor("three steps in the order they began", `[...document.querySelectorAll('[data-test="step-row"]')].map((r) => r.dataset.key).join() === "charge,send,send#2"`)
+		b.waitFor("each step's status, tries and result size", row("charge")+`.querySelector('[data-test="step-status"]').textContent === "ok" && `+
+			row("charge")+`.querySelector('[data-test="step-size"]').textContent === "17 B" && `+
+			row("send")+`.dataset.status === "failed" && `+row("send")+`.children[3].textContent === "3" && `+
+			row("send#2")+`.querySelector('[data-test="step-size"]').textContent === "0 B"`)
+		b.waitFor("a bar per step on one time scale, the longest step the widest", `(() => {
+			const w = (k) => parseFloat(document.querySelector('[data-test="step-row"][data-key="' + k + '"] .bar').style.width);
+			return w("charge") > w("send") && w("send") >= w("send#2") && w("send#2") > 0;
+		})()`)
+		b.click(`[data-test="step-row"][data-key="charge"] button[data-action="step-result"]`)
+		b.waitFor("the step's result under it", `JSON.parse(document.querySelector('[data-test="step-result"][data-key="charge"] pre')?.textContent || "{}").charge === "ch_1"`)
+		b.screenshot("dashboard-steps.png")
+		b.click(`[data-test="step-row"][data-key="charge"] button[data-action="step-result"]`)
+		b.waitFor("the result hidden again", `!document.querySelector('[data-test="step-result"]')`)
+
+		// A journal longer than a page is read a page at a time.
+		for i := range 110 {
+			put(fmt.Sprintf("item-%03d", i), wire.StepRequest{})
+		}
+		b.waitFor("the first page of 113 steps", `document.querySelector('[data-test="steps"]')?.dataset.count === "113" && `+
+			`document.querySelectorAll('[data-test="step-row"]').length === 100 && !!`+row("charge")+` && !`+row("send#2"))
+		b.click(`#steps-next`)
+		b.waitFor("the second page", `document.querySelector('[data-test="steps-page"]')?.textContent === "Page 2" && `+
+			`document.querySelectorAll('[data-test="step-row"]').length === 13 && !!`+row("send#2")+` && !!`+row("item-099")+` && !`+row("charge"))
+		b.click(`#steps-first`)
+		b.waitFor("the first page again", `document.querySelector('[data-test="steps-page"]')?.textContent === "Page 1" && !!`+row("charge"))
+	})
+
+	t.Run("ParkedJobsSayWhatTheyWaitFor", func(t *testing.T) {
+		b.t = t
+		running := func(queue string) wire.Job {
+			cl.submit(wire.SubmitRequest{Command: "./order.sh --step " + queue, Queue: queue})
+			return cl.claim("cpu-worker-1", queue)
+		}
+		park := func(j wire.Job, key, what string, body map[string]any) wire.ParkReply {
+			body["lease"] = j.Lease
+			var rep wire.ParkReply
+			cl.call(http.MethodPost, "/jobs/"+j.ID+"/steps/"+key+"/"+what, body, &rep, http.StatusCreated)
+			if !rep.Parked {
+				t.Fatalf("%s %s of %s did not park: %+v", what, key, j.ID, rep)
+			}
+			return rep
+		}
+		sleeper, waiter, parent := running("durable-nap"), running("durable-pay"), running("durable-ship")
+		park(sleeper, "cool-off", "sleep", map[string]any{"duration_ms": 3 * 3600 * 1000})
+		cl.call(http.MethodPut, "/jobs/"+waiter.ID+"/steps/charge", wire.StepRequest{Lease: waiter.Lease, Result: json.RawMessage(`{"charge":"ch_2"}`)}, nil, http.StatusCreated)
+		park(waiter, "settled", "wait", map[string]any{"event": "payment.settled", "key": "order-42", "timeout_ms": 24 * 3600 * 1000})
+		child := park(parent, "ship", "invoke", map[string]any{"job": wire.SubmitRequest{Command: "./ship.sh --order 42", Queue: "durable-child"}}).Step.ChildID
+		if child == "" {
+			t.Fatal("the invoke's step names no child")
+		}
+
+		parked := `document.querySelector('[data-test="parked"]')`
+		b.do(chromedp.Navigate(dash + "#/jobs/" + sleeper.ID))
+		b.waitFor("the sleeper says it sleeps until a time", parked+`?.dataset.kind === "sleep" && !!`+parked+`.querySelector('time') && `+parked+`.textContent.includes("cool-off")`)
+		b.waitFor("its sleep step in the timeline", `document.querySelector('[data-test="step-row"][data-key="cool-off"]')?.dataset.kind === "sleep"`)
+		b.do(chromedp.Navigate(dash + "#/jobs/" + waiter.ID))
+		b.waitFor("the waiter names its event and key", parked+`?.dataset.kind === "wait" && `+parked+`.textContent.includes("payment.settled") && `+parked+`.textContent.includes("order-42")`)
+		b.waitFor("its wait step waiting, after the charge", `[...document.querySelectorAll('[data-test="step-row"]')].map((r) => r.dataset.key + ":" + r.dataset.status).join() === "charge:ok,settled:waiting"`)
+		b.screenshot("dashboard-parked.png")
+		b.do(chromedp.Navigate(dash + "#/jobs/" + parent.ID))
+		b.waitFor("the parent links its child", fmt.Sprintf(parked+`?.dataset.kind === "invoke" && !!`+parked+`.querySelector('a[href="#/jobs/%s"]')`, child))
+	})
+
 	t.Run("GangTaskPageShowsItsGang", func(t *testing.T) {
 		b.t = t
 		b.do(chromedp.Navigate(dash + "#/jobs/" + jobs.gang[1]))

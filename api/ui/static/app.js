@@ -16,6 +16,7 @@
   const COUNT_REQUESTS = 2;
   const COUNT_EVERY_MS = 10000; // a filter's counts are asked for again this often
   const MAX_PARENTS = 12; // parents fetched for the dependency graph
+  const STEPS_PAGE = 100; // steps a page of a long journal shows (GET /jobs/{id}/steps)
   const TOKEN_KEY = 'workron.token';
   const PAUSED_KEY = 'workron.refreshPaused';
   const STATUSES = ['blocked', 'scheduled', 'pending', 'running', 'cancelling', 'done', 'failed', 'cancelled'];
@@ -696,15 +697,37 @@
     const body = h('div', { id: 'job-body' });
     view.append(h('p', { class: 'crumbs' }, h('a', { href: '#/jobs' }, '‹ Jobs')), head, body);
     let data = null;
+    // The page of a long journal in view: its cursor, and those of the
+    // pages before it (GET /jobs/{id}/steps, in key order).
+    const stepsPaging = { stack: [], cursor: '' };
+    // The step whose result is shown (GET /jobs/{id}/steps/{key}): its
+    // key, and the step read or the error reading it.
+    const shown = { key: '', step: null, error: '' };
+    const toggleStep = async (key) => {
+      if (shown.key === key) {
+        Object.assign(shown, { key: '', step: null, error: '' });
+        render();
+        return;
+      }
+      Object.assign(shown, { key, step: null, error: '' });
+      render();
+      try {
+        const st = await get(`jobs/${encodeURIComponent(id)}/steps/${encodeURIComponent(key)}`);
+        if (shown.key === key) shown.step = st;
+      } catch (err) {
+        if (shown.key === key) shown.error = describe(err);
+      }
+      render();
+    };
 
     const render = () => {
       if (!data) return;
-      const { job: j, parents, dependents, dependentsComplete, gang } = data;
+      const { job: j, parents, dependents, dependentsComplete, gang, steps } = data;
       replace(head, { id: j.id, status: j.status, armed: [...armed.keys()] }, () => [
         h('h1', null, h('span', { class: 'job-id', dataset: { test: 'job-id' } }, j.id), badge(j.status, 'job-status')),
         h('div', { class: 'actions', dataset: { jobId: j.id } }, jobButtons(j)),
       ]);
-      replace(body, { j, parents, dependents, gang }, () => [
+      replace(body, { j, parents, dependents, gang, steps, page: stepsPaging.stack.length, shown }, () => [
         h('div', { class: 'grid-2' },
           h('section', { class: 'card' }, h('h2', null, 'Details'), details(j)),
           h('div', { class: 'stack' },
@@ -716,8 +739,26 @@
             h('section', { class: 'card' },
               h('h2', null, 'Output', h('span', { class: 'muted small-note' }, ' last 4 KiB of the latest report')),
               j.output ? h('pre', { class: 'output', dataset: { test: 'output' } }, j.output) : empty('No output recorded yet.')))),
+        steps && stepsCard(j, steps, stepsPaging.stack.length + 1, shown, toggleStep, {
+          first: () => { Object.assign(stepsPaging, { stack: [], cursor: '' }); refreshNow(); },
+          prev: () => { stepsPaging.cursor = stepsPaging.stack.pop() || ''; refreshNow(); },
+          next: () => { stepsPaging.stack.push(stepsPaging.cursor); stepsPaging.cursor = steps.next; refreshNow(); },
+        }),
         h('section', { class: 'card flush' }, h('h2', { class: 'pad' }, 'Attempts'), attempts(j)),
       ]);
+    };
+
+    // loadSteps reads the page of the job's journal in view: the steps
+    // GET /jobs/{id} listed when they are all of it, else a page of
+    // GET /jobs/{id}/steps. null: the job has recorded no step.
+    const loadSteps = async (job) => {
+      const jr = job.journal;
+      if (!jr) return null;
+      if (!jr.truncated && !stepsPaging.cursor) return { steps: jr.steps || [], count: jr.count, bytes: jr.bytes, next: '' };
+      const q = new URLSearchParams({ limit: String(STEPS_PAGE) });
+      if (stepsPaging.cursor) q.set('cursor', stepsPaging.cursor);
+      const p = await get(`jobs/${encodeURIComponent(job.id)}/steps?${q}`);
+      return { steps: p.steps || [], count: p.count, bytes: p.bytes, next: p.next_cursor || '' };
     };
 
     return {
@@ -725,17 +766,18 @@
         const enc = encodeURIComponent(id);
         const job = await get(`jobs/${enc}`);
         const parentIDs = (job.depends_on || []).slice(0, MAX_PARENTS);
-        const [parents, recent, gang] = await Promise.all([
+        const [parents, recent, gang, steps] = await Promise.all([
           Promise.all(parentIDs.map((p) => get(`jobs/${encodeURIComponent(p)}`).catch(() => ({ id: p, status: 'gone' })))),
           get(`jobs?limit=${DEPENDENTS_SCAN}`),
           job.gang_id ? get(`gangs/${encodeURIComponent(job.gang_id)}`).catch(() => null) : null,
+          loadSteps(job),
         ]);
         const jobs = recent.jobs || [];
         const dependents = jobs.filter((x) => (x.depends_on || []).includes(job.id));
         // Dependents are submitted after the job; if the job is among the
         // newest, so are all of them.
         const dependentsComplete = !recent.next_cursor || jobs.some((x) => x.id === job.id);
-        data = { job, parents, dependents, dependentsComplete, gang };
+        data = { job, parents, dependents, dependentsComplete, gang, steps };
         render();
       },
       rerender: render,
@@ -750,6 +792,7 @@
       ['Priority', j.priority],
       ['Attempts', `${j.attempts} of ${j.max_attempts}`],
       j.progress && ['Progress', progressMeter(j.progress)],
+      j.parked && ['Parked', parkedLine(j.parked)],
       j.waiting && ['Waiting', h('span', { dataset: { test: 'waiting', code: j.waiting_code } }, j.waiting)],
       j.worker_id && ['Worker', h('span', { class: 'mono' }, j.worker_id)],
       j.lease && ['Lease', h('span', { class: 'mono' }, `${j.lease}`, j.lease_expires_at && h('span', { class: 'muted' }, ' expires ', when(j.lease_expires_at)))],
@@ -832,7 +875,7 @@
         h('td', { class: 'num' }, a.exit_code ?? '—'),
         h('td', null, when(a.started_at)),
         h('td', { class: 'num' }, a.current ? h('span', { class: 'muted' }, 'running') : (isZeroTime(a.started_at) || isZeroTime(a.ended_at) ? '—' : duration(new Date(a.ended_at) - new Date(a.started_at)))),
-        h('td', { class: 'error-text' }, a.error || '')))));
+        h('td', { class: a.status === 'parked' ? 'muted' : 'error-text' }, a.error || '')))));
   }
 
   // WAITING_LABELS name the API's waiting codes in the jobs table; the
@@ -1101,6 +1144,105 @@
     return h('section', { class: 'card', dataset: { test: 'result' } },
       h('h2', null, 'Result', h('span', { class: 'muted small-note' }, ' what the job returned; its dependents read it')),
       h('pre', { class: 'output', dataset: { test: 'result-json' } }, JSON.stringify(j.result, null, 2)));
+  }
+
+  // ---- durable steps ---------------------------------------------------
+
+  function bytes(n) {
+    if (n < 1024) return `${n} B`;
+    if (n < 1024 * 1024) return `${(n / 1024).toFixed(n < 10 * 1024 ? 1 : 0)} KiB`;
+    return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  }
+
+  // parkedLine says what a parked job waits for (GET /jobs/{id}'s parked):
+  // a time, an event and its key, a signal, or a child job.
+  function parkedLine(p) {
+    const code = (text) => h('code', null, text);
+    const until = (what) => p.wake_at ? [what, ' until ', when(p.wake_at)] : [what, ', with no timeout'];
+    let what;
+    switch (p.kind) {
+      case 'sleep': what = ['sleeps until ', when(p.wake_at)]; break;
+      case 'wait': what = until(p.signal ? ['waits for signal ', code(p.signal)] : ['waits for event ', code(p.event), ' with key ', code(p.event_key)]); break;
+      case 'invoke': what = ['waits for its child job ', p.child_id ? jobLink(p.child_id) : '?', ' to end']; break;
+      default: what = [`is parked (${p.kind})`];
+    }
+    return h('span', { dataset: { test: 'parked', kind: p.kind } }, 'The job ', what, p.step && [' (step ', code(p.step), ')'], '.');
+  }
+
+  // stepDetail says what a sleep, wait or invoke step waits for.
+  function stepDetail(st) {
+    switch (st.kind) {
+      case 'sleep': return st.wake_at && ['until ', when(st.wake_at)];
+      case 'wait': return [st.signal ? ['signal ', h('code', null, st.signal)] : ['event ', h('code', null, st.event), ' / ', h('code', null, st.event_key)],
+        st.wake_at && [h('span', { class: 'muted' }, ' timeout '), when(st.wake_at)]];
+      case 'invoke': return st.child_id && ['child ', jobLink(st.child_id)];
+      default: return null;
+    }
+  }
+
+  // stepSpan is when a step began and ended, in ms: it ran duration_ms up
+  // to its record; a sleep or a step still waiting goes on to its wake
+  // time, or to now while that is ahead.
+  function stepSpan(st, now) {
+    const end = new Date(st.recorded_at).getTime();
+    let stop = end;
+    if (st.wake_at && (st.kind === 'sleep' || st.status === 'waiting')) stop = Math.max(end, Math.min(new Date(st.wake_at).getTime(), now));
+    else if (st.status === 'waiting') stop = Math.max(end, now);
+    return { start: end - (st.duration_ms || 0), stop };
+  }
+
+  // stepResult is the row under a step that shows its result.
+  function stepResult(shown) {
+    let body;
+    if (shown.error) body = h('p', { class: 'error-text' }, shown.error);
+    else if (!shown.step) body = h('p', { class: 'muted' }, 'Reading the result…');
+    else if (shown.step.result === undefined) body = h('p', { class: 'muted' }, 'The step recorded no result.');
+    else body = h('pre', { class: 'output' }, JSON.stringify(shown.step.result, null, 2));
+    return h('tr', { class: 'step-result', dataset: { test: 'step-result', key: shown.key } }, h('td', { colspan: 9 }, body));
+  }
+
+  // stepsCard draws a page of the job's journal as a timeline: a row per
+  // step, in the order they began, with a bar of when it ran on the
+  // page's time scale; nav pages a journal longer than a page.
+  function stepsCard(j, page, n, shown, toggle, nav) {
+    const now = Date.now();
+    const rows = page.steps.map((st) => ({ st, ...stepSpan(st, now) }));
+    if (!rows.length) return h('section', { class: 'card', dataset: { test: 'steps', count: page.count } }, h('h2', null, 'Steps'), empty('No steps on this page.'));
+    rows.sort((a, b) => a.start - b.start || (a.st.key < b.st.key ? -1 : 1));
+    const t0 = Math.min(...rows.map((r) => r.start));
+    const span = Math.max(1, Math.max(...rows.map((r) => r.stop)) - t0);
+    const bar = (r) => {
+      const track = h('span', { class: 'track', title: `${duration(r.stop - r.start)}` },
+        h('span', { class: `bar st-${r.st.status}` }));
+      // Through the CSSOM: the page's CSP allows no inline style attribute.
+      track.firstChild.style.left = `${(100 * (r.start - t0)) / span}%`;
+      track.firstChild.style.width = `${Math.max(0.5, (100 * (r.stop - r.start)) / span)}%`;
+      return track;
+    };
+    const paged = n > 1 || page.next;
+    const from = (n - 1) * STEPS_PAGE + 1;
+    return h('section', { class: 'card flush', dataset: { test: 'steps', count: page.count } },
+      h('h2', { class: 'pad' }, 'Steps', h('span', { class: 'muted small-note' },
+        ` ${page.count} recorded, ${bytes(page.bytes)}`, paged && `; ${from}–${from + page.steps.length - 1} by key, drawn in the order they began`)),
+      h('table', { class: 'table steps' },
+        head(['Step', 'Kind', 'Status', 'Tries', 'Attempt', 'Recorded', 'Took', `Timeline · ${duration(span)}`, 'Result'], ['Tries', 'Attempt', 'Took', 'Result']),
+        h('tbody', null, rows.map((r) => [h('tr', { dataset: { test: 'step-row', key: r.st.key, status: r.st.status, kind: r.st.kind || 'run' } },
+          h('td', { class: 'mono' }, h('button', { type: 'button', class: 'link step-key', title: 'Show its result', 'aria-expanded': String(shown.key === r.st.key),
+            dataset: { action: 'step-result' }, onclick: () => toggle(r.st.key) }, r.st.key)),
+          h('td', null, r.st.kind || 'run', stepDetail(r.st) && h('span', { class: 'step-detail' }, ' ', stepDetail(r.st))),
+          h('td', null, badge(r.st.status, 'step-status')),
+          h('td', { class: 'num' }, r.st.attempts),
+          h('td', { class: 'num' }, r.st.job_attempt),
+          h('td', null, when(r.st.recorded_at)),
+          h('td', { class: 'num' }, duration(r.st.duration_ms || 0)),
+          h('td', { class: 'timeline' }, bar(r)),
+          h('td', { class: 'num', dataset: { test: 'step-size' } }, bytes(r.st.size || 0))),
+        shown.key === r.st.key && stepResult(shown)]))),
+      paged && h('div', { class: 'pager pad-bottom' },
+        h('button', { type: 'button', class: 'ghost', id: 'steps-first', disabled: n === 1, onclick: nav.first }, '« First'),
+        h('button', { type: 'button', class: 'ghost', id: 'steps-prev', disabled: n === 1, onclick: nav.prev }, '‹ Previous'),
+        h('span', { class: 'muted', dataset: { test: 'steps-page' } }, `Page ${n}`),
+        h('button', { type: 'button', class: 'ghost', id: 'steps-next', disabled: !page.next, onclick: nav.next }, 'Next ›')));
   }
 
   function capacity(running, slots) {
