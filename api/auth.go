@@ -261,6 +261,18 @@ func (t *Tokens) lookup(tok string) (*tokenEntry, bool) {
 	return &list[found], true
 }
 
+// routeAlsoNeeds is a second role a route requires besides its
+// routeRoles entry, and why: a route that does what another role's route
+// does (an invoke submits a job) needs that role too, so that no token
+// gets by one route what its roles refuse it by the other.
+var routeAlsoNeeds = map[string]alsoRole{}
+
+// alsoRole is a route's second role and why it needs it.
+type alsoRole struct {
+	role Role
+	why  string
+}
+
 // allows reports whether the entry's roles open a route that needs role.
 func (e *tokenEntry) allows(role Role) bool {
 	return role == routeAny || e.roles[RoleAdmin] || e.roles[role]
@@ -318,6 +330,11 @@ func (s *Server) withAuth(next http.Handler) http.Handler {
 		if !e.allows(need) {
 			s.logger.Info("request refused: role", "token", e.name, "route", pattern, "needs", need, "request_id", requestID(r.Context()))
 			writeError(w, wire.CodeForbidden, fmt.Sprintf("this token may not %s: that needs the %s role", pattern, need))
+			return
+		}
+		if also, ok := routeAlsoNeeds[pattern]; ok && !e.allows(also.role) {
+			s.logger.Info("request refused: role", "token", e.name, "route", pattern, "needs", also.role, "request_id", requestID(r.Context()))
+			writeError(w, wire.CodeForbidden, fmt.Sprintf("this token may not %s: that needs the %s role as well as the %s role (%s)", pattern, also.role, need, also.why))
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), keyTokenName, e.name)))

@@ -194,6 +194,9 @@ func TestAuth(t *testing.T) {
 				rec := e.request(method, path, tok, "")
 				refused := rec.Code == http.StatusUnauthorized || rec.Code == http.StatusForbidden
 				allowed := need == routeOpen || need == routeAny || role == RoleAdmin || role == need
+				if also, ok := routeAlsoNeeds[pattern]; ok && role != RoleAdmin && role != also.role {
+					allowed = false // one role of the two
+				}
 				if refused == allowed {
 					t.Errorf("%s with a %s token: HTTP %d %s", pattern, role, rec.Code, rec.Body)
 				}
@@ -204,6 +207,19 @@ func TestAuth(t *testing.T) {
 			if rec := e.request(method, path, bothToken, ""); need != RoleAdmin && isAuthError(rec.Code) {
 				t.Errorf("%s with a client,worker token: HTTP %d", pattern, rec.Code)
 			}
+		}
+	})
+
+	t.Run("AnInvokeNeedsTheClientRoleToo", func(t *testing.T) {
+		// A worker token runs nothing by itself: an invoke would let it
+		// submit any job, so it needs the client role as well.
+		e, _ := authEnv(t, nil)
+		rec := e.request(http.MethodPost, "/jobs/job-1/steps/child/invoke", workerToken, `{"lease":1,"job":{"command":"id"}}`)
+		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "client role") {
+			t.Errorf("an invoke with a worker token: %d %s, want 403 naming the client role", rec.Code, rec.Body)
+		}
+		if rec := e.request(http.MethodPost, "/jobs/job-1/steps/child/invoke", bothToken, `{"lease":1,"job":{"command":"id"}}`); isAuthError(rec.Code) {
+			t.Errorf("an invoke with a client,worker token: %d %s", rec.Code, rec.Body)
 		}
 	})
 

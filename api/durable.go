@@ -21,6 +21,9 @@ func init() {
 	routeRoles["POST /jobs/{id}/steps/{key}/sleep"] = RoleWorker
 	routeRoles["POST /jobs/{id}/steps/{key}/wait"] = RoleWorker
 	routeRoles["POST /jobs/{id}/steps/{key}/invoke"] = RoleWorker
+	// An invoke submits its child as POST /jobs would: a worker token
+	// alone, which runs nothing by itself, may not.
+	routeAlsoNeeds["POST /jobs/{id}/steps/{key}/invoke"] = alsoRole{RoleClient, "an invoke submits a job, as POST /jobs does"}
 	routeRoles["POST /events"] = RoleClient
 	routeRoles["POST /jobs/{id}/signals/{name}"] = RoleClient
 }
