@@ -172,7 +172,10 @@ func (j *journal) invoke(ctx context.Context, name string, job wire.SubmitReques
 // on it, and a parked answer marks the attempt parked and gives a
 // *ParkedError.
 func (j *journal) park(ctx context.Context, name, kind string, send func(ctx context.Context, key string) (*wire.ParkReply, error)) (*wire.Step, error) {
+	ctx, span := traceStep(ctx, name, kind, nil) // steptrace.go: the step's span
+	defer span.end()
 	key, rec, err := j.lookup(ctx, name)
+	span.lookedUp(key, rec)
 	if err != nil {
 		return nil, err
 	}
@@ -180,6 +183,7 @@ func (j *journal) park(ctx context.Context, name, kind string, send func(ctx con
 		return rec, nil
 	}
 	rep, err := send(ctx, key)
+	span.parking(rep, err)
 	if err != nil {
 		return nil, fmt.Errorf("%s step %s: %w", kind, key, err)
 	}

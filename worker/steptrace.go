@@ -10,7 +10,8 @@ import (
 	"github.com/workron/workron/api/wire"
 )
 
-// Spans of durable steps (issue #31). Each Job.Step is a span "step NAME"
+// Spans of durable steps (issue #31). Each Job.Step (and each Sleep,
+// WaitForEvent, WaitForSignal and Invoke) is a span "step NAME"
 // in the job's trace, a child of the span in the handler's context (the
 // attempt's run span, or one the handler made), from the journal's lookup
 // to the step's record, the step's function running inside it (its
@@ -26,6 +27,8 @@ import (
 //	workron.step.replayed  true when the result came from the journal,
 //	                       recorded by an earlier attempt, and the
 //	                       function did not run
+//	workron.step.parked    true when the step (a sleep, wait or invoke)
+//	                       parked the job: the attempt ends there
 //
 // A step recorded failed, or one whose function failed, ends with an
 // error status. A worker without Config.Tracer records nothing: the span
@@ -38,6 +41,7 @@ const (
 	attrStepStatus   = attribute.Key("workron.step.status")
 	attrStepAttempts = attribute.Key("workron.step.attempts")
 	attrStepReplayed = attribute.Key("workron.step.replayed")
+	attrStepParked   = attribute.Key("workron.step.parked")
 )
 
 // stepKindRun is the kind of a step whose function the handler runs.
@@ -49,7 +53,8 @@ type stepSpan struct {
 	kind     string     // the step's kind, until the recorded step says
 	rec      *wire.Step // the step as the journal keeps it; nil: not recorded
 	replayed bool
-	err      error // what the step's function last returned
+	parked   bool  // the step parked the job
+	err      error // what the step's function last returned, or the parking call
 }
 
 // traceStep starts the span of step name, of kind kind, as a child of
@@ -91,6 +96,16 @@ func (s *stepSpan) recorded(st *wire.Step) {
 	}
 }
 
+// parking notes what a parking call (sleep, wait, invoke) answered: the
+// step, and whether the job parked on it; or the call's error.
+func (s *stepSpan) parking(rep *wire.ParkReply, err error) {
+	if err != nil {
+		s.rec, s.err = nil, err
+		return
+	}
+	s.rec, s.parked = &rep.Step, rep.Parked
+}
+
 // end ends the span with the step's outcome: the recorded step's status
 // (an error status if it failed), else the function's error.
 func (s *stepSpan) end() {
@@ -102,6 +117,9 @@ func (s *stepSpan) end() {
 	st := s.rec
 	if st != nil {
 		attrs = append(attrs, attrStepStatus.String(st.Status), attrStepAttempts.Int(st.Attempts))
+	}
+	if s.parked {
+		attrs = append(attrs, attrStepParked.Bool(true))
 	}
 	s.span.SetAttributes(attrs...)
 	switch {
