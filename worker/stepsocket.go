@@ -89,7 +89,7 @@ type stepSocket struct {
 	cancel context.CancelFunc // ends the requests' context
 
 	mu      sync.Mutex
-	pending map[string]bool
+	pending map[string]*stepSpan // keys looked up as not recorded, each with its step's span
 }
 
 // openStepSocket listens on a new unix socket in a directory of its own
@@ -106,7 +106,7 @@ func openStepSocket(ctx context.Context, j *journal, uid, gid int) (*stepSocket,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &stepSocket{dir: dir, path: filepath.Join(dir, "s"), j: j, done: make(chan struct{}), cancel: cancel,
-		pending: map[string]bool{}}
+		pending: map[string]*stepSpan{}}
 	if s.ln, err = net.Listen("unix", s.path); err != nil {
 		cancel()
 		_ = os.RemoveAll(dir)
@@ -151,6 +151,12 @@ func (s *stepSocket) close() {
 		_ = s.ln.Close()
 	}
 	_ = os.RemoveAll(s.dir)
+	s.mu.Lock()
+	for _, span := range s.pending {
+		span.endWith(errStepUnrecorded)
+	}
+	clear(s.pending)
+	s.mu.Unlock()
 }
 
 func (s *stepSocket) handleLookup(w http.ResponseWriter, r *http.Request) {
@@ -161,14 +167,19 @@ func (s *stepSocket) handleLookup(w http.ResponseWriter, r *http.Request) {
 		stepSocketError(w, http.StatusTooManyRequests, fmt.Sprintf("more than %d steps running at once", maxStepsPending))
 		return
 	}
-	key, rec, err := s.j.lookup(r.Context(), r.PathValue("name"))
+	ctx, span := traceStep(r.Context(), r.PathValue("name"), stepKindRun, nil) // steptrace.go
+	key, rec, err := s.j.lookup(ctx, r.PathValue("name"))
+	span.lookedUp(key, rec)
 	if err != nil {
+		span.endWith(err)
 		stepSocketJournalError(w, err)
 		return
 	}
-	if rec == nil {
+	if rec != nil {
+		span.end()
+	} else {
 		s.mu.Lock()
-		s.pending[key] = true
+		s.pending[key] = span // ended by the record or the release
 		s.mu.Unlock()
 	}
 	writeStepJSON(w, http.StatusOK, StepLookup{Key: key, Step: rec})
@@ -181,7 +192,7 @@ func (s *stepSocket) handleRecord(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	ok := s.pending[key]
+	span, ok := s.pending[key]
 	delete(s.pending, key)
 	s.mu.Unlock()
 	if !ok {
@@ -189,6 +200,8 @@ func (s *stepSocket) handleRecord(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	st, err := s.j.record(r.Context(), key, req)
+	span.recorded(st)
+	span.endWith(err)
 	if err != nil {
 		stepSocketError(w, http.StatusBadGateway, err.Error())
 		return
@@ -265,8 +278,12 @@ func stepSocketJournalError(w http.ResponseWriter, err error) {
 
 func (s *stepSocket) handleRelease(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
+	span := s.pending[r.PathValue("key")]
 	delete(s.pending, r.PathValue("key"))
 	s.mu.Unlock()
+	if span != nil {
+		span.endWith(errStepReleased)
+	}
 	writeStepJSON(w, http.StatusOK, struct{}{})
 }
 

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -11,7 +12,9 @@ import (
 )
 
 // Spans of durable steps (issue #31). Each Job.Step (and each Sleep,
-// WaitForEvent, WaitForSignal and Invoke) is a span "step NAME"
+// WaitForEvent, WaitForSignal and Invoke, and each step of a shell job
+// through its step socket: from its lookup to its record or release) is
+// a span "step NAME"
 // in the job's trace, a child of the span in the handler's context (the
 // attempt's run span, or one the handler made), from the journal's lookup
 // to the step's record, the step's function running inside it (its
@@ -104,6 +107,22 @@ func (s *stepSpan) parking(rep *wire.ParkReply, err error) {
 		return
 	}
 	s.rec, s.parked = &rep.Step, rep.Parked
+}
+
+// errStepReleased is the error of a shell job's step given up without a
+// record (its command failed).
+var errStepReleased = errors.New("the step failed: released without a record")
+
+// errStepUnrecorded is the error of a shell job's step looked up and
+// neither recorded nor released when its process ended.
+var errStepUnrecorded = errors.New("the job's process ended before the step was recorded")
+
+// endWith ends the span, with err (if not nil) as what went wrong.
+func (s *stepSpan) endWith(err error) {
+	if err != nil {
+		s.err = err
+	}
+	s.end()
 }
 
 // end ends the span with the step's outcome: the recorded step's status
