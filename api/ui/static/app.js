@@ -739,7 +739,7 @@
             h('section', { class: 'card' },
               h('h2', null, 'Output', h('span', { class: 'muted small-note' }, ' last 4 KiB of the latest report')),
               j.output ? h('pre', { class: 'output', dataset: { test: 'output' } }, j.output) : empty('No output recorded yet.')))),
-        steps && stepsCard(j, steps, stepsPaging.stack.length + 1, shown, toggleStep, {
+        steps && stepsCard(steps, stepsPaging.stack.length + 1, shown, toggleStep, {
           first: () => { Object.assign(stepsPaging, { stack: [], cursor: '' }); refreshNow(); },
           prev: () => { stepsPaging.cursor = stepsPaging.stack.pop() || ''; refreshNow(); },
           next: () => { stepsPaging.stack.push(stepsPaging.cursor); stepsPaging.cursor = steps.next; refreshNow(); },
@@ -1204,7 +1204,7 @@
   // stepsCard draws a page of the job's journal as a timeline: a row per
   // step, in the order they began, with a bar of when it ran on the
   // page's time scale; nav pages a journal longer than a page.
-  function stepsCard(j, page, n, shown, toggle, nav) {
+  function stepsCard(page, n, shown, toggle, nav) {
     const now = Date.now();
     const rows = page.steps.map((st) => ({ st, ...stepSpan(st, now) }));
     if (!rows.length) return h('section', { class: 'card', dataset: { test: 'steps', count: page.count } }, h('h2', null, 'Steps'), empty('No steps on this page.'));
@@ -1227,7 +1227,7 @@
       h('table', { class: 'table steps' },
         head(['Step', 'Kind', 'Status', 'Tries', 'Attempt', 'Recorded', 'Took', `Timeline · ${duration(span)}`, 'Result'], ['Tries', 'Attempt', 'Took', 'Result']),
         h('tbody', null, rows.map((r) => [h('tr', { dataset: { test: 'step-row', key: r.st.key, status: r.st.status, kind: r.st.kind || 'run' } },
-          h('td', { class: 'mono' }, h('button', { type: 'button', class: 'link step-key', title: 'Show its result', 'aria-expanded': String(shown.key === r.st.key),
+          h('td', { class: 'mono' }, h('button', { type: 'button', class: 'step-key', title: 'Show its result', 'aria-expanded': String(shown.key === r.st.key),
             dataset: { action: 'step-result' }, onclick: () => toggle(r.st.key) }, r.st.key)),
           h('td', null, r.st.kind || 'run', stepDetail(r.st) && h('span', { class: 'step-detail' }, ' ', stepDetail(r.st))),
           h('td', null, badge(r.st.status, 'step-status')),
