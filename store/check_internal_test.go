@@ -77,11 +77,22 @@ func TestCheck(t *testing.T) {
 			return tx.UpdateJob(j, StatusRunning, 5) // was pending
 		}, "status index"},
 		{"MissingSearchEntry", func(tx *Tx) error {
-			return tx.tx.Bucket(bucketIndex).Delete(appendIndexKey(nil, 1, idxQueue, ""))
+			return tx.tx.Bucket(bucketIndex).Delete(append(appendEpochKey(nil, idxStatusQueue, 0, appendParts(nil, string(StatusPending))), idxShared))
 		}, "lacks it"},
 		{"StaleSearchEntry", func(tx *Tx) error {
-			return tx.tx.Bucket(bucketIndex).Put(appendIndexKey(nil, 1, idxType, "gone"), []byte{0, 1})
-		}, "search index lists hold 5 entries for 4 of the jobs' terms"},
+			return tx.tx.Bucket(bucketIndex).Put(appendIndexKey(nil, 1, idxType, "gone"), []byte{0, 1, 0, 2})
+		}, "search index lists hold 4 entries for 2 of the jobs' terms"},
+		{"StaleSharedEntry", func(tx *Tx) error {
+			k := append(appendEpochKey(nil, idxType, 0, nil), idxShared)
+			return tx.tx.Bucket(bucketIndex).Put(k, appendShared(nil, []sharedEntry{{term: appendParts(nil, "gone"), low: 1}}))
+		}, "search index lists hold 3 entries for 2 of the jobs' terms"},
+		{"ListOfOneJob", func(tx *Tx) error {
+			return tx.tx.Bucket(bucketIndex).Put(appendIndexKey(nil, 1, idxType, "x"), []byte{0, 1})
+		}, "belongs in the shared list"},
+		{"MalformedSharedList", func(tx *Tx) error {
+			k := append(appendEpochKey(nil, idxType, 0, nil), idxShared)
+			return tx.tx.Bucket(bucketIndex).Put(k, []byte{0, 9, 0})
+		}, "malformed"},
 		{"UnsortedSearchList", func(tx *Tx) error {
 			return tx.tx.Bucket(bucketIndex).Put(appendIndexKey(nil, 1, idxType, "x"), []byte{0, 2, 0, 1})
 		}, "not sorted lows"},

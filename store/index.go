@@ -3,9 +3,12 @@ package store
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
+
+	bolt "go.etcd.io/bbolt"
 )
 
 // The search index: one bucket of posting lists, kept by InsertJob,
@@ -57,11 +60,13 @@ var bucketIndex = []byte("index")
 // The kinds of index keys.
 const (
 	idxStatusQueue    byte = 's'
-	idxQueue          byte = 'q'
 	idxType           byte = 't'
 	idxConcurrencyKey byte = 'k'
 	idxSchedule       byte = 'c'
 	idxMetadata       byte = 'm'
+	// idxShared, in place of a term's (last) part, makes the key of a
+	// shared list: kind(1) epoch(6) [first part] idxShared (groupLen).
+	idxShared byte = 0xfe
 )
 
 const (
@@ -73,6 +78,8 @@ const (
 	maxIndexedBytes = 128
 	// hashedPart marks a part held as a hash (no length is this large).
 	hashedPart = 0xff
+	// epochLen is the bytes of an epoch in a key.
+	epochLen = 6
 )
 
 // appendPart appends one part of an index key.
@@ -115,8 +122,9 @@ func getEpoch(b []byte) uint64 {
 // postingLow is the i-th low of a list.
 func postingLow(v []byte, i int) uint64 { return uint64(v[2*i])<<8 | uint64(v[2*i+1]) }
 
-// eachIndexKey calls fn with the key of every list j belongs in, in a fixed
-// order (the metadata by key). The key is valid only during the call; buf
+// eachIndexKey calls fn with the key of every list j belongs in, the
+// metadata's in the map's order: what is written does not depend on it
+// (flushIndex sorts the lists, Check looks each key up). The key is valid only during the call; buf
 // is scratch, kept grown for the next call.
 func eachIndexKey(buf *[]byte, j *Job, fn func(k []byte) error) error {
 	emit := func(kind byte, parts ...string) error {
@@ -124,9 +132,6 @@ func eachIndexKey(buf *[]byte, j *Job, fn func(k []byte) error) error {
 		return fn(*buf)
 	}
 	if err := emit(idxStatusQueue, string(j.Status), j.Queue); err != nil {
-		return err
-	}
-	if err := emit(idxQueue, j.Queue); err != nil {
 		return err
 	}
 	for _, f := range [...]struct {
@@ -140,17 +145,8 @@ func eachIndexKey(buf *[]byte, j *Job, fn func(k []byte) error) error {
 			return err
 		}
 	}
-	if len(j.Metadata) == 0 {
-		return nil
-	}
-	var room [8]string
-	keys := room[:0]
-	for k := range j.Metadata {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		if err := emit(idxMetadata, k, j.Metadata[k]); err != nil {
+	for k, v := range j.Metadata {
+		if err := emit(idxMetadata, k, v); err != nil {
 			return err
 		}
 	}
@@ -159,7 +155,7 @@ func eachIndexKey(buf *[]byte, j *Job, fn func(k []byte) error) error {
 
 // indexKeyCount is how many lists j belongs in.
 func indexKeyCount(j *Job) int {
-	n := 2 + len(j.Metadata)
+	n := 1 + len(j.Metadata)
 	for _, v := range [...]string{j.Type, j.ConcurrencyKey, j.Schedule} {
 		if v != "" {
 			n++
@@ -179,6 +175,9 @@ type indexPending struct {
 	order       []pendingOp
 	start, fill []int32
 	lists       []int32
+	olds        [][]byte // per list in key order: its own key's value, if any
+	ents        []sharedEntry
+	sk          []byte
 }
 
 type pendingOp struct {
@@ -251,7 +250,11 @@ func (t *Tx) reindexStatus(j *Job, prev Status) error {
 
 // flushIndex writes the transaction's gathered changes to the lists, in
 // key order, each list once. Store.Update calls it before committing, and
-// plan before it reads the index.
+// plan before it reads the index. It reads every list it changes first,
+// with one cursor and no write in between (bbolt's cursors are not to be
+// moved across writes), then writes them epoch by epoch: a term left with
+// one job in its epoch goes into the epoch's shared list of its kind, one
+// left with more gets (or keeps) a key of its own (see index.go).
 func (t *Tx) flushIndex() error {
 	ix := t.ix
 	if ix == nil || len(ix.ops) == 0 {
@@ -281,21 +284,217 @@ func (t *Tx) flushIndex() error {
 	lists := ix.lists
 	slices.SortFunc(lists, func(a, b int32) int { return bytes.Compare(ix.keys[a], ix.keys[b]) })
 	b := t.tx.Bucket(bucketIndex)
-	for _, l := range lists {
+	// Read: each list's own key, if it has one. The keys are sorted, so a
+	// seek that lands past the next key shows it absent without another.
+	ix.olds = slices.Grow(ix.olds[:0], n)[:n]
+	c := b.Cursor()
+	var ck, cv []byte
+	sought := false
+	for p, l := range lists {
 		k := ix.keys[l]
-		free := t.arenaRoom()
-		v := applyPostings(append(free, b.Get(k)...), ix.order[start[l]:start[l+1]])
-		var err error
-		if len(v) == 0 {
-			err = b.Delete(k)
-		} else {
-			err = b.Put(k, t.claim(free, v))
+		if !sought || (ck != nil && bytes.Compare(ck, k) < 0) {
+			ck, cv = c.Seek(k)
+			sought = true
 		}
-		if err != nil {
-			return fmt.Errorf("write search index: %w", err)
+		ix.olds[p] = nil
+		if ck != nil && bytes.Equal(ck, k) {
+			ix.olds[p] = cv
 		}
 	}
+	// Write, one epoch of one kind at a time.
+	for g := 0; g < len(lists); {
+		n := groupLen(ix.keys[lists[g]])
+		if n < 0 {
+			return fmt.Errorf("write search index: malformed key %q", ix.keys[lists[g]])
+		}
+		prefix := ix.keys[lists[g]][:n]
+		end := g + 1
+		for end < len(lists) && bytes.HasPrefix(ix.keys[lists[end]], prefix) {
+			end++
+		}
+		if err := t.flushEpoch(b, prefix, g, end); err != nil {
+			return fmt.Errorf("write search index: %w", err)
+		}
+		g = end
+	}
 	return nil
+}
+
+// flushEpoch writes the lists lists[from:to] of flushIndex, which share
+// prefix (kind, epoch and, for a kind of two parts, the first: groupLen),
+// and their shared list.
+func (t *Tx) flushEpoch(b *bolt.Bucket, prefix []byte, from, to int) error {
+	ix := t.ix
+	sk := append(append(ix.sk[:0], prefix...), idxShared)
+	ix.sk = sk
+	shared := sharedList(b.Get(sk))
+	ents := ix.ents[:0]
+	si, sn := 0, shared.n()
+	for p := from; p < to; p++ {
+		l := ix.lists[p]
+		k := ix.keys[l]
+		term := k[len(prefix):]
+		// The shared entries before this term stay as they are.
+		for ; si < sn; si++ {
+			e := shared.entry(si)
+			if bytes.Compare(e.term, term) >= 0 {
+				break
+			}
+			ents = append(ents, e)
+		}
+		free := t.arenaRoom()
+		cur, own := free, ix.olds[p]
+		if own != nil {
+			cur = append(cur, own...)
+		} else if si < sn {
+			if e := shared.entry(si); bytes.Equal(e.term, term) {
+				cur = append(cur, byte(e.low>>8), byte(e.low))
+				si++
+			}
+		}
+		v := applyPostings(cur, ix.order[ix.start[l]:ix.start[l+1]])
+		var err error
+		switch {
+		case len(v) > 2:
+			err = b.Put(k, t.claim(free, v))
+		case own != nil:
+			err = b.Delete(k)
+		}
+		if err != nil {
+			return err
+		}
+		if len(v) == 2 {
+			ents = append(ents, sharedEntry{term: term, low: postingLow(v, 0)})
+		}
+	}
+	for ; si < sn; si++ {
+		ents = append(ents, shared.entry(si))
+	}
+	ix.ents = ents
+	free := t.arenaRoom()
+	nv := appendShared(free, ents)
+	switch {
+	case bytes.Equal(nv, shared):
+		return nil
+	case len(ents) == 0:
+		return b.Delete(sk)
+	}
+	return b.Put(sk, t.claim(free, nv))
+}
+
+// sharedEntry is one term of a shared list (the part after its group's
+// prefix) and its one job's low.
+type sharedEntry struct {
+	term []byte
+	low  uint64
+}
+
+// partLen is the length of the key part b starts with, -1 if b starts
+// with none.
+func partLen(b []byte) int {
+	n := -1
+	switch {
+	case len(b) == 0:
+	case b[0] == hashedPart:
+		n = 1 + sha256.Size
+	case b[0] <= maxIndexedBytes:
+		n = 1 + int(b[0])
+	}
+	if n > len(b) {
+		return -1
+	}
+	return n
+}
+
+// groupLen is the length of the prefix the list key k shares with the
+// terms of its shared list: kind and epoch and, for the kinds of two
+// parts (status and queue, metadata key and value), the first part. -1
+// for a malformed key.
+func groupLen(k []byte) int {
+	if len(k) < 1+epochLen {
+		return -1
+	}
+	if k[0] != idxStatusQueue && k[0] != idxMetadata {
+		return 1 + epochLen
+	}
+	n := partLen(k[1+epochLen:])
+	if n < 0 {
+		return -1
+	}
+	return 1 + epochLen + n
+}
+
+// isSharedKey reports whether k is the key of a shared list.
+func isSharedKey(k []byte) bool {
+	n := groupLen(k)
+	return n > 0 && len(k) == n+1 && k[n] == idxShared
+}
+
+// sharedList is the value of a shared key (index.go): the terms of its
+// group that have one job in the epoch, sorted by the part after the
+// group's prefix, each with its job's low, so that a binary search finds
+// a term:
+//
+//	count(2) offset(4)*count entry*count   entry: low(2) part
+//
+// offsets from the start of the value. A malformed value reads as empty
+// or with empty entries (Check reports it).
+type sharedList []byte
+
+func (s sharedList) n() int {
+	if len(s) < 2 {
+		return 0
+	}
+	n := int(s[0])<<8 | int(s[1])
+	if len(s) < 2+4*n {
+		return 0
+	}
+	return n
+}
+
+// entry is entry i of s, i < s.n(); a zero entry if it is malformed.
+func (s sharedList) entry(i int) sharedEntry {
+	o := int(binary.BigEndian.Uint32(s[2+4*i:]))
+	if o < 0 || o+2 > len(s) {
+		return sharedEntry{}
+	}
+	l := partLen(s[o+2:])
+	if l < 0 {
+		return sharedEntry{}
+	}
+	return sharedEntry{term: s[o+2 : o+2+l], low: uint64(s[o])<<8 | uint64(s[o+1])}
+}
+
+// find is the posting list (one low) of term, the part after the group's
+// prefix, in s; nil if s has none.
+func (s sharedList) find(term []byte) []byte {
+	n := s.n()
+	i := sort.Search(n, func(i int) bool { return bytes.Compare(s.entry(i).term, term) >= 0 })
+	if i == n || !bytes.Equal(s.entry(i).term, term) {
+		return nil
+	}
+	o := int(binary.BigEndian.Uint32(s[2+4*i:]))
+	return s[o : o+2]
+}
+
+// appendShared appends the shared list of ents (sorted by term) to b;
+// nothing for none.
+func appendShared(b []byte, ents []sharedEntry) []byte {
+	if len(ents) == 0 {
+		return b
+	}
+	at := len(b)
+	b = append(b, byte(len(ents)>>8), byte(len(ents)))
+	o := 2 + 4*len(ents)
+	for _, e := range ents {
+		b = binary.BigEndian.AppendUint32(b, uint32(o))
+		o += 2 + len(e.term)
+	}
+	for _, e := range ents {
+		b = append(b, byte(e.low>>8), byte(e.low))
+		b = append(b, e.term...)
+	}
+	return b[at:]
 }
 
 // applyPostings applies ops in order to the sorted list v, in place.

@@ -41,8 +41,9 @@ var (
 
 const (
 	// indexFormat numbers the layout of the search index; a file whose
-	// index has another number has it built again.
-	indexFormat = uint64(1)
+	// index has another number has it built again. 1: a key per term and
+	// epoch; 2: a term of one job in its epoch in the epoch's shared list.
+	indexFormat = uint64(2)
 	// indexBuildBatch is how many jobs one transaction of the build
 	// indexes: about 6 keys each, a few MiB of dirty pages.
 	indexBuildBatch = 10000
@@ -145,6 +146,7 @@ type indexChecker struct {
 	t       *Tx
 	current bool
 	keys    int
+	sk      []byte // scratch
 }
 
 func newIndexChecker(t *Tx) *indexChecker {
@@ -162,6 +164,13 @@ func (ic *indexChecker) job(j *Job) error {
 	low := j.Seq & lowMask
 	return eachIndexKey(&ic.t.key, j, func(k []byte) error {
 		v := b.Get(k)
+		if v == nil {
+			n := groupLen(k)
+			ic.sk = append(append(ic.sk[:0], k[:n]...), idxShared)
+			v = sharedList(b.Get(ic.sk)).find(k[n:])
+		} else if len(v) < 4 {
+			return fmt.Errorf("search index list %q: %d bytes, a list of one job belongs in the shared list", k, len(v))
+		}
 		n := len(v) / 2
 		if i := sort.Search(n, func(i int) bool { return postingLow(v, i) >= low }); i == n || postingLow(v, i) != low {
 			return fmt.Errorf("job %s: search index list %q lacks it", j.ID, k)
@@ -177,7 +186,15 @@ func (ic *indexChecker) finish() error {
 	}
 	n := 0
 	err := ic.t.tx.Bucket(bucketIndex).ForEach(func(k, v []byte) error {
-		if len(v) == 0 || len(v)%2 != 0 || len(k) < 7 {
+		if isSharedKey(k) {
+			m, err := checkShared(k, v)
+			n += m
+			return err
+		}
+		if len(v) == 2 {
+			return fmt.Errorf("search index list %q: a list of one job belongs in the shared list", k)
+		}
+		if len(v) < 4 || len(v)%2 != 0 || len(k) < 7 {
 			return fmt.Errorf("search index list %q: %d bytes", k, len(v))
 		}
 		for i := range len(v) / 2 {
@@ -195,4 +212,35 @@ func (ic *indexChecker) finish() error {
 		return fmt.Errorf("search index lists hold %d entries for %d of the jobs' terms", n, ic.keys)
 	}
 	return nil
+}
+
+// checkShared checks a shared list (index.go) and returns how many
+// entries it holds.
+func checkShared(k, v []byte) (int, error) {
+	s := sharedList(v)
+	n := s.n()
+	if n == 0 {
+		return 0, fmt.Errorf("search index shared list %q: malformed or empty (%d bytes)", k, len(v))
+	}
+	var prev []byte
+	for i := range n {
+		e := s.entry(i)
+		if e.term == nil || e.low > lowMask || (i > 0 && bytes.Compare(prev, e.term) >= 0) {
+			return 0, fmt.Errorf("search index shared list %q: entry %d malformed or out of order", k, i)
+		}
+		prev = e.term
+	}
+	if !bytes.Equal(appendShared(nil, sharedEntries(s)), v) {
+		return 0, fmt.Errorf("search index shared list %q: not in its canonical form", k)
+	}
+	return n, nil
+}
+
+// sharedEntries lists the entries of s.
+func sharedEntries(s sharedList) []sharedEntry {
+	out := make([]sharedEntry, s.n())
+	for i := range out {
+		out[i] = s.entry(i)
+	}
+	return out
 }

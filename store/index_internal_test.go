@@ -22,7 +22,7 @@ var (
 	worldKeys     = []string{"", "", "user-1", "user-2"}
 	worldScheds   = []string{"", "", "", "nightly"}
 	worldMetaKeys = []string{"tenant", "region", "k"}
-	worldMetaVals = []string{"", "acme", "globex", strings.Repeat("v", 200)} // the last one is hashed
+	worldMetaVals = []string{"", "acme", "globex", "\xfe", strings.Repeat("v", 200)} // the last one is hashed; "\xfe" is idxShared
 )
 
 func (w *searchWorld) pick(xs []string) string { return xs[w.r.IntN(len(xs))] }

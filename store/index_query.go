@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
 	"sort"
 
 	bolt "go.etcd.io/bbolt"
@@ -121,14 +122,16 @@ func (sc *seqCursor) seekLE(s uint64) (uint64, bool) {
 // epochCursor walks one term's lists of the search index (index.go), from
 // the newest epoch down.
 type epochCursor struct {
-	c     *bolt.Cursor
-	kind  byte
-	term  []byte // the encoded parts
-	seek  []byte // scratch
-	epoch uint64 // the list the cursor is on, if on
-	list  []byte
-	i     int // the low it is on, in list
-	on    bool
+	c    *bolt.Cursor
+	kind byte
+	term []byte // the encoded parts
+	seek []byte // scratch
+	// shared is scratch: the key of the shared list of the term's group
+	shared []byte
+	epoch  uint64 // the list the cursor is on, if on
+	list   []byte
+	i      int // the low it is on, in list
+	on     bool
 }
 
 // at is the seq the cursor is on.
@@ -168,40 +171,121 @@ func (ec *epochCursor) seekLE(s uint64) (uint64, bool) {
 		epoch, low = epoch-1, lowMask
 	}
 	for {
-		ec.seek = appendEpochKey(ec.seek[:0], ec.kind, epoch, ec.term)
-		k, v := ec.c.Seek(ec.seek)
-		if bytes.Equal(k, ec.seek) {
-			ec.epoch, ec.list, ec.on = epoch, v, true
+		if list := ec.load(epoch); list != nil {
+			ec.epoch, ec.list, ec.on = epoch, list, true
 			if ec.below(low) {
 				return ec.at(), true
 			}
 		}
-		if k == nil {
-			k, v = ec.c.Last()
-		} else {
-			k, v = ec.c.Prev()
-		}
-		// k is the last key before the term's list of this epoch.
 		ec.on = false
-		if len(k) < 7 || k[0] != ec.kind {
+		var ok bool
+		if epoch, ok = prevEpoch(ec.c, ec.kind, epoch, &ec.seek); !ok {
 			return 0, false
-		}
-		ke := getEpoch(k[1:7])
-		if bytes.Equal(k[7:], ec.term) {
-			ec.epoch, ec.list, ec.on = ke, v, true
-			ec.i = len(v)/2 - 1
-			return ec.at(), true
-		}
-		switch {
-		case ke < epoch:
-			epoch = ke
-		case epoch == 0:
-			return 0, false
-		default:
-			epoch--
 		}
 		low = lowMask
 	}
+}
+
+// prevEpoch is the next epoch below epoch that has any key of kind: the
+// one of the last key before epoch's. seek is scratch.
+func prevEpoch(c *bolt.Cursor, kind byte, epoch uint64, seek *[]byte) (uint64, bool) {
+	*seek = appendEpochKey((*seek)[:0], kind, epoch, nil)
+	k, _ := c.Seek(*seek)
+	if k == nil {
+		k, _ = c.Last()
+	} else {
+		k, _ = c.Prev()
+	}
+	if len(k) < 1+epochLen || k[0] != kind {
+		return 0, false
+	}
+	return getEpoch(k[1 : 1+epochLen]), true
+}
+
+// queueCursor walks the jobs of one queue whatever their status: epoch by
+// epoch, the union of the queue's status×queue lists (there is no list of
+// a queue alone: it would repeat them).
+type queueCursor struct {
+	st     []epochCursor // one per status, for load
+	c      *bolt.Cursor
+	seek   []byte
+	bits   [1 << epochBits / 64]uint64 // the union in epoch
+	epoch  uint64
+	loaded bool // bits is epoch's
+	hasAny bool
+}
+
+func newQueueCursor(c *bolt.Cursor, queue string) *queueCursor {
+	qc := &queueCursor{c: c, st: make([]epochCursor, len(Statuses))}
+	for i, s := range Statuses {
+		qc.st[i] = epochCursor{c: c, kind: idxStatusQueue, term: appendParts(nil, string(s), queue)}
+	}
+	return qc
+}
+
+// load fills bits with the union of epoch's lists.
+func (qc *queueCursor) load(epoch uint64) {
+	qc.bits = [len(qc.bits)]uint64{}
+	qc.epoch, qc.loaded, qc.hasAny = epoch, true, false
+	for i := range qc.st {
+		list := qc.st[i].load(epoch)
+		for j := range len(list) / 2 {
+			l := postingLow(list, j)
+			qc.bits[l/64] |= 1 << (l % 64)
+			qc.hasAny = true
+		}
+	}
+}
+
+// seekLE moves to the largest seq at most s.
+func (qc *queueCursor) seekLE(s uint64) (uint64, bool) {
+	epoch, low := s>>epochBits, s&lowMask
+	for {
+		if !qc.loaded || qc.epoch != epoch {
+			qc.load(epoch)
+		}
+		if qc.hasAny {
+			w := low / 64
+			word := qc.bits[w] & (^uint64(0) >> (63 - low%64))
+			for {
+				if word != 0 {
+					return epoch<<epochBits | (w*64 + uint64(bits.Len64(word)-1)), true
+				}
+				if w == 0 {
+					break
+				}
+				w--
+				word = qc.bits[w]
+			}
+		}
+		var ok bool
+		if epoch, ok = prevEpoch(qc.c, idxStatusQueue, epoch, &qc.seek); !ok {
+			return 0, false
+		}
+		low = lowMask
+	}
+}
+
+// load is the term's list in epoch: its own key's, or its entry of the
+// epoch's shared list (one low); nil if the term has no job in epoch.
+func (ec *epochCursor) load(epoch uint64) []byte {
+	ec.seek = appendEpochKey(ec.seek[:0], ec.kind, epoch, ec.term)
+	k, v := ec.c.Seek(ec.seek)
+	if bytes.Equal(k, ec.seek) {
+		return v
+	}
+	n := groupLen(ec.seek)
+	if n < 0 {
+		return nil
+	}
+	rest := ec.seek[n:]
+	ec.shared = append(append(ec.shared[:0], ec.seek[:n]...), idxShared)
+	if !bytes.Equal(k, ec.shared) {
+		if k, v = ec.c.Seek(ec.shared); !bytes.Equal(k, ec.shared) {
+			return nil
+		}
+	}
+	return sharedList(v).find(rest)
 }
 
 // plan is how a query reads: the cursors whose seqs intersect to the
@@ -241,7 +325,8 @@ func (t *Tx) plan(q *ListQuery) (plan, error) {
 				ec.kind, ec.term = idxStatusQueue, appendParts(nil, string(q.Status), term.Value)
 				statusDone = true
 			} else {
-				ec.kind, ec.term = idxQueue, appendParts(nil, term.Value)
+				p.cursors = append(p.cursors, newQueueCursor(idx.Cursor(), term.Value))
+				continue
 			}
 		case FieldType, FieldConcurrencyKey, FieldSchedule:
 			if term.Value == "" {
