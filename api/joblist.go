@@ -1,6 +1,7 @@
 package api
 
 import (
+	"errors"
 	"math"
 	"net/http"
 	"net/url"
@@ -91,7 +92,7 @@ func (s *Server) handleCount(w http.ResponseWriter, r *http.Request) {
 	}
 	scanBudget := budget(s.cfg.CountScan, MaxCountScan)
 	if f.OnlyTerms() {
-		out, ok, err := s.countByIndex(f, before, scanBudget, now)
+		out, ok, err := s.countByIndex(f, before, now)
 		if err != nil {
 			s.fail(w, r, err)
 			return
@@ -136,54 +137,32 @@ func (s *Server) countByReading(f *jobfilter.Filter, before uint64, scan int, no
 }
 
 // countByIndex counts a filter whose terms say all it does
-// (jobfilter.Filter.OnlyTerms) from the search index: one count per stored
-// status (the filter's, if it names one), in one read, reading nothing of
-// the jobs but the heads of the pending ones, whose run time tells pending
-// from scheduled. The counts share store.JoinStepsPerScan*scan index
-// entries, and the pending one reads at most scan heads; ok is false, and
-// the caller counts by reading (countByReading), when one of them did not
-// get to the end.
-func (s *Server) countByIndex(f *jobfilter.Filter, before uint64, scan int, now int64) (out wire.JobCount, ok bool, err error) {
-	base := storeQuery(f, store.ListQuery{Before: before})
-	base.Match = nil // the terms say all of it
-	statuses := store.Statuses
-	if base.Status != "" {
-		statuses = []store.Status{base.Status}
+// (jobfilter.Filter.OnlyTerms) from the search index, by status, in one
+// read that reads no job record (fsm.FSM.CountByStatus): the lists'
+// lengths give the stored statuses, and the FSM's delayed jobs which of the
+// pending ones are scheduled. Its cost follows the index's epochs and
+// lists, not a scan budget; ok is false, and the caller counts by reading
+// (countByReading), when the index cannot answer the filter.
+func (s *Server) countByIndex(f *jobfilter.Filter, before uint64, now int64) (out wire.JobCount, ok bool, err error) {
+	q := storeQuery(f, store.ListQuery{Before: before})
+	q.Match = nil // the terms say all of it
+	c, err := s.state.CountByStatus(q, now)
+	if errors.Is(err, store.ErrNotIndexed) {
+		return wire.JobCount{}, false, nil
 	}
-	scheduled := 0
-	cs := make([]store.Count, len(statuses))
-	for i, st := range statuses {
-		cs[i].Query, cs[i].Budget = base, store.JoinStepsPerScan*scan/len(statuses)
-		cs[i].Query.Status = st
-		if st == store.StatusPending {
-			cs[i].Budget = scan
-			cs[i].Head = func(h *store.JobHead) {
-				if jobfilter.Scheduled(st, h.RunAt, now) {
-					scheduled++
-				}
-				out.Scanned++
-			}
-		}
-	}
-	if err := s.state.CountEach(cs); err != nil {
+	if err != nil {
 		return wire.JobCount{}, false, err
 	}
 	out.ByStatus, out.Exact = map[string]int{}, true
-	for i, st := range statuses {
-		if !cs[i].Exact {
-			return wire.JobCount{}, false, nil
-		}
-		n := cs[i].N
-		if st == store.StatusPending {
-			n -= scheduled
-			if scheduled > 0 {
-				out.ByStatus["scheduled"] = scheduled
-			}
+	for st, n := range c.ByStatus {
+		out.Count += n
+		if st == store.StatusPending && c.Among > 0 {
+			out.ByStatus["scheduled"] = c.Among
+			n -= c.Among
 		}
 		if n > 0 {
 			out.ByStatus[string(st)] = n
 		}
-		out.Count += cs[i].N
 	}
 	return out, true, nil
 }

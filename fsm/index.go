@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/google/btree"
@@ -216,6 +217,18 @@ func (x *index) promote(now int64) {
 		x.delayed.DeleteMin()
 		x.addReady(it)
 	}
+}
+
+// scheduledAfter lists, ascending, the seqs of the delayed jobs whose run
+// time is after now: the pending jobs the API shows as scheduled.
+func (x *index) scheduledAfter(now int64) []uint64 {
+	var out []uint64
+	x.delayed.AscendGreaterOrEqual(readyItem{runAt: now + 1}, func(it readyItem) bool {
+		out = append(out, it.seq)
+		return true
+	})
+	slices.Sort(out)
+	return out
 }
 
 // nextDue is the earliest run time of a delayed job, 0 if there is none.

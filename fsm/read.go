@@ -134,12 +134,6 @@ func (f *FSM) CountJobs(q store.ListQuery, budget int) (n int, exact bool, next 
 	return n, exact, next, err
 }
 
-// CountEach makes each count of cs in one read of the state, so that
-// they add up; see store.Tx.CountEach.
-func (f *FSM) CountEach(cs []store.Count) error {
-	return f.view(func(tx *store.Tx) error { return tx.CountEach(cs) })
-}
-
 // Worker returns a registered worker, or an error matching ErrWorkerNotFound.
 func (f *FSM) Worker(id string) (*store.Worker, error) {
 	var w *store.Worker
@@ -377,4 +371,35 @@ func (f *FSM) RunningByWorker() map[string]int {
 		out[w] = len(jobs)
 	}
 	return out
+}
+
+// CountByStatus counts the jobs q selects by stored status from the search
+// index (store.Tx.CountByStatus), and how many of the pending ones are
+// scheduled: their run time is after now. Those are the delayed jobs of
+// the in-memory index (index.go), taken under mu with the read transaction
+// begun there, so that both are of one applied state; mu is let go before
+// the count reads. A job whose run time passed between the last apply and
+// now is counted as scheduled only if the apply that made it due has not
+// promoted it.
+// store.ErrNotIndexed if q has a condition the index does not answer.
+func (f *FSM) CountByStatus(q store.ListQuery, now int64) (store.StatusCounts, error) {
+	f.stMu.RLock()
+	defer f.stMu.RUnlock()
+	f.mu.Lock()
+	locked := true
+	defer func() {
+		if locked {
+			f.mu.Unlock()
+		}
+	}()
+	var out store.StatusCounts
+	err := f.st.View(func(tx *store.Tx) error {
+		seqs := f.idx.scheduledAfter(now)
+		f.mu.Unlock()
+		locked = false
+		var err error
+		out, err = tx.CountByStatus(q, seqs)
+		return err
+	})
+	return out, err
 }

@@ -55,7 +55,9 @@ func TestCountByStatus(t *testing.T) {
 				return err
 			})
 			if errors.Is(err, ErrNotIndexed) {
-				if slices.ContainsFunc(q.Terms, func(term IndexTerm) bool { return term.Value == "" && term.Field != FieldQueue && term.Field != FieldMetadata }) {
+				if slices.ContainsFunc(q.Terms, func(term IndexTerm) bool {
+					return term.Value == "" && term.Field != FieldQueue && term.Field != FieldMetadata
+				}) {
 					continue
 				}
 				t.Fatalf("seed %d query %d %+v: %v", seed, i, q, err)

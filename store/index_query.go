@@ -503,42 +503,17 @@ func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 }
 
 // CountJobs counts the jobs q selects (q.Limit, q.Scan and q.ScanBytes
-// aside), examining at most budget index entries and records (0: no cap).
+// aside), examining at most budget index entries and records (0: no cap);
+// CountByStatus counts by status from the index alone.
 // When q has no Match and every term is indexed it decodes no record.
 // exact says the count is complete; if not, n counts the jobs from
 // q.Before down to next (exclusive of nothing below it), and next is the
 // Before to count on from. A bad term is ErrBadTerm.
 func (t *Tx) CountJobs(q ListQuery, budget int) (n int, exact bool, next uint64, err error) {
-	return t.countJobs(q, budget, nil)
+	return t.countJobs(q, budget)
 }
 
-// Count is one count of CountEach: N of the jobs Query selects, within
-// Budget (as CountJobs), Exact when it got to the end. With Head, the
-// count also reads the head of each job it counts (JobHead, reused by the
-// next call), without the rest of its record, and passes it to Head; each
-// head read is a record examined.
-type Count struct {
-	Query  ListQuery
-	Budget int
-	Head   func(*JobHead)
-	N      int
-	Exact  bool
-}
-
-// CountEach makes each count of cs in this one read, so that they add up.
-func (t *Tx) CountEach(cs []Count) error {
-	for i := range cs {
-		c := &cs[i]
-		var err error
-		c.N, c.Exact, _, err = t.countJobs(c.Query, c.Budget, c.Head)
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (t *Tx) countJobs(q ListQuery, budget int, head func(*JobHead)) (n int, exact bool, next uint64, err error) {
+func (t *Tx) countJobs(q ListQuery, budget int) (n int, exact bool, next uint64, err error) {
 	p, err := t.plan(&q)
 	if err != nil {
 		return 0, false, 0, err
@@ -546,16 +521,9 @@ func (t *Tx) countJobs(q ListQuery, budget int, head func(*JobHead)) (n int, exa
 	decode := q.Match != nil || len(p.residual) > 0
 	taken := 0
 	seqs, jobs := t.tx.Bucket(bucketSeq), t.tx.Bucket(bucketJobs)
-	var (
-		stoppedAt uint64
-		h         JobHead
-		names     interner
-	)
-	if head != nil && !decode {
-		names = make(interner)
-	}
+	var stoppedAt uint64
 	low, end, err := join(p.cursors, firstSeq(q.Before), q.After, budget, func(seq uint64) error {
-		if !decode && head == nil {
+		if !decode {
 			n++
 			return nil
 		}
@@ -569,24 +537,12 @@ func (t *Tx) countJobs(q ListQuery, budget int, head func(*JobHead)) (n int, exa
 		if id == nil || v == nil {
 			return fmt.Errorf("job of seq %d (%s): %w", seq, id, ErrNotFound)
 		}
-		if !decode {
-			if err := decodeJobHead(v, &h, names); err != nil {
-				return fmt.Errorf("job %s: %w", id, err)
-			}
-			n++
-			head(&h)
-			return nil
-		}
 		j := new(Job)
 		if err := decodeJob(v, j); err != nil {
 			return fmt.Errorf("job %s: %w", id, err)
 		}
 		if q.holds(j) {
 			n++
-			if head != nil {
-				h = j.Head()
-				head(&h)
-			}
 		}
 		return nil
 	})
