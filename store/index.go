@@ -19,17 +19,23 @@ import (
 //	kind(1) epoch(6) part...  ->  low(2)...
 //
 // big-endian, where a job's seq is epoch<<epochBits | low, the lows are
-// sorted and distinct (a term with no job in an epoch has no key), and each
-// part is a length byte then that many bytes or, for a value longer than
-// maxIndexedBytes, the byte hashedPart then the value's SHA-256 (32 bytes).
-// The kinds and their parts:
+// sorted and distinct, and each part is a length byte then that many bytes
+// or, for a value longer than maxIndexedBytes, the byte hashedPart then the
+// value's SHA-256 (32 bytes). The kinds and their parts:
 //
 //	's' status, queue   every job (status is the stored Status string)
-//	'q' queue           every job, whatever its status
 //	't' type            jobs with a type
 //	'k' concurrency key jobs with one
 //	'c' schedule        jobs a schedule fired
 //	'm' key, value      one entry per metadata entry
+//
+// A term with two jobs or more in an epoch has a key of its own; a term with
+// one has none, but an entry in its group's shared list instead; a term with
+// none, neither. A group is the terms of one kind and epoch and, for the
+// kinds of two parts, of one first part (groupLen); its shared list is
+// under the group's prefix then idxShared (sharedList gives the value).
+// There is no list of a queue alone: a queue term reads the union of the
+// queue's status×queue lists (queueCursor).
 //
 // Why this shape. The epoch comes first so that a batch of new jobs,
 // whatever their terms, writes into the few pages of the newest epoch
@@ -37,19 +43,25 @@ import (
 // tenants would otherwise rewrite 1,000 pages of the tenant index). A
 // posting list per term and epoch makes a batch of jobs that share a term
 // one write for it, not one per job, and a job costs 2 bytes per term
-// rather than a key of its own. A term's jobs, newest first, are its lists
-// from the newest epoch down: a walk seeks once per epoch that has any key
-// of the kind (epochCursor), 1,000 seeks for a million jobs. The length
-// byte keeps one term's keys from ever being a prefix of another's.
+// rather than a key of its own. The shared lists do the same for the terms
+// that are rare in their epoch (a value of its own per job, the worst case
+// of a batch): one value rewritten per batch and group rather than a key
+// put per job, at about 8 bytes a term (index format 2; format 1 gave each
+// its key). A term's jobs, newest first, are its lists from the newest epoch
+// down: a walk seeks once or twice per epoch that has any key of the kind
+// (epochCursor), a few thousand seeks for a million jobs. The length byte
+// keeps one term's keys from ever being a prefix of another's, and
+// idxShared (never a length) a shared key from being a term's.
 //
 // The changes of a transaction are gathered (indexPending) and written
 // when it commits (Store.Update) or before it reads the index: a list
 // written once per transaction, however many of its jobs changed.
 //
-// A job is in at most 5 + its metadata entries lists (the API caps metadata
+// A job is in at most 4 + its metadata entries lists (the API caps metadata
 // at api.MaxMapEntries = 64 entries, keys of 128 bytes); a key has at most
-// 1 + 6 + 2*(1+128) bytes, a list at most 1,024 lows (2 KiB). The lists
-// are a pure function of the job records: an index built from the records
+// 1 + 6 + 2*(1+128) bytes, a list at most 1,024 lows (2 KiB), a shared list
+// at most 1,024 entries of 2 + 4 + 1 + 128 bytes. The lists are a pure
+// function of the job records: an index built from the records
 // (index_build.go) holds exactly what keeping it did, so replicas agree
 // byte for byte. Only status changes after a job is inserted (queue, type,
 // concurrency key, schedule and metadata are set at submit and never

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/bits"
 	"slices"
 )
 
@@ -25,6 +26,35 @@ type epochBitmap [1 << epochBits / 64]uint64
 
 func (b *epochBitmap) has(low uint64) bool { return b[low/64]&(1<<(low%64)) != 0 }
 func (b *epochBitmap) set(low uint64)      { b[low/64] |= 1 << (low % 64) }
+
+// fill makes b the lows from to to, both included.
+func (b *epochBitmap) fill(from, to uint64) {
+	for w := range b {
+		lo, hi := uint64(w)*64, uint64(w)*64+63
+		switch {
+		case hi < from || lo > to:
+			b[w] = 0
+		default:
+			word := ^uint64(0)
+			if from > lo {
+				word &^= 1<<(from-lo) - 1
+			}
+			if to < hi {
+				word &= 1<<(to-lo+1) - 1
+			}
+			b[w] = word
+		}
+	}
+}
+
+// count is how many lows b holds.
+func (b *epochBitmap) count() int {
+	n := 0
+	for _, w := range b {
+		n += bits.OnesCount64(w)
+	}
+	return n
+}
 
 // CountByStatus counts the jobs q selects, by stored status, from the
 // search index alone: no job record is read. q must have no Match and every
@@ -120,10 +150,7 @@ func (t *Tx) CountByStatus(q ListQuery, among []uint64) (StatusCounts, error) {
 		// The terms' intersection in e, and the range: match.
 		skip := false
 		if len(terms) > 0 || !whole {
-			match = epochBitmap{}
-			for l := from; l <= to; l++ {
-				match.set(l)
-			}
+			match.fill(from, to)
 			for _, ec := range terms {
 				list := ec.load(e)
 				if list == nil {
@@ -153,7 +180,18 @@ func (t *Tx) CountByStatus(q ListQuery, among []uint64) (StatusCounts, error) {
 			continue
 		}
 		filtered := len(terms) > 0 || !whole
+		// Each job is in one status×queue list: when every list counts,
+		// the epoch ends once its matches are all found.
+		left := -1
+		if filtered && want == nil && queue == nil {
+			left = match.count()
+		}
 		for ; k != nil && len(k) > 1+epochLen && k[0] == idxStatusQueue && getEpoch(k[1:1+epochLen]) == e; k, v = c.Next() {
+			if left == 0 {
+				seek = appendEpochKey(seek[:0], idxStatusQueue, e+1, nil)
+				k, v = c.Seek(seek)
+				break
+			}
 			n := groupLen(k)
 			if n < 0 {
 				return out, fmt.Errorf("search index: malformed key %q", k)
@@ -188,6 +226,9 @@ func (t *Tx) CountByStatus(q ListQuery, among []uint64) (StatusCounts, error) {
 						count(postingLow(v, i))
 					}
 				}
+			}
+			if left > 0 {
+				left -= got
 			}
 			if got > 0 {
 				if i := slices.IndexFunc(statuses, func(p []byte) bool { return bytes.Equal(p, status) }); i >= 0 {

@@ -503,9 +503,9 @@ func (t *Tx) ListJobs(q ListQuery) ([]*Job, uint64, error) {
 }
 
 // CountJobs counts the jobs q selects (q.Limit, q.Scan and q.ScanBytes
-// aside), examining at most budget index entries and records (0: no cap);
-// CountByStatus counts by status from the index alone.
-// When q has no Match and every term is indexed it decodes no record.
+// aside), examining at most budget index entries and records (0: no cap).
+// When q has no Match and every term is indexed it counts from the index
+// alone (CountByStatus), exactly, whatever the budget.
 // exact says the count is complete; if not, n counts the jobs from
 // q.Before down to next (exclusive of nothing below it), and next is the
 // Before to count on from. A bad term is ErrBadTerm.
@@ -514,6 +514,16 @@ func (t *Tx) CountJobs(q ListQuery, budget int) (n int, exact bool, next uint64,
 }
 
 func (t *Tx) countJobs(q ListQuery, budget int) (n int, exact bool, next uint64, err error) {
+	// Every condition indexed: the lists' lengths, whatever the budget.
+	switch c, err := t.CountByStatus(q, nil); {
+	case err == nil:
+		for _, k := range c.ByStatus {
+			n += k
+		}
+		return n, true, 0, nil
+	case !errors.Is(err, ErrNotIndexed):
+		return 0, false, 0, err
+	}
 	p, err := t.plan(&q)
 	if err != nil {
 		return 0, false, 0, err
