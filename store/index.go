@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
@@ -187,9 +188,29 @@ type indexPending struct {
 	order       []pendingOp
 	start, fill []int32
 	lists       []int32
+	sorted      []sortedList
 	olds        [][]byte // per list in key order: its own key's value, if any
 	ents        []sharedEntry
 	sk          []byte
+}
+
+// sortedList is a list of indexPending and the first 16 bytes of its key
+// (word), for sorting.
+type sortedList struct {
+	w0, w1 uint64
+	list   int32
+}
+
+// word is the 8 bytes of k from at, big-endian, zeros past its end.
+func word(k []byte, at int) uint64 {
+	var w uint64
+	for i := range 8 {
+		w <<= 8
+		if at+i < len(k) {
+			w |= uint64(k[at+i])
+		}
+	}
+	return w
 }
 
 type pendingOp struct {
@@ -289,12 +310,27 @@ func (t *Tx) flushIndex() error {
 		ix.order[ix.fill[o.list]] = o
 		ix.fill[o.list]++
 	}
+	// The lists in key order: by their keys' first 16 bytes as two words
+	// (most keys of a batch differ there, and a word compares faster than
+	// bytes.Compare is called), then whole.
+	ix.sorted = ix.sorted[:0]
+	for i, k := range ix.keys {
+		ix.sorted = append(ix.sorted, sortedList{word(k, 0), word(k, 8), int32(i)})
+	}
+	slices.SortFunc(ix.sorted, func(a, b sortedList) int {
+		switch {
+		case a.w0 != b.w0:
+			return cmp.Compare(a.w0, b.w0)
+		case a.w1 != b.w1:
+			return cmp.Compare(a.w1, b.w1)
+		}
+		return bytes.Compare(ix.keys[a.list], ix.keys[b.list])
+	})
 	ix.lists = ix.lists[:0]
-	for i := range n {
-		ix.lists = append(ix.lists, int32(i))
+	for _, sl := range ix.sorted {
+		ix.lists = append(ix.lists, sl.list)
 	}
 	lists := ix.lists
-	slices.SortFunc(lists, func(a, b int32) int { return bytes.Compare(ix.keys[a], ix.keys[b]) })
 	b := t.tx.Bucket(bucketIndex)
 	// Read: each list's own key, if it has one. The keys are sorted, so a
 	// seek that lands past the next key shows it absent without another.
@@ -354,8 +390,9 @@ func (t *Tx) flushEpoch(b *bolt.Bucket, prefix []byte, from, to int) error {
 			}
 			ents = append(ents, e)
 		}
-		free := t.arenaRoom()
-		cur, own := free, ix.olds[p]
+		own := ix.olds[p]
+		free, inArena := t.room(len(own) + 2*int(ix.start[l+1]-ix.start[l]))
+		cur := free
 		if own != nil {
 			cur = append(cur, own...)
 		} else if si < sn {
@@ -368,7 +405,7 @@ func (t *Tx) flushEpoch(b *bolt.Bucket, prefix []byte, from, to int) error {
 		var err error
 		switch {
 		case len(v) > 2:
-			err = b.Put(k, t.claim(free, v))
+			err = b.Put(k, t.keepRoom(free, v, inArena))
 		case own != nil:
 			err = b.Delete(k)
 		}
@@ -383,7 +420,7 @@ func (t *Tx) flushEpoch(b *bolt.Bucket, prefix []byte, from, to int) error {
 		ents = append(ents, shared.entry(si))
 	}
 	ix.ents = ents
-	free := t.arenaRoom()
+	free, inArena := t.room(sharedLen(ents))
 	nv := appendShared(free, ents)
 	switch {
 	case bytes.Equal(nv, shared):
@@ -391,7 +428,25 @@ func (t *Tx) flushEpoch(b *bolt.Bucket, prefix []byte, from, to int) error {
 	case len(ents) == 0:
 		return b.Delete(sk)
 	}
-	return b.Put(sk, t.claim(free, nv))
+	return b.Put(sk, t.keepRoom(free, nv, inArena))
+}
+
+// room is room for n bytes: the arena's (arenaRoom) if it has them, else
+// a buffer of its own; inArena says which, for keep.
+func (t *Tx) room(n int) (free []byte, inArena bool) {
+	if free := t.arenaRoom(); cap(free) >= n {
+		return free, true
+	}
+	return make([]byte, 0, n), false
+}
+
+// keepRoom is v, appended to free from room, kept until the transaction ends:
+// taken out of the arena's room if free is it.
+func (t *Tx) keepRoom(free, v []byte, inArena bool) []byte {
+	if inArena {
+		return t.claim(free, v)
+	}
+	return v[:len(v):len(v)]
 }
 
 // sharedEntry is one term of a shared list (the part after its group's
@@ -487,6 +542,18 @@ func (s sharedList) find(term []byte) []byte {
 	}
 	o := int(binary.BigEndian.Uint32(s[2+4*i:]))
 	return s[o : o+2]
+}
+
+// sharedLen is the length of the shared list of ents.
+func sharedLen(ents []sharedEntry) int {
+	if len(ents) == 0 {
+		return 0
+	}
+	n := 2
+	for _, e := range ents {
+		n += 4 + 2 + len(e.term)
+	}
+	return n
 }
 
 // appendShared appends the shared list of ents (sorted by term) to b;
