@@ -285,8 +285,8 @@ func (t *Tx) reindexStatus(j *Job, prev Status) error {
 // key order, each list once. Store.Update calls it before committing, and
 // plan before it reads the index. It reads every list it changes first,
 // with one cursor and no write in between (bbolt's cursors are not to be
-// moved across writes), then writes them epoch by epoch: a term left with
-// one job in its epoch goes into the epoch's shared list of its kind, one
+// moved across writes), then writes them group by group (groupLen): a term
+// left with one job in its epoch goes into its group's shared list, one
 // left with more gets (or keeps) a key of its own (see index.go).
 func (t *Tx) flushIndex() error {
 	ix := t.ix
