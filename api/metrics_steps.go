@@ -127,20 +127,17 @@ func (m *stepMetrics) stepRecorded(st *store.Step) {
 	m.resultBytes.Observe(float64(st.Size))
 }
 
-// maxParkScan bounds the parks a scrape walks to count the parked jobs.
-const maxParkScan = 1_000_000
-
 // parkedKinds are the values of descParked's kind label.
 var parkedKinds = []string{store.StepSleep, store.StepWait, store.StepInvoke}
 
 var descParked = prometheus.NewDesc("workron_jobs_parked",
-	"Jobs parked on a durable step, by its kind (sleep, wait, invoke) (this node's state; read at scrape time, one key per parked job).",
+	"Jobs parked on a durable step, by its kind (sleep, wait, invoke) (this node's state: totals the store keeps with the parks, three keys read at scrape time).",
 	[]string{"kind"}, nil)
 
 // parkCounter is what the state's read transaction (a *store.Tx, given
 // to ViewJobs as a JobReader) offers to count the parked jobs.
 type parkCounter interface {
-	ParkCounts(limit int) (map[string]int, bool)
+	ParkCounts() map[string]int
 }
 
 // parkCollector reads the parked jobs by kind at scrape time from the
@@ -156,7 +153,7 @@ func (c *parkCollector) Collect(ch chan<- prometheus.Metric) {
 		if !ok {
 			return errNoParkCount
 		}
-		counts, _ = pc.ParkCounts(maxParkScan)
+		counts = pc.ParkCounts()
 		return nil
 	})
 	if err != nil {

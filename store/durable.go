@@ -22,6 +22,7 @@ import (
 // 'w' channel job id a waiting job (the value is its step key).
 //
 // bucketParks holds what each parked job waits for: 'p' job id a Park;
+// 'k' kind how many jobs are parked on that kind of step;
 // 'c' child id the parent waiting on a child (parent id 0x00 step key);
 // 'e' len(job id) job id channel the last event seq the job consumed of
 // the channel.
@@ -324,22 +325,37 @@ func (t *Tx) Park(jobID string) (*Park, error) {
 	return &p, nil
 }
 
-// PutPark records what job jobID is parked on.
+// PutPark records what job jobID is parked on, and keeps the totals by
+// kind (parks_count.go).
 func (t *Tx) PutPark(jobID string, p *Park) error {
 	v, err := json.Marshal(p)
 	if err != nil {
 		return fmt.Errorf("park of job %s: %w", jobID, err)
 	}
+	if err := t.DeletePark(jobID); err != nil {
+		return err
+	}
 	if err := t.tx.Bucket(bucketParks).Put(parkKey(jobID), v); err != nil {
+		return fmt.Errorf("park job %s: %w", jobID, err)
+	}
+	if err := t.addParked(p.Kind, 1); err != nil {
 		return fmt.Errorf("park job %s: %w", jobID, err)
 	}
 	return nil
 }
 
 // DeletePark forgets what job jobID was parked on (not its wait's
-// registration).
+// registration), and keeps the totals by kind; a job not parked is no
+// error.
 func (t *Tx) DeletePark(jobID string) error {
+	kind, found, err := t.parkedKind(jobID)
+	if err != nil || !found {
+		return err
+	}
 	if err := t.tx.Bucket(bucketParks).Delete(parkKey(jobID)); err != nil {
+		return fmt.Errorf("unpark job %s: %w", jobID, err)
+	}
+	if err := t.addParked(kind, -1); err != nil {
 		return fmt.Errorf("unpark job %s: %w", jobID, err)
 	}
 	return nil
@@ -466,9 +482,11 @@ func (t *Tx) checkEvents() error {
 	return nil
 }
 
-// checkParks decodes every park record (Verify).
+// checkParks decodes every park record, and recounts them by kind
+// against the totals (Verify).
 func (t *Tx) checkParks() error {
-	return t.tx.Bucket(bucketParks).ForEach(func(k, v []byte) error {
+	counted := map[string]int{}
+	err := t.tx.Bucket(bucketParks).ForEach(func(k, v []byte) error {
 		if k[0] != 'p' {
 			return nil
 		}
@@ -476,6 +494,11 @@ func (t *Tx) checkParks() error {
 		if err := json.Unmarshal(v, &p); err != nil || p.Step == "" {
 			return fmt.Errorf("park %q: malformed", k)
 		}
+		counted[p.Kind]++
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return t.checkParkTotals(counted)
 }

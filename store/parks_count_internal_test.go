@@ -5,8 +5,9 @@ import (
 	"testing"
 )
 
-// TestParkCounts: the parked jobs by kind, a walk bounded by its limit;
-// what is not a park (a child's parent, an event consumed) is not counted.
+// TestParkCounts: the parked jobs by kind, kept as parks are put, replaced
+// and deleted; what is not a park (a child's parent, an event consumed)
+// is not counted; Verify finds totals that do not match the parks.
 func TestParkCounts(t *testing.T) {
 	st := openInternal(t)
 	err := st.Update(func(tx *Tx) error {
@@ -27,12 +28,43 @@ func TestParkCounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = st.View(func(tx *Tx) error {
-		if got, complete := tx.ParkCounts(10); !complete || fmt.Sprint(got) != "map[invoke:1 sleep:1 wait:2]" {
-			t.Errorf("ParkCounts(10) = %v, %v; want 1 sleep, 2 waits, 1 invoke, complete", got, complete)
+	counts := func() string {
+		t.Helper()
+		var got string
+		_ = st.View(func(tx *Tx) error {
+			got = fmt.Sprint(tx.ParkCounts())
+			if err := tx.checkParks(); err != nil {
+				t.Errorf("checkParks: %v", err)
+			}
+			return nil
+		})
+		return got
+	}
+	if got := counts(); got != "map[invoke:1 sleep:1 wait:2]" {
+		t.Errorf("ParkCounts() = %v; want 1 sleep, 2 waits, 1 invoke", got)
+	}
+	err = st.Update(func(tx *Tx) error {
+		if err := tx.PutPark("job-0", &Park{Kind: StepWait, Step: "s2"}); err != nil { // a sleep re-parked on a wait
+			return err
 		}
-		if got, complete := tx.ParkCounts(3); complete || len(got) == 0 {
-			t.Errorf("ParkCounts(3) = %v, %v; want part of them, not complete", got, complete)
+		if err := tx.DeletePark("job-3"); err != nil {
+			return err
+		}
+		return tx.DeletePark("job-never-parked")
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := counts(); got != "map[wait:3]" {
+		t.Errorf("ParkCounts() after a re-park and a delete = %v; want 3 waits", got)
+	}
+	err = st.Update(func(tx *Tx) error { return tx.addParked(StepSleep, 2) }) // a total the parks do not hold
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = st.View(func(tx *Tx) error {
+		if err := tx.checkParks(); err == nil {
+			t.Error("checkParks passed totals of 2 sleeps the parks do not hold")
 		}
 		return nil
 	})
