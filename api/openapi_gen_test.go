@@ -153,10 +153,11 @@ var apiOps = []apiOp{
 		replies: map[int]apiContent{200: replyJSON(wire.Job{})}},
 	{pattern: "PUT /jobs/{id}/steps/{key}", summary: "Record a step of a running attempt's journal (once: a second record gets 409 step_recorded with the first)",
 		body: jsonOf(wire.StepRequest{}), replies: map[int]apiContent{201: replyJSON(wire.Step{}), 409: replyJSON(wire.StepRecorded{})}},
-	{pattern: "GET /jobs/{id}/steps", summary: "A page of a job's journal in step key order, without results",
+	{pattern: "GET /jobs/{id}/steps", summary: "A page of a job's journal in step key order, without results unless results=1",
 		query: []apiParam{
 			{name: "limit", typ: "integer", doc: "page size (default 100, at most 1000)"},
 			{name: "cursor", typ: "string", doc: "next_cursor of the previous page"},
+			{name: "results", typ: "string", doc: "1 (or true): list each step with its result; a page then also stops before 4 MiB of results (at least one step). 0, false or absent: without results"},
 			oaStale,
 		},
 		replies: map[int]apiContent{200: replyJSON(wire.StepList{})}},

@@ -17,7 +17,9 @@ import (
 // Raft, fsm.OpRecordStep), and reads what earlier attempts recorded with
 // GET /jobs/{id}/steps and GET /jobs/{id}/steps/{key}. A claim reply and
 // GET /jobs/{id} say which steps are recorded, bounded (withJournals);
-// results are fetched one at a time, when a step asks.
+// results are fetched when a step asks, or with the listing
+// (?results=1, pages bounded by bytes) by an attempt whose claim listed
+// only part of the journal.
 
 func init() {
 	// Who may call the step routes when tokens are required (see
@@ -93,27 +95,58 @@ func stepRecord(jobID, key string, req *wire.StepRequest) (*fsm.RecordStep, erro
 }
 
 // handleListSteps lists a job's journal by pages, in key order, without
-// results.
+// results; with ?results=1, with them, a page then also bounded by
+// wire.MaxStepPageResultBytes of results (at least one step), so that a
+// resuming attempt reads its journal in a few pages, not a GET per step.
 func (s *Server) handleListSteps(w http.ResponseWriter, r *http.Request) {
-	limit, after, err := pageQuery(r.URL.Query())
+	q := r.URL.Query()
+	limit, after, err := pageQuery(q)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	steps, tot, err := s.state.Steps(r.PathValue("id"), after, limit+1)
+	results, err := resultsQuery(q.Get("results"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	out := wire.StepList{Steps: make([]wire.Step, 0, min(len(steps), limit)), Count: tot.Steps, Bytes: tot.Bytes}
-	for i, st := range steps {
-		if i == limit {
-			out.NextCursor = nextCursor(steps[i-1].Key)
-			break
+	var (
+		steps []*store.Step
+		more  bool
+		tot   store.JournalTotals
+	)
+	if results {
+		steps, more, tot, err = s.state.StepsWithResults(r.PathValue("id"), after, limit, wire.MaxStepPageResultBytes)
+	} else {
+		steps, tot, err = s.state.Steps(r.PathValue("id"), after, limit+1)
+		if more = len(steps) > limit; more {
+			steps = steps[:limit]
 		}
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	out := wire.StepList{Steps: make([]wire.Step, 0, len(steps)), Count: tot.Steps, Bytes: tot.Bytes}
+	for _, st := range steps {
 		out.Steps = append(out.Steps, stepWire(st))
 	}
+	if more && len(steps) > 0 {
+		out.NextCursor = nextCursor(steps[len(steps)-1].Key)
+	}
 	writeJSON(w, http.StatusOK, out)
+}
+
+// resultsQuery reads GET /jobs/{id}/steps?results=: "1" or "true" lists
+// the results, "", "0" or "false" does not.
+func resultsQuery(v string) (bool, error) {
+	switch v {
+	case "", "0", "false":
+		return false, nil
+	case "1", "true":
+		return true, nil
+	}
+	return false, invalid("results", "must be 1 or 0 (true or false), got %q", v)
 }
 
 // handleGetStep answers one recorded step with its result.

@@ -134,6 +134,74 @@ func TestSteps(t *testing.T) {
 			t.Fatalf("second page: %d steps from %+v, next %q", len(rest.Steps), rest.Steps, rest.NextCursor)
 		}
 	})
+
+	t.Run("AListingWithResultsIsPagedByBytes", func(t *testing.T) {
+		e, j := running(t)
+		// 30 steps of 200 KiB results: a page of results holds 20 (4,000
+		// KiB of the 4 MiB bound), whatever the limit asked.
+		n, size := 30, 200<<10
+		result := func(i int) string { return `"` + strings.Repeat(string(rune('a'+i%26)), size-2) + `"` }
+		for i := range n {
+			put(e, j, fmt.Sprintf("s%03d", i), fmt.Sprintf(`{"lease":%d,"result":%s}`, j.Lease, result(i)), http.StatusCreated)
+		}
+		put(e, j, "t", fmt.Sprintf(`{"lease":%d}`, j.Lease), http.StatusCreated) // a null result
+		var got []wire.Step
+		pages, cursor := 0, ""
+		for {
+			var page wire.StepList
+			if code, werr := e.do(http.MethodGet, "/jobs/"+j.ID+"/steps?results=1&limit=1000&cursor="+cursor, nil, &page); code != http.StatusOK {
+				t.Fatalf("page %d: %d %+v", pages, code, werr)
+			}
+			pages++
+			bytes := 0
+			for _, st := range page.Steps {
+				bytes += len(st.Result)
+			}
+			if bytes > wire.MaxStepPageResultBytes || len(page.Steps) == 0 {
+				t.Fatalf("page %d: %d steps, %d bytes of results", pages, len(page.Steps), bytes)
+			}
+			got = append(got, page.Steps...)
+			if cursor = page.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if pages != 2 || len(got) != n+1 {
+			t.Fatalf("%d pages, %d steps; want 2 pages, %d steps", pages, len(got), n+1)
+		}
+		for i, st := range got[:n] {
+			if st.Key != fmt.Sprintf("s%03d", i) || string(st.Result) != result(i) || st.Size != size {
+				t.Fatalf("step %d: key %s, %d bytes of result (size %d)", i, st.Key, len(st.Result), st.Size)
+			}
+		}
+		if got[n].Key != "t" || got[n].Result != nil {
+			t.Fatalf("last step %+v", got[n])
+		}
+		// Without ?results, the same listing carries none.
+		var plain wire.StepList
+		e.do(http.MethodGet, "/jobs/"+j.ID+"/steps?limit=1000", nil, &plain)
+		if len(plain.Steps) != n+1 || plain.Steps[0].Result != nil || plain.NextCursor != "" {
+			t.Fatalf("listing without results: %d steps, first %d bytes, next %q", len(plain.Steps), len(plain.Steps[0].Result), plain.NextCursor)
+		}
+		// A page of one step: the bound by count still holds.
+		var one wire.StepList
+		e.do(http.MethodGet, "/jobs/"+j.ID+"/steps?results=true&limit=1", nil, &one)
+		if len(one.Steps) != 1 || string(one.Steps[0].Result) != result(0) || one.NextCursor == "" {
+			t.Fatalf("page of one: %d steps, next %q", len(one.Steps), one.NextCursor)
+		}
+	})
+
+	t.Run("ABadResultsValueIsRefusedNamingIt", func(t *testing.T) {
+		e, j := running(t)
+		for _, v := range []string{"yes", "2", "TRUE"} {
+			code, werr := e.do(http.MethodGet, "/jobs/"+j.ID+"/steps?results="+v, nil, nil)
+			if code != http.StatusBadRequest || !strings.Contains(werr.Error, "results") {
+				t.Fatalf("results=%s: %d %+v", v, code, werr)
+			}
+		}
+		if code, _ := e.do(http.MethodGet, "/jobs/nosuch/steps?results=1", nil, nil); code != http.StatusNotFound {
+			t.Fatalf("results of an unknown job: %d", code)
+		}
+	})
 }
 
 // httptestDo sends a request and decodes its body as a 409 step_recorded.

@@ -192,6 +192,24 @@ func (f *FSM) Steps(jobID, after string, limit int) ([]*store.Step, store.Journa
 	return out, tot, err
 }
 
+// StepsWithResults lists steps of a job's journal after the step key
+// after, in key order, with their results (store.Tx.StepsWithin: at most
+// limit steps and maxBytes of results, at least one), whether more
+// follow, and the journal's totals, all of one read; an error matching
+// ErrNotFound when there is no such job.
+func (f *FSM) StepsWithResults(jobID, after string, limit int, maxBytes int64) (steps []*store.Step, more bool, tot store.JournalTotals, err error) {
+	err = f.view(func(tx *store.Tx) error {
+		if !tx.HasJob(jobID) {
+			return fmt.Errorf("job %s: %w", jobID, ErrNotFound)
+		}
+		tot = tx.Journal(jobID)
+		var err error
+		steps, more, err = tx.StepsWithin(jobID, after, limit, maxBytes)
+		return err
+	})
+	return steps, more, tot, err
+}
+
 // Step returns one recorded step with its result: an error matching
 // ErrNotFound when the job or the step is not there.
 func (f *FSM) Step(jobID, key string) (*store.Step, error) {

@@ -256,3 +256,21 @@ func decodeStep(key string, v []byte, results bool) (*Step, error) {
 	}
 	return s, nil
 }
+
+// StepsWithin lists the steps of jobID's journal after after, in key
+// order, with their results: at most limit steps, and no more results
+// than maxBytes in all, though always at least one step. more says a step
+// follows the last listed. One read of the caller's transaction.
+func (t *Tx) StepsWithin(jobID, after string, limit int, maxBytes int64) (steps []*Step, more bool, err error) {
+	var n int64
+	err = t.ForEachStep(jobID, after, true, func(s *Step) bool {
+		if len(steps) >= limit || (len(steps) > 0 && n+int64(s.Size) > maxBytes) {
+			more = true
+			return false
+		}
+		steps = append(steps, s)
+		n += int64(s.Size)
+		return true
+	})
+	return steps, more, err
+}

@@ -72,8 +72,10 @@ type StepRecorded struct {
 	Step  *Step  `json:"step,omitempty"`
 }
 
-// StepList is a page of GET /jobs/{id}/steps: steps in key order without
-// their results, the journal's totals, and NextCursor while more follow.
+// StepList is a page of GET /jobs/{id}/steps: steps in key order, without
+// their results unless asked for (?results=1: then a page also stops
+// before its results pass MaxStepPageResultBytes, holding at least one
+// step), the journal's totals, and NextCursor while more follow.
 type StepList struct {
 	Steps      []Step `json:"steps"`
 	Count      int    `json:"count"`
@@ -96,6 +98,10 @@ type Journal struct {
 
 // Bounds of the journals in replies.
 const (
+	// MaxStepPageResultBytes is the most result bytes a page of GET
+	// /jobs/{id}/steps?results=1 holds (at least one step: a step's result
+	// is at most 256 KiB).
+	MaxStepPageResultBytes = 4 << 20
 	// MaxClaimJournalSteps is the most steps a claimed job's journal lists.
 	MaxClaimJournalSteps = 32
 	// MaxClaimReplyJournalSteps is the most a claim reply lists in all.
