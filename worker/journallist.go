@@ -8,12 +8,21 @@ import (
 )
 
 // A claim lists at most wire.MaxClaimJournalSteps steps of a job's
-// journal. When it lists fewer than the journal holds, the attempt reads
-// the whole listing once (GET /jobs/{id}/steps, by pages, without
-// results) before its first step: a step not listed is then known to be
-// new without a read of its own, and a step recorded ok with no result
-// (size 0: its result is null) is replayed without one. Only the steps
-// with a result are read, one GET each, when the handler reaches them.
+// journal, without results. When it lists fewer than the journal holds,
+// the attempt reads the whole listing once, with results (GET
+// /jobs/{id}/steps?results=1, by pages of at most 1,000 steps and
+// wire.MaxStepPageResultBytes of results), before its first step: a step
+// not listed is then known to be new, and a step listed with its outcome
+// is replayed, without a read of its own. The attempt holds those
+// results until it ends: at most the journal's bound, fsm.MaxJournalBytes
+// (16 MiB, keys included), which one attempt may hold; and it reads them
+// once, where a GET per step was one round trip per replayed step (a
+// resume over 10,000 steps with results took seconds).
+//
+// A step the claim listed whole (its journal not truncated) comes without
+// its result: one with a result is read, one GET, when the handler
+// reaches it. A waiting step (a wait or invoke the job parked on) is read
+// again too: its outcome may have come since the listing.
 
 // journalPage is the steps asked for per page of the listing: the
 // server's largest page (api.MaxPageLimit).
@@ -23,8 +32,9 @@ const journalPage = 1000
 // at most 10,000 steps per job, so a server that sends more is refused.
 const maxJournalPages = 100
 
-// readListing reads the whole listing of the journal once, when the
-// claim's was truncated, and from then on the journal knows every step.
+// readListing reads the whole listing of the journal, with results, once,
+// when the claim's was truncated; from then on the journal knows every
+// step and the outcome of each one recorded.
 func (j *journal) readListing(ctx context.Context) error {
 	j.mu.Lock()
 	complete := j.complete
@@ -35,7 +45,7 @@ func (j *journal) readListing(ctx context.Context) error {
 	var steps []wire.Step
 	cursor := ""
 	for range maxJournalPages {
-		page, err := j.client.Steps(ctx, j.jobID, cursor, journalPage)
+		page, err := j.client.StepsWithResults(ctx, j.jobID, cursor, journalPage)
 		if err != nil {
 			return fmt.Errorf("read the journal: %w", err)
 		}
@@ -47,22 +57,26 @@ func (j *journal) readListing(ctx context.Context) error {
 				j.recorded[st.Key] = st.Status
 				j.listed[st.Key] = st
 			}
-			j.complete = true
+			j.complete, j.withResults = true, true
 			return nil
 		}
 	}
 	return fmt.Errorf("read the journal: more than %d pages", maxJournalPages)
 }
 
-// listedNull is the listed step key when the listing says all there is
-// to know of it: recorded ok with no result. nil: not listed, or its
-// result must be read.
-func (j *journal) listedNull(key string) *wire.Step {
+// listedStep is the listed step key when the listing says all there is
+// to know of it: read with its result (readListing), or recorded ok with
+// no result (size 0: its result is null), and not waiting. nil: not
+// listed, or it must be read.
+func (j *journal) listedStep(key string) *wire.Step {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	st, ok := j.listed[key]
-	if !ok || st.Status != wire.StepOK || st.Size != 0 {
+	switch {
+	case !ok || st.Status == wire.StepWaiting:
 		return nil
+	case j.withResults || (st.Status == wire.StepOK && st.Size == 0):
+		return &st
 	}
-	return &st
+	return nil
 }

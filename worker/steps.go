@@ -58,7 +58,9 @@ type journal struct {
 	seen     map[string]int       // occurrences of each name this attempt
 	recorded map[string]string    // key -> status, of the claim's listing
 	complete bool                 // recorded is all of the journal
-	listed   map[string]wire.Step // key -> step without result, as listed (journallist.go)
+	listed   map[string]wire.Step // key -> step as listed, without result unless withResults (journallist.go)
+	// withResults: listed holds every step with its result (journallist.go).
+	withResults bool
 }
 
 // newJournal is the journal of a claimed job as its claim reply gave it.
@@ -107,7 +109,7 @@ func (j *journal) lookup(ctx context.Context, name string) (key string, rec *wir
 	if !maybe {
 		return key, nil, nil
 	}
-	if st := j.listedNull(key); st != nil {
+	if st := j.listedStep(key); st != nil {
 		return key, st, nil
 	}
 	st, err := j.client.Step(ctx, j.jobID, key)

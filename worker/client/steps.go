@@ -54,6 +54,18 @@ func (c *Client) Step(ctx context.Context, jobID, key string) (*wire.Step, error
 // step key order, without results, from cursor on (a NextCursor; "" from
 // the first); limit caps the page (0: the server's default of 100).
 func (c *Client) Steps(ctx context.Context, jobID, cursor string, limit int) (*wire.StepList, error) {
+	return c.steps(ctx, jobID, cursor, limit, false)
+}
+
+// StepsWithResults is Steps with each step's result (GET
+// /jobs/{id}/steps?results=1): the server also ends a page before its
+// results pass wire.MaxStepPageResultBytes (at least one step), so a
+// page may hold fewer than limit steps with more to follow.
+func (c *Client) StepsWithResults(ctx context.Context, jobID, cursor string, limit int) (*wire.StepList, error) {
+	return c.steps(ctx, jobID, cursor, limit, true)
+}
+
+func (c *Client) steps(ctx context.Context, jobID, cursor string, limit int, results bool) (*wire.StepList, error) {
 	if jobID == "" {
 		return nil, fmt.Errorf("steps: %w", ErrEmptyID)
 	}
@@ -63,6 +75,9 @@ func (c *Client) Steps(ctx context.Context, jobID, cursor string, limit int) (*w
 	}
 	if limit > 0 {
 		q.Set("limit", strconv.Itoa(limit))
+	}
+	if results {
+		q.Set("results", "1")
 	}
 	var out wire.StepList
 	if _, err := c.do(ctx, call{method: http.MethodGet, path: jobPath(jobID, "steps"), query: q, out: &out, idempotent: true}); err != nil {
