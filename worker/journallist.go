@@ -75,8 +75,8 @@ func (j *journal) listedStep(key string) *wire.Step {
 	switch {
 	case !ok || st.Status == wire.StepWaiting:
 		return nil
-	case j.withResults || (st.Status == wire.StepOK && st.Size == 0):
-		return &st
+	case st.Size == 0 && st.Status == wire.StepOK, j.withResults && (st.Size == 0 || st.Result != nil):
+		return &st // (a listing from a server that ignored ?results has none: read each step)
 	}
 	return nil
 }

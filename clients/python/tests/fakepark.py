@@ -17,6 +17,8 @@ import urllib.parse
 from typing import Any, Dict, List, Optional, Tuple
 
 FINAL = ("ok", "failed", "timeout")
+CLAIM_JOURNAL_STEPS = 32  # the most steps a claim lists of a job's journal (wire.MaxClaimJournalSteps)
+PAGE_RESULT_BYTES = 4 << 20  # the most result bytes of a page of the listing with results
 
 
 def _now_rfc3339(t: float) -> str:
@@ -56,9 +58,10 @@ class FakePark:
             def _serve(self, method: str) -> None:
                 n = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(n)) if n else None
-                path = urllib.parse.urlsplit(self.path).path
+                url = urllib.parse.urlsplit(self.path)
+                path = url.path
                 try:
-                    status, reply = fake.route(method, path, body)
+                    status, reply = fake.route(method, path, body, urllib.parse.parse_qs(url.query))
                 except _Reject as e:
                     status, reply = e.status, dict(e.extra, error=e.msg, code=e.code)
                 data = json.dumps(reply).encode()
@@ -102,7 +105,8 @@ class FakePark:
 
     # ---- routing
 
-    def route(self, method: str, path: str, body: Any) -> Tuple[int, Any]:
+    def route(self, method: str, path: str, body: Any,
+              query: Optional[Dict[str, List[str]]] = None) -> Tuple[int, Any]:
         parts = [urllib.parse.unquote(p) for p in path.strip("/").split("/")]
         with self.lock:
             self.requests.append((method, path))
@@ -137,6 +141,8 @@ class FakePark:
                 return 200, self._public(job)
             if method == "POST" and len(rest) == 2 and rest[0] == "signals":
                 return 202, self._signal(job, rest[1], (body or {}).get("payload"))
+            if method == "GET" and rest == ["steps"]:
+                return 200, self._list_steps(job, {k: v[-1] for k, v in (query or {}).items()})
             if len(rest) >= 2 and rest[0] == "steps":
                 return self._step_route(method, job, rest[1], rest[2:], body or {})
         raise _Reject(404, "not_found", f"no route: {method} {path}")
@@ -184,8 +190,34 @@ class FakePark:
         d = self._public(j)
         steps = [{k: v for k, v in s.items() if k != "result"} for _, s in sorted(j["steps"].items())]
         if steps:
-            d["journal"] = {"count": len(steps), "bytes": 0, "steps": steps}
+            d["journal"] = {"count": len(steps), "bytes": 0, "steps": steps[:CLAIM_JOURNAL_STEPS]}
+            if len(steps) > CLAIM_JOURNAL_STEPS:
+                d["journal"]["truncated"] = True
         return d
+
+    def _list_steps(self, job: Dict[str, Any], q: Dict[str, str]) -> Dict[str, Any]:
+        """GET /jobs/{id}/steps: a page in key order after the cursor (here
+        the last key itself), with results when results=1, bounded by
+        limit (default 100) and, with results, by PAGE_RESULT_BYTES."""
+        results = q.get("results", "")
+        if results not in ("", "0", "false", "1", "true"):
+            raise _Reject(400, "invalid", f"results: must be 1 or 0, got {results!r}")
+        with_results = results in ("1", "true")
+        limit, after = int(q.get("limit", "100")), q.get("cursor", "")
+        page: List[Dict[str, Any]] = []
+        size, more = 0, False
+        for key, st in sorted(job["steps"].items()):
+            if key <= after:
+                continue
+            if len(page) >= limit or with_results and page and size + st["size"] > PAGE_RESULT_BYTES:
+                more = True
+                break
+            page.append(st if with_results else {k: v for k, v in st.items() if k != "result"})
+            size += st["size"]
+        out: Dict[str, Any] = {"steps": page, "count": len(job["steps"]), "bytes": 0}
+        if more:
+            out["next_cursor"] = page[-1]["key"]
+        return out
 
     def _public(self, j: Dict[str, Any]) -> Dict[str, Any]:
         d = {k: j[k] for k in ("id", "type", "command", "env", "payload", "status", "lease", "attempts",

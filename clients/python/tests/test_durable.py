@@ -272,6 +272,34 @@ class DurableOnFakeTest(_Scenarios, unittest.TestCase):
         self.assertEqual(reports, [(done.id, 2, "done")], "one report, of the second attempt only")
         self.assertEqual(done.attempts, 1, "the parked attempt was not charged")
 
+    def test_a_resume_over_a_truncated_journal_reads_its_listing_once(self) -> None:
+        # 100 steps (more than a claim lists), the odd ones with a result
+        # of 100 KiB: the second attempt reads the listing with results in
+        # two pages (4 MiB of results a page), no step of its own, and
+        # replays each step's result.
+        n, big = 100, "x" * (100 << 10)
+        w = self.worker(self.queue)
+        replays: List[Any] = []
+
+        @w.handle("py.long")
+        def handler(job: JobContext) -> str:
+            got = [job.step(f"s{i:03d}", lambda i=i: self.ran(f"s{i:03d}", f"{i}{big}" if i % 2 else None))
+                   for i in range(n)]
+            if job.attempt == 1:
+                raise RuntimeError("crash after the long journal")
+            replays.extend(got)
+            return "done"
+
+        self.serve(w)
+        job_id = self.submit("py.long")
+        done = self.finished(job_id)
+        self.assertEqual((done.status, done.result, done.attempts), ("done", "done", 2))
+        self.assertEqual(replays, [f"{i}{big}" if i % 2 else None for i in range(n)])
+        self.assertEqual(set(self.runs.values()), {1}, "no step ran twice")
+        with self.fake.lock:
+            reqs = [(m, p) for m, p in self.fake.requests if m == "GET" and p.startswith(f"/jobs/{job_id}/steps")]
+        self.assertEqual(reqs, [("GET", f"/jobs/{job_id}/steps")] * 2, "two pages of the listing, no GET per step")
+
     def test_a_parking_call_whose_reply_was_lost_is_sent_again(self) -> None:
         w = self.worker(self.queue)
         with self.fake.lock:

@@ -1154,12 +1154,15 @@ class Client:
         _, reply = self.request("GET", _step_path(job_id, key))
         return dict(reply or {})
 
-    def steps(self, job_id: str, cursor: str = "", *, limit: Optional[int] = None) -> Tuple[List[Dict[str, Any]], str]:
+    def steps(self, job_id: str, cursor: str = "", *, limit: Optional[int] = None,
+              results: bool = False) -> Tuple[List[Dict[str, Any]], str]:
         """Returns one page of a job's journal (GET /jobs/{id}/steps) in key
-        order, without results, and the cursor of the next page ("" after
-        the last)."""
+        order, without results (with results=True, each step with its
+        result: the server then also ends a page before 4 MiB of results,
+        at least one step), and the cursor of the next page ("" after the
+        last)."""
         _, reply = self.request("GET", f"/jobs/{urllib.parse.quote(job_id, safe='')}/steps",
-                                query={"cursor": cursor or None, "limit": limit})
+                                query={"cursor": cursor or None, "limit": limit, "results": 1 if results else None})
         return list(reply.get("steps") or []), reply.get("next_cursor", "")
 
     def sleep_step(self, job_id: str, key: str, lease: int, *, duration: Optional[Duration] = None,

@@ -33,6 +33,13 @@ MAX_STEP_RESULT_BYTES = 256 << 10
 # Statuses of a step that has its outcome; "waiting" is a parked one's.
 FINAL = ("ok", "failed", "timeout")
 
+# The listing of a truncated journal is read with results in pages of this
+# many steps (the server's largest page; it also ends a page at 4 MiB of
+# results), at most JOURNAL_PAGES of them: a journal holds at most 10,000
+# steps and 16 MiB.
+JOURNAL_PAGE = 1000
+JOURNAL_PAGES = 100
+
 # The delay between two tries of a step given attempts and no backoff:
 # 1s, 2s, 4s... up to a minute, as the Go SDK's StepWith.
 DEFAULT_STEP_BACKOFF = Backoff(base=1.0, max=60.0)
@@ -142,6 +149,8 @@ class Journal:
         listing = job.raw.get("journal") or {}
         self._listed: Dict[str, Dict[str, Any]] = {s.get("key"): s for s in listing.get("steps") or []}
         self._complete = not listing.get("truncated") and len(self._listed) == int(listing.get("count", 0))
+        self._with_results = False  # _listed holds each step with its result (_read_listing)
+        self._listing_lock = threading.Lock()
         self._lock = threading.Lock()
         self._seen: Dict[str, int] = {}
         self._calls = 0
@@ -168,13 +177,53 @@ class Journal:
             self._seen[name] = n
         return name if n == 1 else f"{name}#{n}"
 
+    def _read_listing(self) -> None:
+        """Reads the whole listing of the journal with results once, when
+        the claim's was truncated (GET /jobs/{id}/steps?results=1, by
+        pages): from then on a step not listed is new and a step listed
+        with its outcome is replayed, without a request of its own, where
+        a GET per step made a resume over 10,000 steps take seconds. The
+        attempt holds those results until it ends: at most the journal's
+        bound, 16 MiB (max_journal_bytes)."""
+        with self._listing_lock:
+            if self._complete:
+                return
+            listed: Dict[str, Dict[str, Any]] = {}
+            cursor = ""
+            for _ in range(JOURNAL_PAGES):
+                page, cursor = self._client.steps(self._job.id, cursor, limit=JOURNAL_PAGE, results=True)
+                listed.update((s.get("key"), s) for s in page)
+                if not cursor:
+                    with self._lock:
+                        self._listed, self._with_results, self._complete = listed, True, True
+                    return
+            raise WorkronError(0, "", f"job {self._job.id}: its journal's listing is more than {JOURNAL_PAGES} pages")
+
+    def _listed_outcome(self, key: str) -> Optional[Dict[str, Any]]:
+        """The step key as the listing read with results has it, when it
+        has its outcome; None: not listed, or it must be asked for (a
+        waiting step, or a listing without results)."""
+        if not self._with_results:
+            return None
+        listed = self._listed.get(key)
+        if listed is None or listed.get("status") not in FINAL:
+            return None
+        if listed.get("size") and "result" not in listed:
+            return None  # a server that ignored ?results: read the step
+        return listed
+
     def lookup(self, name: str) -> Tuple[str, Optional[Dict[str, Any]]]:
         """The key of name's next occurrence and its recorded step with its
-        result (None: not recorded). A key the claim did not list, of a
-        journal the claim listed whole, costs no request."""
+        result (None: not recorded). A key not listed, of a journal listed
+        whole, costs no request; nor does a step of a listing read with
+        results (a claim's that was truncated, _read_listing)."""
         key = self.next_key(name)
+        self._read_listing()
         if key not in self._listed and self._complete:
             return key, None
+        rec = self._listed_outcome(key)
+        if rec is not None:
+            return key, rec
         try:
             return key, self._client.step(self._job.id, key)
         except WorkronError as e:
@@ -183,9 +232,13 @@ class Journal:
         return key, None
 
     def _final(self, key: str) -> Optional[Dict[str, Any]]:
-        """The step key when the claim listed it with its outcome, read with
-        its result; None when it must be asked for (parking again if it is
-        not complete)."""
+        """The step key when the journal's listing has it with its outcome,
+        read with its result; None when it must be asked for (parking again
+        if it is not complete)."""
+        self._read_listing()
+        rec = self._listed_outcome(key)
+        if rec is not None:
+            return rec
         listed = self._listed.get(key)
         if listed is None or listed.get("status") not in FINAL:
             return None
@@ -243,6 +296,7 @@ class Journal:
         """JobContext.sleep and sleep_until: the sleep's step once its time
         has passed; Parked before."""
         key = self.next_key(name)
+        self._read_listing()
         listed = self._listed.get(key)
         if listed is not None and listed.get("status") in FINAL:
             return listed  # recorded when it parked: the time has come
