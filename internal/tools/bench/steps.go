@@ -344,7 +344,7 @@ var errResumeAgain = errors.New("bench: resume again")
 // times, so that the next attempt resumes the same journal; the last time
 // it is recorded and the job ends done. Twice: with steps whose result is
 // null (the journal's listing says so: no result to read) and with a
-// small result each (to be read back, one GET per step).
+// small result each (read back with the listing, ?results=1).
 func (b *bencher) stepResume(ctx context.Context) ([]Figure, error) {
 	leader, followers, err := b.roles(ctx)
 	if err != nil {
