@@ -28,6 +28,9 @@ const (
 	adminToken  = "python-test-admin-token-0001"
 	clientToken = "python-test-client-token-0001"
 	workerToken = "python-test-worker-token-0001"
+	// durableToken holds client and worker: a durable job's invoke
+	// submits its child, which needs the client role too.
+	durableToken = "python-test-durable-token-001"
 )
 
 // leaseTTL is short so a killed worker's job runs elsewhere soon.
@@ -62,6 +65,7 @@ func TestPythonClient(t *testing.T) {
 		"WORKRON_TEST_ADMIN_TOKEN="+adminToken,
 		"WORKRON_TEST_CLIENT_TOKEN="+clientToken,
 		"WORKRON_TEST_WORKER_TOKEN="+workerToken,
+		"WORKRON_TEST_DURABLE_TOKEN="+durableToken,
 		"WORKRON_TEST_LEASE_TTL="+leaseTTL,
 		"WORKRON_TEST_LONG_LEASE_URL="+longURL,
 		"WORKRON_TEST_BIN="+bin, // `workron step` in shell jobs (tests/test_stepsocket.py)
@@ -86,7 +90,7 @@ func startNode(t *testing.T, bin string, ca *testcert.CA, dir, ttl string) (url,
 	}
 	certFile, keyFile, caFile := ca.Files(t, dir, ca.Issue(t, "node"), "node")
 	tokens := filepath.Join(dir, "tokens")
-	body := fmt.Sprintf("admin %s admin\nclient %s python-client\nworker %s python-worker\n", adminToken, clientToken, workerToken)
+	body := fmt.Sprintf("admin %s admin\nclient %s python-client\nworker %s python-worker\nclient,worker %s python-durable\n", adminToken, clientToken, workerToken, durableToken)
 	if err := os.WriteFile(tokens, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -19,6 +19,8 @@ CA = os.environ.get("WORKRON_TEST_CA") or None
 ADMIN = os.environ.get("WORKRON_TEST_ADMIN_TOKEN") or None
 CLIENT = os.environ.get("WORKRON_TEST_CLIENT_TOKEN") or None
 WORKER = os.environ.get("WORKRON_TEST_WORKER_TOKEN") or None
+# A token of client and worker: a durable job's invoke submits a job.
+DURABLE = os.environ.get("WORKRON_TEST_DURABLE_TOKEN") or None
 LEASE_TTL = float(os.environ.get("WORKRON_TEST_LEASE_TTL", "2s").rstrip("s"))
 
 
@@ -62,7 +64,8 @@ class RunningWorker:
 def new_worker(queue: str, **kw) -> Worker:
     kw.setdefault("poll_wait", 2.0)
     kw.setdefault("grace", 5.0)
-    return Worker(URL, queues=[queue], token=WORKER, tls_ca=CA, id=unique("pyw"), **kw)
+    kw.setdefault("token", WORKER)
+    return Worker(URL, queues=[queue], tls_ca=CA, id=unique("pyw"), **kw)
 
 
 def statuses(jobs: List) -> List[str]:

@@ -10,7 +10,7 @@ from collections import Counter
 from typing import Any, Dict, List, Optional
 
 from tests.fakepark import FakePark
-from tests.helpers import RunningWorker, client, eventually, needs_node, new_worker, unique
+from tests.helpers import DURABLE, RunningWorker, client, eventually, needs_node, new_worker, unique
 from workron import (ChildFailed, Client, JobContext, Parked, StepFailed, StepLimitExceeded, StepTimeout, Worker,
                      WorkronError)
 from workron.client import Job
@@ -348,7 +348,8 @@ class DurableOnNodeTest(_Scenarios, unittest.TestCase):
         return client()
 
     def worker(self, queue: str, **kw: Any) -> Worker:
-        return new_worker(queue, **kw)
+        # client and worker: an invoke submits its child job
+        return new_worker(queue, token=DURABLE, **kw)
 
 
 class _NoRequests:
