@@ -91,11 +91,19 @@ type benchWorker struct {
 	// piggyback sends each done report with the next claim instead of on
 	// its own (one round trip per job).
 	piggyback bool
+	// longPollReports claims as the Go worker (worker.Worker) does: the
+	// done reports ride on the next claim, which then does not wait; a
+	// claim with nothing to report long-polls (wait).
+	longPollReports bool
 }
 
 func (w *benchWorker) run(ctx context.Context) {
 	if w.piggyback {
 		w.runPiggyback(ctx)
+		return
+	}
+	if w.longPollReports {
+		w.runLongPollReports(ctx)
 		return
 	}
 	// Numbered like the Go worker's claims (worker.Worker), so that a
@@ -159,6 +167,46 @@ func (w *benchWorker) runPiggyback(ctx context.Context) {
 		}
 		if len(pending) == 0 {
 			sleepCtx(ctx, 5*time.Millisecond) // the queue is empty: poll gently
+		}
+	}
+	if len(pending) > 0 {
+		w.reportBatch(context.WithoutCancel(ctx), pending)
+	}
+}
+
+// runLongPollReports claims up to max jobs at a time by the Go worker's
+// rule: a claim carries the done reports of the jobs before it and then
+// does not wait, so a worker with work left reports and claims in one round
+// trip (one log entry when a job is ready); a claim with nothing to report
+// long-polls, so a job submitted meanwhile is handed to it.
+func (w *benchWorker) runLongPollReports(ctx context.Context) {
+	var pending []jobRef
+	req := wire.ClaimRequest{WorkerID: w.id, Queues: []string{w.queue}, Max: w.max}
+	for ctx.Err() == nil {
+		req.ClaimSeq++
+		req.Reports, req.Wait = nil, w.wait
+		if len(pending) > 0 {
+			req.Reports, req.Wait = doneReports(pending), "0s"
+		}
+		var reply struct {
+			Jobs    []jobRef                 `json:"jobs"`
+			Reports []wire.BatchReportResult `json:"reports"`
+		}
+		st, err := w.b.do(ctx, http.MethodPost, w.base+"/jobs/claim", mustJSON(req), &reply, w.errs)
+		at := time.Now()
+		if classify(st, err) != outOK || len(reply.Reports) != len(pending) {
+			if ctx.Err() != nil {
+				break
+			}
+			w.errs.Add(1)
+			w.b.noteError("claim", st, err)
+			sleepCtx(ctx, 20*time.Millisecond)
+			continue // a repeated report for the same lease is answered like the first
+		}
+		pending = w.settle(pending, reply.Reports)
+		for _, j := range reply.Jobs {
+			w.t.claimed(j.ID, j.Attempts, j.Lease, at)
+			pending = append(pending, j)
 		}
 	}
 	if len(pending) > 0 {
@@ -250,6 +298,15 @@ func (w *benchWorker) report(ctx context.Context, id string, lease uint64) {
 	}
 }
 
+// latencyWorker is the i-th worker of the latency scenario: one slot,
+// claiming by the Go worker's rule (runLongPollReports), so that between
+// two jobs it makes the one round trip `workron worker` makes, not a
+// claim and a separate done.
+func (b *bencher) latencyWorker(leader, queue string, i int, t *tracker, errs *atomic.Int64, onDone func()) *benchWorker {
+	return &benchWorker{b: b, base: leader, id: fmt.Sprintf("bench-%s-lw%d", b.runID, i), queue: queue,
+		max: 1, wait: "30s", t: t, errs: errs, onDone: onDone, longPollReports: true}
+}
+
 // latency submits at --rate for --duration while benchLatencyWorkers
 // long-polling workers claim and report done; it measures each job's time
 // from the start of its submit request to the arrival of its claim reply.
@@ -267,8 +324,7 @@ func (b *bencher) latency(ctx context.Context) ([]Figure, error) {
 	defer cancel()
 	var workers sync.WaitGroup
 	for i := range benchLatencyWorkers {
-		w := benchWorker{b: b, base: leader, id: fmt.Sprintf("bench-%s-lw%d", b.runID, i), queue: queue,
-			max: 1, wait: "30s", t: t, errs: &errs, onDone: func() { done.Add(1) }}
+		w := b.latencyWorker(leader, queue, i, t, &errs, func() { done.Add(1) })
 		workers.Go(func() { w.run(workCtx) })
 	}
 	ph := b.startPhase(ctx, name, leader)
