@@ -70,10 +70,17 @@ func TestLatencyWorkerReportsOnItsNextClaim(t *testing.T) {
 	var errs, done atomic.Int64
 	w := b.latencyWorker(srv.URL, "q", 0, tr, &errs, func() { done.Add(1) })
 	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel() // before srv.Close: ends a long-poll the worker has open
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); w.run(ctx) }()
-	if err := poll.True(t.Context(), 10*time.Second, time.Millisecond, func() bool { return done.Load() == 3 }); err != nil {
-		t.Fatalf("%d of 3 jobs reported done: %v", done.Load(), err)
+	// Done once the three are reported and the claim after them came.
+	if err := poll.True(t.Context(), 10*time.Second, time.Millisecond, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return done.Load() == 3 && len(claims) >= 5
+	}); err != nil {
+		mu.Lock()
+		t.Fatalf("%d of 3 jobs reported done, claims %q: %v", done.Load(), claims, err)
 	}
 	cancel()
 	<-stopped

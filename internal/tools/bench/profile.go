@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"math"
 	"os"
 	"runtime/metrics"
 	"runtime/pprof"
@@ -20,8 +21,9 @@ type phase struct {
 	start  time.Time
 	cpu    time.Duration
 	raft   [3]float64
-	stages map[string][2]float64
+	stages stageReading
 	allocs uint64
+	gc     gcReading
 }
 
 func (b *bencher) startPhase(ctx context.Context, name, leader string) *phase {
@@ -29,7 +31,7 @@ func (b *bencher) startPhase(ctx context.Context, name, leader string) *phase {
 	if err := b.startProfile(name); err != nil {
 		b.progress("bench: cpu profile: %v", err)
 	}
-	p.start, p.cpu, p.allocs = time.Now(), cpuTime(), heapAllocs()
+	p.start, p.cpu, p.allocs, p.gc = time.Now(), cpuTime(), heapAllocs(), readGC()
 	return p
 }
 
@@ -44,8 +46,11 @@ func (p *phase) end(ctx context.Context, t time.Time, fg *Figure) time.Duration 
 	fg.Allocs = float64(heapAllocs() - p.allocs)
 	fg.Load1 = loadAverage()
 	r := p.b.raftCounters(ctx, p.leader)
+	gc := readGC()
+	fg.GCCycles, fg.GCPauseMaxMS = float64(gc.cycles-p.gc.cycles), gcPauseMax(p.gc, gc)
 	stages := p.b.stageSums(ctx, p.leader)
 	fg.StagesMS, fg.HandedOff = stageMeans(p.stages, stages), handedOffDuring(p.stages, stages)
+	fg.StagesP99MS = stageP99s(p.stages, stages)
 	fg.Entries, fg.Elections = r[0]-p.raft[0], r[2]-p.raft[2]
 	if fg.Entries > 0 {
 		fg.CmdsPerEntry = (r[1] - p.raft[1]) / fg.Entries
@@ -71,6 +76,44 @@ func heapAllocs() uint64 {
 	s := []metrics.Sample{{Name: "/gc/heap/allocs:objects"}}
 	metrics.Read(s)
 	return s[0].Value.Uint64()
+}
+
+// gcReading is this process's collections and its histogram of their
+// stop-the-world pauses, as runtime/metrics counts them.
+type gcReading struct {
+	cycles uint64
+	pauses *metrics.Float64Histogram
+}
+
+func readGC() gcReading {
+	s := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}, {Name: "/sched/pauses/total/gc:seconds"}}
+	metrics.Read(s)
+	r := gcReading{}
+	if s[0].Value.Kind() == metrics.KindUint64 {
+		r.cycles = s[0].Value.Uint64()
+	}
+	if s[1].Value.Kind() == metrics.KindFloat64Histogram {
+		r.pauses = s[1].Value.Float64Histogram()
+	}
+	return r
+}
+
+// gcPauseMax is the upper bound (ms) of the highest pause bucket that
+// grew between two readings; 0 when none did.
+func gcPauseMax(before, after gcReading) float64 {
+	if before.pauses == nil || after.pauses == nil || len(before.pauses.Counts) != len(after.pauses.Counts) {
+		return 0
+	}
+	for i := len(after.pauses.Counts) - 1; i >= 0; i-- {
+		if after.pauses.Counts[i] > before.pauses.Counts[i] {
+			bound := after.pauses.Buckets[i+1]
+			if math.IsInf(bound, 1) {
+				bound = after.pauses.Buckets[i] // the top bucket: its lower bound
+			}
+			return math.Round(bound*1e6) / 1e3
+		}
+	}
+	return 0
 }
 
 // loadAverage is the host's one-minute load average (0 where unknown): a

@@ -145,9 +145,19 @@ type Figure struct {
 	// HandedOff is the jobs the leader leased to a waiting worker in the
 	// entry that submitted them during the phase.
 	HandedOff float64 `json:"handed_off,omitempty"`
-	Correct   bool    `json:"correct"`
-	Problems  string  `json:"problems,omitempty"`
-	Note      string  `json:"note,omitempty"`
+	// StagesP99MS is the 99th percentile of each stage during the phase,
+	// as the upper bound of the histogram bucket that holds it (ms; -1:
+	// over the top bound, 1 s).
+	StagesP99MS map[string]float64 `json:"stages_p99_ms,omitempty"`
+	// GCCycles and GCPauseMaxMS are this process's collections during the
+	// phase and its longest stop-the-world pause for them (the upper
+	// bound of runtime/metrics' bucket, ms): with an in-process cluster,
+	// the nodes' collections.
+	GCCycles     float64 `json:"gc_cycles,omitempty"`
+	GCPauseMaxMS float64 `json:"gc_pause_max_ms,omitempty"`
+	Correct      bool    `json:"correct"`
+	Problems     string  `json:"problems,omitempty"`
+	Note         string  `json:"note,omitempty"`
 }
 
 // check records the correctness problems found for the figure.
