@@ -50,7 +50,7 @@ func (p *phase) end(ctx context.Context, t time.Time, fg *Figure) time.Duration 
 	fg.GCCycles, fg.GCPauseMaxMS = float64(gc.cycles-p.gc.cycles), gcPauseMax(p.gc, gc)
 	stages := p.b.stageSums(ctx, p.leader)
 	fg.StagesMS, fg.HandedOff = stageMeans(p.stages, stages), handedOffDuring(p.stages, stages)
-	fg.StagesP99MS = stageP99s(p.stages, stages)
+	fg.StagesP99MS, fg.StagesMaxMS = stageTails(p.stages, stages)
 	fg.Entries, fg.Elections = r[0]-p.raft[0], r[2]-p.raft[2]
 	if fg.Entries > 0 {
 		fg.CmdsPerEntry = (r[1] - p.raft[1]) / fg.Entries

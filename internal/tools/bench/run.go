@@ -149,6 +149,9 @@ type Figure struct {
 	// as the upper bound of the histogram bucket that holds it (ms; -1:
 	// over the top bound, 1 s).
 	StagesP99MS map[string]float64 `json:"stages_p99_ms,omitempty"`
+	// StagesMaxMS is the longest of each stage during the phase, as the
+	// upper bound of its bucket (ms; -1 as above).
+	StagesMaxMS map[string]float64 `json:"stages_max_ms,omitempty"`
 	// GCCycles and GCPauseMaxMS are this process's collections during the
 	// phase and its longest stop-the-world pause for them (the upper
 	// bound of runtime/metrics' bucket, ms): with an in-process cluster,

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -77,19 +78,20 @@ func stageMeans(before, after stageReading) map[string]float64 {
 	return out
 }
 
-// stageP99s is each stage's 99th percentile between two readings: the
-// upper bound (ms) of the first bucket that holds 99 % of the entries
-// observed meanwhile; -1 when that is the top bucket (over 1 s).
-func stageP99s(before, after stageReading) map[string]float64 {
-	out := make(map[string]float64)
+// stageTails is each stage's 99th percentile and maximum between two
+// readings: the upper bound (ms) of the first bucket that holds 99 % of
+// the entries observed meanwhile, and of the highest bucket that grew;
+// -1 when that is the top bucket (over 1 s: JSON has no +Inf).
+func stageTails(before, after stageReading) (p99, most map[string]float64) {
+	p99, most = make(map[string]float64), make(map[string]float64)
+	ms := func(le float64) float64 {
+		if math.IsInf(le, 1) {
+			return -1
+		}
+		return math.Round(le*1e6) / 1e3
+	}
 	for stage, a := range after.buckets {
-		bounds := slices.Sorted(func(yield func(float64) bool) {
-			for le := range a {
-				if !yield(le) {
-					return
-				}
-			}
-		})
+		bounds := slices.Sorted(maps.Keys(a))
 		if len(bounds) == 0 {
 			continue
 		}
@@ -99,18 +101,21 @@ func stageP99s(before, after stageReading) map[string]float64 {
 		}
 		for _, le := range bounds {
 			if a[le]-before.buckets[stage][le] >= 0.99*total {
-				out[stage] = -1 // over the top bound: JSON has no +Inf
-				if !math.IsInf(le, 1) {
-					out[stage] = math.Round(le*1e6) / 1e3
-				}
+				p99[stage] = ms(le)
+				break
+			}
+		}
+		for _, le := range bounds {
+			if a[le]-before.buckets[stage][le] >= total {
+				most[stage] = ms(le)
 				break
 			}
 		}
 	}
-	if len(out) == 0 {
-		return nil
+	if len(p99) == 0 {
+		return nil, nil
 	}
-	return out
+	return p99, most
 }
 
 // handedOffDuring is how many jobs the leader handed to waiting workers

@@ -7,10 +7,11 @@ import (
 	"testing"
 )
 
-// TestStageP99sReadTheBucketsOfThePhase: a stage's p99 is the bound of
+// TestStageTailsReadTheBucketsOfThePhase: a stage's p99 is the bound of
 // the first bucket holding 99 % of the entries observed between two
-// readings, not since the node started; the top bucket reads as -1.
-func TestStageP99sReadTheBucketsOfThePhase(t *testing.T) {
+// readings, not since the node started, its max the bound of the highest
+// bucket that grew; the top bucket reads as -1.
+func TestStageTailsReadTheBucketsOfThePhase(t *testing.T) {
 	inf := math.Inf(1)
 	before := stageReading{buckets: map[string]map[float64]float64{
 		"queue":     {0.001: 0, 0.01: 0, 0.1: 1000, inf: 1000}, // slow entries before the phase
@@ -21,9 +22,10 @@ func TestStageP99sReadTheBucketsOfThePhase(t *testing.T) {
 		"replicate": {0.001: 50, 0.01: 50, 0.1: 50, inf: 100},
 		"apply":     {0.001: 0, inf: 0}, // nothing during the phase
 	}}
-	want := map[string]float64{"queue": 1, "replicate": -1}
-	if got := stageP99s(before, after); !maps.Equal(got, want) {
-		t.Errorf("stageP99s = %v, want %v", got, want)
+	wantP99 := map[string]float64{"queue": 1, "replicate": -1}
+	wantMax := map[string]float64{"queue": 10, "replicate": -1}
+	if p99, most := stageTails(before, after); !maps.Equal(p99, wantP99) || !maps.Equal(most, wantMax) {
+		t.Errorf("stageTails = p99 %v, max %v; want %v, %v", p99, most, wantP99, wantMax)
 	}
 }
 
