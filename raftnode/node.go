@@ -256,6 +256,14 @@ func (n *Node) catchUpFromSnapshot() error {
 	if len(metas) == 0 || metas[0].Index <= n.fsm.Applied() {
 		return nil
 	}
+	if n.quietThrough(n.fsm.Applied(), metas[0].Index) >= metas[0].Index {
+		// Only no-ops and barriers (a leader's first entry, a leadership
+		// barrier) lie between: the state is the snapshot's already, and
+		// restoring would rewrite the whole state file for nothing.
+		n.logger.Info("state file at snapshot (only no-ops between)", "state_index", n.fsm.Applied(), "snapshot_index", metas[0].Index)
+		n.snapRestored.v.Store(metas[0].Index)
+		return nil
+	}
 	_, rc, err := n.snaps.Open(metas[0].ID)
 	if err != nil {
 		return fmt.Errorf("open snapshot %s: %w", metas[0].ID, err)

@@ -314,9 +314,16 @@ func (r *restoredIndex) newest() {
 // these, a cluster that writes nothing after an election or a restore would
 // show its state behind the commit index for good.
 func (n *Node) AppliedIndex() uint64 {
-	a := max(n.fsm.Applied(), n.snapRestored.v.Load())
-	ra := n.raft.AppliedIndex()
-	for i := 0; a < ra && i < maxSkipped; i++ {
+	return n.quietThrough(max(n.fsm.Applied(), n.snapRestored.v.Load()), n.raft.AppliedIndex())
+}
+
+// quietThrough is the highest index, from a up to to, that the state at a
+// stands at too: the entries after a that the log holds up to it never
+// reach the FSM and change nothing (no-ops, barriers). It reads at most
+// maxSkipped entries, and stops at one the FSM applies or the log no
+// longer holds.
+func (n *Node) quietThrough(a, to uint64) uint64 {
+	for i := 0; a < to && i < maxSkipped; i++ {
 		var l raft.Log
 		if err := n.logStore.GetLog(a+1, &l); err != nil || (l.Type != raft.LogNoop && l.Type != raft.LogBarrier) {
 			break // the FSM has an entry to apply yet (or the log no longer holds it)
