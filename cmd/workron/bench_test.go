@@ -61,7 +61,7 @@ func TestBenchProcesses(t *testing.T) {
 		t.Skip("starts server and worker processes and kills a leader")
 	}
 	bin := workronBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout bytes.Buffer
 	var stderr syncbuf.Buffer // the in-process nodes' loggers write to it at once
