@@ -243,7 +243,7 @@ func (c *procCluster) forceSnapshot(ctx context.Context, b *bencher, n *procclus
 		"--raft-snapshot-interval", largeSnapshotInterval, "--raft-trailing-logs", "1")
 	off, err := n.Start(args...)
 	if err == nil {
-		err = c.WaitServing(ctx, n, off, time.Minute)
+		err = c.WaitServing(ctx, n, off, 30*time.Minute)
 	}
 	if err != nil {
 		return s, fmt.Errorf("start %s to snapshot: %w", n.Name, err)
@@ -259,7 +259,7 @@ func (c *procCluster) forceSnapshot(ctx context.Context, b *bencher, n *procclus
 		return s, fmt.Errorf("%s took no snapshot (running: %v): %v\n%s", n.Name, n.Running(), err, n.Tail(10))
 	}
 	if off, err = n.Start(own...); err == nil {
-		err = c.WaitServing(ctx, n, off, time.Minute)
+		err = c.WaitServing(ctx, n, off, 30*time.Minute)
 	}
 	if err != nil {
 		return s, fmt.Errorf("start %s again: %w", n.Name, err)
@@ -340,7 +340,7 @@ func (c *procCluster) joinFigure(ctx context.Context, b *bencher, jobs int) (Fig
 	start := time.Now()
 	off, err := n.Start()
 	if err == nil {
-		err = c.WaitServing(ctx, n, off, time.Minute)
+		err = c.WaitServing(ctx, n, off, 30*time.Minute)
 	}
 	if err == nil {
 		err = c.caughtUp(ctx, b, n)
