@@ -24,23 +24,24 @@ const (
 )
 
 // largeStore measures a cluster holding many jobs: --large-nodes `workron
-// server` processes (three unless set, as failover starts them). On the
-// empty store it measures single submits, claim_done and filtered lists
-// (their own largeListJobs jobs in 4 regions); it then fills the store
+// server` processes (three unless set, as failover starts them) and,
+// beside them, an empty store's cluster of as many. It fills the store
 // with --large-jobs finished jobs (batch submits; claims of
 // benchFillClaimMax each carrying the reports of the claim before) and
-// --large-pending pending ones, measures the same again and reports each
-// against the empty-store figure; then each node's resident and
-// anonymous memory and Go heap, the data directories' size per job, how
-// long a follower holding the store takes, once SIGKILLed and once
-// stopped cleanly, from its restart to answering /health and catching up
-// with the leader's applied index; one snapshot of the full store on
-// every node, its time and bytes; and a new node joining, which the
-// leader sends that snapshot. It refuses to start, skips the join, or
+// --large-pending pending ones; measures single submits and claim_done on
+// both clusters in turns (compareStores) and filtered lists on both
+// (largeListJobs jobs of their own in 4 regions); then each node's
+// resident and anonymous memory and Go heap, the data directories' size
+// per job, how long a follower holding the store takes, once SIGKILLed
+// and once stopped cleanly, from its restart to answering /health and
+// catching up with the leader's applied index; one snapshot of the full
+// store on every node, its time and bytes; and a new node joining, which
+// the leader sends that snapshot. It refuses to start, skips the join, or
 // stops the servers rather than leave less than --large-min-free-gb free.
 //
 // Every job is checked: the retained ones claimed once and done once, the
-// pending ones never claimed, both as the leader lists and counts them.
+// pending ones never claimed, both as the leader counts them and (up to
+// largeListAll finished jobs) lists them.
 func (b *bencher) largeStore(ctx context.Context) ([]Figure, error) {
 	if err := b.checkDisk(os.TempDir()); err != nil {
 		return nil, err
