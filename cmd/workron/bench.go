@@ -39,6 +39,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.DurationVar(&c.ProcRaftTimeout, "proc-raft-timeout", 500*time.Millisecond, "Raft heartbeat and election timeout of the server processes failover and large_store start")
 	fs.IntVar(&c.LargeJobs, "large-jobs", 1_000_000, "finished jobs large_store retains (--short: 2000)")
 	fs.IntVar(&c.LargePending, "large-pending", 100_000, "pending jobs large_store holds besides (--short: 200)")
+	fs.IntVar(&c.LargeNodes, "large-nodes", 3, "server processes large_store starts: 3, or 1 when three copies of the store do not fit on the disk")
+	var minFreeGB int
+	fs.IntVar(&minFreeGB, "large-min-free-gb", 10, "GiB of disk large_store leaves free: it refuses to start, skips the join, or stops its servers rather than go below (--short: 0)")
 	fs.IntVar(&c.BulkJobs, "bulk-jobs", 100_000, "failed jobs bulk_retry retries with one bulk action (--short: 2000)")
 	fs.IntVar(&c.ResumeSteps, "resume-steps", 9999, "recorded steps of the journals step_resume resumes, at most 9999 (--short: 1000)")
 	if err := fs.Parse(args); err != nil {
@@ -59,10 +62,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		def("large-pending", &c.LargePending, 200)
 		def("bulk-jobs", &c.BulkJobs, 2000)
 		def("resume-steps", &c.ResumeSteps, 1000)
+		def("large-min-free-gb", &minFreeGB, 0)
 		if !set["duration"] {
 			c.Duration = 3 * time.Second
 		}
 	}
+	c.LargeMinFree = int64(minFreeGB) << 30
 	c.Servers, c.Scenarios = splitList(servers), splitList(scenarios)
 	c.NodeArgs = strings.Fields(os.Getenv("WORKRON_BENCH_NODE_ARGS"))
 	c.NodeLogs = os.Getenv("WORKRON_BENCH_LOG") != ""

@@ -61,7 +61,7 @@ func TestBenchProcesses(t *testing.T) {
 		t.Skip("starts server and worker processes and kills a leader")
 	}
 	bin := workronBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	var stdout bytes.Buffer
 	var stderr syncbuf.Buffer // the in-process nodes' loggers write to it at once
@@ -82,9 +82,13 @@ func TestBenchProcesses(t *testing.T) {
 		got = append(got, fg.Figure)
 	}
 	want := []string{"fork_exec_ceiling", "real_workers", "failover_median", "failover_max",
-		"large_store_claim_done_empty", "large_store_fill", "large_store_claim_done", "large_store_claim_done_vs_empty",
-		"large_store_rss_n1", "large_store_rss_n2", "large_store_rss_n3", "large_store_snapshot_bytes_per_entry", "large_store_disk_per_job",
-		"large_store_restart", "large_store_restart_clean"}
+		"large_store_submit_empty", "large_store_submit", "large_store_submit_vs_empty",
+		"large_store_claim_done_empty", "large_store_claim_done", "large_store_claim_done_vs_empty",
+		"large_store_list_queue_empty", "large_store_list_queue", "large_store_list_metadata_empty", "large_store_list_metadata",
+		"large_store_list_done_empty", "large_store_list_done", "large_store_list_filter_empty", "large_store_list_filter",
+		"large_store_fill", "large_store_rss_n1", "large_store_rss_n2", "large_store_rss_n3", "large_store_anon_max",
+		"large_store_snapshot_bytes_per_entry", "large_store_disk_per_job",
+		"large_store_restart", "large_store_restart_clean", "large_store_snapshot", "large_store_join"}
 	if !slices.Equal(got, want) {
 		t.Errorf("figures = %v, want %v", got, want)
 	}
@@ -99,6 +103,8 @@ func TestBenchFlags(t *testing.T) {
 		{"-o", "yaml"},
 		{"--failover-rounds", "0"},
 		{"--large-jobs", "-1"},
+		{"--large-nodes", "0"},
+		{"--large-min-free-gb", "-1"},
 		{"--proc-raft-timeout", "1ms"},
 		{"--resume-steps", "10000"},
 	} {

@@ -77,6 +77,16 @@ type Config struct {
 	// LargeJobs and LargePending are the finished and pending jobs
 	// large_store holds (--large-jobs, --large-pending).
 	LargeJobs, LargePending int
+	// LargeNodes is how many server processes large_store starts
+	// (--large-nodes): 3, or 1 when three copies of the store would not
+	// fit on the disk.
+	LargeNodes int
+	// LargeMinFree is the disk space, in bytes, large_store leaves free
+	// in its data directory's file system (--large-min-free-gb): it
+	// refuses to start when its estimate would go below it, skips the
+	// join when the new node's copy would, and stops every server process
+	// (failing the run) if free space falls below it.
+	LargeMinFree int64
 	// BulkJobs is the failed jobs bulk_retry retries (--bulk-jobs).
 	BulkJobs int
 	// ResumeSteps is the recorded steps of the journals step_resume
@@ -130,6 +140,10 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--large-jobs must not be negative, got %d", c.LargeJobs)
 	case c.LargePending < 0:
 		return fmt.Errorf("--large-pending must not be negative, got %d", c.LargePending)
+	case c.LargeNodes < 1 || c.LargeNodes > 7:
+		return fmt.Errorf("--large-nodes must be 1 to 7, got %d", c.LargeNodes)
+	case c.LargeMinFree < 0:
+		return fmt.Errorf("--large-min-free-gb must not be negative, got %d", c.LargeMinFree>>30)
 	case c.BulkJobs < 1:
 		return fmt.Errorf("--bulk-jobs must be at least 1, got %d", c.BulkJobs)
 	case c.ResumeSteps < 1 || c.ResumeSteps > benchResumeMaxSteps-1:

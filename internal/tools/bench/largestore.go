@@ -23,59 +23,100 @@ const (
 	benchFillClaimMax = 256 // jobs per claim: the server's cap
 )
 
-// largeStore measures a cluster holding many jobs: three `workron server`
-// processes (as failover starts them). It measures claim_done on the empty
-// store, fills the store with --large-jobs finished jobs (batch submits;
-// claims of benchFillClaimMax each carrying the reports of the claim
-// before) and --large-pending pending ones, then measures claim_done again
-// and reports it against the empty-store figure; then each node's resident
-// memory, the data directories' size per job, and how long a follower
-// holding the store takes, once SIGKILLed and once stopped cleanly, from
-// its restart to answering /health and catching up with the leader's
-// applied index.
+// largeStore measures a cluster holding many jobs: --large-nodes `workron
+// server` processes (three unless set, as failover starts them) and,
+// beside them, an empty store's cluster of as many. It fills the store
+// with --large-jobs finished jobs (batch submits; claims of
+// benchFillClaimMax each carrying the reports of the claim before) and
+// --large-pending pending ones; measures single submits and claim_done on
+// both clusters in turns (compareStores) and filtered lists on both
+// (largeListJobs jobs of their own in 4 regions); then each node's
+// resident and anonymous memory and Go heap, the data directories' size
+// per job, how long a follower holding the store takes, once SIGKILLed
+// and once stopped cleanly, from its restart to answering /health and
+// catching up with the leader's applied index; one snapshot of the full
+// store on every node, its time and bytes; and a new node joining, which
+// the leader sends that snapshot. It refuses to start, skips the join, or
+// stops the servers rather than leave less than --large-min-free-gb free.
 //
 // Every job is checked: the retained ones claimed once and done once, the
-// pending ones never claimed, both as the leader lists and counts them.
+// pending ones never claimed, both as the leader counts them and (up to
+// largeListAll finished jobs) lists them.
 func (b *bencher) largeStore(ctx context.Context) ([]Figure, error) {
-	c, err := b.startProcCluster(ctx, "large_store")
+	if err := b.checkDisk(os.TempDir()); err != nil {
+		return nil, err
+	}
+	c, err := b.startProcNodes(ctx, "large_store", b.cfg.LargeNodes)
 	if err != nil {
 		return nil, err
 	}
 	defer c.stop()
+	ctx, stopWatch := c.watchDisk(ctx, b.cfg.LargeMinFree)
+	defer stopWatch()
 	pb := b.onNodes(c.URLs())
 	defer pb.hc.CloseIdleConnections()
-
-	empty, err := c.withServerCPU(func() ([]Figure, error) { return pb.claimDone(ctx, "large_store_claim_done_empty", 1) })
+	// The empty store to compare with: a cluster of its own, alive
+	// throughout, measured in turns with the full one (the machine's load
+	// moves; turns share it).
+	ec, err := b.startProcNodes(ctx, "large_store_empty", b.cfg.LargeNodes)
 	if err != nil {
 		return nil, err
 	}
-	rssEmpty := c.rss()
-	b.progress("bench: large_store: filling %d finished and %d pending jobs", b.cfg.LargeJobs, b.cfg.LargePending)
+	defer ec.stop()
+	eb := b.onNodes(ec.URLs())
+	defer eb.hc.CloseIdleConnections()
 	li, _, err := c.leader(ctx, pb)
 	if err != nil {
 		return nil, err
 	}
+	listT, listQueue, err := pb.submitListJobs(ctx, c.Nodes[li].URL)
+	if err != nil {
+		return nil, err
+	}
+	eli, _, err := ec.leader(ctx, eb)
+	if err != nil {
+		return nil, err
+	}
+	if _, _, err := eb.submitListJobs(ctx, ec.Nodes[eli].URL); err != nil {
+		return nil, err
+	}
+	rssEmpty := c.rss()
+	b.progress("bench: large_store: filling %d finished and %d pending jobs on %d nodes", b.cfg.LargeJobs, b.cfg.LargePending, len(c.Nodes))
 	cpu := c.cpu()
 	stopSampling := c.sampleMem(ctx)
 	fill, fillT, fillQueue, fillOwn := pb.fillDone(ctx, c.Nodes[li].URL, b.cfg.LargeJobs)
 	fillPeak := stopSampling()
 	fill.Note += fmt.Sprintf("; the server processes used %.2f cores", (c.cpu()-cpu).Seconds()/fill.Seconds)
+	if fill.Jobs > largeListAll {
+		fill.Note += fmt.Sprintf("; checked by the queue's counts and a sample, not listed one by one (over %d jobs)", largeListAll)
+	}
 	pendT, pendQueue := newTracker(), pb.queue("large_store_pending")
 	var pendErrs atomic.Int64
 	pb.submitMany(ctx, c.Nodes[li].URL, pendQueue, b.cfg.LargePending, benchBatchSize, benchBatchClients, time.Time{}, pendT, &pendErrs)
 
-	b.progress("bench: large_store: claim_done on the full store")
-	full, err := c.withServerCPU(func() ([]Figure, error) { return pb.claimDone(ctx, "large_store_claim_done", 1) })
+	b.progress("bench: large_store: submits, claim_done and lists, the empty and the full store in turns")
+	cmp, err := b.compareStores(ctx, ec, eb, c, pb)
 	if err != nil {
 		return nil, err
 	}
-	jobs := fill.Jobs + pendT.accepted() + empty[0].Jobs + full[0].Jobs
+	jobs := largeListJobs + fill.Jobs + pendT.accepted() + cmp.fullJobs
+	listsEmpty := eb.listFigures(ctx, ec.Nodes[eli].URL, listQueue, "_empty", largeListJobs+cmp.emptyJobs)
+	if li, _, err = c.leader(ctx, pb); err != nil {
+		return nil, err
+	}
+	listsFull := pb.listFigures(ctx, c.Nodes[li].URL, listQueue, "", jobs)
+	ec.stop()
 	// Each figure of the store is correct if its own problems and the
 	// store's checks below find nothing.
 	own := map[string][]string{fill.Figure: fillOwn}
-	figs := []Figure{empty[0], fill, full[0], claimDoneRatio(empty[0], full[0])}
+	figs := cmp.figs
+	for i := range listsFull {
+		figs = append(figs, listsEmpty[i], listsFull[i])
+	}
+	checked := len(figs) // the figures above check themselves
+	figs = append(figs, fill)
 	figs = append(figs, c.rssFigures(ctx, pb, rssEmpty, fillPeak, jobs)...)
-	figs = append(figs, pb.snapshotFigure(ctx, c.Nodes[li].URL, jobs))
+	figs = append(figs, c.memoryFigure(ctx, pb, jobs), pb.snapshotFigure(ctx, c.Nodes[li].URL, jobs))
 	disk, problems := c.diskFigure(jobs)
 	figs, own[disk.Figure] = append(figs, disk), problems
 	for _, crash := range []bool{true, false} {
@@ -83,22 +124,29 @@ func (b *bencher) largeStore(ctx context.Context) ([]Figure, error) {
 		restart, problems := c.restartFigure(ctx, pb, jobs, crash)
 		figs, own[restart.Figure] = append(figs, restart), problems
 	}
+	snap, problems := c.forceSnapshots(ctx, pb, jobs)
+	figs, own[snap.Figure] = append(figs, snap), problems
+	b.progress("bench: large_store: a node joins")
+	join, problems := c.joinFigure(ctx, pb, jobs)
+	figs, own[join.Figure] = append(figs, join), problems
+	if ctx.Err() != nil {
+		return figs, context.Cause(ctx) // printed, unchecked, with the reason
+	}
 
 	b.progress("bench: large_store: checking every job")
-	li, _, err = c.leader(ctx, pb)
-	if err != nil {
+	if li, _, err = c.leader(ctx, pb); err != nil {
 		return nil, err
 	}
 	leader := c.Nodes[li].URL
-	fillProblems := append(fillT.check(true), pb.verifyQueue(ctx, leader, fillQueue, wire.StatusDone, fillT)...)
+	fillProblems := append(fillT.check(true), pb.verifyFill(ctx, leader, fillQueue, fillT)...)
 	pendProblems := append(pendT.check(false), pb.verifyQueue(ctx, leader, pendQueue, wire.StatusPending, pendT)...)
+	pendProblems = append(pendProblems, listT.check(false)...)
+	pendProblems = append(pendProblems, pb.verifyQueue(ctx, leader, listQueue, wire.StatusPending, listT)...)
 	if got := pendT.accepted(); got != b.cfg.LargePending {
 		pendProblems = append(pendProblems, fmt.Sprintf("%d of %d pending jobs accepted (%d errors)", got, b.cfg.LargePending, pendErrs.Load()))
 	}
-	for i := range figs {
-		if !strings.HasPrefix(figs[i].Figure, "large_store_claim_done") {
-			figs[i].check(own[figs[i].Figure], fillProblems, pendProblems)
-		}
+	for i := checked; i < len(figs); i++ {
+		figs[i].check(own[figs[i].Figure], fillProblems, pendProblems)
 	}
 	return figs, nil
 }
@@ -109,22 +157,6 @@ func (b *bencher) onNodes(urls []string) *bencher {
 	nb := newBencher(b.cfg)
 	nb.nodes, nb.runID, nb.profile = urls, b.runID, ""
 	return nb
-}
-
-// claimDoneRatio is full's throughput as a percentage of empty's.
-func claimDoneRatio(empty, full Figure) Figure {
-	fg := full
-	fg.Figure, fg.Unit = "large_store_claim_done_vs_empty", "%"
-	if empty.Value > 0 {
-		fg.Value = 100 * full.Value / empty.Value
-	}
-	fg.Note = fmt.Sprintf("claim_done with the store full (%.0f jobs/s) as a percentage of the same on the empty store (%.0f jobs/s), same server processes",
-		full.Value, empty.Value)
-	fg.Problems = ""
-	if fg.Correct = empty.Correct && full.Correct; !fg.Correct {
-		fg.Problems = "see " + empty.Figure + " and " + full.Figure
-	}
-	return fg
 }
 
 // fillDone submits n jobs to a queue of its own and has benchFillClaimers
@@ -391,8 +423,14 @@ func (c *procCluster) restartFigure(ctx context.Context, b *bencher, jobs int, c
 	if err != nil {
 		return fg, []string{err.Error()}
 	}
-	n := c.Nodes[(li+1)%len(c.Nodes)]
+	n, role := c.Nodes[(li+1)%len(c.Nodes)], "follower"
+	if len(c.Nodes) == 1 {
+		role = "only node"
+	}
 	_, size, _ := dirSize(n.Data)
+	var lh wire.Health
+	_, _ = b.call(ctx, http.MethodGet, c.Nodes[li].URL+"/health", nil, &lh)
+	before := lh.AppliedIndex // the restarted node must reach it too
 	if crash {
 		n.Kill()
 	} else {
@@ -417,10 +455,11 @@ func (c *procCluster) restartFigure(ctx context.Context, b *bencher, jobs int, c
 			healthy = time.Since(start)
 		}
 		var lh wire.Health
-		if _, err := b.call(ctx, http.MethodGet, c.Nodes[li].URL+"/health", nil, &lh); err != nil {
+		// With one node, the node itself, which serves once it leads again.
+		if _, err := b.call(ctx, http.MethodGet, c.Nodes[li].URL+"/health", nil, &lh); err != nil || lh.Role != "leader" {
 			return false
 		}
-		applied, want = h.AppliedIndex, lh.AppliedIndex
+		applied, want = h.AppliedIndex, max(lh.AppliedIndex, before)
 		return applied >= want
 	})
 	d := time.Since(start)
@@ -432,8 +471,8 @@ func (c *procCluster) restartFigure(ctx context.Context, b *bencher, jobs int, c
 	case err != nil:
 		problems = append(problems, fmt.Sprintf("%s at applied index %d of the leader's %d after %s", n.Name, applied, want, d.Round(time.Millisecond)))
 	}
-	fg.Note = fmt.Sprintf("%s follower %s (data dir %.0f MiB on disk, newest snapshot at index %d), start it: /health 200 after %.2f s, applied index %d = the leader's after %.2f s",
-		how, n.Name, float64(size)/(1<<20), snap, healthy.Seconds(), applied, d.Seconds())
+	fg.Note = fmt.Sprintf("%s %s %s (data dir %.0f MiB on disk, newest snapshot at index %d), start it: /health 200 after %.2f s, applied index %d = the leader's after %.2f s",
+		how, role, n.Name, float64(size)/(1<<20), snap, healthy.Seconds(), applied, d.Seconds())
 	return fg, problems
 }
 

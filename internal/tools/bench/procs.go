@@ -42,6 +42,11 @@ type procCluster struct {
 // startProcCluster starts the three processes in a new temporary directory
 // and waits until they agree on a leader that knows every member's address.
 func (b *bencher) startProcCluster(ctx context.Context, name string) (*procCluster, error) {
+	return b.startProcNodes(ctx, name, 3)
+}
+
+// startProcNodes is startProcCluster with n processes.
+func (b *bencher) startProcNodes(ctx context.Context, name string, n int) (*procCluster, error) {
 	bin, err := b.cfg.binary()
 	if err != nil {
 		return nil, err
@@ -50,9 +55,7 @@ func (b *bencher) startProcCluster(ctx context.Context, name string) (*procClust
 	if err != nil {
 		return nil, fmt.Errorf("bench data dir: %w", err)
 	}
-	timeout := b.cfg.ProcRaftTimeout.String()
-	pc, err := proccluster.Start(ctx, proccluster.Config{Bin: bin, Dir: dir, HTTP: b.hc,
-		Args: append([]string{"--raft-heartbeat-timeout", timeout, "--raft-election-timeout", timeout, "--log-level", "warn"}, b.cfg.NodeArgs...)})
+	pc, err := proccluster.Start(ctx, proccluster.Config{Bin: bin, Dir: dir, HTTP: b.hc, Nodes: n, Args: b.procNodeArgs()})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -63,6 +66,13 @@ func (b *bencher) startProcCluster(ctx context.Context, name string) (*procClust
 		return nil, err
 	}
 	return c, nil
+}
+
+// procNodeArgs are the flags every server process gets after its
+// addresses, data directory and peers.
+func (b *bencher) procNodeArgs() []string {
+	timeout := b.cfg.ProcRaftTimeout.String()
+	return append([]string{"--raft-heartbeat-timeout", timeout, "--raft-election-timeout", timeout, "--log-level", "warn"}, b.cfg.NodeArgs...)
 }
 
 // leader is the index of the node that says it leads, and its health.

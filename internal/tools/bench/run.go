@@ -64,10 +64,11 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, s := range cfg.Scenarios {
 		b.progress("bench: %s", s)
 		got, err := b.run(ctx, s)
+		figs = append(figs, got...)
 		if err != nil {
+			printFigures(cfg.Stdout, cfg.Output, figs) // what was measured before it stopped
 			return fmt.Errorf("bench %s: %w", s, err)
 		}
-		figs = append(figs, got...)
 	}
 	printFigures(cfg.Stdout, cfg.Output, figs)
 	var bad []string

@@ -140,7 +140,17 @@ func (t *tracker) check(wantDone bool) []string {
 func (b *bencher) verifyQueue(ctx context.Context, leader, queue, status string, t *tracker) []string {
 	t.mu.Lock()
 	ids := slices.Clone(t.order)
-	unknown := t.unknown
+	t.mu.Unlock()
+	out := b.verifyCounts(ctx, leader, queue, status, t)
+	out = append(out, b.verifyListing(ctx, leader, queue, status, ids)...)
+	return append(out, b.verifySample(ctx, leader, status, ids, t)...)
+}
+
+// verifyCounts checks the leader's counts of queue (GET /queues): every
+// job of t in status, and no other job.
+func (b *bencher) verifyCounts(ctx context.Context, leader, queue, status string, t *tracker) []string {
+	t.mu.Lock()
+	ids, unknown := len(t.order), t.unknown
 	t.mu.Unlock()
 	var out []string
 	var qs struct {
@@ -162,11 +172,10 @@ func (b *bencher) verifyQueue(ctx context.Context, leader, queue, status string,
 	for _, n := range counts {
 		total += n
 	}
-	if counts[status] < len(ids) || total > len(ids)+unknown || total != counts[status] {
-		out = append(out, fmt.Sprintf("queue holds %v, want %d %s", counts, len(ids), status))
+	if counts[status] < ids || total > ids+unknown || total != counts[status] {
+		out = append(out, fmt.Sprintf("queue holds %v, want %d %s", counts, ids, status))
 	}
-	out = append(out, b.verifyListing(ctx, leader, queue, status, ids)...)
-	return append(out, b.verifySample(ctx, leader, status, ids, t)...)
+	return out
 }
 
 // verifyListing pages GET /jobs?status=&queue= until every id was seen.
