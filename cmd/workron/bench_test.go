@@ -26,7 +26,7 @@ func TestBench(t *testing.T) {
 	var stdout bytes.Buffer
 	var stderr syncbuf.Buffer // the in-process nodes' loggers write to it at once
 	args := []string{"--short", "--jobs", "300", "--clients", "16", "--rate", "100", "--duration", "1s", "--resume-steps", "100", "-o", "json",
-		"--scenarios", "submit_single,submit_batch,claim_done,claim_done_piggyback,claim_done_batched,claim_done_worker,claim_done_limits,latency," +
+		"--scenarios", "submit_single,submit_batch,submit_batch_metadata,claim_done,claim_done_piggyback,claim_done_batched,claim_done_worker,claim_done_limits,latency," +
 			"step_record,step_jobs,step_resume,event_wake"} // TestBenchProcesses runs the rest
 	if err := runBench(ctx, args, &stdout, &stderr); err != nil {
 		t.Fatalf("runBench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
@@ -42,7 +42,7 @@ func TestBench(t *testing.T) {
 		}
 		got = append(got, fg.Figure)
 	}
-	want := []string{"submit_single", "submit_single_follower", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched",
+	want := []string{"submit_single", "submit_single_follower", "submit_batch", "submit_batch_metadata", "claim_done", "claim_done_piggyback", "claim_done_batched",
 		"claim_done_worker", "claim_done_plain", "claim_done_keys", "claim_done_limits", "claim_done_limits_ratio", "claim_done_limits_cpu_ratio", "latency_p50", "latency_p99", "latency_max",
 		"step_record_p50", "step_record_p99", "step_record_max", "step_jobs",
 		"step_resume_median", "step_resume_max", "step_resume_results_median", "step_resume_results_max",

@@ -18,7 +18,7 @@ import (
 )
 
 // Scenarios are the scenarios Run knows, in the order it runs them.
-var Scenarios = []string{"submit_single", "submit_batch", "claim_done", "claim_done_piggyback", "claim_done_batched", "claim_done_worker", "claim_done_limits", "latency", "real_workers", "failover", "large_store", "bulk_retry", "step_record", "step_jobs", "step_resume", "event_wake"}
+var Scenarios = []string{"submit_single", "submit_batch", "submit_batch_metadata", "claim_done", "claim_done_piggyback", "claim_done_batched", "claim_done_worker", "claim_done_limits", "latency", "real_workers", "failover", "large_store", "bulk_retry", "step_record", "step_jobs", "step_resume", "event_wake"}
 
 // Fixed shapes of the scenarios.
 const (
@@ -46,13 +46,13 @@ type Config struct {
 	// claim_done_worker's Go worker (--clients).
 	Clients int
 	// Jobs is the jobs of submit_single and of each claim scenario;
-	// submit_batch sends twice as many (--jobs).
+	// submit_batch and submit_batch_metadata send twice as many (--jobs).
 	Jobs int
 	// Rate is the submissions per second of the latency scenario (--rate).
 	Rate float64
 	// Duration is how long the latency scenario submits (--duration).
 	Duration time.Duration
-	// SubmitFor, when positive, runs submit_single and submit_batch for
+	// SubmitFor, when positive, runs submit_single and the submit_batch ones for
 	// this long instead of a job count (--submit-for).
 	SubmitFor time.Duration
 	// Scenarios are the scenarios to run, from Scenarios (--scenarios).

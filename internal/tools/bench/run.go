@@ -23,6 +23,9 @@ import (
 //     leader and (submit_single_follower, a quarter as many) via a follower;
 //   - submit_batch: benchBatchClients clients POST /jobs/batch, asking for
 //     the minimal reply (the ids; every batch the bench sends does);
+//     submit_batch_metadata: the same of typed jobs of several queues,
+//     types and concurrency keys and metadata of a value each
+//     (metadataShape), the search index's worst case;
 //   - claim_done, claim_done_piggyback, claim_done_batched: Clients
 //     virtual workers claim (max 1, or benchBatchedClaimMax) and report done
 //     (on its own, or on the next claim) until Jobs jobs are done;
@@ -90,6 +93,8 @@ func (b *bencher) run(ctx context.Context, name string) ([]Figure, error) {
 		return b.submitSingle(ctx)
 	case "submit_batch":
 		return b.submitBatch(ctx)
+	case "submit_batch_metadata":
+		return b.submitBatchMetadata(ctx)
 	case "claim_done":
 		return b.claimDone(ctx, name, 1)
 	case "claim_done_piggyback":

@@ -138,17 +138,27 @@ func (t *tracker) check(wantDone bool) []string {
 // holds every accepted job, in status, and no others (beyond submissions
 // with an unknown outcome); a sample read one by one agrees in detail.
 func (b *bencher) verifyQueue(ctx context.Context, leader, queue, status string, t *tracker) []string {
+	return b.verifyQueues(ctx, leader, []string{queue}, status, t)
+}
+
+// verifyQueues is verifyQueue for the jobs of several queues together.
+func (b *bencher) verifyQueues(ctx context.Context, leader string, queues []string, status string, t *tracker) []string {
 	t.mu.Lock()
 	ids := slices.Clone(t.order)
 	t.mu.Unlock()
-	out := b.verifyCounts(ctx, leader, queue, status, t)
-	out = append(out, b.verifyListing(ctx, leader, queue, status, ids)...)
+	out := b.verifyQueuesCounts(ctx, leader, queues, status, t)
+	out = append(out, b.verifyListing(ctx, leader, queues, status, ids)...)
 	return append(out, b.verifySample(ctx, leader, status, ids, t)...)
 }
 
 // verifyCounts checks the leader's counts of queue (GET /queues): every
 // job of t in status, and no other job.
 func (b *bencher) verifyCounts(ctx context.Context, leader, queue, status string, t *tracker) []string {
+	return b.verifyQueuesCounts(ctx, leader, []string{queue}, status, t)
+}
+
+// verifyQueuesCounts is verifyCounts for the sums of several queues.
+func (b *bencher) verifyQueuesCounts(ctx context.Context, leader string, queues []string, status string, t *tracker) []string {
 	t.mu.Lock()
 	ids, unknown := len(t.order), t.unknown
 	t.mu.Unlock()
@@ -164,8 +174,10 @@ func (b *bencher) verifyCounts(ctx context.Context, leader, queue, status string
 	}
 	counts := map[string]int{}
 	for _, q := range qs.Queues {
-		if q.Name == queue {
-			counts = q.Counts
+		if slices.Contains(queues, q.Name) {
+			for s, n := range q.Counts {
+				counts[s] += n
+			}
 		}
 	}
 	total := 0
@@ -173,33 +185,36 @@ func (b *bencher) verifyCounts(ctx context.Context, leader, queue, status string
 		total += n
 	}
 	if counts[status] < ids || total > ids+unknown || total != counts[status] {
-		out = append(out, fmt.Sprintf("queue holds %v, want %d %s", counts, ids, status))
+		out = append(out, fmt.Sprintf("queues %v hold %v, want %d %s", queues, counts, ids, status))
 	}
 	return out
 }
 
-// verifyListing pages GET /jobs?status=&queue= until every id was seen.
-func (b *bencher) verifyListing(ctx context.Context, leader, queue, status string, ids []string) []string {
+// verifyListing pages GET /jobs?status=&queue= of each queue until every
+// id was seen.
+func (b *bencher) verifyListing(ctx context.Context, leader string, queues []string, status string, ids []string) []string {
 	missing := make(map[string]bool, len(ids))
 	for _, id := range ids {
 		missing[id] = true
 	}
-	q := url.Values{"status": {status}, "queue": {queue}, "limit": {"1000"}}
-	for len(missing) > 0 {
-		var page struct {
-			Jobs       []jobRef `json:"jobs"`
-			NextCursor string   `json:"next_cursor"`
+	for _, queue := range queues {
+		q := url.Values{"status": {status}, "queue": {queue}, "limit": {"1000"}}
+		for len(missing) > 0 {
+			var page struct {
+				Jobs       []jobRef `json:"jobs"`
+				NextCursor string   `json:"next_cursor"`
+			}
+			if _, err := b.do(ctx, http.MethodGet, leader+"/jobs?"+q.Encode(), nil, &page, nil); err != nil {
+				return []string{"list jobs: " + err.Error()}
+			}
+			for _, j := range page.Jobs {
+				delete(missing, j.ID)
+			}
+			if page.NextCursor == "" {
+				break
+			}
+			q.Set("cursor", page.NextCursor)
 		}
-		if _, err := b.do(ctx, http.MethodGet, leader+"/jobs?"+q.Encode(), nil, &page, nil); err != nil {
-			return []string{"list jobs: " + err.Error()}
-		}
-		for _, j := range page.Jobs {
-			delete(missing, j.ID)
-		}
-		if page.NextCursor == "" {
-			break
-		}
-		q.Set("cursor", page.NextCursor)
 	}
 	var out []string
 	for id := range missing {
