@@ -1,11 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 )
 
 // walkPages reads the page tree of every bucket from root (the root
@@ -16,13 +18,14 @@ import (
 // growing its stack until the process runs out of memory). Only a file
 // that passes is handed to bbolt's cursors and consistency check.
 //
-// It reads one page (with its overflow) at a time, so it costs the file's
-// size in reads and a bit per page in memory. Pages are in the byte order
+// It checks one page (with its overflow) at a time, reading the file in
+// chunks (chunkReader), so it costs the file's size in reads, a bit per
+// page and a few chunks in memory. Pages are in the byte order
 // of the machine that wrote them; bbolt runs little-endian here (amd64,
 // arm64), as every supported platform of Workron is.
 func walkPages(f io.ReaderAt, pageSize int, highWater uint64, root uint64) error {
-	w := &pageWalker{f: f, pageSize: pageSize, high: highWater, seen: map[uint64]bool{}}
-	return w.tree(root, 0)
+	w := &pageWalker{f: newChunkReader(f), pageSize: pageSize, high: highWater, seen: make([]uint64, (highWater+63)/64)}
+	return w.tree(root)
 }
 
 // Layout of bbolt's pages (go.etcd.io/bbolt/internal/common/page.go).
@@ -43,38 +46,58 @@ var le = binary.LittleEndian
 type pageWalker struct {
 	f        io.ReaderAt
 	pageSize int
-	high     uint64 // pages in use: ids from high on are past the end
-	seen     map[uint64]bool
+	high     uint64   // pages in use: ids from high on are past the end
+	seen     []uint64 // a bit per page id below high: read already
 }
 
-// tree walks the pages of one bucket from its root page id; depth is how
-// deep the bucket is nested.
-func (w *pageWalker) tree(id uint64, depth int) error {
-	if depth > maxBucketDepth {
-		return errors.New("buckets nested too deep")
-	}
-	stack := []uint64{id}
-	for len(stack) > 0 {
-		id := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		p, err := w.read(id)
-		if err != nil {
-			return err
-		}
-		switch flags := le.Uint16(p[8:]); flags {
-		case branchPage:
-			kids, err := branchChildren(p)
+// mark records page id as read and says whether it had been already.
+func (w *pageWalker) mark(id uint64) (again bool) {
+	bit := uint64(1) << (id % 64)
+	again = w.seen[id/64]&bit != 0
+	w.seen[id/64] |= bit
+	return again
+}
+
+// pageRef is a page to read: its id and how deep its bucket is nested.
+type pageRef struct {
+	id    uint64
+	depth int
+}
+
+// tree walks the pages of every bucket from the root bucket's root page id,
+// a level at a time: each level's page ids are read in ascending order, so
+// the file is read forward in chunks (chunkReader) rather than a page at a
+// time in tree order. Every page is read and checked once, as a walk in
+// tree order would; only the order, and so which of two faults is reported,
+// differs.
+func (w *pageWalker) tree(root uint64) error {
+	level := []pageRef{{id: root}}
+	for len(level) > 0 {
+		slices.SortFunc(level, func(a, b pageRef) int { return cmp.Compare(a.id, b.id) })
+		var next []pageRef
+		for _, r := range level {
+			p, err := w.read(r.id)
 			if err != nil {
-				return fmt.Errorf("page %d: %w", id, err)
+				return err
 			}
-			stack = append(stack, kids...)
-		case leafPage:
-			if err := w.leaf(p, depth); err != nil {
-				return fmt.Errorf("page %d: %w", id, err)
+			switch flags := le.Uint16(p[8:]); flags {
+			case branchPage:
+				kids, err := branchChildren(p)
+				if err != nil {
+					return fmt.Errorf("page %d: %w", r.id, err)
+				}
+				for _, k := range kids {
+					next = append(next, pageRef{id: k, depth: r.depth})
+				}
+			case leafPage:
+				if err := w.leaf(p, r.depth, &next); err != nil {
+					return fmt.Errorf("page %d: %w", r.id, err)
+				}
+			default:
+				return fmt.Errorf("page %d: type %#x where a branch or leaf page belongs", r.id, flags)
 			}
-		default:
-			return fmt.Errorf("page %d: type %#x where a branch or leaf page belongs", id, flags)
 		}
+		level = next
 	}
 	return nil
 }
@@ -85,10 +108,9 @@ func (w *pageWalker) read(id uint64) ([]byte, error) {
 	if id < 2 || id >= w.high {
 		return nil, fmt.Errorf("page id %d outside the pages in use (2 to %d)", id, w.high-1)
 	}
-	if w.seen[id] {
+	if w.mark(id) {
 		return nil, fmt.Errorf("page %d reached twice (a cycle or a shared page)", id)
 	}
-	w.seen[id] = true
 	head := make([]byte, w.pageSize)
 	if _, err := w.f.ReadAt(head, int64(id)*int64(w.pageSize)); err != nil {
 		return nil, fmt.Errorf("page %d: %w", id, err)
@@ -104,10 +126,9 @@ func (w *pageWalker) read(id uint64) ([]byte, error) {
 		return nil, fmt.Errorf("page %d: %d overflow pages run past the pages in use", id, over)
 	}
 	for i := id + 1; i <= id+over; i++ {
-		if w.seen[i] {
+		if w.mark(i) {
 			return nil, fmt.Errorf("page %d reached twice (overflow of page %d)", i, id)
 		}
-		w.seen[i] = true
 	}
 	p := make([]byte, int(over+1)*w.pageSize)
 	copy(p, head)
@@ -135,8 +156,9 @@ func branchChildren(p []byte) ([]uint64, error) {
 	return kids, nil
 }
 
-// leaf checks a leaf page's elements and walks the buckets it holds.
-func (w *pageWalker) leaf(p []byte, depth int) error {
+// leaf checks a leaf page's elements and the inline buckets it holds, and
+// adds the root pages of the other buckets it holds to next.
+func (w *pageWalker) leaf(p []byte, depth int, next *[]pageRef) error {
 	n := int(le.Uint16(p[10:]))
 	if pageHeaderSize+n*pageElementSize > len(p) {
 		return fmt.Errorf("%d leaf elements do not fit the page", n)
@@ -157,9 +179,10 @@ func (w *pageWalker) leaf(p []byte, depth int) error {
 			return fmt.Errorf("leaf element %d: a bucket of %d bytes", i, len(v))
 		}
 		if root := le.Uint64(v); root != 0 {
-			if err := w.tree(root, depth+1); err != nil {
-				return err
+			if depth+1 > maxBucketDepth {
+				return errors.New("buckets nested too deep")
 			}
+			*next = append(*next, pageRef{id: root, depth: depth + 1})
 			continue
 		}
 		// An inline bucket: its one leaf page is in the value.
@@ -170,7 +193,7 @@ func (w *pageWalker) leaf(p []byte, depth int) error {
 		if depth+1 > maxBucketDepth {
 			return errors.New("buckets nested too deep")
 		}
-		if err := w.leaf(inline, depth+1); err != nil {
+		if err := w.leaf(inline, depth+1, next); err != nil {
 			return fmt.Errorf("inline bucket: %w", err)
 		}
 	}

@@ -1,0 +1,64 @@
+package fsm_test
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
+)
+
+// BenchmarkStart times the three steps of a node's start on a store of
+// WORKRON_START_JOBS jobs (200,000 unless set; the large-store figures in
+// docs/performance.md use 1,000,000), separately: store.VerifyPages, store.Open
+// and fsm.New's rebuild of the in-memory indexes. The page cache is warm (the
+// fill just wrote the file), as on a node restarted in place.
+func BenchmarkStart(b *testing.B) {
+	n := 200000
+	if s := os.Getenv("WORKRON_START_JOBS"); s != "" {
+		v, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatal(err)
+		}
+		n = v
+	}
+	path := filepath.Join(b.TempDir(), "state.db")
+	st, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	fillStore(b, st, n)
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
+	var verify, open, rebuild time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		t := time.Now()
+		if _, err := store.VerifyPages(path); err != nil {
+			b.Fatal(err)
+		}
+		verify += time.Since(t)
+		t = time.Now()
+		st, err := store.Open(path, store.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		open += time.Since(t)
+		t = time.Now()
+		if _, err := fsm.New(st, nil); err != nil {
+			b.Fatal(err)
+		}
+		rebuild += time.Since(t)
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	per := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N) }
+	b.ReportMetric(per(verify), "verify-ms")
+	b.ReportMetric(per(open), "open-ms")
+	b.ReportMetric(per(rebuild), "rebuild-ms")
+}
