@@ -46,9 +46,10 @@ func TestChaosShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("seed %d; %d faults %v; %d jobs accepted: %d done, %d failed, %d waiting; %d operations (%d unknown) in %d linearizable job histories; schedule: %d ticks, %d run, %d missed; limited queue: %d attempts, at most %d/%d at once, %d/%d of one key; applied index %d everywhere",
+	t.Logf("seed %d; %d faults %v; %d jobs accepted: %d done, %d failed, %d waiting; %d operations (%d unknown) in %d linearizable job histories; schedule: %d ticks, %d run, %d missed; limited queue: %d attempts, at most %d/%d at once, %d/%d of one key; durable: %d jobs (%d done, %d failed), %d step runs, %d recorded, %d never recorded, %d stale; applied index %d everywhere",
 		rep.Seed, rep.FaultsTotal, rep.Faults, rep.Accepted, rep.Done, rep.Failed, rep.Pending, rep.Ops, rep.UnknownOps, rep.Linearizable,
-		rep.CronTicks, rep.CronJobs, rep.CronMissed, rep.LimitedAttempts, rep.LimitPeak, limitConcurrency, rep.KeyLimitPeak, limitKeyConcurrency, rep.AppliedIndex)
+		rep.CronTicks, rep.CronJobs, rep.CronMissed, rep.LimitedAttempts, rep.LimitPeak, limitConcurrency, rep.KeyLimitPeak, limitKeyConcurrency,
+		rep.DurableJobs, rep.DurableDone, rep.DurableFailed, rep.StepRuns, rep.StepRecords, rep.StepUnrecorded, rep.StepStale, rep.AppliedIndex)
 	for _, e := range rep.FaultErrors {
 		t.Logf("fault error: %s", e)
 	}

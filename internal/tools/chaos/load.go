@@ -37,6 +37,11 @@ type load struct {
 	accepted map[string]string  // key -> job id, from 2xx submits
 	ids      []string           // accepted job ids, for readers
 	invalid  []string           // 4xx the harness did not expect
+	// durSpecs and durAccepted are the durable jobs (durable.go): by
+	// key, and key -> job id from 2xx submits. Their submits are not
+	// recorded: their histories are checked against the ledger instead.
+	durSpecs    map[string]durableSpec
+	durAccepted map[string]string
 
 	vworkers []*vworker
 	stats    loadStats
@@ -49,6 +54,7 @@ type loadStats struct {
 func newLoad(c *cluster, rec *recorder, seed uint64, virtual int) *load {
 	tr := newTransport()
 	l := &load{c: c, rec: rec, seed: seed, specs: make(map[string]jobSpec), accepted: make(map[string]string),
+		durSpecs: make(map[string]durableSpec), durAccepted: make(map[string]string),
 		api: newNodeClients(&http.Client{Timeout: requestTimeout, Transport: tr}, tr)}
 	for i := range virtual {
 		ft := &faultyTransport{base: newTransport()}
@@ -236,6 +242,58 @@ func (l *load) submit(ctx context.Context, spec jobSpec, rng *rand.Rand) {
 			return
 		case OutInvalid, OutRejected, OutNotFound:
 			l.noteInvalid(op)
+			return
+		}
+	}
+}
+
+// durableSubmitters submit durable jobs at rate per second until ctx ends,
+// each resent with its idempotency key until a 2xx, or until stop ends.
+func (l *load) durableSubmitters(ctx, stop context.Context, rate float64) {
+	if rate <= 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(l.seed, 5))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		spec := randomDurableSpec(rng, i)
+		l.mu.Lock()
+		l.durSpecs[spec.key] = spec
+		l.mu.Unlock()
+		seed := rng.Uint64()
+		wg.Go(func() { l.submitDurable(stop, spec, rand.New(rand.NewPCG(seed, 6))) })
+	}
+}
+
+func (l *load) submitDurable(ctx context.Context, spec durableSpec, rng *rand.Rand) {
+	req := spec.request()
+	for try := 0; ctx.Err() == nil; try++ {
+		if try > 0 {
+			pause := min(20*time.Millisecond<<min(try, 5), 500*time.Millisecond)
+			sleep(ctx, pause/2+rand.N(pause/2))
+		}
+		r := l.do(ctx, l.api, rng, http.MethodPost, "/jobs", req)
+		switch r.outcome() {
+		case OutOK:
+			var j wire.Job
+			if err := json.Unmarshal(r.body, &j); err != nil || j.ID == "" {
+				l.noteInvalid(Op{Kind: OpSubmit, Key: spec.key, Code: r.code, Err: "2xx without a job: " + string(r.body)})
+				return
+			}
+			l.mu.Lock()
+			l.durAccepted[spec.key] = j.ID
+			l.mu.Unlock()
+			return
+		case OutInvalid, OutRejected, OutNotFound:
+			l.noteInvalid(Op{Kind: OpSubmit, Key: spec.key, Code: r.code, Err: r.errText()})
 			return
 		}
 	}

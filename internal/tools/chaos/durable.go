@@ -1,0 +1,256 @@
+//go:build unix
+
+package chaos
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/worker"
+	"github.com/workron/workron/worker/client"
+)
+
+// Durable jobs (issue #31): jobs whose handler runs several journaled steps
+// (worker.Job.Step), run by `chaosworker` processes (cmd/chaosworker) that
+// the harness SIGKILLs, cuts off the network and restarts like the real
+// workers. Each step's function appends a line to the run's ledger when it
+// runs, and the handler another when the step's record came back; the
+// checks (durcheck.go) hold the ledger against the journals the cluster
+// kept.
+
+// durableQueue is the queue of the durable jobs, served only by the
+// chaosworker processes; durableType is their job type.
+const (
+	durableQueue = "chaos-durable"
+	durableType  = "durable"
+)
+
+// durableSpec is one durable job of the load. Its handler sleeps stepMS
+// in each step (a window for the kills), and in its first attempt fails
+// inside step failRun after the run (nothing recorded: the step runs
+// again) or right after step failAfter's record (the next attempt must
+// replay it, not run it).
+type durableSpec struct {
+	key       string
+	stepMS    int
+	failRun   string
+	failAfter string
+}
+
+func (s durableSpec) request() wire.SubmitRequest {
+	attempts := 15 // kills and planned failures eat attempts; leave room
+	md := map[string]string{"step_ms": strconv.Itoa(s.stepMS)}
+	if s.failRun != "" {
+		md["fail_run"] = s.failRun
+	}
+	if s.failAfter != "" {
+		md["fail_after"] = s.failAfter
+	}
+	return wire.SubmitRequest{Queue: durableQueue, Type: durableType, IdempotencyKey: s.key, Metadata: md,
+		MaxAttempts: &attempts, Timeout: "30s", Backoff: &wire.Backoff{Base: "100ms", Max: "1s", Jitter: 0.3}}
+}
+
+// randomDurableSpec draws durable job number i.
+func randomDurableSpec(rng *rand.Rand, i int) durableSpec {
+	s := durableSpec{key: "d" + strconv.Itoa(i), stepMS: 50 + rng.IntN(250)}
+	keys := durableKeys()
+	if rng.IntN(4) == 0 {
+		s.failRun = keys[rng.IntN(len(keys))]
+	}
+	if rng.IntN(4) == 0 {
+		s.failAfter = keys[rng.IntN(len(keys))]
+	}
+	return s
+}
+
+// ledger appends lines to the ledger file. Every line is one write(2) to a
+// file opened O_APPEND, so the lines of several processes interleave
+// whole, in the order they were written, and a line written before a
+// SIGKILL stays (it is in the kernel's page cache).
+type ledger struct {
+	mu sync.Mutex
+	f  *os.File
+}
+
+func openLedger(path string) (*ledger, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open the ledger: %w", err)
+	}
+	return &ledger{f: f}, nil
+}
+
+func (l *ledger) write(line ledgerLine) error {
+	b, err := json.Marshal(line)
+	if err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, err := l.f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("write the ledger: %w", err)
+	}
+	return nil
+}
+
+func (l *ledger) close() error { return l.f.Close() }
+
+// leaseTap is the chaosworker's HTTP transport: it passes every request on
+// and notes the lease of each job a claim reply hands out, which the
+// handler does not otherwise see.
+type leaseTap struct {
+	base http.RoundTripper
+	mu   sync.Mutex
+	got  map[string]claimedAttempt // by job id: the latest claim of it
+}
+
+type claimedAttempt struct {
+	lease    uint64
+	attempts int
+}
+
+func (t *leaseTap) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || req.URL.Path != "/jobs/claim" || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	resp.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var cr wire.ClaimResponse
+	if json.Unmarshal(body, &cr) == nil {
+		t.mu.Lock()
+		for _, j := range cr.Jobs {
+			t.got[j.ID] = claimedAttempt{lease: j.Lease, attempts: j.Attempts}
+		}
+		t.mu.Unlock()
+	}
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	return resp, nil
+}
+
+// lease is the lease of job id's attempt number attempt, as the latest
+// claim reply gave it; 0 when that reply was of another attempt.
+func (t *leaseTap) lease(id string, attempt int) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c, ok := t.got[id]; ok && c.attempts == attempt {
+		return c.lease
+	}
+	return 0
+}
+
+// durableWorker runs the durable jobs' handler.
+type durableWorker struct {
+	id   string
+	led  *ledger
+	tap  *leaseTap
+	runs atomic.Uint64
+}
+
+// handle is the durable job's handler: the steps of durableSteps, each
+// written to the ledger when its function runs and when its record came
+// back, then an end line with what each step returned.
+func (d *durableWorker) handle(ctx context.Context, job *worker.Job) error {
+	lease := d.tap.lease(job.ID, job.Attempt)
+	stepMS, _ := strconv.Atoi(job.Metadata["step_ms"])
+	seen := map[string]int{}
+	got := map[string]string{}
+	line := func(t, key, run string) ledgerLine {
+		return ledgerLine{T: t, Job: job.ID, Key: key, Attempt: job.Attempt, Lease: lease, Worker: d.id, Run: run}
+	}
+	first := job.Attempt == 1
+	for _, name := range durableSteps {
+		key := stepKey(seen, name)
+		run := fmt.Sprintf("%s-%d-%d", d.id, os.Getpid(), d.runs.Add(1))
+		raw, err := job.Step(ctx, name, func(ctx context.Context) (any, error) {
+			if err := d.led.write(line(ledgerRun, key, run)); err != nil {
+				return nil, err
+			}
+			select {
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			case <-time.After(time.Duration(stepMS) * time.Millisecond):
+			}
+			if first && job.Metadata["fail_run"] == key {
+				return nil, errors.New("planned failure in the step, before its record")
+			}
+			return stepResult{Run: run, Lease: lease, Attempt: job.Attempt}, nil
+		})
+		if err != nil {
+			return err
+		}
+		var res stepResult
+		if err := json.Unmarshal(raw, &res); err != nil || res.Run == "" {
+			return worker.NoRetry(fmt.Errorf("step %s returned %s, not a durable step's result", key, raw))
+		}
+		if err := d.led.write(line(ledgerCommit, key, res.Run)); err != nil {
+			return err
+		}
+		got[key] = res.Run
+		if first && job.Metadata["fail_after"] == key {
+			return errors.New("planned failure after the step's record")
+		}
+	}
+	end := line(ledgerEnd, "", "")
+	end.Steps = got
+	return d.led.write(end)
+}
+
+// DurableWorkerConfig configures RunDurableWorker.
+type DurableWorkerConfig struct {
+	Servers     []string
+	ID          string
+	Ledger      string // the ledger file, appended to
+	Concurrency int
+	Log         io.Writer // the worker's warnings; nil: none
+}
+
+// RunDurableWorker serves the durable jobs of a chaos run until ctx ends:
+// the chaosworker process (cmd/chaosworker).
+func RunDurableWorker(ctx context.Context, cfg DurableWorkerConfig) error {
+	led, err := openLedger(cfg.Ledger)
+	if err != nil {
+		return err
+	}
+	defer led.close()
+	base := http.DefaultTransport.(*http.Transport).Clone()
+	base.MaxIdleConnsPerHost = 16
+	tap := &leaseTap{base: base, got: make(map[string]claimedAttempt)}
+	ccfg := client.DefaultConfig()
+	ccfg.Servers, ccfg.HTTPClient = cfg.Servers, &http.Client{Transport: tap, Timeout: requestTimeout}
+	cl, err := client.New(ccfg)
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	wcfg := worker.DefaultConfig()
+	wcfg.Client, wcfg.ID, wcfg.Queues, wcfg.Shell = cl, cfg.ID, []string{durableQueue}, false
+	wcfg.Concurrency = max(cfg.Concurrency, 1)
+	wcfg.PollWait, wcfg.Grace = 2*time.Second, time.Second
+	if cfg.Log != nil {
+		wcfg.Logger = slog.New(slog.NewTextHandler(cfg.Log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	w, err := worker.New(wcfg)
+	if err != nil {
+		return err
+	}
+	d := &durableWorker{id: cfg.ID, led: led, tap: tap}
+	w.Handle(durableType, d.handle)
+	return w.Run(ctx)
+}

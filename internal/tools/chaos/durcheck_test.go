@@ -1,0 +1,175 @@
+package chaos
+
+import (
+	"encoding/json"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/workron/workron/api/wire"
+)
+
+// durableRun is a clean run of one durable job j1 (key d1): attempt 1
+// (lease 5, worker d1) records reserve, dies in notify, and, cut off,
+// runs settle after attempt 2 recorded it (a stale run); attempt 2 (lease
+// 10, worker d2) replays reserve, runs and records the rest, and ends.
+func durableRun() durableInput {
+	run := func(key string, lease uint64, attempt int, r string) ledgerLine {
+		return ledgerLine{T: ledgerRun, Job: "j1", Key: key, Lease: lease, Attempt: attempt, Worker: "w", Run: r}
+	}
+	commit := func(key string, lease uint64, attempt int, r string) ledgerLine {
+		l := run(key, lease, attempt, r)
+		l.T = ledgerCommit
+		return l
+	}
+	rec := func(key, r string, lease uint64, attempt int) wire.Step {
+		b, _ := json.Marshal(stepResult{Run: r, Lease: lease, Attempt: attempt})
+		return wire.Step{Key: key, Status: wire.StepOK, Result: b}
+	}
+	return durableInput{
+		accepted: map[string]string{"d1": "j1"},
+		jobs: []wire.Job{{ID: "j1", IdempotencyKey: "d1", Status: wire.StatusDone, Lease: 10, Attempts: 2,
+			AttemptHistory: []wire.Attempt{{Attempt: 1, Lease: 5, Status: wire.StatusFailed, Expired: true}, {Attempt: 2, Lease: 10, Status: wire.StatusDone}}}},
+		journals: map[string][]wire.Step{"j1": {
+			rec("notify", "b1", 10, 2), rec("notify#2", "b2", 10, 2), rec("reserve", "a1", 5, 1), rec("settle", "b3", 10, 2)}},
+		ledger: []ledgerLine{
+			run("reserve", 5, 1, "a1"), commit("reserve", 5, 1, "a1"),
+			run("notify", 5, 1, "a2"),
+			commit("reserve", 10, 2, "a1"),
+			run("notify", 10, 2, "b1"), commit("notify", 10, 2, "b1"),
+			run("notify#2", 10, 2, "b2"), commit("notify#2", 10, 2, "b2"),
+			run("settle", 10, 2, "b3"), commit("settle", 10, 2, "b3"),
+			run("settle", 5, 1, "a3"),
+			{T: ledgerEnd, Job: "j1", Lease: 10, Attempt: 2, Worker: "w", Steps: map[string]string{"reserve": "a1", "notify": "b1", "notify#2": "b2", "settle": "b3"}},
+		},
+	}
+}
+
+func (in durableInput) clone() durableInput {
+	out := durableInput{accepted: maps.Clone(in.accepted), ledger: slices.Clone(in.ledger), journals: map[string][]wire.Step{}}
+	for _, j := range in.jobs {
+		j.AttemptHistory = slices.Clone(j.AttemptHistory)
+		out.jobs = append(out.jobs, j)
+	}
+	for id, st := range in.journals {
+		out.journals[id] = slices.Clone(st)
+	}
+	return out
+}
+
+func TestCheckDurableCleanRun(t *testing.T) {
+	res := checkDurable(durableRun())
+	if len(res.Anomalies) != 0 {
+		t.Fatalf("a clean run has anomalies: %q", res.Anomalies)
+	}
+	want := durableResult{Jobs: 1, Done: 1, Runs: 6, Records: 4, Unrecorded: 2, Stale: 1}
+	if res.String() != want.String() {
+		t.Fatalf("counted %s, want %s", res, want)
+	}
+}
+
+// TestCheckDurable plants one fault at a time in a clean run and shows the
+// check that catches it.
+func TestCheckDurable(t *testing.T) {
+	insert := func(ledger []ledgerLine, at int, l ledgerLine) []ledgerLine {
+		return slices.Insert(ledger, at, l)
+	}
+	setRecord := func(in *durableInput, key, r string, lease uint64, attempt int) {
+		for i, st := range in.journals["j1"] {
+			if st.Key == key {
+				b, _ := json.Marshal(stepResult{Run: r, Lease: lease, Attempt: attempt})
+				in.journals["j1"][i].Result = b
+			}
+		}
+	}
+	dropRecord := func(in *durableInput, key string) {
+		in.journals["j1"] = slices.DeleteFunc(in.journals["j1"], func(st wire.Step) bool { return st.Key == key })
+	}
+	cases := []struct {
+		name  string
+		plant func(in *durableInput)
+		want  []string
+	}{
+		{"a later attempt runs a recorded step", func(in *durableInput) {
+			// attempt 2 runs reserve although attempt 1's record committed
+			in.ledger = insert(in.ledger, 3, ledgerLine{T: ledgerRun, Job: "j1", Key: "reserve", Lease: 10, Attempt: 2, Run: "b0"})
+		}, []string{"durable job j1 step reserve ran again (run b0, attempt 2, lease 10, worker ) after its record by attempt 1 (lease 5, run a1) committed"}},
+		{"a later attempt without a lease runs a recorded step", func(in *durableInput) {
+			in.ledger = insert(in.ledger, 3, ledgerLine{T: ledgerRun, Job: "j1", Key: "reserve", Attempt: 2, Run: "b0"})
+		}, []string{"step reserve ran again (run b0, attempt 2, lease 0"}},
+		{"the recording attempt runs its step twice", func(in *durableInput) {
+			in.ledger = insert(in.ledger, 5, ledgerLine{T: ledgerRun, Job: "j1", Key: "notify", Lease: 10, Attempt: 2, Run: "b9"})
+		}, []string{"durable job j1 step notify ran twice in attempt 2 (lease 10): runs b1 and b9"}},
+		{"a run of unknown lease after the record came back", func(in *durableInput) {
+			in.ledger = insert(in.ledger, 2, ledgerLine{T: ledgerRun, Job: "j1", Key: "reserve", Attempt: 1, Run: "a9"})
+		}, []string{"durable job j1 step reserve ran again (run a9, attempt 1, worker ) after its record came back (line 2 of the ledger)"}},
+		{"a record that came back is not the one kept", func(in *durableInput) {
+			setRecord(in, "notify#2", "b2", 10, 2)
+			in.ledger[7].Run = "other"
+		}, []string{"durable job j1 step notify#2: the record that came back to attempt 2 (lease 10) is run other, but the journal keeps run b2"}},
+		{"a record that came back is lost", func(in *durableInput) {
+			dropRecord(in, "settle")
+		}, []string{"durable job j1 step settle: its record (run b3) came back to attempt 2 (lease 10), but the journal holds no such step",
+			"durable job j1 ended done with steps [notify notify#2 reserve] in its journal"}},
+		{"a step recorded under a key the handler never uses", func(in *durableInput) {
+			b, _ := json.Marshal(stepResult{Run: "b2", Lease: 10, Attempt: 2})
+			in.journals["j1"] = append(in.journals["j1"], wire.Step{Key: "notify#3", Status: wire.StepOK, Result: b})
+		}, []string{"durable job j1: the journal holds step notify#3, which the handler never names",
+			"durable job j1 ended done with steps [notify notify#2 notify#3 reserve settle]",
+			"durable job j1 step notify#3: the journal keeps run b2 (lease 10), which no step of the ledger ran"}},
+		{"a step listed twice", func(in *durableInput) {
+			in.journals["j1"] = append(in.journals["j1"], in.journals["j1"][0])
+		}, []string{"durable job j1: the journal lists step notify twice", "ended done with steps [notify notify notify#2 reserve settle]"}},
+		{"a record of a run the ledger never saw", func(in *durableInput) {
+			setRecord(in, "notify#2", "ghost", 10, 2)
+		}, []string{"durable job j1 step notify#2: the journal keeps run ghost (lease 10), which no step of the ledger ran",
+			"durable job j1 step notify#2 ran twice in attempt 2 (lease 10): runs ghost and b2",
+			"durable job j1 step notify#2: the record that came back to attempt 2 (lease 10) is run b2, but the journal keeps run ghost",
+			"durable job j1 ended done by lease 10, whose step notify#2 returned run b2, but the journal keeps run ghost"}},
+		{"a record by a lease that is no attempt of the job", func(in *durableInput) {
+			setRecord(in, "reserve", "a1", 7, 1)
+		}, []string{"durable job j1 step reserve: recorded by lease 7, which is no attempt of the job",
+			"durable job j1 step reserve: the journal keeps run a1 (lease 7), which no step of the ledger ran"}},
+		{"a step recorded as failed", func(in *durableInput) {
+			in.journals["j1"][0].Status = wire.StepFailed
+		}, []string{"durable job j1 step notify: recorded failed",
+			"durable job j1 step notify: its record (run b1) came back to attempt 2 (lease 10), but the journal holds no such step"}},
+		{"the done attempt saw another run than the journal keeps", func(in *durableInput) {
+			in.ledger[len(in.ledger)-1].Steps = map[string]string{"reserve": "a1", "notify": "b1", "notify#2": "b2", "settle": "a3"}
+		}, []string{"durable job j1 ended done by lease 10, whose step settle returned run a3, but the journal keeps run b3"}},
+		{"the done attempt never ended its handler", func(in *durableInput) {
+			in.ledger = in.ledger[:len(in.ledger)-1]
+		}, []string{"durable job j1 ended done by lease 10, whose handler never ended in the ledger"}},
+		{"a lost job", func(in *durableInput) {
+			in.accepted["d2"] = "j2"
+		}, []string{"lost job: the submit of d2 was answered with j2, which does not exist"}},
+		{"a job not finished", func(in *durableInput) {
+			in.jobs[0].Status = wire.StatusRunning
+		}, []string{"durable job j1 (d1) is still running after quiescence"}},
+		{"a ledger line of a job the cluster does not have", func(in *durableInput) {
+			in.ledger = append(in.ledger, ledgerLine{T: ledgerRun, Job: "j9", Key: "reserve", Run: "x"})
+		}, []string{"the ledger names durable job j9, which the cluster does not list"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			in := durableRun().clone()
+			tc.plant(&in)
+			res := checkDurable(in)
+			for _, w := range tc.want {
+				if !slices.ContainsFunc(res.Anomalies, func(a string) bool { return strings.Contains(a, w) }) {
+					t.Errorf("no anomaly says %q; got %q", w, res.Anomalies)
+				}
+			}
+			if len(res.Anomalies) != len(tc.want) {
+				t.Errorf("got %d anomalies, want %d: %q", len(res.Anomalies), len(tc.want), res.Anomalies)
+			}
+		})
+	}
+}
+
+func TestDurableKeys(t *testing.T) {
+	if got, want := durableKeys(), []string{"reserve", "notify", "notify#2", "settle"}; !slices.Equal(got, want) {
+		t.Fatalf("keys %q, want %q", got, want)
+	}
+}
