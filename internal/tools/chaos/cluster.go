@@ -38,13 +38,11 @@ type node struct {
 // from the network (namespaces or loopback), so the harness's Cluster only
 // finds the leader and waits for nodes here; this file starts them.
 type cluster struct {
-	dir   string
-	bin   string
-	net   network
-	nodes []*node
-	// workers are the real workers, then the durable workers (from
-	// index real on): chaosworker processes serving the durable jobs.
-	workers []*proc
+	dir     string
+	bin     string
+	net     network
+	nodes   []*node
+	workers []*proc // the real workers, then (from index real on) the durable ones
 	real    int
 	durBin  string // the chaosworker binary
 	ledger  string // the durable workers' ledger file

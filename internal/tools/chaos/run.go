@@ -102,9 +102,13 @@ type Report struct {
 	// LimitedAttempts are the attempts of the limited queue's jobs, and
 	// LimitPeak and KeyLimitPeak the most of them that held a lease at
 	// once, in all and of one key (see limits.go).
-	LimitedAttempts int `json:"limited_attempts"`
-	LimitPeak       int `json:"limit_peak"`
-	KeyLimitPeak    int `json:"key_limit_peak"`
+	LimitedAttempts int    `json:"limited_attempts"`
+	LimitPeak       int    `json:"limit_peak"`
+	KeyLimitPeak    int    `json:"key_limit_peak"`
+	Abandoned       int64  `json:"abandoned"`     // jobs a virtual worker walked away from
+	AppliedIndex    uint64 `json:"applied_index"` // every node's, at the end
+	Digest          string `json:"digest"`
+
 	// The durable jobs (durable.go, durcheck.go): accepted, done and
 	// failed; step runs the ledger shows, steps the journals hold, runs
 	// never recorded, and runs by stale attempts.
@@ -115,10 +119,6 @@ type Report struct {
 	StepRecords    int `json:"step_records"`
 	StepUnrecorded int `json:"step_unrecorded"`
 	StepStale      int `json:"step_stale"`
-
-	Abandoned    int64  `json:"abandoned"`     // jobs a virtual worker walked away from
-	AppliedIndex uint64 `json:"applied_index"` // every node's, at the end
-	Digest       string `json:"digest"`
 
 	Anomalies      []string `json:"anomalies"`
 	Visualizations []string `json:"visualizations,omitempty"`
