@@ -165,6 +165,14 @@ func (c *cluster) nodeOf(pn *proccluster.Node) *node {
 	return nil
 }
 
+// workerKind names what worker i is, for the log.
+func (c *cluster) workerKind(i int) string {
+	if i >= c.real {
+		return "durable worker"
+	}
+	return "real worker"
+}
+
 // durableWorkers are the durable workers' processes.
 func (c *cluster) durableWorkers() []*proc { return c.workers[c.real:] }
 

@@ -293,7 +293,7 @@ func (in *injector) killWorker(ctx context.Context, rng *rand.Rand) {
 	i := rng.IntN(len(in.c.workers))
 	w := in.c.workers[i]
 	down := between(rng, 300*time.Millisecond, 3*time.Second)
-	in.event(FaultKillWorker, "SIGKILL real worker %s, restart after %s", w.Name, down.Round(time.Millisecond))
+	in.event(FaultKillWorker, "SIGKILL %s %s, restart after %s", in.c.workerKind(i), w.Name, down.Round(time.Millisecond))
 	w.Kill()
 	sleep(ctx, down)
 	if err := in.c.startWorker(i); err != nil {
@@ -305,7 +305,7 @@ func (in *injector) workerNet(ctx context.Context, rng *rand.Rand) {
 	d := between(rng, time.Second, 5*time.Second)
 	if in.netOK && len(in.c.workers) > 0 && rng.IntN(2) == 0 {
 		i := rng.IntN(len(in.c.workers))
-		in.event(FaultWorkerNet, "cut real worker %s off every node for %s", in.c.workers[i].Name, d.Round(time.Millisecond))
+		in.event(FaultWorkerNet, "cut %s %s off every node for %s", in.c.workerKind(i), in.c.workers[i].Name, d.Round(time.Millisecond))
 		for k := range in.c.nodes {
 			if err := in.c.net.block(workerEP(i), nodeEP(k)); err != nil {
 				in.fail("worker net: %v", err)
