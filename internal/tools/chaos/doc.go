@@ -46,5 +46,9 @@
 // unapplied or missing log entries; and each job's history is linearizable
 // against the model in model.go, checked with porcupine; every tick of the
 // schedule ran once or was counted missed, never twice; the limited queue's
-// leases (limits.go) never exceeded its limits at any moment.
+// leases (limits.go) never exceeded its limits at any moment; and, held
+// against the ledger (durcheck.go), no durable job lost, no recorded step
+// run again by a later attempt or after its record came back, every
+// returned record the one the journal keeps, and every durable job that
+// ended done has each step recorded once and ended with those records.
 package chaos
