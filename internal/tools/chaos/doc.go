@@ -24,7 +24,11 @@
 // sometimes walk away mid-job. A third of the jobs go to a queue with a
 // concurrency limit and a per-key limit (limits.go). Readers GET random
 // jobs. A schedule fires every second into its own queue, which the real
-// workers serve first (schedule.go). Every request is an Op with call and
+// workers serve first (schedule.go). Durable jobs (durable.go) go to a
+// queue of their own, served by chaosworker processes (cmd/chaosworker)
+// that the worker faults hit like the real workers: four journaled steps
+// each, whose functions append to a ledger when they run and when their
+// record came back. Every request is an Op with call and
 // return times and an Outcome: ok, rejected (409), not found, no effect
 // (503, 429: the API promises nothing was done) or unknown (timeouts, lost
 // connections, 502, 504).
