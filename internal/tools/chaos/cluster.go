@@ -46,6 +46,7 @@ type cluster struct {
 	real    int
 	durBin  string // the chaosworker binary
 	ledger  string // the durable workers' ledger file
+	plant   bool   // start the durable workers with --plant-rerun
 	peers   string
 	pc      *proccluster.Cluster // the same nodes, for Leader and WaitServing
 	logf    func(format string, args ...any)
@@ -128,7 +129,11 @@ func (c *cluster) restartNode(ctx context.Context, n *node) error {
 func (c *cluster) startWorker(i int) error {
 	w := c.workers[i]
 	if i >= c.real {
-		_, err := w.Start("--server", strings.Join(c.pc.URLs(), ","), "--id", w.Name, "--ledger", c.ledger, "--concurrency", "4")
+		args := []string{"--server", strings.Join(c.pc.URLs(), ","), "--id", w.Name, "--ledger", c.ledger, "--concurrency", "4"}
+		if c.plant {
+			args = append(args, "--plant-rerun")
+		}
+		_, err := w.Start(args...)
 		return err
 	}
 	_, err := w.Start("worker", "--server", strings.Join(c.pc.URLs(), ","), "--id", w.Name,

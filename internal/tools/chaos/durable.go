@@ -157,10 +157,11 @@ func (t *leaseTap) lease(id string, attempt int) uint64 {
 
 // durableWorker runs the durable jobs' handler.
 type durableWorker struct {
-	id   string
-	led  *ledger
-	tap  *leaseTap
-	runs atomic.Uint64
+	id         string
+	led        *ledger
+	tap        *leaseTap
+	runs       atomic.Uint64
+	plantRerun bool // see DurableWorkerConfig
 }
 
 // handle is the durable job's handler: the steps of durableSteps, each
@@ -175,10 +176,14 @@ func (d *durableWorker) handle(ctx context.Context, job *worker.Job) error {
 		return ledgerLine{T: t, Job: job.ID, Key: key, Attempt: job.Attempt, Lease: lease, Worker: d.id, Run: run}
 	}
 	first := job.Attempt == 1
-	for _, name := range durableSteps {
+	for i, name := range durableSteps {
 		key := stepKey(seen, name)
 		run := fmt.Sprintf("%s-%d-%d", d.id, os.Getpid(), d.runs.Add(1))
-		raw, err := job.Step(ctx, name, func(ctx context.Context) (any, error) {
+		step := job.Step
+		if d.plantRerun && i == 0 && !first {
+			step = withoutJournal
+		}
+		raw, err := step(ctx, name, func(ctx context.Context) (any, error) {
 			if err := d.led.write(line(ledgerRun, key, run)); err != nil {
 				return nil, err
 			}
@@ -212,6 +217,16 @@ func (d *durableWorker) handle(ctx context.Context, job *worker.Job) error {
 	return d.led.write(end)
 }
 
+// withoutJournal runs fn as a step whose record was lost: the planted
+// fault of DurableWorkerConfig.PlantRerun.
+func withoutJournal(ctx context.Context, _ string, fn worker.StepFunc) (json.RawMessage, error) {
+	v, err := fn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(v)
+}
+
 // DurableWorkerConfig configures RunDurableWorker.
 type DurableWorkerConfig struct {
 	Servers     []string
@@ -219,6 +234,10 @@ type DurableWorkerConfig struct {
 	Ledger      string // the ledger file, appended to
 	Concurrency int
 	Log         io.Writer // the worker's warnings; nil: none
+	// PlantRerun plants the fault the durable checks look for: after its
+	// first attempt the handler runs its first step without the journal,
+	// again. A run with it must report that step as run again.
+	PlantRerun bool
 }
 
 // RunDurableWorker serves the durable jobs of a chaos run until ctx ends:
@@ -250,7 +269,7 @@ func RunDurableWorker(ctx context.Context, cfg DurableWorkerConfig) error {
 	if err != nil {
 		return err
 	}
-	d := &durableWorker{id: cfg.ID, led: led, tap: tap}
+	d := &durableWorker{id: cfg.ID, led: led, tap: tap, plantRerun: cfg.PlantRerun}
 	w.Handle(durableType, d.handle)
 	return w.Run(ctx)
 }

@@ -60,6 +60,10 @@ type Config struct {
 	Dir string
 	// Bin is the workron binary; built (without -race) when empty.
 	Bin string
+	// PlantRerun plants a fault in the durable workers (their first step
+	// runs again after the first attempt, without the journal), to show
+	// the durable checks report it.
+	PlantRerun bool
 	// DurableBin is the chaosworker binary (cmd/chaosworker); built
 	// when empty.
 	DurableBin string
@@ -192,6 +196,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}()
 	r.rep.Network = nw.describe()
 	r.c = newCluster(r.cfg.Dir, r.cfg.Bin, r.cfg.DurableBin, nw, cfg.Nodes, cfg.RealWorkers, r.cfg.DurableWorkers, r.logf)
+	r.c.plant = cfg.PlantRerun
 	defer r.c.stopAll()
 	if err := startAll(ctx, r.c); err != nil {
 		return r.rep, err

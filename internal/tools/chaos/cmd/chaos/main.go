@@ -53,6 +53,7 @@ func run() int {
 	flag.StringVar(&cfg.Dir, "dir", "", "directory for data, logs and the history (default: a temporary one, removed after a clean run)")
 	flag.IntVar(&cfg.DurableWorkers, "durable-workers", 2, "chaosworker processes serving durable jobs (negative: none)")
 	flag.Float64Var(&cfg.DurableRate, "durable-rate", 1.5, "durable jobs submitted per second")
+	flag.BoolVar(&cfg.PlantRerun, "plant-rerun", false, "plant a fault to see the durable checks catch it: the durable workers run their first step again after the first attempt")
 	flag.StringVar(&cfg.Bin, "bin", "", "workron binary to run (default: build ./cmd/workron)")
 	flag.DurationVar(&cfg.DrainTimeout, "drain-timeout", 60*time.Second, "after healing, how long the drain may go without any job finishing")
 	flag.BoolVar(&noNetns, "no-netns", false, "stay on loopback even as root (no partitions)")

@@ -25,6 +25,7 @@ func main() {
 	flag.StringVar(&cfg.ID, "id", "", "worker id")
 	flag.StringVar(&cfg.Ledger, "ledger", "", "ledger file to append to")
 	flag.IntVar(&cfg.Concurrency, "concurrency", 4, "jobs at once")
+	flag.BoolVar(&cfg.PlantRerun, "plant-rerun", false, "plant a fault: run the first step again, without the journal, after the first attempt")
 	flag.Parse()
 	if servers == "" || cfg.ID == "" || cfg.Ledger == "" {
 		fmt.Fprintln(os.Stderr, "chaosworker: --server, --id and --ledger are required")
