@@ -361,12 +361,15 @@ type savedRun struct {
 	DurableAccepted map[string]string      `json:"durable_accepted,omitempty"`
 	DurableJobs     []wire.Job             `json:"durable_jobs,omitempty"`
 	Journals        map[string][]wire.Step `json:"journals,omitempty"`
+	Events          map[string]eventSend   `json:"events,omitempty"`
+	ClockJumps      [][2]int64             `json:"clock_jumps,omitempty"`
 }
 
 func saveRun(dir string, in checkInput, virtual []string) error {
 	s := savedRun{Outcomes: make(map[string]string, len(in.specs)), Accepted: in.accepted, Virtual: virtual, Jobs: in.jobs,
 		Schedule: in.schedule, CronJobs: in.cronJobs,
-		DurableAccepted: in.durable.accepted, DurableJobs: in.durable.jobs, Journals: in.durable.journals}
+		DurableAccepted: in.durable.accepted, DurableJobs: in.durable.jobs, Journals: in.durable.journals,
+		Events: in.durable.events, ClockJumps: in.durable.clockJumps}
 	for k, sp := range in.specs {
 		s.Outcomes[k] = sp.outcome
 	}
@@ -398,7 +401,8 @@ func Recheck(dir string) ([]string, error) {
 	for k, o := range s.Outcomes {
 		in.specs[k] = jobSpec{key: k, outcome: o}
 	}
-	in.durable = durableInput{accepted: s.DurableAccepted, jobs: s.DurableJobs, journals: s.Journals}
+	in.durable = durableInput{accepted: s.DurableAccepted, jobs: s.DurableJobs, journals: s.Journals,
+		events: s.Events, clockJumps: s.ClockJumps}
 	if in.durable.ledger, err = readLedger(filepath.Join(dir, "ledger.jsonl")); err != nil {
 		return nil, err
 	}

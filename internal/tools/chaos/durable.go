@@ -31,28 +31,56 @@ import (
 // checks (durcheck.go) hold the ledger against the journals the cluster
 // kept.
 
-// durableQueue is the queue of the durable jobs, served only by the
-// chaosworker processes; durableType is their job type.
+// durableQueue is the queue of the durable jobs and their children,
+// served only by the chaosworker processes; durableType and
+// durableChildType are their job types; durableEvent is the name of the
+// events their waits wait for (the key is the job's idempotency key).
 const (
-	durableQueue = "chaos-durable"
-	durableType  = "durable"
+	durableQueue     = "chaos-durable"
+	durableType      = "durable"
+	durableChildType = "durable-child"
+	durableEvent     = "chaos.event"
+)
+
+// How a durable job's event is sent (durableSpec.event).
+const (
+	eventBefore = "before" // at once after the submit: mostly before the wait is registered
+	eventAfter  = "after"  // 2-5 s after the submit: mostly while the job waits
+	eventNone   = "none"   // never: the wait times out
+)
+
+// Wait timeouts: a job that gets no event waits a moment; one that gets
+// an event waits longer than any clock jump (an hour) can cut short, so
+// that only a lost event leaves it waiting (until the rescue event the
+// harness sends after healing, which the check then sees it got).
+const (
+	waitNoEventTimeout = 1500 * time.Millisecond
+	waitEventTimeout   = 3 * time.Hour
 )
 
 // durableSpec is one durable job of the load. Its handler sleeps stepMS
-// in each step (a window for the kills), and in its first attempt fails
-// inside step failRun after the run (nothing recorded: the step runs
-// again) or right after step failAfter's record (the next attempt must
-// replay it, not run it).
+// in each run step (a window for the kills), and in its first attempt
+// fails inside step failRun after the run (nothing recorded: the step
+// runs again) or right after step failAfter's record (the next attempt
+// must replay it, not run it). It sleeps sleepMS, then waits for its
+// event, sent as event says.
 type durableSpec struct {
 	key       string
 	stepMS    int
 	failRun   string
 	failAfter string
+	sleepMS   int
+	event     string
 }
 
 func (s durableSpec) request() wire.SubmitRequest {
 	attempts := 15 // kills and planned failures eat attempts; leave room
-	md := map[string]string{"step_ms": strconv.Itoa(s.stepMS)}
+	wait := waitEventTimeout
+	if s.event == eventNone {
+		wait = waitNoEventTimeout
+	}
+	md := map[string]string{"step_ms": strconv.Itoa(s.stepMS), "sleep_ms": strconv.Itoa(s.sleepMS),
+		"event": s.event, "event_key": s.key, "wait_ms": strconv.FormatInt(wait.Milliseconds(), 10)}
 	if s.failRun != "" {
 		md["fail_run"] = s.failRun
 	}
@@ -63,17 +91,38 @@ func (s durableSpec) request() wire.SubmitRequest {
 		MaxAttempts: &attempts, Timeout: "30s", Backoff: &wire.Backoff{Base: "100ms", Max: "1s", Jitter: 0.3}}
 }
 
+// childRequest is the child job a durable job invokes.
+func childRequest(parent string) wire.SubmitRequest {
+	attempts := 15
+	return wire.SubmitRequest{Queue: durableQueue, Type: durableChildType, Metadata: map[string]string{"parent": parent},
+		MaxAttempts: &attempts, Timeout: "30s", Backoff: &wire.Backoff{Base: "100ms", Max: "1s", Jitter: 0.3}}
+}
+
 // randomDurableSpec draws durable job number i.
 func randomDurableSpec(rng *rand.Rand, i int) durableSpec {
-	s := durableSpec{key: "d" + strconv.Itoa(i), stepMS: 50 + rng.IntN(250)}
-	keys := durableKeys()
+	s := durableSpec{key: "d" + strconv.Itoa(i), stepMS: 50 + rng.IntN(250), sleepMS: 300 + rng.IntN(1200)}
+	keys := runKeys()
 	if rng.IntN(4) == 0 {
 		s.failRun = keys[rng.IntN(len(keys))]
 	}
 	if rng.IntN(4) == 0 {
 		s.failAfter = keys[rng.IntN(len(keys))]
 	}
+	s.event = []string{eventBefore, eventAfter, eventAfter, eventNone}[rng.IntN(4)]
 	return s
+}
+
+// eventPayload is what the harness sends as a durable job's event: the
+// job's key, and 1 for its event, 2 for the rescue sent after healing.
+type eventPayload struct {
+	Key string `json:"key"`
+	N   int    `json:"n"`
+}
+
+// childResult is a child job's result: which run of it set it.
+type childResult struct {
+	Child string `json:"child"`
+	Run   string `json:"run"`
 }
 
 // ledger appends lines to the ledger file. Every line is one write(2) to a
@@ -164,26 +213,78 @@ type durableWorker struct {
 	plantRerun bool // see DurableWorkerConfig
 }
 
-// handle is the durable job's handler: the steps of durableSteps, each
-// written to the ledger when its function runs and when its record came
-// back, then an end line with what each step returned.
+// handle is the durable job's handler: the calls of durableCalls, each
+// run step written to the ledger when its function runs and when its
+// record came back, each parking call when it parked and when it
+// returned; then an end line with what each run step returned.
 func (d *durableWorker) handle(ctx context.Context, job *worker.Job) error {
 	lease := d.tap.lease(job.ID, job.Attempt)
 	stepMS, _ := strconv.Atoi(job.Metadata["step_ms"])
 	seen := map[string]int{}
 	got := map[string]string{}
 	line := func(t, key, run string) ledgerLine {
-		return ledgerLine{T: t, Job: job.ID, Key: key, Attempt: job.Attempt, Lease: lease, Worker: d.id, Run: run}
+		return ledgerLine{T: t, Job: job.ID, Key: key, Attempt: job.Attempt, Lease: lease, Worker: d.id, Run: run, At: time.Now().UnixNano()}
+	}
+	parked := func(key string, err error) error {
+		if errors.Is(err, worker.ErrParked) {
+			if werr := d.led.write(line(ledgerPark, key, "")); werr != nil {
+				return werr
+			}
+		}
+		return err
 	}
 	first := job.Attempt == 1
-	for i, name := range durableSteps {
-		key := stepKey(seen, name)
+	for i, call := range durableCalls {
+		key := stepKey(seen, call.name)
+		switch call.kind {
+		case wire.StepSleep:
+			ms, _ := strconv.Atoi(job.Metadata["sleep_ms"])
+			if err := job.Sleep(ctx, call.name, time.Duration(ms)*time.Millisecond); err != nil {
+				return parked(key, err)
+			}
+			if err := d.led.write(line(ledgerWoke, key, "")); err != nil {
+				return err
+			}
+			continue
+		case wire.StepWait:
+			ms, _ := strconv.Atoi(job.Metadata["wait_ms"])
+			if err := d.led.write(line(ledgerWait, key, "")); err != nil {
+				return err
+			}
+			payload, ok, err := job.WaitForEvent(ctx, call.name, durableEvent, job.Metadata["event_key"], time.Duration(ms)*time.Millisecond)
+			if err != nil {
+				return parked(key, err)
+			}
+			var ev eventPayload
+			if ok {
+				_ = json.Unmarshal(payload, &ev)
+			}
+			l := line(ledgerHeard, key, "")
+			l.Heard, l.EventKey, l.N = ok, ev.Key, ev.N
+			if err := d.led.write(l); err != nil {
+				return err
+			}
+			continue
+		case wire.StepInvoke:
+			raw, err := job.Invoke(ctx, call.name, childRequest(job.ID))
+			if err != nil {
+				return parked(key, err)
+			}
+			var res childResult
+			_ = json.Unmarshal(raw, &res)
+			l := line(ledgerSpawned, key, res.Run)
+			l.Child = res.Child
+			if err := d.led.write(l); err != nil {
+				return err
+			}
+			continue
+		}
 		run := fmt.Sprintf("%s-%d-%d", d.id, os.Getpid(), d.runs.Add(1))
 		step := job.Step
 		if d.plantRerun && i == 0 && !first {
 			step = withoutJournal
 		}
-		raw, err := step(ctx, name, func(ctx context.Context) (any, error) {
+		raw, err := step(ctx, call.name, func(ctx context.Context) (any, error) {
 			if err := d.led.write(line(ledgerRun, key, run)); err != nil {
 				return nil, err
 			}
@@ -215,6 +316,18 @@ func (d *durableWorker) handle(ctx context.Context, job *worker.Job) error {
 	end := line(ledgerEnd, "", "")
 	end.Steps = got
 	return d.led.write(end)
+}
+
+// child is the handler of a durable job's child: it notes its run and
+// returns it as its result.
+func (d *durableWorker) child(ctx context.Context, job *worker.Job) error {
+	run := fmt.Sprintf("%s-%d-%d", d.id, os.Getpid(), d.runs.Add(1))
+	l := ledgerLine{T: ledgerChild, Job: job.ID, Attempt: job.Attempt, Lease: d.tap.lease(job.ID, job.Attempt), Worker: d.id,
+		Run: run, Parent: job.Metadata["parent"], At: time.Now().UnixNano()}
+	if err := d.led.write(l); err != nil {
+		return err
+	}
+	return job.SetResult(childResult{Child: job.ID, Run: run})
 }
 
 // withoutJournal runs fn as a step whose record was lost: the planted
@@ -271,5 +384,6 @@ func RunDurableWorker(ctx context.Context, cfg DurableWorkerConfig) error {
 	}
 	d := &durableWorker{id: cfg.ID, led: led, tap: tap, plantRerun: cfg.PlantRerun}
 	w.Handle(durableType, d.handle)
+	w.Handle(durableChildType, d.child)
 	return w.Run(ctx)
 }

@@ -14,18 +14,41 @@ import (
 	"github.com/workron/workron/internal/tools/jobcheck"
 )
 
-// durableSteps are the step names a durable job's handler runs, in order.
-// A name used twice gets a second key (notify, notify#2), as the SDK
-// counts occurrences.
-var durableSteps = []string{"reserve", "notify", "notify", "settle"}
+// durableCall is one call of a durable job's handler: a run step (kind
+// "") or a sleep, a wait for an event, or an invoke of a child job.
+type durableCall struct{ name, kind string }
 
-// durableKeys are the step keys of durableSteps: the journal of a job
-// that ended done holds exactly these.
-func durableKeys() []string {
+// durableCalls are the calls a durable job's handler makes, in order. A
+// name used twice gets a second key (notify, notify#2), as the SDK counts
+// occurrences.
+var durableCalls = []durableCall{{"reserve", ""}, {"notify", ""}, {"notify", ""},
+	{"nap", wire.StepSleep}, {"hear", wire.StepWait}, {"spawn", wire.StepInvoke}, {"settle", ""}}
+
+// durableKeys are the step keys of durableCalls: the journal of a job
+// that ended done holds exactly these. runKeys are those of run steps.
+func durableKeys() []string { return callKeys(func(durableCall) bool { return true }) }
+
+func runKeys() []string { return callKeys(func(c durableCall) bool { return c.kind == "" }) }
+
+// keyKind is the kind of step key's call ("" for a run step), and whether
+// the handler makes it.
+func keyKind(key string) (string, bool) {
+	seen := map[string]int{}
+	for _, c := range durableCalls {
+		if stepKey(seen, c.name) == key {
+			return c.kind, true
+		}
+	}
+	return "", false
+}
+
+func callKeys(keep func(durableCall) bool) []string {
 	seen := map[string]int{}
 	var keys []string
-	for _, name := range durableSteps {
-		keys = append(keys, stepKey(seen, name))
+	for _, c := range durableCalls {
+		if k := stepKey(seen, c.name); keep(c) {
+			keys = append(keys, k)
+		}
 	}
 	return keys
 }
@@ -45,6 +68,13 @@ const (
 	ledgerRun    = "run"    // a step's function began: this run may record the step
 	ledgerCommit = "commit" // the step's record came back: Run names the run the journal kept
 	ledgerEnd    = "end"    // the handler returned success: Steps are what each step gave it
+	// Parking calls (sleep, wait, invoke).
+	ledgerPark    = "park"    // the call parked the job: the attempt ends
+	ledgerWoke    = "woke"    // Sleep returned: the code after the sleep runs
+	ledgerWait    = "wait"    // a wait for the job's event begins
+	ledgerHeard   = "heard"   // the wait returned: Heard, N and EventKey say what
+	ledgerSpawned = "spawned" // Invoke returned: Child and Run name the child's run that ended it
+	ledgerChild   = "child"   // a child job's handler ran (Job is the child, Parent its parent)
 )
 
 // ledgerLine is one line of the ledger (ledger.jsonl), appended by a
@@ -62,6 +92,16 @@ type ledgerLine struct {
 	// began, in a commit line the run whose record the step returned.
 	Run   string            `json:"run,omitempty"`
 	Steps map[string]string `json:"steps,omitempty"` // end: key -> run
+	// At is when the line was written (Unix nanoseconds, this machine's
+	// clock, as the harness's).
+	At int64 `json:"at,omitempty"`
+	// Heard is a heard line's outcome (false: the wait timed out), N and
+	// EventKey the event's payload.
+	Heard    bool   `json:"heard,omitempty"`
+	N        int    `json:"n,omitempty"`
+	EventKey string `json:"event_key,omitempty"`
+	Child    string `json:"child,omitempty"`  // spawned: the child job
+	Parent   string `json:"parent,omitempty"` // child: the parent job
 }
 
 // stepResult is what a durable step's function returns, recorded in the
@@ -81,6 +121,21 @@ type durableInput struct {
 	jobs     []wire.Job             // the durable queue's final listing
 	journals map[string][]wire.Step // job id -> its journal, results included
 	ledger   []ledgerLine
+	// events are the events the harness sent, by key; clockJumps the
+	// spans (Unix nanoseconds) during which a node ran with a clock
+	// offset.
+	events     map[string]eventSend
+	clockJumps [][2]int64
+}
+
+// eventSend is the harness's sending of a durable job's event.
+type eventSend struct {
+	Mode string `json:"mode"` // eventBefore, eventAfter or eventNone
+	// Call is when the first request went out, Return when a 2xx came
+	// back (0: none did); Rescued says a rescue was sent after healing.
+	Call    int64 `json:"call,omitempty"`
+	Return  int64 `json:"return,omitempty"`
+	Rescued bool  `json:"rescued,omitempty"`
 }
 
 // durableResult counts what the durable checks saw.
@@ -94,7 +149,11 @@ type durableResult struct {
 	// back (a worker cut off from the cluster runs on: fencing refuses its
 	// record, not its code).
 	Runs, Records, Unrecorded, Stale int
-	Anomalies                        []string
+	// Sleeps woke; Heard waits that got their event (Before of them sent
+	// before the wait began), TimedOut those that timed out, Excused
+	// events lost to a clock jump; Children the child jobs.
+	Sleeps, Heard, Before, TimedOut, Excused, Children int
+	Anomalies                                          []string
 }
 
 func (r *durableResult) anomaly(format string, args ...any) {
@@ -102,8 +161,8 @@ func (r *durableResult) anomaly(format string, args ...any) {
 }
 
 func (r durableResult) String() string {
-	return fmt.Sprintf("%d jobs (%d done, %d failed, %d waiting for a retry); %d step runs, %d recorded, %d never recorded, %d stale",
-		r.Jobs, r.Done, r.Failed, r.Pending, r.Runs, r.Records, r.Unrecorded, r.Stale)
+	return fmt.Sprintf("%d jobs (%d done, %d failed, %d waiting for a retry); %d step runs, %d recorded, %d never recorded, %d stale; %d sleeps woke; %d waits got their event (%d sent before the wait), %d timed out, %d excused by a clock jump; %d children",
+		r.Jobs, r.Done, r.Failed, r.Pending, r.Runs, r.Records, r.Unrecorded, r.Stale, r.Sleeps, r.Heard, r.Before, r.TimedOut, r.Excused, r.Children)
 }
 
 // stepID names a step of a job.
@@ -127,17 +186,26 @@ type stepID struct{ job, key string }
 //     journal keeps (its end line).
 func checkDurable(in durableInput) durableResult {
 	var res durableResult
-	byKey, problems := jobcheck.Accepted(in.accepted, in.jobs)
-	res.Anomalies = append(res.Anomalies, problems...)
-	res.Jobs = len(byKey)
+	var parents, children []wire.Job
 	jobs := make(map[string]wire.Job, len(in.jobs))
 	for _, j := range in.jobs {
 		jobs[j.ID] = j
+		if j.Type == durableChildType {
+			children = append(children, j)
+		} else {
+			parents = append(parents, j)
+		}
 	}
+	byKey, problems := jobcheck.Accepted(in.accepted, parents)
+	res.Anomalies = append(res.Anomalies, problems...)
+	res.Jobs = len(byKey)
 	records := make(map[stepID]stepResult)
 	for _, id := range sortedKeys(in.journals) {
 		checkJournal(jobs[id], in.journals[id], records, &res)
 	}
+	checkSleeps(in, jobs, &res)
+	checkWaits(in, byKey, &res)
+	checkChildren(in, jobs, children, &res)
 	runsOf := checkLedger(in.ledger, jobs, records, &res)
 	for _, key := range sortedKeys(byKey) {
 		j := byKey[key]
@@ -161,17 +229,27 @@ func checkDurable(in durableInput) durableResult {
 	return res
 }
 
-// checkJournal checks one job's journal and notes its records.
+// checkJournal checks one job's journal and notes its run steps' records.
 func checkJournal(j wire.Job, steps []wire.Step, records map[stepID]stepResult, res *durableResult) {
 	keys := durableKeys()
+	seen := make(map[string]bool)
 	for _, st := range steps {
 		id := stepID{j.ID, st.Key}
-		if _, dup := records[id]; dup {
+		if seen[st.Key] {
 			res.anomaly("durable job %s: the journal lists step %s twice", j.ID, st.Key)
 			continue
 		}
-		if !slices.Contains(keys, st.Key) {
+		seen[st.Key] = true
+		kind, ok := keyKind(st.Key)
+		if !ok {
 			res.anomaly("durable job %s: the journal holds step %s, which the handler never names (its keys are %s)", j.ID, st.Key, strings.Join(keys, ", "))
+		}
+		if st.Kind != kind {
+			res.anomaly("durable job %s step %s: recorded as a step of kind %q, but the handler makes it a %q", j.ID, st.Key, st.Kind, kind)
+			continue
+		}
+		if kind != "" {
+			continue // checkSleeps, checkWaits, checkChildren
 		}
 		var rec stepResult
 		if err := json.Unmarshal(st.Result, &rec); err != nil || rec.Run == "" || st.Status != wire.StepOK {
@@ -249,7 +327,7 @@ func checkLedger(ledger []ledgerLine, jobs map[string]wire.Job, records map[step
 				res.anomaly("durable job %s step %s: the record that came back to attempt %d (lease %d) is run %s, but the journal keeps run %s",
 					l.Job, l.Key, l.Attempt, l.Lease, l.Run, rec.Run)
 			}
-		case ledgerEnd:
+		case ledgerEnd, ledgerPark, ledgerWoke, ledgerWait, ledgerHeard, ledgerSpawned, ledgerChild:
 		default:
 			res.anomaly("ledger line %d has kind %q", n+1, l.T)
 		}
@@ -312,7 +390,7 @@ func checkDone(j wire.Job, steps []wire.Step, ledger []ledgerLine, records map[s
 		res.anomaly("durable job %s ended done by lease %d, whose handler never ended in the ledger: %s", j.ID, lease, jobcheck.History(j))
 		return
 	}
-	for _, k := range want {
+	for _, k := range runKeys() {
 		rec, ok := records[stepID{j.ID, k}]
 		if got := end.Steps[k]; ok && got != rec.Run {
 			res.anomaly("durable job %s ended done by lease %d, whose step %s returned run %s, but the journal keeps run %s", j.ID, lease, k, got, rec.Run)

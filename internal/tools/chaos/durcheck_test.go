@@ -6,50 +6,80 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/workron/workron/api/wire"
 )
 
 // durableRun is a clean run of one durable job j1 (key d1): attempt 1
-// (lease 5, worker d1) records reserve, dies in notify, and, cut off,
-// runs settle after attempt 2 recorded it (a stale run); attempt 2 (lease
-// 10, worker d2) replays reserve, runs and records the rest, and ends.
+// (lease 5) records reserve, dies in notify, and, cut off, runs settle
+// after a later attempt recorded it (a stale run); attempt 2 (lease 10)
+// replays reserve, records notify and notify#2 and parks on its sleep;
+// the next (lease 20, claimed after the wake time) gets past the sleep,
+// gets its event (sent before the wait began) and parks on its child c1;
+// the last (lease 30) gets the child's result, records settle and ends.
 func durableRun() durableInput {
-	run := func(key string, lease uint64, attempt int, r string) ledgerLine {
-		return ledgerLine{T: ledgerRun, Job: "j1", Key: key, Lease: lease, Attempt: attempt, Worker: "w", Run: r}
+	at := int64(1000)
+	line := func(t, key string, lease uint64, r string) ledgerLine {
+		at++
+		return ledgerLine{T: t, Job: "j1", Key: key, Lease: lease, Attempt: map[uint64]int{5: 1}[lease] + 2*min(1, int(lease/10)), Worker: "w", Run: r, At: at}
 	}
-	commit := func(key string, lease uint64, attempt int, r string) ledgerLine {
-		l := run(key, lease, attempt, r)
-		l.T = ledgerCommit
-		return l
-	}
+	run := func(key string, lease uint64, r string) ledgerLine { return line(ledgerRun, key, lease, r) }
+	commit := func(key string, lease uint64, r string) ledgerLine { return line(ledgerCommit, key, lease, r) }
 	rec := func(key, r string, lease uint64, attempt int) wire.Step {
 		b, _ := json.Marshal(stepResult{Run: r, Lease: lease, Attempt: attempt})
 		return wire.Step{Key: key, Status: wire.StepOK, Result: b}
 	}
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	wake := t0.Add(time.Second)
+	heard := line(ledgerHeard, "hear", 20, "")
+	heard.Heard, heard.N, heard.EventKey = true, 1, "d1"
+	heard2 := heard
+	heard2.Lease, heard2.At = 30, heard.At+100
+	spawned := line(ledgerSpawned, "spawn", 30, "c-run")
+	spawned.Child = "c1"
+	child := ledgerLine{T: ledgerChild, Job: "c1", Attempt: 1, Lease: 25, Worker: "w", Run: "c-run", Parent: "j1"}
 	return durableInput{
 		accepted: map[string]string{"d1": "j1"},
-		jobs: []wire.Job{{ID: "j1", IdempotencyKey: "d1", Status: wire.StatusDone, Lease: 10, Attempts: 2,
-			AttemptHistory: []wire.Attempt{{Attempt: 1, Lease: 5, Status: wire.StatusFailed, Expired: true}, {Attempt: 2, Lease: 10, Status: wire.StatusDone}}}},
-		journals: map[string][]wire.Step{"j1": {
-			rec("notify", "b1", 10, 2), rec("notify#2", "b2", 10, 2), rec("reserve", "a1", 5, 1), rec("settle", "b3", 10, 2)}},
-		ledger: []ledgerLine{
-			run("reserve", 5, 1, "a1"), commit("reserve", 5, 1, "a1"),
-			run("notify", 5, 1, "a2"),
-			commit("reserve", 10, 2, "a1"),
-			run("notify", 10, 2, "b1"), commit("notify", 10, 2, "b1"),
-			run("notify#2", 10, 2, "b2"), commit("notify#2", 10, 2, "b2"),
-			run("settle", 10, 2, "b3"), commit("settle", 10, 2, "b3"),
-			run("settle", 5, 1, "a3"),
-			{T: ledgerEnd, Job: "j1", Lease: 10, Attempt: 2, Worker: "w", Steps: map[string]string{"reserve": "a1", "notify": "b1", "notify#2": "b2", "settle": "b3"}},
+		jobs: []wire.Job{
+			{ID: "j1", Type: durableType, IdempotencyKey: "d1", Status: wire.StatusDone, Lease: 30, Attempts: 2,
+				Metadata: map[string]string{"event": eventBefore, "event_key": "d1"},
+				AttemptHistory: []wire.Attempt{{Attempt: 1, Lease: 5, Status: wire.StatusFailed, Expired: true, Started: t0.Add(-time.Second)},
+					{Attempt: 2, Lease: 10, Status: wire.StatusScheduled, Started: t0.Add(-time.Second / 2)},
+					{Attempt: 2, Lease: 20, Status: wire.StatusScheduled, Started: t0.Add(2 * time.Second)},
+					{Attempt: 2, Lease: 30, Status: wire.StatusDone, Started: t0.Add(3 * time.Second)}}},
+			{ID: "c1", Type: durableChildType, Status: wire.StatusDone, Lease: 25, Attempts: 1, Metadata: map[string]string{"parent": "j1"}},
 		},
+		journals: map[string][]wire.Step{"j1": {
+			{Key: "hear", Kind: wire.StepWait, Status: wire.StepOK, Result: json.RawMessage(`{"key":"d1","n":1}`)},
+			{Key: "nap", Kind: wire.StepSleep, Status: wire.StepOK, WakeAt: &wake},
+			rec("notify", "b1", 10, 2), rec("notify#2", "b2", 10, 2), rec("reserve", "a1", 5, 1), rec("settle", "d1", 30, 2),
+			{Key: "spawn", Kind: wire.StepInvoke, Status: wire.StepOK, ChildID: "c1", Result: json.RawMessage(`{"child":"c1","run":"c-run"}`)},
+		}, "c1": nil},
+		ledger: []ledgerLine{
+			run("reserve", 5, "a1"), commit("reserve", 5, "a1"),
+			run("notify", 5, "a2"),
+			commit("reserve", 10, "a1"),
+			run("notify", 10, "b1"), commit("notify", 10, "b1"),
+			run("notify#2", 10, "b2"), commit("notify#2", 10, "b2"),
+			line(ledgerPark, "nap", 10, ""),
+			line(ledgerWoke, "nap", 20, ""), line(ledgerWait, "hear", 20, ""), heard, line(ledgerPark, "spawn", 20, ""),
+			child,
+			line(ledgerWoke, "nap", 30, ""), line(ledgerWait, "hear", 30, ""), heard2, spawned,
+			run("settle", 30, "d1"), commit("settle", 30, "d1"),
+			run("settle", 5, "a3"),
+			{T: ledgerEnd, Job: "j1", Lease: 30, Attempt: 2, Worker: "w", Steps: map[string]string{"reserve": "a1", "notify": "b1", "notify#2": "b2", "settle": "d1"}},
+		},
+		events: map[string]eventSend{"d1": {Mode: eventBefore, Call: 900, Return: 950, Rescued: true}},
 	}
 }
 
 func (in durableInput) clone() durableInput {
-	out := durableInput{accepted: maps.Clone(in.accepted), ledger: slices.Clone(in.ledger), journals: map[string][]wire.Step{}}
+	out := durableInput{accepted: maps.Clone(in.accepted), ledger: slices.Clone(in.ledger), journals: map[string][]wire.Step{},
+		events: maps.Clone(in.events), clockJumps: slices.Clone(in.clockJumps)}
 	for _, j := range in.jobs {
 		j.AttemptHistory = slices.Clone(j.AttemptHistory)
+		j.Metadata = maps.Clone(j.Metadata)
 		out.jobs = append(out.jobs, j)
 	}
 	for id, st := range in.journals {
@@ -63,7 +93,7 @@ func TestCheckDurableCleanRun(t *testing.T) {
 	if len(res.Anomalies) != 0 {
 		t.Fatalf("a clean run has anomalies: %q", res.Anomalies)
 	}
-	want := durableResult{Jobs: 1, Done: 1, Runs: 6, Records: 4, Unrecorded: 2, Stale: 1}
+	want := durableResult{Jobs: 1, Done: 1, Runs: 6, Records: 4, Unrecorded: 2, Stale: 1, Sleeps: 1, Heard: 1, Before: 1, Children: 1}
 	if res.String() != want.String() {
 		t.Fatalf("counted %s, want %s", res, want)
 	}
@@ -110,37 +140,37 @@ func TestCheckDurable(t *testing.T) {
 		}, []string{"durable job j1 step notify#2: the record that came back to attempt 2 (lease 10) is run other, but the journal keeps run b2"}},
 		{"a record that came back is lost", func(in *durableInput) {
 			dropRecord(in, "settle")
-		}, []string{"durable job j1 step settle: its record (run b3) came back to attempt 2 (lease 10), but the journal holds no such step",
-			"durable job j1 ended done with steps [notify notify#2 reserve] in its journal"}},
+		}, []string{"durable job j1 step settle: its record (run d1) came back to attempt 2 (lease 30), but the journal holds no such step",
+			"durable job j1 ended done with steps [hear nap notify notify#2 reserve spawn] in its journal"}},
 		{"a step recorded under a key the handler never uses", func(in *durableInput) {
 			b, _ := json.Marshal(stepResult{Run: "b2", Lease: 10, Attempt: 2})
 			in.journals["j1"] = append(in.journals["j1"], wire.Step{Key: "notify#3", Status: wire.StepOK, Result: b})
 		}, []string{"durable job j1: the journal holds step notify#3, which the handler never names",
-			"durable job j1 ended done with steps [notify notify#2 notify#3 reserve settle]",
+			"durable job j1 ended done with steps [hear nap notify notify#2 notify#3 reserve settle spawn]",
 			"durable job j1 step notify#3: the journal keeps run b2 (lease 10), which no step of the ledger ran"}},
 		{"a step listed twice", func(in *durableInput) {
-			in.journals["j1"] = append(in.journals["j1"], in.journals["j1"][0])
-		}, []string{"durable job j1: the journal lists step notify twice", "ended done with steps [notify notify notify#2 reserve settle]"}},
+			in.journals["j1"] = append(in.journals["j1"], *findStep(in.journals["j1"], "notify"))
+		}, []string{"durable job j1: the journal lists step notify twice", "ended done with steps [hear nap notify notify notify#2 reserve settle spawn]"}},
 		{"a record of a run the ledger never saw", func(in *durableInput) {
 			setRecord(in, "notify#2", "ghost", 10, 2)
 		}, []string{"durable job j1 step notify#2: the journal keeps run ghost (lease 10), which no step of the ledger ran",
 			"durable job j1 step notify#2 ran twice in attempt 2 (lease 10): runs ghost and b2",
 			"durable job j1 step notify#2: the record that came back to attempt 2 (lease 10) is run b2, but the journal keeps run ghost",
-			"durable job j1 ended done by lease 10, whose step notify#2 returned run b2, but the journal keeps run ghost"}},
+			"durable job j1 ended done by lease 30, whose step notify#2 returned run b2, but the journal keeps run ghost"}},
 		{"a record by a lease that is no attempt of the job", func(in *durableInput) {
 			setRecord(in, "reserve", "a1", 7, 1)
 		}, []string{"durable job j1 step reserve: recorded by lease 7, which is no attempt of the job",
 			"durable job j1 step reserve: the journal keeps run a1 (lease 7), which no step of the ledger ran"}},
 		{"a step recorded as failed", func(in *durableInput) {
-			in.journals["j1"][0].Status = wire.StepFailed
+			findStep(in.journals["j1"], "notify").Status = wire.StepFailed
 		}, []string{"durable job j1 step notify: recorded failed",
 			"durable job j1 step notify: its record (run b1) came back to attempt 2 (lease 10), but the journal holds no such step"}},
 		{"the done attempt saw another run than the journal keeps", func(in *durableInput) {
 			in.ledger[len(in.ledger)-1].Steps = map[string]string{"reserve": "a1", "notify": "b1", "notify#2": "b2", "settle": "a3"}
-		}, []string{"durable job j1 ended done by lease 10, whose step settle returned run a3, but the journal keeps run b3"}},
+		}, []string{"durable job j1 ended done by lease 30, whose step settle returned run a3, but the journal keeps run d1"}},
 		{"the done attempt never ended its handler", func(in *durableInput) {
 			in.ledger = in.ledger[:len(in.ledger)-1]
-		}, []string{"durable job j1 ended done by lease 10, whose handler never ended in the ledger"}},
+		}, []string{"durable job j1 ended done by lease 30, whose handler never ended in the ledger"}},
 		{"a lost job", func(in *durableInput) {
 			in.accepted["d2"] = "j2"
 		}, []string{"lost job: the submit of d2 was answered with j2, which does not exist"}},
@@ -169,7 +199,7 @@ func TestCheckDurable(t *testing.T) {
 }
 
 func TestDurableKeys(t *testing.T) {
-	if got, want := durableKeys(), []string{"reserve", "notify", "notify#2", "settle"}; !slices.Equal(got, want) {
+	if got, want := durableKeys(), []string{"reserve", "notify", "notify#2", "nap", "hear", "spawn", "settle"}; !slices.Equal(got, want) {
 		t.Fatalf("keys %q, want %q", got, want)
 	}
 }

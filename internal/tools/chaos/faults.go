@@ -54,6 +54,9 @@ type injector struct {
 	events []string
 	errs   []string
 	sticky sync.WaitGroup
+	// jumps are the spans (Unix nanoseconds) from a clock jump's start to
+	// the restart that ended it.
+	jumps [][2]int64
 }
 
 func newInjector(c *cluster, l *load, netOK bool, logf func(string, ...any)) *injector {
@@ -268,6 +271,7 @@ func (in *injector) stickyHook(ctx context.Context, n *node, kind string, set, u
 		return
 	}
 	in.event(kind, "restart %s with %s for %s", n.Name, what, hold.Round(time.Millisecond))
+	began := time.Now().UnixNano()
 	if err := in.c.restartNode(context.Background(), n); err != nil {
 		in.fail("restart %s: %v", n.Name, err)
 	}
@@ -282,6 +286,11 @@ func (in *injector) stickyHook(ctx context.Context, n *node, kind string, set, u
 		in.logf("fault %s: restart %s without %s", kind, n.Name, what)
 		if err := in.c.restartNode(context.Background(), n); err != nil {
 			in.fail("restart %s: %v", n.Name, err)
+		}
+		if kind == FaultClockJump {
+			in.mu.Lock()
+			in.jumps = append(in.jumps, [2]int64{began, time.Now().UnixNano()})
+			in.mu.Unlock()
 		}
 	})
 }
@@ -353,6 +362,13 @@ func (in *injector) healAll(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// clockJumps returns the clock jumps' spans.
+func (in *injector) clockJumps() [][2]int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Clone(in.jumps)
 }
 
 // summary returns the counts by kind, the total and the errors.

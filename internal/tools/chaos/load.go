@@ -42,6 +42,7 @@ type load struct {
 	// recorded: their histories are checked against the ledger instead.
 	durSpecs    map[string]durableSpec
 	durAccepted map[string]string
+	events      map[string]eventSend // by job key: its event's sending
 
 	vworkers []*vworker
 	stats    loadStats
@@ -54,7 +55,7 @@ type loadStats struct {
 func newLoad(c *cluster, rec *recorder, seed uint64, virtual int) *load {
 	tr := newTransport()
 	l := &load{c: c, rec: rec, seed: seed, specs: make(map[string]jobSpec), accepted: make(map[string]string),
-		durSpecs: make(map[string]durableSpec), durAccepted: make(map[string]string),
+		durSpecs: make(map[string]durableSpec), durAccepted: make(map[string]string), events: make(map[string]eventSend),
 		api: newNodeClients(&http.Client{Timeout: requestTimeout, Transport: tr}, tr)}
 	for i := range virtual {
 		ft := &faultyTransport{base: newTransport()}
@@ -290,13 +291,80 @@ func (l *load) submitDurable(ctx context.Context, spec durableSpec, rng *rand.Ra
 			}
 			l.mu.Lock()
 			l.durAccepted[spec.key] = j.ID
+			l.events[spec.key] = eventSend{Mode: spec.event}
 			l.mu.Unlock()
+			switch spec.event {
+			case eventAfter:
+				sleep(ctx, 2*time.Second+rand.N(3*time.Second))
+				fallthrough
+			case eventBefore:
+				l.sendEvent(ctx, spec.key, 1, rng)
+			}
 			return
 		case OutInvalid, OutRejected, OutNotFound:
 			l.noteInvalid(Op{Kind: OpSubmit, Key: spec.key, Code: r.code, Err: r.errText()})
 			return
 		}
 	}
+}
+
+// sendEvent sends event n of a durable job's key until a 2xx, or until
+// ctx ends, and notes when it went and when it was accepted.
+func (l *load) sendEvent(ctx context.Context, key string, n int, rng *rand.Rand) {
+	payload, _ := json.Marshal(eventPayload{Key: key, N: n})
+	req := wire.EventRequest{Name: durableEvent, Key: key, Payload: payload}
+	call := time.Now().UnixNano()
+	for try := 0; ctx.Err() == nil; try++ {
+		if try > 0 {
+			pause := min(20*time.Millisecond<<min(try, 5), 500*time.Millisecond)
+			sleep(ctx, pause/2+rand.N(pause/2))
+		}
+		r := l.do(ctx, l.api, rng, http.MethodPost, "/events", req)
+		switch r.outcome() {
+		case OutOK:
+			if n == 1 {
+				l.mu.Lock()
+				ev := l.events[key]
+				ev.Call, ev.Return = call, time.Now().UnixNano()
+				l.events[key] = ev
+				l.mu.Unlock()
+			}
+			return
+		case OutInvalid, OutRejected, OutNotFound:
+			l.noteInvalid(Op{Kind: "event", Key: key, Code: r.code, Err: r.errText()})
+			return
+		}
+	}
+}
+
+// rescueEvents sends a second event (n 2) to every durable job that was
+// sent one: a wait whose first event was lost wakes on it, and the check
+// sees which it got.
+func (l *load) rescueEvents(ctx context.Context) {
+	l.mu.Lock()
+	var keys []string
+	for key, ev := range l.events {
+		if ev.Mode != eventNone {
+			keys = append(keys, key)
+			ev.Rescued = true
+			l.events[key] = ev
+		}
+	}
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	rng := rand.New(rand.NewPCG(l.seed, 7))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, key := range keys {
+		sem <- struct{}{}
+		seed := rng.Uint64()
+		wg.Go(func() {
+			defer func() { <-sem }()
+			l.sendEvent(ctx, key, 2, rand.New(rand.NewPCG(seed, 8)))
+		})
+	}
+	wg.Wait()
 }
 
 // readers read random accepted jobs (consistent reads, through any node).

@@ -123,6 +123,15 @@ type Report struct {
 	StepRecords    int `json:"step_records"`
 	StepUnrecorded int `json:"step_unrecorded"`
 	StepStale      int `json:"step_stale"`
+	// Their sleeps that woke, waits that got their event (of them sent
+	// before the wait began), timed out, or lost it to a clock jump, and
+	// their child jobs.
+	Sleeps        int `json:"sleeps"`
+	EventsHeard   int `json:"events_heard"`
+	EventsBefore  int `json:"events_before_wait"`
+	WaitTimeouts  int `json:"wait_timeouts"`
+	EventsExcused int `json:"events_excused"`
+	Children      int `json:"children"`
 
 	Anomalies      []string `json:"anomalies"`
 	Visualizations []string `json:"visualizations,omitempty"`
@@ -316,6 +325,7 @@ func (r *runner) loadAndFaults(ctx context.Context, faults []string) {
 		r.rep.Anomalies = append(r.rep.Anomalies, "pause the schedule after healing: "+err.Error())
 	}
 	loadWG.Wait() // every submit got its answer (or runCtx ended)
+	r.l.rescueEvents(runCtx)
 	r.logf("draining: waiting for every job to finish (giving up after %s without progress)", r.cfg.DrainTimeout)
 	if !waitFinished(ctx, r.c, r.cfg.DrainTimeout, r.logf) {
 		r.logf("draining stalled: no job finished for %s", r.cfg.DrainTimeout)
@@ -398,7 +408,8 @@ func (r *runner) check(ctx context.Context) {
 	l.mu.Lock()
 	in := checkInput{ops: ops, specs: l.specs, accepted: l.accepted, jobs: jobs, schedule: sc, cronJobs: cronJobs, virtual: l.isVirtual,
 		dir: r.cfg.Dir, timeout: 20 * time.Second,
-		durable: durableInput{accepted: maps.Clone(l.durAccepted), jobs: durJobs, journals: journals}}
+		durable: durableInput{accepted: maps.Clone(l.durAccepted), jobs: durJobs, journals: journals,
+			events: maps.Clone(l.events), clockJumps: r.in.clockJumps()}}
 	rep.Submitted, rep.Accepted = len(l.specs), len(l.accepted)
 	rep.Anomalies = append(rep.Anomalies, l.invalid...)
 	l.mu.Unlock()
@@ -428,6 +439,7 @@ func (r *runner) check(ctx context.Context) {
 	d := res.Durable
 	rep.DurableJobs, rep.DurableDone, rep.DurableFailed = d.Jobs, d.Done, d.Failed
 	rep.StepRuns, rep.StepRecords, rep.StepUnrecorded, rep.StepStale = d.Runs, d.Records, d.Unrecorded, d.Stale
+	rep.Sleeps, rep.EventsHeard, rep.EventsBefore, rep.WaitTimeouts, rep.EventsExcused, rep.Children = d.Sleeps, d.Heard, d.Before, d.TimedOut, d.Excused, d.Children
 	r.logf("durable jobs: %s", d)
 	rep.Requests = l.stats.submits.Load() + l.stats.claims.Load() + l.stats.heartbeats.Load() + l.stats.reports.Load() + l.stats.gets.Load()
 }
