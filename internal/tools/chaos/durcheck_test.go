@@ -180,6 +180,59 @@ func TestCheckDurable(t *testing.T) {
 		{"a ledger line of a job the cluster does not have", func(in *durableInput) {
 			in.ledger = append(in.ledger, ledgerLine{T: ledgerRun, Job: "j9", Key: "reserve", Run: "x"})
 		}, []string{"the ledger names durable job j9, which the cluster does not list"}},
+		{"a sleep wakes early", func(in *durableInput) {
+			in.jobs[0].AttemptHistory[2].Started = in.jobs[0].AttemptHistory[1].Started
+		}, []string{"durable job j1: sleep nap woke early: the attempt past it (lease 20) was claimed at 2026-11-27T11:59:59.5Z, before its wake time 2026-11-27T12:00:01Z"}},
+		{"a sleep wakes twice", func(in *durableInput) {
+			in.ledger = insert(in.ledger, 15, ledgerLine{T: ledgerPark, Job: "j1", Key: "nap", Lease: 30, Attempt: 2})
+		}, []string{"durable job j1: sleep nap woke twice: attempt 2 (lease 30) parked on it after attempt 2 (lease 20) had got past it"}},
+		{"a sleep never wakes", func(in *durableInput) {
+			in.ledger = slices.DeleteFunc(in.ledger, func(l ledgerLine) bool { return l.T == ledgerWoke })
+		}, []string{"durable job j1 ended done, but the code after its sleep nap never ran"}},
+		{"a sleep recorded without its wake time", func(in *durableInput) {
+			findStep(in.journals["j1"], "nap").WakeAt = nil
+		}, []string{"durable job j1: sleep nap recorded ok, wake time <nil>",
+			"durable job j1: the code after sleep nap ran (attempt 2, lease 20), but the journal holds no such sleep"}},
+		{"a wait misses its event", func(in *durableInput) {
+			findStep(in.journals["j1"], "hear").Result = json.RawMessage(`{"key":"d1","n":2}`)
+			for i := range in.ledger {
+				if in.ledger[i].T == ledgerHeard {
+					in.ledger[i].N = 2
+				}
+			}
+		}, []string{"durable job j1: wait hear missed its event (key d1, accepted 1970-01-01T00:00:00.00000095Z): it got the rescue the harness sent after healing"}},
+		{"a wait times out although its event was sent", func(in *durableInput) {
+			st := findStep(in.journals["j1"], "hear")
+			st.Status, st.Result = wire.StepTimeout, nil
+			for i := range in.ledger {
+				if in.ledger[i].T == ledgerHeard {
+					in.ledger[i].Heard, in.ledger[i].N = false, 0
+				}
+			}
+		}, []string{"durable job j1: wait hear timed out, but its event (key d1) was sent and accepted within its 3-hour window"}},
+		{"a wait gets an event nobody sent", func(in *durableInput) {
+			in.jobs[0].Metadata["event"] = eventNone
+		}, []string{"durable job j1: wait hear got event 1 for key d1, which nobody sent"}},
+		{"a wait gets another key's event", func(in *durableInput) {
+			findStep(in.journals["j1"], "hear").Result = json.RawMessage(`{"key":"d7","n":1}`)
+		}, []string{"durable job j1: wait hear for key d1 got {\"key\":\"d7\",\"n\":1}, not its event"}},
+		{"a wait returns what the journal does not record", func(in *durableInput) {
+			in.ledger[11].N = 2
+		}, []string{"durable job j1: wait hear returned heard=true event 2 to attempt 2 (lease 20), but the journal records ok with {\"key\":\"d1\",\"n\":1}"}},
+		{"a child submitted twice", func(in *durableInput) {
+			in.jobs = append(in.jobs, wire.Job{ID: "c2", Type: durableChildType, Status: wire.StatusDone, Metadata: map[string]string{"parent": "j1"}})
+		}, []string{"durable job j1: its child was submitted 2 times: [c1 c2]", "child job c2 of j1: no invoke step of its parent names it"}},
+		{"an invoke names a child the cluster does not have", func(in *durableInput) {
+			findStep(in.journals["j1"], "spawn").ChildID = "c9"
+		}, []string{"durable job j1: invoke spawn names child \"c9\", which the cluster does not list", "child job c1 of j1: no invoke step of its parent names it",
+			"durable job j1: invoke spawn returned child c1 run c-run to attempt 2 (lease 30), but the journal records {Child: Run:}"}},
+		{"an invoke records what no run of its child returned", func(in *durableInput) {
+			findStep(in.journals["j1"], "spawn").Result = json.RawMessage(`{"child":"c1","run":"other"}`)
+		}, []string{"durable job j1: invoke spawn recorded {\"child\":\"c1\",\"run\":\"other\"}, not a run of its child c1",
+			"durable job j1: invoke spawn returned child c1 run c-run to attempt 2 (lease 30), but the journal records {Child:c1 Run:other}"}},
+		{"a child not finished", func(in *durableInput) {
+			in.jobs[1].Status = wire.StatusRunning
+		}, []string{"durable job j1's child c1 is still running after quiescence", "durable job j1: invoke spawn recorded ok, but its child c1 is running"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -195,6 +248,24 @@ func TestCheckDurable(t *testing.T) {
 				t.Errorf("got %d anomalies, want %d: %q", len(res.Anomalies), len(tc.want), res.Anomalies)
 			}
 		})
+	}
+}
+
+// TestCheckWaitsExcusesAClockJump: an event lost while a clock jump was
+// in effect is not counted missed (a jump of an hour moves the log's
+// clock past the look-back window).
+func TestCheckWaitsExcusesAClockJump(t *testing.T) {
+	in := durableRun().clone()
+	findStep(in.journals["j1"], "hear").Result = json.RawMessage(`{"key":"d1","n":2}`)
+	for i := range in.ledger {
+		if in.ledger[i].T == ledgerHeard {
+			in.ledger[i].N = 2
+		}
+	}
+	in.clockJumps = [][2]int64{{920, 1005}}
+	res := checkDurable(in)
+	if len(res.Anomalies) != 0 || res.Excused != 1 {
+		t.Fatalf("excused %d, anomalies %q; want 1 excused and none", res.Excused, res.Anomalies)
 	}
 }
 
