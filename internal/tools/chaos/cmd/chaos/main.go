@@ -127,6 +127,8 @@ func printReport(r *chaos.Report) {
 	fmt.Printf("schedule        %d ticks of @every 1s: %d run, %d missed beyond catch-up\n", r.CronTicks, r.CronJobs, r.CronMissed)
 	fmt.Printf("durable jobs    %d accepted: %d done, %d failed; %d step runs, %d recorded, %d never recorded (run again), %d by stale attempts\n",
 		r.DurableJobs, r.DurableDone, r.DurableFailed, r.StepRuns, r.StepRecords, r.StepUnrecorded, r.StepStale)
+	fmt.Printf("parking         %d sleeps woke; %d events heard (%d sent before the wait), %d waits timed out, %d events lost to a clock jump; %d child jobs\n",
+		r.Sleeps, r.EventsHeard, r.EventsBefore, r.WaitTimeouts, r.EventsExcused, r.Children)
 	fmt.Printf("replicas        applied index %d on every node, digest %.16s\n", r.AppliedIndex, r.Digest)
 	fmt.Printf("anomalies       %d\n", len(r.Anomalies))
 	for _, a := range r.Anomalies {
