@@ -26,9 +26,10 @@
 // jobs. A schedule fires every second into its own queue, which the real
 // workers serve first (schedule.go). Durable jobs (durable.go) go to a
 // queue of their own, served by chaosworker processes (cmd/chaosworker)
-// that the worker faults hit like the real workers: four journaled steps
-// each, whose functions append to a ledger when they run and when their
-// record came back. Every request is an Op with call and
+// that the worker faults hit like the real workers: journaled steps, a
+// sleep, a wait for an event the harness sends (before or after the wait
+// begins, or never) and a child job, each writing to a ledger what ran and
+// what came back. Every request is an Op with call and
 // return times and an Outcome: ok, rejected (409), not found, no effect
 // (503, 429: the API promises nothing was done) or unknown (timeouts, lost
 // connections, 502, 504).
@@ -53,6 +54,8 @@
 // leases (limits.go) never exceeded its limits at any moment; and, held
 // against the ledger (durcheck.go), no durable job lost, no recorded step
 // run again by a later attempt or after its record came back, every
-// returned record the one the journal keeps, and every durable job that
-// ended done has each step recorded once and ended with those records.
+// returned record the one the journal keeps, every durable job that
+// ended done has each step recorded once and ended with those records, no
+// sleep woke twice, never or early, no event sent was missed, and each
+// child was submitted once.
 package chaos
