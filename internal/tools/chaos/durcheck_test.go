@@ -186,6 +186,9 @@ func TestCheckDurable(t *testing.T) {
 		{"a sleep wakes twice", func(in *durableInput) {
 			in.ledger = insert(in.ledger, 15, ledgerLine{T: ledgerPark, Job: "j1", Key: "nap", Lease: 30, Attempt: 2})
 		}, []string{"durable job j1: sleep nap woke twice: attempt 2 (lease 30) parked on it after attempt 2 (lease 20) had got past it"}},
+		{"an older attempt's late park answer is no second wake", func(in *durableInput) {
+			in.ledger = insert(in.ledger, 15, ledgerLine{T: ledgerPark, Job: "j1", Key: "nap", Lease: 10, Attempt: 2})
+		}, nil},
 		{"a sleep never wakes", func(in *durableInput) {
 			in.ledger = slices.DeleteFunc(in.ledger, func(l ledgerLine) bool { return l.T == ledgerWoke })
 		}, []string{"durable job j1 ended done, but the code after its sleep nap never ran"}},
