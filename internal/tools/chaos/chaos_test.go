@@ -46,9 +46,11 @@ func TestChaosShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("seed %d; %d faults %v; %d jobs accepted: %d done, %d failed, %d waiting; %d operations (%d unknown) in %d linearizable job histories; schedule: %d ticks, %d run, %d missed; limited queue: %d attempts, at most %d/%d at once, %d/%d of one key; applied index %d everywhere",
+	t.Logf("seed %d; %d faults %v; %d jobs accepted: %d done, %d failed, %d waiting; %d operations (%d unknown) in %d linearizable job histories; schedule: %d ticks, %d run, %d missed; limited queue: %d attempts, at most %d/%d at once, %d/%d of one key; durable: %d jobs (%d done, %d failed), %d step runs, %d recorded, %d never recorded, %d stale, %d sleeps woke, %d events heard (%d sent before the wait), %d waits timed out, %d events lost to a clock jump, %d children; applied index %d everywhere",
 		rep.Seed, rep.FaultsTotal, rep.Faults, rep.Accepted, rep.Done, rep.Failed, rep.Pending, rep.Ops, rep.UnknownOps, rep.Linearizable,
-		rep.CronTicks, rep.CronJobs, rep.CronMissed, rep.LimitedAttempts, rep.LimitPeak, limitConcurrency, rep.KeyLimitPeak, limitKeyConcurrency, rep.AppliedIndex)
+		rep.CronTicks, rep.CronJobs, rep.CronMissed, rep.LimitedAttempts, rep.LimitPeak, limitConcurrency, rep.KeyLimitPeak, limitKeyConcurrency,
+		rep.DurableJobs, rep.DurableDone, rep.DurableFailed, rep.StepRuns, rep.StepRecords, rep.StepUnrecorded, rep.StepStale,
+		rep.Sleeps, rep.EventsHeard, rep.EventsBefore, rep.WaitTimeouts, rep.EventsExcused, rep.Children, rep.AppliedIndex)
 	for _, e := range rep.FaultErrors {
 		t.Logf("fault error: %s", e)
 	}

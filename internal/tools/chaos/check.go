@@ -31,6 +31,8 @@ type checkInput struct {
 	dir      string // where to write visualizations
 	// timeout bounds the linearizability check of one job.
 	timeout time.Duration
+	// durable is the durable jobs' part (durcheck.go).
+	durable durableInput
 }
 
 // checkResult counts what was checked and lists the anomalies.
@@ -40,6 +42,7 @@ type checkResult struct {
 	Synthesized                 int
 	Cron                        cronResult
 	Limits                      limitResult
+	Durable                     durableResult
 	Anomalies                   []string
 	Visualizations              []string
 }
@@ -66,6 +69,8 @@ func checkJobs(in checkInput) *checkResult {
 	checkLinearizable(in, byKey, res)
 	checkLimits(jobs, res)
 	res.Cron = checkSchedule(in.schedule, in.cronJobs, res)
+	res.Durable = checkDurable(in.durable)
+	res.Anomalies = append(res.Anomalies, res.Durable.Anomalies...)
 	return res
 }
 
@@ -351,11 +356,20 @@ type savedRun struct {
 	Jobs     []wire.Job        `json:"jobs"`
 	Schedule *wire.Schedule    `json:"schedule,omitempty"`
 	CronJobs []wire.Job        `json:"cron_jobs,omitempty"`
+	// The durable jobs: key -> job id, the final listing and the journals
+	// (the ledger is ledger.jsonl).
+	DurableAccepted map[string]string      `json:"durable_accepted,omitempty"`
+	DurableJobs     []wire.Job             `json:"durable_jobs,omitempty"`
+	Journals        map[string][]wire.Step `json:"journals,omitempty"`
+	Events          map[string]eventSend   `json:"events,omitempty"`
+	ClockJumps      [][2]int64             `json:"clock_jumps,omitempty"`
 }
 
 func saveRun(dir string, in checkInput, virtual []string) error {
 	s := savedRun{Outcomes: make(map[string]string, len(in.specs)), Accepted: in.accepted, Virtual: virtual, Jobs: in.jobs,
-		Schedule: in.schedule, CronJobs: in.cronJobs}
+		Schedule: in.schedule, CronJobs: in.cronJobs,
+		DurableAccepted: in.durable.accepted, DurableJobs: in.durable.jobs, Journals: in.durable.journals,
+		Events: in.durable.events, ClockJumps: in.durable.clockJumps}
 	for k, sp := range in.specs {
 		s.Outcomes[k] = sp.outcome
 	}
@@ -386,6 +400,11 @@ func Recheck(dir string) ([]string, error) {
 		virtual: func(id string) bool { return slices.Contains(s.Virtual, id) }, dir: dir, timeout: 20 * time.Second}
 	for k, o := range s.Outcomes {
 		in.specs[k] = jobSpec{key: k, outcome: o}
+	}
+	in.durable = durableInput{accepted: s.DurableAccepted, jobs: s.DurableJobs, journals: s.Journals,
+		events: s.Events, clockJumps: s.ClockJumps}
+	if in.durable.ledger, err = readLedger(filepath.Join(dir, "ledger.jsonl")); err != nil {
+		return nil, err
 	}
 	return checkJobs(in).Anomalies, nil
 }

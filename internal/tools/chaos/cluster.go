@@ -42,15 +42,20 @@ type cluster struct {
 	bin     string
 	net     network
 	nodes   []*node
-	workers []*proc
+	workers []*proc // the real workers, then (from index real on) the durable ones
+	real    int
+	durBin  string // the chaosworker binary
+	ledger  string // the durable workers' ledger file
+	plant   bool   // start the durable workers with --plant-rerun
 	peers   string
 	pc      *proccluster.Cluster // the same nodes, for Leader and WaitServing
 	logf    func(format string, args ...any)
 }
 
-func newCluster(dir, bin string, nw network, nodes, workers int, logf func(string, ...any)) *cluster {
+func newCluster(dir, bin, durBin string, nw network, nodes, workers, durable int, logf func(string, ...any)) *cluster {
 	hc := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 8, IdleConnTimeout: 5 * time.Second}}
-	c := &cluster{dir: dir, bin: bin, net: nw, logf: logf, pc: &proccluster.Cluster{HTTP: hc}}
+	c := &cluster{dir: dir, bin: bin, durBin: durBin, net: nw, logf: logf, pc: &proccluster.Cluster{HTTP: hc},
+		real: workers, ledger: filepath.Join(dir, "ledger.jsonl")}
 	var peers []string
 	for i := range nodes {
 		id := fmt.Sprintf("n%d", i+1)
@@ -64,6 +69,10 @@ func newCluster(dir, bin string, nw network, nodes, workers int, logf func(strin
 	for i := range workers {
 		name := fmt.Sprintf("r%d", i+1)
 		c.workers = append(c.workers, &proc{Name: name, Bin: bin, Netns: nw.workerNetns(i), Log: filepath.Join(dir, name+".log"), OwnGroup: true})
+	}
+	for i := range durable {
+		name := fmt.Sprintf("d%d", i+1)
+		c.workers = append(c.workers, &proc{Name: name, Bin: durBin, Netns: nw.workerNetns(workers + i), Log: filepath.Join(dir, name+".log"), OwnGroup: true})
 	}
 	return c
 }
@@ -115,9 +124,18 @@ func (c *cluster) restartNode(ctx context.Context, n *node) error {
 	return c.startNode(ctx, n)
 }
 
-// startWorker starts real worker i.
+// startWorker starts worker i: a real worker, or from index c.real on a
+// durable worker.
 func (c *cluster) startWorker(i int) error {
 	w := c.workers[i]
+	if i >= c.real {
+		args := []string{"--server", strings.Join(c.pc.URLs(), ","), "--id", w.Name, "--ledger", c.ledger, "--concurrency", "4"}
+		if c.plant {
+			args = append(args, "--plant-rerun")
+		}
+		_, err := w.Start(args...)
+		return err
+	}
 	_, err := w.Start("worker", "--server", strings.Join(c.pc.URLs(), ","), "--id", w.Name,
 		"--concurrency", "3", "--queues", cronQueue+","+chaosQueue+","+limitedQueue, "--poll-wait", "2s", "--grace", "1s",
 		"--kill-grace", "200ms", "--log-level", "warn")
@@ -151,6 +169,17 @@ func (c *cluster) nodeOf(pn *proccluster.Node) *node {
 	}
 	return nil
 }
+
+// workerKind names what worker i is, for the log.
+func (c *cluster) workerKind(i int) string {
+	if i >= c.real {
+		return "durable worker"
+	}
+	return "real worker"
+}
+
+// durableWorkers are the durable workers' processes.
+func (c *cluster) durableWorkers() []*proc { return c.workers[c.real:] }
 
 // stopAll kills every process.
 func (c *cluster) stopAll() {

@@ -24,7 +24,12 @@
 // sometimes walk away mid-job. A third of the jobs go to a queue with a
 // concurrency limit and a per-key limit (limits.go). Readers GET random
 // jobs. A schedule fires every second into its own queue, which the real
-// workers serve first (schedule.go). Every request is an Op with call and
+// workers serve first (schedule.go). Durable jobs (durable.go) go to a
+// queue of their own, served by chaosworker processes (cmd/chaosworker)
+// that the worker faults hit like the real workers: journaled steps, a
+// sleep, a wait for an event the harness sends (before or after the wait
+// begins, or never) and a child job, each writing to a ledger what ran and
+// what came back. Every request is an Op with call and
 // return times and an Outcome: ok, rejected (409), not found, no effect
 // (503, 429: the API promises nothing was done) or unknown (timeouts, lost
 // connections, 502, 504).
@@ -46,5 +51,11 @@
 // unapplied or missing log entries; and each job's history is linearizable
 // against the model in model.go, checked with porcupine; every tick of the
 // schedule ran once or was counted missed, never twice; the limited queue's
-// leases (limits.go) never exceeded its limits at any moment.
+// leases (limits.go) never exceeded its limits at any moment; and, held
+// against the ledger (durcheck.go), no durable job lost, no recorded step
+// run again by a later attempt or after its record came back, every
+// returned record the one the journal keeps, every durable job that
+// ended done has each step recorded once and ended with those records, no
+// sleep woke twice, never or early, no event sent was missed, and each
+// child was submitted once.
 package chaos

@@ -54,6 +54,9 @@ type injector struct {
 	events []string
 	errs   []string
 	sticky sync.WaitGroup
+	// jumps are the spans (Unix nanoseconds) from a clock jump's start to
+	// the restart that ended it.
+	jumps [][2]int64
 }
 
 func newInjector(c *cluster, l *load, netOK bool, logf func(string, ...any)) *injector {
@@ -268,6 +271,7 @@ func (in *injector) stickyHook(ctx context.Context, n *node, kind string, set, u
 		return
 	}
 	in.event(kind, "restart %s with %s for %s", n.Name, what, hold.Round(time.Millisecond))
+	began := time.Now().UnixNano()
 	if err := in.c.restartNode(context.Background(), n); err != nil {
 		in.fail("restart %s: %v", n.Name, err)
 	}
@@ -283,6 +287,11 @@ func (in *injector) stickyHook(ctx context.Context, n *node, kind string, set, u
 		if err := in.c.restartNode(context.Background(), n); err != nil {
 			in.fail("restart %s: %v", n.Name, err)
 		}
+		if kind == FaultClockJump {
+			in.mu.Lock()
+			in.jumps = append(in.jumps, [2]int64{began, time.Now().UnixNano()})
+			in.mu.Unlock()
+		}
 	})
 }
 
@@ -293,7 +302,7 @@ func (in *injector) killWorker(ctx context.Context, rng *rand.Rand) {
 	i := rng.IntN(len(in.c.workers))
 	w := in.c.workers[i]
 	down := between(rng, 300*time.Millisecond, 3*time.Second)
-	in.event(FaultKillWorker, "SIGKILL real worker %s, restart after %s", w.Name, down.Round(time.Millisecond))
+	in.event(FaultKillWorker, "SIGKILL %s %s, restart after %s", in.c.workerKind(i), w.Name, down.Round(time.Millisecond))
 	w.Kill()
 	sleep(ctx, down)
 	if err := in.c.startWorker(i); err != nil {
@@ -305,7 +314,7 @@ func (in *injector) workerNet(ctx context.Context, rng *rand.Rand) {
 	d := between(rng, time.Second, 5*time.Second)
 	if in.netOK && len(in.c.workers) > 0 && rng.IntN(2) == 0 {
 		i := rng.IntN(len(in.c.workers))
-		in.event(FaultWorkerNet, "cut real worker %s off every node for %s", in.c.workers[i].Name, d.Round(time.Millisecond))
+		in.event(FaultWorkerNet, "cut %s %s off every node for %s", in.c.workerKind(i), in.c.workers[i].Name, d.Round(time.Millisecond))
 		for k := range in.c.nodes {
 			if err := in.c.net.block(workerEP(i), nodeEP(k)); err != nil {
 				in.fail("worker net: %v", err)
@@ -353,6 +362,13 @@ func (in *injector) healAll(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// clockJumps returns the clock jumps' spans.
+func (in *injector) clockJumps() [][2]int64 {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return slices.Clone(in.jumps)
 }
 
 // summary returns the counts by kind, the total and the errors.

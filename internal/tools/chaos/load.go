@@ -37,6 +37,12 @@ type load struct {
 	accepted map[string]string  // key -> job id, from 2xx submits
 	ids      []string           // accepted job ids, for readers
 	invalid  []string           // 4xx the harness did not expect
+	// durSpecs and durAccepted are the durable jobs (durable.go): by
+	// key, and key -> job id from 2xx submits. Their submits are not
+	// recorded: their histories are checked against the ledger instead.
+	durSpecs    map[string]durableSpec
+	durAccepted map[string]string
+	events      map[string]eventSend // by job key: its event's sending
 
 	vworkers []*vworker
 	stats    loadStats
@@ -49,6 +55,7 @@ type loadStats struct {
 func newLoad(c *cluster, rec *recorder, seed uint64, virtual int) *load {
 	tr := newTransport()
 	l := &load{c: c, rec: rec, seed: seed, specs: make(map[string]jobSpec), accepted: make(map[string]string),
+		durSpecs: make(map[string]durableSpec), durAccepted: make(map[string]string), events: make(map[string]eventSend),
 		api: newNodeClients(&http.Client{Timeout: requestTimeout, Transport: tr}, tr)}
 	for i := range virtual {
 		ft := &faultyTransport{base: newTransport()}
@@ -239,6 +246,125 @@ func (l *load) submit(ctx context.Context, spec jobSpec, rng *rand.Rand) {
 			return
 		}
 	}
+}
+
+// durableSubmitters submit durable jobs at rate per second until ctx ends,
+// each resent with its idempotency key until a 2xx, or until stop ends.
+func (l *load) durableSubmitters(ctx, stop context.Context, rate float64) {
+	if rate <= 0 {
+		return
+	}
+	rng := rand.New(rand.NewPCG(l.seed, 5))
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		spec := randomDurableSpec(rng, i)
+		l.mu.Lock()
+		l.durSpecs[spec.key] = spec
+		l.mu.Unlock()
+		seed := rng.Uint64()
+		wg.Go(func() { l.submitDurable(stop, spec, rand.New(rand.NewPCG(seed, 6))) })
+	}
+}
+
+func (l *load) submitDurable(ctx context.Context, spec durableSpec, rng *rand.Rand) {
+	req := spec.request()
+	for try := 0; ctx.Err() == nil; try++ {
+		if try > 0 {
+			pause := min(20*time.Millisecond<<min(try, 5), 500*time.Millisecond)
+			sleep(ctx, pause/2+rand.N(pause/2))
+		}
+		r := l.do(ctx, l.api, rng, http.MethodPost, "/jobs", req)
+		switch r.outcome() {
+		case OutOK:
+			var j wire.Job
+			if err := json.Unmarshal(r.body, &j); err != nil || j.ID == "" {
+				l.noteInvalid(Op{Kind: OpSubmit, Key: spec.key, Code: r.code, Err: "2xx without a job: " + string(r.body)})
+				return
+			}
+			l.mu.Lock()
+			l.durAccepted[spec.key] = j.ID
+			l.events[spec.key] = eventSend{Mode: spec.event}
+			l.mu.Unlock()
+			switch spec.event {
+			case eventAfter:
+				sleep(ctx, 2*time.Second+rand.N(3*time.Second))
+				fallthrough
+			case eventBefore:
+				l.sendEvent(ctx, spec.key, 1, rng)
+			}
+			return
+		case OutInvalid, OutRejected, OutNotFound:
+			l.noteInvalid(Op{Kind: OpSubmit, Key: spec.key, Code: r.code, Err: r.errText()})
+			return
+		}
+	}
+}
+
+// sendEvent sends event n of a durable job's key until a 2xx, or until
+// ctx ends, and notes when it went and when it was accepted.
+func (l *load) sendEvent(ctx context.Context, key string, n int, rng *rand.Rand) {
+	payload, _ := json.Marshal(eventPayload{Key: key, N: n})
+	req := wire.EventRequest{Name: durableEvent, Key: key, Payload: payload}
+	call := time.Now().UnixNano()
+	for try := 0; ctx.Err() == nil; try++ {
+		if try > 0 {
+			pause := min(20*time.Millisecond<<min(try, 5), 500*time.Millisecond)
+			sleep(ctx, pause/2+rand.N(pause/2))
+		}
+		r := l.do(ctx, l.api, rng, http.MethodPost, "/events", req)
+		switch r.outcome() {
+		case OutOK:
+			if n == 1 {
+				l.mu.Lock()
+				ev := l.events[key]
+				ev.Call, ev.Return = call, time.Now().UnixNano()
+				l.events[key] = ev
+				l.mu.Unlock()
+			}
+			return
+		case OutInvalid, OutRejected, OutNotFound:
+			l.noteInvalid(Op{Kind: "event", Key: key, Code: r.code, Err: r.errText()})
+			return
+		}
+	}
+}
+
+// rescueEvents sends a second event (n 2) to every durable job that was
+// sent one: a wait whose first event was lost wakes on it, and the check
+// sees which it got.
+func (l *load) rescueEvents(ctx context.Context) {
+	l.mu.Lock()
+	var keys []string
+	for key, ev := range l.events {
+		if ev.Mode != eventNone {
+			keys = append(keys, key)
+			ev.Rescued = true
+			l.events[key] = ev
+		}
+	}
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	rng := rand.New(rand.NewPCG(l.seed, 7))
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	for _, key := range keys {
+		sem <- struct{}{}
+		seed := rng.Uint64()
+		wg.Go(func() {
+			defer func() { <-sem }()
+			l.sendEvent(ctx, key, 2, rand.New(rand.NewPCG(seed, 8)))
+		})
+	}
+	wg.Wait()
 }
 
 // readers read random accepted jobs (consistent reads, through any node).

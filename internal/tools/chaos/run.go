@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/worker/client"
 )
 
 // Config configures a run.
@@ -38,6 +40,12 @@ type Config struct {
 	// VirtualWorkers is how many recorded workers the harness runs.
 	// Defaults to 6.
 	VirtualWorkers int
+	// DurableWorkers is how many chaosworker processes serve the durable
+	// jobs (durable.go). Defaults to 2; negative: none, and no durable
+	// jobs.
+	DurableWorkers int
+	// DurableRate is durable jobs submitted per second. Defaults to 1.5.
+	DurableRate float64
 	// SubmitRate is jobs submitted per second. Defaults to 8, about what the
 	// workers finish under faults: a higher rate builds a backlog that the
 	// drain must then work off.
@@ -52,6 +60,13 @@ type Config struct {
 	Dir string
 	// Bin is the workron binary; built (without -race) when empty.
 	Bin string
+	// PlantRerun plants a fault in the durable workers (their first step
+	// runs again after the first attempt, without the journal), to show
+	// the durable checks report it.
+	PlantRerun bool
+	// DurableBin is the chaosworker binary (cmd/chaosworker); built
+	// when empty.
+	DurableBin string
 	// DrainTimeout is how long the drain after healing may go without any
 	// job finishing before the harness stops waiting for the rest.
 	// Defaults to 60s.
@@ -98,6 +113,26 @@ type Report struct {
 	AppliedIndex    uint64 `json:"applied_index"` // every node's, at the end
 	Digest          string `json:"digest"`
 
+	// The durable jobs (durable.go, durcheck.go): accepted, done and
+	// failed; step runs the ledger shows, steps the journals hold, runs
+	// never recorded, and runs by stale attempts.
+	DurableJobs    int `json:"durable_jobs"`
+	DurableDone    int `json:"durable_done"`
+	DurableFailed  int `json:"durable_failed"`
+	StepRuns       int `json:"step_runs"`
+	StepRecords    int `json:"step_records"`
+	StepUnrecorded int `json:"step_unrecorded"`
+	StepStale      int `json:"step_stale"`
+	// Their sleeps that woke, waits that got their event (of them sent
+	// before the wait began), timed out, or lost it to a clock jump, and
+	// their child jobs.
+	Sleeps        int `json:"sleeps"`
+	EventsHeard   int `json:"events_heard"`
+	EventsBefore  int `json:"events_before_wait"`
+	WaitTimeouts  int `json:"wait_timeouts"`
+	EventsExcused int `json:"events_excused"`
+	Children      int `json:"children"`
+
 	Anomalies      []string `json:"anomalies"`
 	Visualizations []string `json:"visualizations,omitempty"`
 }
@@ -120,6 +155,14 @@ func (c *Config) defaults() {
 	}
 	if c.VirtualWorkers == 0 {
 		c.VirtualWorkers = 6
+	}
+	if c.DurableWorkers == 0 {
+		c.DurableWorkers = 2
+	}
+	if c.DurableWorkers < 0 {
+		c.DurableWorkers, c.DurableRate = 0, 0
+	} else if c.DurableRate == 0 {
+		c.DurableRate = 1.5
 	}
 	if c.SubmitRate == 0 {
 		c.SubmitRate = 8
@@ -161,7 +204,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		}
 	}()
 	r.rep.Network = nw.describe()
-	r.c = newCluster(r.cfg.Dir, r.cfg.Bin, nw, cfg.Nodes, cfg.RealWorkers, r.logf)
+	r.c = newCluster(r.cfg.Dir, r.cfg.Bin, r.cfg.DurableBin, nw, cfg.Nodes, cfg.RealWorkers, r.cfg.DurableWorkers, r.logf)
+	r.c.plant = cfg.PlantRerun
 	defer r.c.stopAll()
 	if err := startAll(ctx, r.c); err != nil {
 		return r.rep, err
@@ -219,12 +263,17 @@ func (r *runner) prepare() (bool, error) {
 		return false, err
 	}
 	r.rep.Dir = r.cfg.Dir
+	var pkgs []string
 	if r.cfg.Bin == "" {
-		bin, err := buildBinary(r.cfg.Dir)
-		if err != nil {
-			return false, err
-		}
-		r.cfg.Bin = bin
+		pkgs = append(pkgs, "github.com/workron/workron/cmd/workron")
+		r.cfg.Bin = filepath.Join(r.cfg.Dir, "workron")
+	}
+	if r.cfg.DurableBin == "" && r.cfg.DurableWorkers > 0 {
+		pkgs = append(pkgs, "github.com/workron/workron/internal/tools/chaos/cmd/chaosworker")
+		r.cfg.DurableBin = filepath.Join(r.cfg.Dir, "chaosworker")
+	}
+	if err := buildBinaries(r.cfg.Dir, pkgs...); err != nil {
+		return false, err
 	}
 	return removeDir, nil
 }
@@ -259,6 +308,7 @@ func (r *runner) loadAndFaults(ctx context.Context, faults []string) {
 	faultCtx, stopFaults := context.WithTimeout(runCtx, r.cfg.Duration)
 	defer stopFaults()
 	loadWG.Go(func() { r.l.submitters(faultCtx, runCtx, r.cfg.SubmitRate) })
+	loadWG.Go(func() { r.l.durableSubmitters(faultCtx, runCtx, r.cfg.DurableRate) })
 	for i, w := range r.l.vworkers {
 		workersWG.Go(func() { w.run(runCtx, r.cfg.Seed+uint64(i)*7919) })
 	}
@@ -275,6 +325,7 @@ func (r *runner) loadAndFaults(ctx context.Context, faults []string) {
 		r.rep.Anomalies = append(r.rep.Anomalies, "pause the schedule after healing: "+err.Error())
 	}
 	loadWG.Wait() // every submit got its answer (or runCtx ended)
+	r.l.rescueEvents(runCtx)
 	r.logf("draining: waiting for every job to finish (giving up after %s without progress)", r.cfg.DrainTimeout)
 	if !waitFinished(ctx, r.c, r.cfg.DrainTimeout, r.logf) {
 		r.logf("draining stalled: no job finished for %s", r.cfg.DrainTimeout)
@@ -328,6 +379,19 @@ func (r *runner) check(ctx context.Context) {
 	if err != nil {
 		rep.Anomalies = append(rep.Anomalies, "read the schedule: "+err.Error())
 	}
+	durJobs, err := listAll(ctx, r.c, durableQueue)
+	if err != nil {
+		rep.Anomalies = append(rep.Anomalies, "final listing of the durable queue: "+err.Error())
+	}
+	journals, err := readJournals(ctx, r.c, durJobs)
+	if err != nil {
+		rep.Anomalies = append(rep.Anomalies, "reading the journals: "+err.Error())
+	}
+	for _, w := range r.c.durableWorkers() {
+		for _, msg := range w.Crashes() {
+			rep.Anomalies = append(rep.Anomalies, msg+"; see "+w.Log)
+		}
+	}
 	for _, n := range r.c.nodes {
 		for _, msg := range n.Crashes() {
 			rep.Anomalies = append(rep.Anomalies, msg+"; see "+n.Log)
@@ -343,7 +407,9 @@ func (r *runner) check(ctx context.Context) {
 	}
 	l.mu.Lock()
 	in := checkInput{ops: ops, specs: l.specs, accepted: l.accepted, jobs: jobs, schedule: sc, cronJobs: cronJobs, virtual: l.isVirtual,
-		dir: r.cfg.Dir, timeout: 20 * time.Second}
+		dir: r.cfg.Dir, timeout: 20 * time.Second,
+		durable: durableInput{accepted: maps.Clone(l.durAccepted), jobs: durJobs, journals: journals,
+			events: maps.Clone(l.events), clockJumps: r.in.clockJumps()}}
 	rep.Submitted, rep.Accepted = len(l.specs), len(l.accepted)
 	rep.Anomalies = append(rep.Anomalies, l.invalid...)
 	l.mu.Unlock()
@@ -355,6 +421,12 @@ func (r *runner) check(ctx context.Context) {
 	if err := saveRun(r.cfg.Dir, in, vids); err != nil {
 		r.logf("saving the final state: %v", err)
 	}
+	if in.durable.ledger, err = readLedger(r.c.ledger); err != nil {
+		rep.Anomalies = append(rep.Anomalies, "reading the ledger: "+err.Error())
+	}
+	if r.cfg.DurableWorkers > 0 && len(in.durable.accepted) == 0 {
+		rep.Anomalies = append(rep.Anomalies, "no durable job was accepted: the durable checks checked nothing")
+	}
 	r.logf("checking %d jobs and %d recorded operations", len(jobs), len(ops))
 	res := checkJobs(in)
 	rep.Jobs, rep.Done, rep.Failed, rep.Pending = res.Jobs, res.Done, res.Failed, res.Pending
@@ -364,23 +436,65 @@ func (r *runner) check(ctx context.Context) {
 	rep.CronTicks, rep.CronJobs, rep.CronMissed = res.Cron.Ticks, res.Cron.Jobs, res.Cron.Missed
 	rep.LimitedAttempts, rep.LimitPeak, rep.KeyLimitPeak = res.Limits.Attempts, res.Limits.Peaks.Queue, res.Limits.Peaks.Key
 	r.logf("limited queue %s: %s", limitedQueue, res.Limits)
+	d := res.Durable
+	rep.DurableJobs, rep.DurableDone, rep.DurableFailed = d.Jobs, d.Done, d.Failed
+	rep.StepRuns, rep.StepRecords, rep.StepUnrecorded, rep.StepStale = d.Runs, d.Records, d.Unrecorded, d.Stale
+	rep.Sleeps, rep.EventsHeard, rep.EventsBefore, rep.WaitTimeouts, rep.EventsExcused, rep.Children = d.Sleeps, d.Heard, d.Before, d.TimedOut, d.Excused, d.Children
+	r.logf("durable jobs: %s", d)
 	rep.Requests = l.stats.submits.Load() + l.stats.claims.Load() + l.stats.heartbeats.Load() + l.stats.reports.Load() + l.stats.gets.Load()
 }
 
-// buildBinary builds ./cmd/workron (without -race) into dir.
-func buildBinary(dir string) (string, error) {
-	bin := filepath.Join(dir, "workron")
-	cmd := exec.Command("go", "build", "-o", bin, "github.com/workron/workron/cmd/workron")
+// readJournals reads the journal of each job, with every step's result.
+func readJournals(ctx context.Context, c *cluster, jobs []wire.Job) (map[string][]wire.Step, error) {
+	cfg := client.DefaultConfig()
+	cfg.Servers, cfg.HTTPClient = c.pc.URLs(), c.pc.HTTP
+	cl, err := client.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string][]wire.Step, len(jobs))
+	for _, j := range jobs {
+		var steps []wire.Step
+		cursor := ""
+		for {
+			page, err := cl.Steps(ctx, j.ID, cursor, 100)
+			if err != nil {
+				return out, fmt.Errorf("job %s: %w", j.ID, err)
+			}
+			for _, st := range page.Steps {
+				full, err := cl.Step(ctx, j.ID, st.Key)
+				if err != nil {
+					return out, fmt.Errorf("job %s step %s: %w", j.ID, st.Key, err)
+				}
+				steps = append(steps, *full)
+			}
+			if page.NextCursor == "" || len(steps) > 10*len(durableKeys()) {
+				break
+			}
+			cursor = page.NextCursor
+		}
+		out[j.ID] = steps
+	}
+	return out, nil
+}
+
+// buildBinaries builds the main packages pkgs (without -race) into dir,
+// each named after its directory, in one go build.
+func buildBinaries(dir string, pkgs ...string) error {
+	if len(pkgs) == 0 {
+		return nil
+	}
+	cmd := exec.Command("go", append([]string{"build", "-o", dir + string(filepath.Separator)}, pkgs...)...)
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %w\n%s", err, out)
+		return fmt.Errorf("go build: %w\n%s", err, out)
 	}
-	return bin, nil
+	return nil
 }
 
 func openNetwork(cfg Config, logf func(string, ...any)) (network, bool, error) {
 	if !cfg.NoNetns {
-		nw, err := newNsNet(cfg.Nodes, cfg.RealWorkers)
+		nw, err := newNsNet(cfg.Nodes, cfg.RealWorkers+cfg.DurableWorkers)
 		if err == nil {
 			return nw, true, nil
 		}
@@ -458,7 +572,7 @@ func queueCounts(ctx context.Context, c *cluster) (map[string]int, error) {
 		if err == nil && status == http.StatusOK {
 			counts := make(map[string]int)
 			for _, q := range out.Queues {
-				if q.Name == chaosQueue || q.Name == limitedQueue || q.Name == cronQueue {
+				if q.Name == chaosQueue || q.Name == limitedQueue || q.Name == cronQueue || q.Name == durableQueue {
 					for st, k := range q.Counts {
 						counts[st] += k
 					}

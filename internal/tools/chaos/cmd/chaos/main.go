@@ -51,6 +51,9 @@ func run() int {
 	flag.Float64Var(&cfg.SubmitRate, "rate", 8, "jobs submitted per second")
 	flag.StringVar(&faults, "faults", "all", "comma-separated faults, \"all\" or \"none\": "+strings.Join(chaos.AllFaults, ","))
 	flag.StringVar(&cfg.Dir, "dir", "", "directory for data, logs and the history (default: a temporary one, removed after a clean run)")
+	flag.IntVar(&cfg.DurableWorkers, "durable-workers", 2, "chaosworker processes serving durable jobs (negative: none)")
+	flag.Float64Var(&cfg.DurableRate, "durable-rate", 1.5, "durable jobs submitted per second")
+	flag.BoolVar(&cfg.PlantRerun, "plant-rerun", false, "plant a fault to see the durable checks catch it: the durable workers run their first step again after the first attempt")
 	flag.StringVar(&cfg.Bin, "bin", "", "workron binary to run (default: build ./cmd/workron)")
 	flag.DurationVar(&cfg.DrainTimeout, "drain-timeout", 60*time.Second, "after healing, how long the drain may go without any job finishing")
 	flag.BoolVar(&noNetns, "no-netns", false, "stay on loopback even as root (no partitions)")
@@ -122,6 +125,10 @@ func printReport(r *chaos.Report) {
 		r.Requests, r.Ops, r.UnknownOps, r.Synthesized)
 	fmt.Printf("linearizability %d job histories checked\n", r.Linearizable)
 	fmt.Printf("schedule        %d ticks of @every 1s: %d run, %d missed beyond catch-up\n", r.CronTicks, r.CronJobs, r.CronMissed)
+	fmt.Printf("durable jobs    %d accepted: %d done, %d failed; %d step runs, %d recorded, %d never recorded (run again), %d by stale attempts\n",
+		r.DurableJobs, r.DurableDone, r.DurableFailed, r.StepRuns, r.StepRecords, r.StepUnrecorded, r.StepStale)
+	fmt.Printf("parking         %d sleeps woke; %d events heard (%d sent before the wait), %d waits timed out, %d events lost to a clock jump; %d child jobs\n",
+		r.Sleeps, r.EventsHeard, r.EventsBefore, r.WaitTimeouts, r.EventsExcused, r.Children)
 	fmt.Printf("replicas        applied index %d on every node, digest %.16s\n", r.AppliedIndex, r.Digest)
 	fmt.Printf("anomalies       %d\n", len(r.Anomalies))
 	for _, a := range r.Anomalies {
