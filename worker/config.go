@@ -51,6 +51,14 @@ type Config struct {
 	// "": commands run as the worker's user.
 	RunAs string
 
+	// StepCLI is the path of the workron binary whose verbs (workron step,
+	// sleep, wait-event...) a shell job runs to speak to its step socket:
+	// its directory goes first on the job's PATH, so that `workron` is
+	// found, and is the binary of this worker's protocol, whatever the
+	// host's PATH holds. `workron worker` sets it to itself. Defaults to
+	// "": the job's PATH is left as it is.
+	StepCLI string
+
 	// AllowCommands, when not empty, lists the programs commands may run,
 	// as bare names (looked up in the worker's PATH once, by New) or
 	// absolute paths. A command is then run without a shell: it is split

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -96,7 +98,29 @@ func (w *Worker) openSteps(ctx context.Context, cmd *exec.Cmd, job wire.Job) *st
 		return nil
 	}
 	cmd.Env = append(cmd.Env, StepSocketEnv+"="+s.path)
+	if w.cfg.StepCLI != "" {
+		cmd.Env = append(cmd.Env, "PATH="+prependPath(filepath.Dir(w.cfg.StepCLI), lastValue(cmd.Env, "PATH")))
+	}
 	return s
+}
+
+// prependPath is the search path path with dir first.
+func prependPath(dir, path string) string {
+	if path == "" {
+		return dir
+	}
+	return dir + string(filepath.ListSeparator) + path
+}
+
+// lastValue is the value of the last entry of env named key (the one a
+// process gets), "" if none.
+func lastValue(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // jobCommand builds the process of a command job, not yet started: "sh -c

@@ -166,3 +166,37 @@ func TestStepSocketStepNamesBound(t *testing.T) {
 		t.Fatalf("wait past the bound: %v, want 429", err)
 	}
 }
+
+// TestShellJobFindsTheStepCLI: with Config.StepCLI (set by `workron
+// worker` to itself), a shell job finds that binary as `workron` first on
+// its PATH, whatever the PATH it was given, so `workron step` works after
+// the quick start's build into bin/ and speaks this worker's protocol.
+func TestShellJobFindsTheStepCLI(t *testing.T) {
+	bin := t.TempDir()
+	cli := filepath.Join(bin, "workron")
+	if err := os.WriteFile(cli, []byte("#!/bin/sh\necho step-cli\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.Servers = []string{"http://127.0.0.1:1"}
+	cfg.Shell = true
+	cfg.StepCLI = cli
+	w, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.client.Close()
+	seen := filepath.Join(t.TempDir(), "seen")
+	out := w.runShell(t.Context(), wire.Job{ID: "j1", Lease: 3, Attempts: 1, Env: map[string]string{"PATH": "/usr/bin:/bin"},
+		Command: `{ workron; printf '%s\n' "$PATH"; } > "` + seen + `"`})
+	if out.err != nil {
+		t.Fatalf("job: %v (%s)", out.err, out.output)
+	}
+	b, err := os.ReadFile(seen)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "step-cli\n" + bin + ":/usr/bin:/bin\n"; string(b) != want {
+		t.Errorf("the job printed %q, want %q (the step CLI's directory first, then the job's PATH)", b, want)
+	}
+}

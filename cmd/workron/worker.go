@@ -67,6 +67,9 @@ func (f *workerFlags) config(logger *slog.Logger) worker.Config {
 	cfg.Resources = wire.Resources{VRAMMB: f.vramMB, MemoryMB: f.memoryMB, CPUMillis: f.cpuMilli, Slots: f.concurrency}
 	cfg.ExecAddr = f.execAddr
 	cfg.PassEnv, cfg.AllowCommands, cfg.RunAs = f.passEnv, f.allowCommands, f.runAs
+	if exe, err := os.Executable(); err == nil {
+		cfg.StepCLI = exe // shell jobs' `workron step` is this binary
+	}
 	cfg.Logger = logger
 	return cfg
 }
