@@ -7,11 +7,12 @@
 //
 // Start a node first (go run ./cmd/workron dev), then:
 //
-//	go run ./examples/durable-go --server http://127.0.0.1:7070
+//	go run ./examples/durable-go --server http://127.0.0.1:7070   # or WORKRON_SERVER=...
 //	go run ./examples/durable-go --no-webhook --timeout 2s   # the timeout path: refund
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -41,7 +42,7 @@ type options struct {
 }
 
 func main() {
-	server := flag.String("server", "http://127.0.0.1:7070", "node URLs, comma-separated")
+	server := flag.String("server", cmp.Or(os.Getenv("WORKRON_SERVER"), "http://127.0.0.1:7070"), "node URLs, comma-separated (default: WORKRON_SERVER, else the dev node's)")
 	var opt options
 	flag.StringVar(&opt.order, "order", "order-42", "the order id (the event's key)")
 	flag.DurationVar(&opt.timeout, "timeout", time.Hour, "how long the job waits for the payment webhook")
