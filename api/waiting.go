@@ -90,6 +90,9 @@ func (v *waitView) waitingOn(j *store.Job) (code, reason string) {
 	case j.Status != store.StatusPending && !(j.Status == store.StatusBlocked && j.GangID != ""):
 		return "", ""
 	}
+	if r := parkedReason(j, v.now); r != "" {
+		return wire.WaitDelay, r
+	}
 	if v.paused[j.Queue] {
 		return wire.WaitPaused, fmt.Sprintf("queue %s is paused", j.Queue)
 	}
@@ -148,4 +151,17 @@ func (v *waitView) serving(q string) []*store.Worker {
 		}
 	}
 	return out
+}
+
+// parkedReason is why a job parked on a durable step waits (its last
+// attempt ended parked, and its run_at is still ahead: the wake time, the
+// wait's deadline, or far ahead for a wait without one or an invoke), ""
+// for a job not parked: what it waits for is not a worker, whatever the
+// workers are. GET /jobs/{id}'s "parked" says on what exactly.
+func parkedReason(j *store.Job, now time.Time) string {
+	n := len(j.History)
+	if n == 0 || j.History[n-1].Status != store.StatusParked || !time.Unix(0, j.RunAt).After(now) {
+		return ""
+	}
+	return fmt.Sprintf("%s (attempt %d); runs again when it wakes (see parked)", j.History[n-1].Error, j.History[n-1].Attempt)
 }

@@ -156,3 +156,30 @@ func TestPauseUnusedQueue(t *testing.T) {
 		t.Errorf("a bad name: %d %+v", code, werr)
 	}
 }
+
+// TestWaitingOfAParkedJob: a job parked on a durable step waits for what
+// it parked on, not for a worker: its waiting says so even when no worker
+// serves its queue any more.
+func TestWaitingOfAParkedJob(t *testing.T) {
+	e := newSchedEnv(t, time.Date(2025, 3, 1, 12, 0, 0, 0, time.UTC), nil)
+	var j wire.Job
+	if code, werr := e.do(http.MethodPost, "/jobs", `{"command":"true","queue":"orders"}`, &j); code != http.StatusCreated {
+		t.Fatalf("submit: %d %+v", code, werr)
+	}
+	var cr wire.ClaimResponse
+	if code, werr := e.do(http.MethodPost, "/jobs/claim", `{"worker_id":"w1","queues":["orders"],"shell":true}`, &cr); code != http.StatusOK || len(cr.Jobs) != 1 {
+		t.Fatalf("claim: %d %+v", code, werr)
+	}
+	var rep wire.ParkReply
+	body := fmt.Sprintf(`{"lease":%d,"event":"payment.settled","key":"order-1","timeout_ms":3600000}`, cr.Jobs[0].Lease)
+	if code, werr := e.do(http.MethodPost, "/jobs/"+j.ID+"/steps/settled/wait", body, &rep); code != http.StatusCreated || !rep.Parked {
+		t.Fatalf("wait: %d %+v %+v", code, werr, rep)
+	}
+	var got wire.Job
+	if code, werr := e.do(http.MethodGet, "/jobs/"+j.ID, nil, &got); code != http.StatusOK {
+		t.Fatalf("get: %d %+v", code, werr)
+	}
+	if got.WaitingCode != wire.WaitDelay || !strings.HasPrefix(got.Waiting, "parked on wait step settled (attempt 1)") {
+		t.Errorf("a parked job waits %q %q, want delay, parked on wait step settled", got.WaitingCode, got.Waiting)
+	}
+}
