@@ -59,8 +59,12 @@ func TestStartAtASnapshotOfNoOpsRestoresNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	n = open(nil) // elected again: a no-op and the leadership's barrier
-	// Raft's FSM goroutine takes the replayed entries a moment after the
-	// election: until then it has nothing new to snapshot.
+	// The leadership's barrier (after the election's no-op) has gone
+	// through Raft's FSM goroutine once VerifyLeader returns: a snapshot
+	// now covers both, and stands above the state file's index.
+	if err := n.VerifyLeader(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	waitFor(t, 10*time.Second, n.Snapshot)
 	snapAt := n.Stats().LastLogIndex
 	if err := n.Shutdown(); err != nil {
