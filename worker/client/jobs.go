@@ -56,13 +56,26 @@ func (c *Client) SubmitGang(ctx context.Context, req wire.SubmitRequest) (*wire.
 
 // SubmitBatch creates several jobs in one request (POST /jobs/batch) and
 // returns them in the order of reqs. It is retried like Submit, as
-// idempotent only when every request carries an IdempotencyKey.
+// idempotent only when every request carries an IdempotencyKey. It drops
+// the reply's warnings; SubmitBatchReply returns them.
 func (c *Client) SubmitBatch(ctx context.Context, reqs []wire.SubmitRequest) ([]wire.Job, error) {
+	list, err := c.SubmitBatchReply(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	return list.Jobs, nil
+}
+
+// SubmitBatchReply is SubmitBatch that returns the whole reply: the jobs in
+// the order of reqs, and the Warnings that name what the server ignored in
+// the request (an unknown field, e.g. `unknown field "jobs[1].priorty"`;
+// the jobs were created all the same).
+func (c *Client) SubmitBatchReply(ctx context.Context, reqs []wire.SubmitRequest) (*wire.JobList, error) {
 	var out wire.JobList
 	if err := c.submitBatch(ctx, reqs, "", &out); err != nil {
 		return nil, err
 	}
-	return out.Jobs, nil
+	return &out, nil
 }
 
 // SubmitBatchIDs is SubmitBatch that returns only the jobs' ids, in the
@@ -71,10 +84,20 @@ func (c *Client) SubmitBatch(ctx context.Context, reqs []wire.SubmitRequest) ([]
 // hundred. Where an IdempotencyKey matched a retained job, the id is that
 // job's, as SubmitBatch would return that job. From a server that answers
 // the jobs anyway (a release before the minimal reply), it returns their
-// ids.
+// ids. It drops the reply's warnings; SubmitBatchIDsReply returns them.
 func (c *Client) SubmitBatchIDs(ctx context.Context, reqs []wire.SubmitRequest) ([]string, error) {
+	r, err := c.SubmitBatchIDsReply(ctx, reqs)
+	if err != nil {
+		return nil, err
+	}
+	return r.IDs, nil
+}
+
+// SubmitBatchIDsReply is SubmitBatchIDs that returns the whole minimal
+// reply: the ids, and the Warnings as SubmitBatchReply returns them.
+func (c *Client) SubmitBatchIDsReply(ctx context.Context, reqs []wire.SubmitRequest) (*wire.BatchSubmitIDs, error) {
 	var out struct {
-		IDs  []string `json:"ids"`
+		wire.BatchSubmitIDs
 		Jobs []struct {
 			ID string `json:"id"`
 		} `json:"jobs"`
@@ -88,7 +111,7 @@ func (c *Client) SubmitBatchIDs(ctx context.Context, reqs []wire.SubmitRequest) 
 			out.IDs[i] = j.ID
 		}
 	}
-	return out.IDs, nil
+	return &out.BatchSubmitIDs, nil
 }
 
 // submitBatch sends POST /jobs/batch with the Prefer header prefer (none
