@@ -2,11 +2,21 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/worker/client"
 )
+
+// ErrLeaseLost is the cause (context.Cause) of a job's context that the
+// worker ended because it could no longer hold the attempt's lease: no
+// heartbeat renewed it for the lease's TTL, or the cluster answered that the
+// attempt is no longer the job's current one. The cluster expires such a
+// lease and may give the job to another worker; the worker stops the run (a
+// shell job as on cancel: SIGTERM, then SIGKILL after the kill grace) and
+// sends no report for it.
+var ErrLeaseLost = errors.New("worker: lease lost")
 
 // heartbeatLoop renews the worker's leases every third of the lease TTL
 // while it holds any (a job runs or waits for its report's answer), until
@@ -33,6 +43,9 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 			if !progressDue.IsZero() && progressDue.Before(next) {
 				next = progressDue
 			}
+			if end, ok := w.firstLeaseEnd(); ok && end.Before(next) {
+				next = end
+			}
 			t.Reset(time.Until(next))
 			select {
 			case <-ctx.Done():
@@ -44,10 +57,14 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 				continue
 			case <-t.C:
 			}
+			w.dropLostLeases(time.Now())
 			if !w.busy() {
 				break
 			}
 			if now := time.Now(); now.Before(due) {
+				if progressDue.IsZero() || now.Before(progressDue) {
+					continue // woken for a lease's end
+				}
 				progressDue = time.Time{}
 				lastProgress = now
 				if err := w.sendProgress(ctx); err != nil && ctx.Err() == nil {
@@ -83,10 +100,13 @@ func (w *Worker) sendProgress(ctx context.Context) error {
 	if len(jobs) == 0 {
 		return nil
 	}
+	sent := time.Now()
 	resp, err := w.sendHeartbeat(ctx, wire.WorkerHeartbeatRequest{Jobs: jobs})
 	if err != nil {
+		w.leasesRefused(jobs, err)
 		return err
 	}
+	w.leasesRenewed(jobs, sent)
 	for _, a := range resp.Actions {
 		w.act(a)
 	}
@@ -118,14 +138,17 @@ func (w *Worker) heartbeatOnce(ctx context.Context) error {
 		req.ClaimsFrom = w.claimsFrom
 	}
 	req.Jobs = w.runningLeases() // after ClaimsTo: its claims' jobs are in
+	sent := time.Now()
 	resp, err := w.sendHeartbeat(ctx, req)
 	if client.IsNotFound(err) {
 		w.reregister(ctx)
 		return nil
 	}
 	if err != nil {
+		w.leasesRefused(req.Jobs, err)
 		return err
 	}
+	w.leasesRenewed(req.Jobs, sent)
 	if lost != 0 && req.ClaimsTo >= lost {
 		w.claimLost.CompareAndSwap(lost, 0)
 	}
@@ -179,4 +202,66 @@ func (w *Worker) act(a wire.JobAction) bool {
 	}
 	w.log.Info("stopping job on the server's request", "job_id", a.JobID, "action", a.Action)
 	return true
+}
+
+// leasesRenewed moves the lease end of each running attempt of leases,
+// renewed by a heartbeat sent at sent, to sent plus the lease TTL. The
+// cluster renewed them when it applied the heartbeat, after sent, so by the
+// worker's clock this end comes no later than the cluster's (a worker whose
+// clock runs slow would still stop late, never early).
+func (w *Worker) leasesRenewed(leases []wire.JobLease, sent time.Time) {
+	end := sent.Add(w.currentLeaseTTL()).UnixNano()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, jl := range leases {
+		if t := w.running[jl.JobID]; t != nil && t.job.Lease == jl.Lease && t.leaseEnd.Load() < end {
+			t.leaseEnd.Store(end)
+		}
+	}
+}
+
+// leasesRefused stops the running attempts of leases with ErrLeaseLost when
+// the cluster answered a heartbeat naming them with stale_lease or
+// not_running: their leases are no longer current.
+func (w *Worker) leasesRefused(leases []wire.JobLease, err error) {
+	if code := client.CodeOf(err); code != wire.CodeStaleLease && code != wire.CodeNotRunning {
+		return
+	}
+	for _, jl := range leases {
+		if w.cancelJob(jl.JobID, jl.Lease, ErrLeaseLost) {
+			w.log.Warn("lease refused by the cluster: stopping the job", "job_id", jl.JobID, "lease", jl.Lease, "err", err)
+		}
+	}
+}
+
+// firstLeaseEnd returns the earliest lease end of the running attempts.
+func (w *Worker) firstLeaseEnd() (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var first int64
+	for _, t := range w.running {
+		if end := t.leaseEnd.Load(); !t.leaseGone.Load() && (first == 0 || end < first) {
+			first = end
+		}
+	}
+	return time.Unix(0, first), first != 0
+}
+
+// dropLostLeases stops, with ErrLeaseLost, each running attempt whose lease
+// no heartbeat renewed before its end (by now): the cluster expires it and
+// may run the job elsewhere.
+func (w *Worker) dropLostLeases(now time.Time) {
+	var lost []*task
+	w.mu.Lock()
+	for _, t := range w.running {
+		if !t.leaseGone.Load() && t.leaseEnd.Load() <= now.UnixNano() {
+			t.leaseGone.Store(true)
+			lost = append(lost, t)
+		}
+	}
+	w.mu.Unlock()
+	for _, t := range lost {
+		w.log.Warn("lease not renewed within its TTL: stopping the job", "job_id", t.job.ID, "lease", t.job.Lease)
+		t.cancel(ErrLeaseLost)
+	}
 }
