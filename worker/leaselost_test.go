@@ -4,11 +4,16 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/workron/workron/api/wire"
+	"github.com/workron/workron/internal/testkit/proctest"
 	"github.com/workron/workron/worker"
 )
 
@@ -106,5 +111,29 @@ func TestHeartbeatsFailingForLessThanTTLDoNotStopTheJob(t *testing.T) {
 	close(h.release)
 	if rep := f.waitReport(t, id); rep.Kind != "done" {
 		t.Fatalf("report = %+v, want done", rep)
+	}
+}
+
+func TestLeaseLostStopsAShellJob(t *testing.T) {
+	f := newFakeServer(t)
+	r := startWorker(t, testConfig(t, f.URL), nil)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	id := f.add(wire.Job{Command: "sleep 30 & echo $! > " + pidFile + "; sleep 30"})
+	var pid int
+	waitFor(t, 10*time.Second, "the job to start", func() bool {
+		raw, err := os.ReadFile(pidFile)
+		if err != nil {
+			return false
+		}
+		pid, err = strconv.Atoi(strings.TrimSpace(string(raw)))
+		return err == nil
+	})
+	f.failBeats(1<<30, http.StatusServiceUnavailable, wire.CodeNoLeader)
+	waitFor(t, 10*time.Second, "the job's process group to die", func() bool { return proctest.Gone(pid) })
+	if err := r.stop(); err != nil {
+		t.Fatal(err)
+	}
+	if reps := f.reportsOf(id); len(reps) != 0 {
+		t.Fatalf("reports of an attempt whose lease was lost: %+v", reps)
 	}
 }
