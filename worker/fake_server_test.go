@@ -46,7 +46,7 @@ type fakeServer struct {
 	loseNext  int           // lease the jobs of this many more claims, then answer 502
 	lost      []uint64      // the ClaimSeq of each claim whose reply was lost
 	beatReqs  []wire.WorkerHeartbeatRequest
-	protocol2 bool // refuse progress and results as a cluster at protocol 2 does
+	protocol2 bool   // refuse progress and results as a cluster at protocol 2 does
 	beatFails int    // answer this many more worker heartbeats with beatErr
 	beatErr   [2]any // status (int) and code (string) of those answers
 
