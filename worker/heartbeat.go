@@ -100,13 +100,12 @@ func (w *Worker) sendProgress(ctx context.Context) error {
 	if len(jobs) == 0 {
 		return nil
 	}
-	sent := time.Now()
 	resp, err := w.sendHeartbeat(ctx, wire.WorkerHeartbeatRequest{Jobs: jobs})
 	if err != nil {
 		w.leasesRefused(jobs, err)
 		return err
 	}
-	w.leasesRenewed(jobs, sent)
+	w.leasesRenewed(jobs, time.Now())
 	for _, a := range resp.Actions {
 		w.act(a)
 	}
@@ -138,7 +137,6 @@ func (w *Worker) heartbeatOnce(ctx context.Context) error {
 		req.ClaimsFrom = w.claimsFrom
 	}
 	req.Jobs = w.runningLeases() // after ClaimsTo: its claims' jobs are in
-	sent := time.Now()
 	resp, err := w.sendHeartbeat(ctx, req)
 	if client.IsNotFound(err) {
 		w.reregister(ctx)
@@ -148,7 +146,7 @@ func (w *Worker) heartbeatOnce(ctx context.Context) error {
 		w.leasesRefused(req.Jobs, err)
 		return err
 	}
-	w.leasesRenewed(req.Jobs, sent)
+	w.leasesRenewed(req.Jobs, time.Now())
 	if lost != 0 && req.ClaimsTo >= lost {
 		w.claimLost.CompareAndSwap(lost, 0)
 	}
@@ -205,12 +203,14 @@ func (w *Worker) act(a wire.JobAction) bool {
 }
 
 // leasesRenewed moves the lease end of each running attempt of leases,
-// renewed by a heartbeat sent at sent, to sent plus the lease TTL. The
-// cluster renewed them when it applied the heartbeat, after sent, so by the
-// worker's clock this end comes no later than the cluster's (a worker whose
-// clock runs slow would still stop late, never early).
-func (w *Worker) leasesRenewed(leases []wire.JobLease, sent time.Time) {
-	end := sent.Add(w.currentLeaseTTL()).UnixNano()
+// renewed by a heartbeat whose reply came at got, to got plus the lease
+// TTL. The cluster renewed them when it applied the heartbeat, before it
+// answered, so this end is the cluster's or later, by the reply's transit:
+// the worker stops late, never early (a worker whose clock runs slow stops
+// later still). Not the send time: the client may retry a request for
+// longer than the TTL, and the lease dates from the try that got through.
+func (w *Worker) leasesRenewed(leases []wire.JobLease, got time.Time) {
+	end := got.Add(w.currentLeaseTTL()).UnixNano()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, jl := range leases {
