@@ -43,9 +43,6 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 			if !progressDue.IsZero() && progressDue.Before(next) {
 				next = progressDue
 			}
-			if end, ok := w.firstLeaseEnd(); ok && end.Before(next) {
-				next = end
-			}
 			t.Reset(time.Until(next))
 			select {
 			case <-ctx.Done():
@@ -57,14 +54,10 @@ func (w *Worker) heartbeatLoop(ctx context.Context) {
 				continue
 			case <-t.C:
 			}
-			w.dropLostLeases(time.Now())
 			if !w.busy() {
 				break
 			}
 			if now := time.Now(); now.Before(due) {
-				if progressDue.IsZero() || now.Before(progressDue) {
-					continue // woken for a lease's end
-				}
 				progressDue = time.Time{}
 				lastProgress = now
 				if err := w.sendProgress(ctx); err != nil && ctx.Err() == nil {
@@ -234,33 +227,19 @@ func (w *Worker) leasesRefused(leases []wire.JobLease, err error) {
 	}
 }
 
-// firstLeaseEnd returns the earliest lease end of the running attempts.
-func (w *Worker) firstLeaseEnd() (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var first int64
-	for _, t := range w.running {
-		if end := t.leaseEnd.Load(); !t.leaseGone.Load() && (first == 0 || end < first) {
-			first = end
-		}
+// watchLease stops t with ErrLeaseLost at its lease's end (t.leaseEnd,
+// which heartbeats move on: leasesRenewed) unless t ended first. Its timer
+// runs apart from the heartbeats, so a heartbeat whose request hangs does
+// not hold the stop back.
+func (w *Worker) watchLease(t *task) {
+	if t.leaseGone.Load() {
+		return // the run ended, or was stopped for its lease
 	}
-	return time.Unix(0, first), first != 0
-}
-
-// dropLostLeases stops, with ErrLeaseLost, each running attempt whose lease
-// no heartbeat renewed before its end (by now): the cluster expires it and
-// may run the job elsewhere.
-func (w *Worker) dropLostLeases(now time.Time) {
-	var lost []*task
-	w.mu.Lock()
-	for _, t := range w.running {
-		if !t.leaseGone.Load() && t.leaseEnd.Load() <= now.UnixNano() {
-			t.leaseGone.Store(true)
-			lost = append(lost, t)
-		}
+	if left := time.Until(time.Unix(0, t.leaseEnd.Load())); left > 0 {
+		time.AfterFunc(left, func() { w.watchLease(t) })
+		return
 	}
-	w.mu.Unlock()
-	for _, t := range lost {
+	if t.leaseGone.CompareAndSwap(false, true) {
 		w.log.Warn("lease not renewed within its TTL: stopping the job", "job_id", t.job.ID, "lease", t.job.Lease)
 		t.cancel(ErrLeaseLost)
 	}

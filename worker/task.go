@@ -49,7 +49,8 @@ type task struct {
 	stopped  atomic.Bool // the server asked to stop it (cancelJob)
 	// leaseEnd is when the attempt's lease ends by the worker's clock
 	// (unix nanoseconds), unless a heartbeat renews it (leasesRenewed);
-	// leaseGone is set once the worker stopped it for that (dropLostLeases).
+	// leaseGone is set once the run ended or the worker stopped it for
+	// its lease (watchLease).
 	leaseEnd  atomic.Int64
 	leaseGone atomic.Bool
 }
@@ -79,6 +80,7 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 	// The lease began before the claim's reply came: its receipt is the
 	// latest bound the worker has (late by at most the reply's transit).
 	t.leaseEnd.Store(time.Now().Add(w.currentLeaseTTL()).UnixNano())
+	w.watchLease(t)
 	t.progress.notify = w.progressed
 	ctx = withTask(ctx, t)
 	w.mu.Lock()
@@ -121,6 +123,7 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 			out = outcome{parked: true, err: cause}
 		}
 		endRun(out.err)
+		t.leaseGone.Store(true) // the run is over: nothing left to stop
 		cancel(nil)
 		out.progress, _ = t.progress.pending() // the report carries it
 		switch {
