@@ -46,7 +46,9 @@ type fakeServer struct {
 	loseNext  int           // lease the jobs of this many more claims, then answer 502
 	lost      []uint64      // the ClaimSeq of each claim whose reply was lost
 	beatReqs  []wire.WorkerHeartbeatRequest
-	protocol2 bool // refuse progress and results as a cluster at protocol 2 does
+	protocol2 bool   // refuse progress and results as a cluster at protocol 2 does
+	beatFails int    // answer this many more worker heartbeats with beatErr
+	beatErr   [2]any // status (int) and code (string) of those answers
 
 	// Durable steps (fake_park_test.go).
 	steps    map[string]map[string]*wire.Step // job id -> key -> step
@@ -116,6 +118,13 @@ func (f *fakeServer) steal(id string) {
 	defer f.mu.Unlock()
 	f.nextLease++
 	f.jobs[id].Lease = f.nextLease
+}
+
+// failBeats answers the next n worker heartbeats with status and code.
+func (f *fakeServer) failBeats(n, status int, code string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.beatFails, f.beatErr = n, [2]any{status, code}
 }
 
 // forget drops a worker, so its next heartbeat gets 404.
@@ -219,6 +228,11 @@ func (f *fakeServer) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	f.beats++
+	if f.beatFails > 0 {
+		f.beatFails--
+		writeError(w, f.beatErr[0].(int), f.beatErr[1].(string), "heartbeat refused")
+		return
+	}
 	var req wire.WorkerHeartbeatRequest
 	if err := json.NewDecoder(r.Body).Decode(&req); err == nil {
 		f.beatReqs = append(f.beatReqs, req)

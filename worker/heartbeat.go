@@ -2,11 +2,21 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/workron/workron/api/wire"
 	"github.com/workron/workron/worker/client"
 )
+
+// ErrLeaseLost is the cause (context.Cause) of a job's context that the
+// worker ended because it could no longer hold the attempt's lease: no
+// heartbeat renewed it for the lease's TTL, or the cluster answered that the
+// attempt is no longer the job's current one. The cluster expires such a
+// lease and may give the job to another worker; the worker stops the run (a
+// shell job as on cancel: SIGTERM, then SIGKILL after the kill grace) and
+// sends no report for it.
+var ErrLeaseLost = errors.New("worker: lease lost")
 
 // heartbeatLoop renews the worker's leases every third of the lease TTL
 // while it holds any (a job runs or waits for its report's answer), until
@@ -85,8 +95,10 @@ func (w *Worker) sendProgress(ctx context.Context) error {
 	}
 	resp, err := w.sendHeartbeat(ctx, wire.WorkerHeartbeatRequest{Jobs: jobs})
 	if err != nil {
+		w.leasesRefused(jobs, err)
 		return err
 	}
+	w.leasesRenewed(jobs, time.Now())
 	for _, a := range resp.Actions {
 		w.act(a)
 	}
@@ -124,8 +136,10 @@ func (w *Worker) heartbeatOnce(ctx context.Context) error {
 		return nil
 	}
 	if err != nil {
+		w.leasesRefused(req.Jobs, err)
 		return err
 	}
+	w.leasesRenewed(req.Jobs, time.Now())
 	if lost != 0 && req.ClaimsTo >= lost {
 		w.claimLost.CompareAndSwap(lost, 0)
 	}
@@ -179,4 +193,54 @@ func (w *Worker) act(a wire.JobAction) bool {
 	}
 	w.log.Info("stopping job on the server's request", "job_id", a.JobID, "action", a.Action)
 	return true
+}
+
+// leasesRenewed moves the lease end of each running attempt of leases,
+// renewed by a heartbeat whose reply came at got, to got plus the lease
+// TTL. The cluster renewed them when it applied the heartbeat, before it
+// answered, so this end is the cluster's or later, by the reply's transit:
+// the worker stops late, never early (a worker whose clock runs slow stops
+// later still). Not the send time: the client may retry a request for
+// longer than the TTL, and the lease dates from the try that got through.
+func (w *Worker) leasesRenewed(leases []wire.JobLease, got time.Time) {
+	end := got.Add(w.currentLeaseTTL()).UnixNano()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, jl := range leases {
+		if t := w.running[jl.JobID]; t != nil && t.job.Lease == jl.Lease && t.leaseEnd.Load() < end {
+			t.leaseEnd.Store(end)
+		}
+	}
+}
+
+// leasesRefused stops the running attempts of leases with ErrLeaseLost when
+// the cluster answered a heartbeat naming them with stale_lease or
+// not_running: their leases are no longer current.
+func (w *Worker) leasesRefused(leases []wire.JobLease, err error) {
+	if code := client.CodeOf(err); code != wire.CodeStaleLease && code != wire.CodeNotRunning {
+		return
+	}
+	for _, jl := range leases {
+		if w.cancelJob(jl.JobID, jl.Lease, ErrLeaseLost) {
+			w.log.Warn("lease refused by the cluster: stopping the job", "job_id", jl.JobID, "lease", jl.Lease, "err", err)
+		}
+	}
+}
+
+// watchLease stops t with ErrLeaseLost at its lease's end (t.leaseEnd,
+// which heartbeats move on: leasesRenewed) unless t ended first. Its timer
+// runs apart from the heartbeats, so a heartbeat whose request hangs does
+// not hold the stop back.
+func (w *Worker) watchLease(t *task) {
+	if t.leaseGone.Load() {
+		return // the run ended, or was stopped for its lease
+	}
+	if left := time.Until(time.Unix(0, t.leaseEnd.Load())); left > 0 {
+		time.AfterFunc(left, func() { w.watchLease(t) })
+		return
+	}
+	if t.leaseGone.CompareAndSwap(false, true) {
+		w.log.Warn("lease not renewed within its TTL: stopping the job", "job_id", t.job.ID, "lease", t.job.Lease)
+		t.cancel(ErrLeaseLost)
+	}
 }

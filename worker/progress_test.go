@@ -124,6 +124,9 @@ func TestProgressAndResults(t *testing.T) {
 	t.Run("AnOlderClusterGetsHeartbeatsAndReportsWithoutThem", func(t *testing.T) {
 		f := newFakeServer(t)
 		f.protocol2 = true
+		// The client retries the refused heartbeat (503) for longer than
+		// the default TTL, which would lose the lease (ErrLeaseLost).
+		f.ttl = 5 * time.Second
 		release := make(chan struct{})
 		startWorker(t, testConfig(t, f.URL), func(w *worker.Worker) {
 			w.Handle("t", func(ctx context.Context, job *worker.Job) error {

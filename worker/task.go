@@ -47,6 +47,12 @@ type task struct {
 	cancel   context.CancelCauseFunc
 	progress progressSlot
 	stopped  atomic.Bool // the server asked to stop it (cancelJob)
+	// leaseEnd is when the attempt's lease ends by the worker's clock
+	// (unix nanoseconds), unless a heartbeat renews it (leasesRenewed);
+	// leaseGone is set once the run ended or the worker stopped it for
+	// its lease (watchLease).
+	leaseEnd  atomic.Int64
+	leaseGone atomic.Bool
 }
 
 // outcome is how one run ended: err nil means success.
@@ -71,6 +77,10 @@ func failFinal(err error) outcome {
 func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 	ctx, cancel := context.WithCancelCause(jobCtx)
 	t := &task{job: job, cancel: cancel}
+	// The lease began before the claim's reply came: its receipt is the
+	// latest bound the worker has (late by at most the reply's transit).
+	t.leaseEnd.Store(time.Now().Add(w.currentLeaseTTL()).UnixNano())
+	w.watchLease(t)
 	t.progress.notify = w.progressed
 	ctx = withTask(ctx, t)
 	w.mu.Lock()
@@ -101,6 +111,10 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 			// The cluster ended the attempt; whatever the run said after
 			// that (a stale lease, a killed process) is not reported.
 			out = outcome{parked: true}
+		case errors.Is(cause, ErrLeaseLost):
+			// The cluster expired the lease (or refused it): another
+			// worker may run the job, and a report could only be refused.
+			out = outcome{parked: true, err: cause}
 		case errors.Is(cause, errSuperseded):
 			// The cluster leased the job again, here: this attempt's
 			// lease is not current, and a report of it could only be
@@ -109,12 +123,13 @@ func (w *Worker) start(base, jobCtx context.Context, job wire.Job) {
 			out = outcome{parked: true, err: cause}
 		}
 		endRun(out.err)
+		t.leaseGone.Store(true) // the run is over: nothing left to stop
 		cancel(nil)
 		out.progress, _ = t.progress.pending() // the report carries it
 		switch {
 		case !log.Enabled(ctx, slog.LevelInfo):
 		case out.parked && out.err != nil:
-			log.Info("job superseded by a newer attempt: not reported", "took", time.Since(began))
+			log.Info("job stopped: not reported", "err", out.err, "took", time.Since(began))
 		case out.parked:
 			log.Info("job parked", "took", time.Since(began))
 		case out.err != nil:
