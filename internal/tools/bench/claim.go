@@ -145,25 +145,9 @@ func (w *benchWorker) runPiggyback(ctx context.Context) {
 		// No long-poll: a worker whose claim comes back empty must not hold
 		// its last report back for the length of a wait.
 		req := wire.ClaimRequest{WorkerID: w.id, Queues: []string{w.queue}, Max: w.max, Reports: doneReports(pending)}
-		var reply struct {
-			Jobs    []jobRef                 `json:"jobs"`
-			Reports []wire.BatchReportResult `json:"reports"`
-		}
-		st, err := w.b.do(ctx, http.MethodPost, w.base+"/jobs/claim", mustJSON(req), &reply, w.errs)
-		at := time.Now()
-		if classify(st, err) != outOK || len(reply.Reports) != len(pending) {
-			if ctx.Err() != nil {
-				break
-			}
-			w.errs.Add(1)
-			w.b.noteError("claim", st, err)
-			sleepCtx(ctx, 20*time.Millisecond)
-			continue // a repeated report for the same lease is answered like the first
-		}
-		pending = w.settle(pending, reply.Reports)
-		for _, j := range reply.Jobs {
-			w.t.claimed(j.ID, j.Attempts, j.Lease, at)
-			pending = append(pending, j)
+		var ok bool
+		if pending, ok = w.claimReporting(ctx, req, pending); !ok {
+			continue
 		}
 		if len(pending) == 0 {
 			sleepCtx(ctx, 5*time.Millisecond) // the queue is empty: poll gently
@@ -188,30 +172,40 @@ func (w *benchWorker) runLongPollReports(ctx context.Context) {
 		if len(pending) > 0 {
 			req.Reports, req.Wait = doneReports(pending), "0s"
 		}
-		var reply struct {
-			Jobs    []jobRef                 `json:"jobs"`
-			Reports []wire.BatchReportResult `json:"reports"`
-		}
-		st, err := w.b.do(ctx, http.MethodPost, w.base+"/jobs/claim", mustJSON(req), &reply, w.errs)
-		at := time.Now()
-		if classify(st, err) != outOK || len(reply.Reports) != len(pending) {
-			if ctx.Err() != nil {
-				break
-			}
-			w.errs.Add(1)
-			w.b.noteError("claim", st, err)
-			sleepCtx(ctx, 20*time.Millisecond)
-			continue // a repeated report for the same lease is answered like the first
-		}
-		pending = w.settle(pending, reply.Reports)
-		for _, j := range reply.Jobs {
-			w.t.claimed(j.ID, j.Attempts, j.Lease, at)
-			pending = append(pending, j)
-		}
+		pending, _ = w.claimReporting(ctx, req, pending)
 	}
 	if len(pending) > 0 {
 		w.reportBatch(context.WithoutCancel(ctx), pending)
 	}
+}
+
+// claimReporting sends one claim req carrying the done reports of
+// pending, and returns what is pending after it: pending less the reports
+// the reply settled, plus the jobs it claimed. On a failed round (ok
+// false) nothing is settled and pending is returned as it was, after a
+// short rest; a repeated report for the same lease is answered like the
+// first, so the next round may send them again.
+func (w *benchWorker) claimReporting(ctx context.Context, req wire.ClaimRequest, pending []jobRef) (_ []jobRef, ok bool) {
+	var reply struct {
+		Jobs    []jobRef                 `json:"jobs"`
+		Reports []wire.BatchReportResult `json:"reports"`
+	}
+	st, err := w.b.do(ctx, http.MethodPost, w.base+"/jobs/claim", mustJSON(req), &reply, w.errs)
+	at := time.Now()
+	if classify(st, err) != outOK || len(reply.Reports) != len(pending) {
+		if ctx.Err() == nil {
+			w.errs.Add(1)
+			w.b.noteError("claim", st, err)
+			sleepCtx(ctx, 20*time.Millisecond)
+		}
+		return pending, false
+	}
+	pending = w.settle(pending, reply.Reports)
+	for _, j := range reply.Jobs {
+		w.t.claimed(j.ID, j.Attempts, j.Lease, at)
+		pending = append(pending, j)
+	}
+	return pending, true
 }
 
 // reportBatch sends done for several attempts in one POST /jobs/reports,
