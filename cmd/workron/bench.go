@@ -42,7 +42,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&c.LargeNodes, "large-nodes", 3, "server processes large_store starts: 3, or 1 when three copies of the store do not fit on the disk")
 	var minFreeGB int
 	fs.IntVar(&minFreeGB, "large-min-free-gb", 10, "GiB of disk large_store leaves free: it refuses to start, skips the join, or stops its servers rather than go below (--short: 0)")
-	fs.IntVar(&c.BulkJobs, "bulk-jobs", 100_000, "failed jobs bulk_retry retries with one bulk action (--short: 2000)")
+	fs.IntVar(&c.BulkJobs, "bulk-jobs", 100_000, "failed jobs bulk_retry and bulk_retry_kill retry with one bulk action (--short: 2000)")
 	fs.IntVar(&c.ResumeSteps, "resume-steps", 9999, "recorded steps of the journals step_resume resumes, at most 9999 (--short: 1000)")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -39,7 +39,7 @@ func (b *bencher) bulkRetry(ctx context.Context) ([]Figure, error) {
 	queue, other := b.queue(name), b.queue(name+"_submits")
 	n := b.cfg.BulkJobs
 	b.progress("bench: bulk_retry: failing %d jobs", n)
-	if err := b.fillFailed(ctx, leader, queue, n); err != nil {
+	if _, err := b.fillFailed(ctx, leader, queue, n); err != nil {
 		return nil, err
 	}
 
@@ -157,14 +157,14 @@ func (b *bencher) submitAtRate(ctx context.Context, leader, queue string, l *lat
 
 // fillFailed puts n failed jobs in queue: batch submits of jobs of one
 // attempt, which benchFillClaimers workers claim, each claim reporting
-// the jobs of the one before failed.
-func (b *bencher) fillFailed(ctx context.Context, leader, queue string, n int) error {
+// the jobs of the one before failed. The tracker holds their ids.
+func (b *bencher) fillFailed(ctx context.Context, leader, queue string, n int) (*tracker, error) {
 	one := 1
 	t := newTracker()
 	var errs, failed atomic.Int64
 	b.submitJobs(ctx, leader, wire.SubmitRequest{Command: "true", Queue: queue, MaxAttempts: &one}, n, benchBatchSize, benchBatchClients, time.Time{}, t, &errs)
 	if got := t.accepted(); got != n {
-		return fmt.Errorf("bulk_retry: %d of %d submits accepted", got, n)
+		return nil, fmt.Errorf("bulk_retry: %d of %d submits accepted", got, n)
 	}
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -177,9 +177,9 @@ func (b *bencher) fillFailed(ctx context.Context, leader, queue string, n int) e
 	cancel()
 	wg.Wait()
 	if err != nil {
-		return fmt.Errorf("bulk_retry: %d of %d jobs failed: %w", failed.Load(), n, err)
+		return nil, fmt.Errorf("bulk_retry: %d of %d jobs failed: %w", failed.Load(), n, err)
 	}
-	return nil
+	return t, nil
 }
 
 // failWorker claims up to benchFillClaimMax jobs at a time, each claim

@@ -18,7 +18,7 @@ import (
 )
 
 // Scenarios are the scenarios Run knows, in the order it runs them.
-var Scenarios = []string{"submit_single", "submit_batch", "submit_batch_metadata", "claim_done", "claim_done_piggyback", "claim_done_batched", "claim_done_worker", "claim_done_limits", "latency", "real_workers", "failover", "large_store", "bulk_retry", "step_record", "step_jobs", "step_resume", "event_wake"}
+var Scenarios = []string{"submit_single", "submit_batch", "submit_batch_metadata", "claim_done", "claim_done_piggyback", "claim_done_batched", "claim_done_worker", "claim_done_limits", "latency", "real_workers", "failover", "large_store", "bulk_retry", "bulk_retry_kill", "step_record", "step_jobs", "step_resume", "event_wake"}
 
 // Fixed shapes of the scenarios.
 const (
@@ -87,7 +87,8 @@ type Config struct {
 	// join when the new node's copy would, and stops every server process
 	// (failing the run) if free space falls below it.
 	LargeMinFree int64
-	// BulkJobs is the failed jobs bulk_retry retries (--bulk-jobs).
+	// BulkJobs is the failed jobs bulk_retry and bulk_retry_kill retry
+	// (--bulk-jobs).
 	BulkJobs int
 	// ResumeSteps is the recorded steps of the journals step_resume
 	// resumes, at most 9,999 (--resume-steps).

@@ -35,7 +35,8 @@ import (
 //     keys, and with them under a per-key limit, and the ratio (limits.go);
 //   - latency: submits at Rate for Duration while benchLatencyWorkers
 //     long-polling workers claim; submit→start percentiles;
-//   - real_workers, failover, large_store: real processes (see each);
+//   - real_workers, failover, large_store, bulk_retry_kill: real
+//     processes (see each);
 //   - step_record, step_jobs, step_resume: durable steps through the Go
 //     SDK's job.Step (steps.go); event_wake: POST /events to the waiting
 //     job's next attempt (events.go).
@@ -115,6 +116,8 @@ func (b *bencher) run(ctx context.Context, name string) ([]Figure, error) {
 		return b.largeStore(ctx)
 	case "bulk_retry":
 		return b.bulkRetry(ctx)
+	case "bulk_retry_kill":
+		return b.bulkRetryKill(ctx)
 	case "step_record":
 		return b.stepRecord(ctx)
 	case "step_jobs":
