@@ -53,7 +53,7 @@ func TestBench(t *testing.T) {
 }
 
 // TestBenchProcesses runs the scenarios that start real workron processes
-// (real_workers, failover, large_store) in --short mode, from a workron
+// (real_workers, failover, large_store, bulk_retry_kill) in --short mode, from a workron
 // binary built for the test, and asserts only that the correctness checks
 // pass and every figure is reported; speed is never asserted.
 func TestBenchProcesses(t *testing.T) {
@@ -61,12 +61,12 @@ func TestBenchProcesses(t *testing.T) {
 		t.Skip("starts server and worker processes and kills a leader")
 	}
 	bin := workronBinary(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var stdout bytes.Buffer
 	var stderr syncbuf.Buffer // the in-process nodes' loggers write to it at once
 	args := []string{"--short", "--jobs", "300", "--clients", "16", "-o", "json", "--bin", bin,
-		"--scenarios", "real_workers,failover,large_store"}
+		"--scenarios", "real_workers,failover,large_store,bulk_retry_kill"}
 	if err := runBench(ctx, args, &stdout, &stderr); err != nil {
 		t.Fatalf("runBench: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
 	}
@@ -88,7 +88,9 @@ func TestBenchProcesses(t *testing.T) {
 		"large_store_list_done_empty", "large_store_list_done", "large_store_list_filter_empty", "large_store_list_filter",
 		"large_store_fill", "large_store_rss_n1", "large_store_rss_n2", "large_store_rss_n3", "large_store_anon_max",
 		"large_store_snapshot_bytes_per_entry", "large_store_disk_per_job",
-		"large_store_restart", "large_store_restart_clean", "large_store_snapshot", "large_store_join"}
+		"large_store_restart", "large_store_restart_clean", "large_store_snapshot", "large_store_join",
+		"bulk_retry_kill", "bulk_retry_kill_resume", "bulk_retry_kill_submit_p50_before", "bulk_retry_kill_submit_p99_before",
+		"bulk_retry_kill_submit_p50_during", "bulk_retry_kill_submit_p99_during", "bulk_retry_kill_submit_election_max"}
 	if !slices.Equal(got, want) {
 		t.Errorf("figures = %v, want %v", got, want)
 	}
