@@ -48,7 +48,7 @@ var (
 	keyUpgrading   = []byte("upgrading") // present while Open rewrites older formats' job records
 	currentFormat  = uint64(3)           // 2: job records binary (record.go); 3: dependency edges in bucketDeps, V2 job records
 	oldestFormat   = uint64(1)           // 1: every record JSON; Open rewrites its job records
-	defaultMmapLen = 1 << 30
+	defaultMmapLen = 1 << 30             // the mapping on 32-bit machines; see mmap.go
 )
 
 // Options tune how the state file is opened.
@@ -56,8 +56,10 @@ type Options struct {
 	// NoSync skips fsync on commit. The Raft log is the durable record, so a
 	// node that lost unsynced state replays it; see raftnode. Defaults to false.
 	NoSync bool
-	// InitialMmapSize is the virtual size mapped up front, so snapshot reads
-	// never block writers on a remap. Defaults to 1 GiB.
+	// InitialMmapSize is the virtual size mapped up front, so that a
+	// snapshot's long read never blocks a commit on a remap (mmap.go).
+	// Defaults to mmapLen: at least 64 GiB, or four times the file, on
+	// 64-bit machines.
 	InitialMmapSize int
 }
 
@@ -91,9 +93,6 @@ type snapshotRefs struct {
 // of format 1 in binary, and the dependents lists of formats 1 and 2 moved
 // into the dependency bucket; about as long as every start used to take.
 func Open(path string, opts Options) (*Store, error) {
-	if opts.InitialMmapSize == 0 {
-		opts.InitialMmapSize = defaultMmapLen
-	}
 	s := &Store{path: path, opts: opts, noIndex: searchIndexOff}
 	if err := s.open(); err != nil {
 		return nil, err
@@ -102,12 +101,16 @@ func Open(path string, opts Options) (*Store, error) {
 }
 
 func (s *Store) open() error {
+	mapped := s.opts.InitialMmapSize
+	if mapped == 0 {
+		mapped = mmapLen(s.path) // again after a restore: the new file's size
+	}
 	db, err := bolt.Open(s.path, 0o600, &bolt.Options{
 		Timeout:         5 * time.Second,
 		NoSync:          s.opts.NoSync,
 		NoFreelistSync:  true,
 		FreelistType:    bolt.FreelistMapType,
-		InitialMmapSize: s.opts.InitialMmapSize,
+		InitialMmapSize: mapped,
 	})
 	if err != nil {
 		return fmt.Errorf("open state %s: %w", s.path, err)
