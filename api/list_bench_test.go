@@ -41,9 +41,9 @@ func BenchmarkListTextFilter(b *testing.B) {
 	for i := 0; i < jobs; i += batch {
 		req := wire.BatchSubmitRequest{}
 		for k := i; k < i+batch && k < jobs; k++ {
-			cmd := fmt.Sprintf("./export --tenant t%d --part %d", k%1000, k)
+			cmd := fmt.Sprintf("./export tenant=t%d part=%d", k%1000, k)
 			if k%2000 == 1999 {
-				cmd += " --needle"
+				cmd += " needle"
 			}
 			req.Jobs = append(req.Jobs, wire.SubmitRequest{Command: cmd, Queue: fmt.Sprintf("q%d", k%16)})
 		}
@@ -69,9 +69,9 @@ func BenchmarkListTextFilter(b *testing.B) {
 		return l
 	}
 	for _, c := range []struct{ name, filter string }{
-		{"OneIn2000", `command contains "--needle"`},
-		{"NoneMatch", `command contains "--nosuch"`},
-		{"QueueAndText", `queue == "q15" and command contains "--needle"`},
+		{"OneIn2000", `command contains "needle"`},
+		{"NoneMatch", `command contains "nosuch"`},
+		{"QueueAndText", `queue == "q15" and command contains "needle"`},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			var first, fill []time.Duration
