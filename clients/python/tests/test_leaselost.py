@@ -20,6 +20,7 @@ from workron import JobContext, LeaseLost, Worker, WorkronError
 from workron.client import Job
 from workron.durable import Journal
 from workron.lease import LeaseClock
+from workron.worker import _Task
 
 # The fake's lease TTL: heartbeats go every third of it. A test where the
 # worker must keep its lease through a failed heartbeat takes longer ones:
@@ -47,8 +48,8 @@ def gone(pid: int) -> bool:
 
 
 class _Holder:
-    """A handler that runs until its job is told to stop (or release is
-    set), and records what it saw then."""
+    """A handler that runs until its job is told to stop, and records what
+    it saw then (or until release is set, and returns)."""
 
     def __init__(self) -> None:
         self.started = threading.Event()
@@ -60,6 +61,8 @@ class _Holder:
         self.started.set()
         while not job.stopping.is_set() and not self.release.is_set():
             job.stopping.wait(0.05)
+        if not job.stopping.is_set():
+            return "released"
         self.seen["lease_lost"] = job.lease_lost.is_set()
         self.seen["stop_reason"] = job.stop_reason
         for name, call in (("step", lambda: job.step("after", lambda: "ran")),
@@ -217,6 +220,16 @@ class JournalLeaseTest(unittest.TestCase):
         self.assertEqual(c.records, 0)
         with self.assertRaises(LeaseLost):
             j.next_key("t")
+
+
+class HeldTest(unittest.TestCase):
+    def test_heartbeats_leave_out_attempts_whose_lease_is_lost(self) -> None:
+        w = Worker("http://127.0.0.1:1", queues=["q"])
+        for job_id in ("kept", "lost"):
+            ctx = JobContext(Job.from_dict({"id": job_id, "lease": 3, "attempts": 1, "command": "sleep 9"}))
+            w._running[(job_id, 3)] = _Task(ctx)
+        w._running[("lost", 3)].ctx._lose_lease("lease lost: test")  # a command still stopping
+        self.assertEqual(w._held(), [("kept", 3)])
 
 
 class LeaseClockTest(unittest.TestCase):

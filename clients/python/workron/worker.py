@@ -21,15 +21,24 @@ than at its next heartbeat, whose reply still carries the same actions. What a h
 None: none), and ``job.parent_results`` holds the results of the jobs it
 depends on.
 
+Each attempt's lease ends, by the worker's clock, one lease TTL after the
+arrival of its claim's reply or of the last good heartbeat's reply
+(lease.py). When that passes, or a heartbeat is refused with stale_lease or
+not_running, the lease is lost: the cluster may give the job to another
+worker, so the worker stops the attempt and never reports it, as the Go
+worker does (a report would be refused as stale).
+
 Python cannot kill a thread: when a job times out, is cancelled, or is still
 running when the shutdown grace ends, its attempt is reported failed and its
 JobContext.stopping event is set; the handler's thread is abandoned, and what
-it returns later is ignored. Handlers that run long should check
+it returns later is ignored. So it is when its lease is lost, unreported, and
+with JobContext.lease_lost set too: every call of that JobContext raises
+LeaseLost from then on. Handlers that run long should check
 ``job.stopping``.
 
 With ``shell=True`` it also runs shell-command jobs as the Go worker does
-(shell.py): those it can stop, with SIGTERM to the command's process group,
-the kill grace, then SIGKILL. Each gets a step socket (stepsocket.py), so
+(shell.py): those it can stop (a lost lease too), with SIGTERM to the
+command's process group, the kill grace, then SIGKILL. Each gets a step socket (stepsocket.py), so
 that ``workron step`` in it is durable.
 
 Durable steps (durable.py): ``job.step``, ``job.sleep``,
