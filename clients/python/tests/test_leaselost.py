@@ -2,20 +2,23 @@
 fail for the lease TTL, go unanswered, or are refused as stale stops the
 attempt (a handler sees LeaseLost, a shell job's process group is killed)
 and reports nothing for it; failures shorter than the TTL stop nothing.
-Against the fake node of fakepark.py, whose heartbeats the tests cut."""
+Against the fake node of fakepark.py, whose heartbeats the tests cut, and,
+through go test, a worker cut off from the real binary by a proxy."""
 
 from __future__ import annotations
 
 import logging
 import os
+import socket
 import tempfile
 import threading
 import time
 import unittest
+import urllib.parse
 from typing import Any, Dict, List, Optional
 
 from tests.fakepark import FakePark
-from tests.helpers import RunningWorker, eventually, unique
+from tests.helpers import CA, LEASE_TTL, URL, WORKER, RunningWorker, client, eventually, needs_node, new_worker, unique
 from workron import JobContext, LeaseLost, Worker, WorkronError
 from workron.client import Job
 from workron.durable import Journal
@@ -183,6 +186,119 @@ class LeaseLostTest(unittest.TestCase):
         self.fake.wait_status(job_id, ("done",))
         self.assertEqual([r["status"] for r in self.reports_of(job_id)], ["done"])
         rw.stop()
+
+
+class _CutProxy:
+    """A TCP proxy on 127.0.0.1 to the node at url that can be cut: then it
+    closes every connection and each new one at once."""
+
+    def __init__(self, url: str) -> None:
+        u = urllib.parse.urlsplit(url)
+        self.target = (u.hostname or "127.0.0.1", u.port or 443)
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"{u.scheme}://127.0.0.1:{self.listener.getsockname()[1]}"
+        self.lock = threading.Lock()
+        self.cut = False
+        self.conns: List[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return  # closed
+            with self.lock:
+                if self.cut:
+                    conn.close()
+                    continue
+                up = socket.create_connection(self.target)
+                self.conns += [conn, up]
+            for a, b in ((conn, up), (up, conn)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while True:
+                data = src.recv(1 << 16)
+                if not data:
+                    break
+                dst.sendall(data)
+        except OSError:
+            pass
+        for s in (src, dst):
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def set_cut(self, cut: bool) -> None:
+        with self.lock:
+            self.cut = cut
+            conns, self.conns = (self.conns, []) if cut else ([], self.conns)
+        for c in conns:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            c.close()
+
+    def close(self) -> None:
+        self.set_cut(True)
+        self.listener.close()
+
+
+@needs_node
+class LeaseLostOnNodeTest(unittest.TestCase):
+    """A worker cut off from the real binary: its handler is stopped, the
+    node expires the lease and another worker runs the job, and the first
+    sends no report for its attempt, even once it can reach the node
+    again."""
+
+    def test_a_cut_off_worker_stops_and_another_runs_the_job(self) -> None:
+        c, queue = client(), unique("pyl")
+        proxy = _CutProxy(URL)
+        self.addCleanup(proxy.close)
+        a = Worker(proxy.url, queues=[queue], tls_ca=CA, token=WORKER, id=unique("pyw-cut"), poll_wait=2.0,
+                   grace=5.0, logger=logging.getLogger("workron.test.cut"))
+        a.log.addHandler(logging.NullHandler())
+        a.log.propagate = False
+        holder = _Holder()
+        a.handle("py.cut", holder)
+        reported: List[Any] = []  # the job ids of every report a sends, on claims or apart
+        claim, reports = a.client.claim, a.client.reports
+
+        def claim_reporting(*args: Any, **kw: Any) -> Any:
+            reported.extend(r["job_id"] for r in kw.get("reports") or [])
+            return claim(*args, **kw)
+
+        def send_reports(reps: List[Dict[str, Any]]) -> Any:
+            reported.extend(r["job_id"] for r in reps)
+            return reports(reps)
+
+        a.client.claim, a.client.reports = claim_reporting, send_reports  # type: ignore[method-assign]
+        ra = RunningWorker(a)
+        self.addCleanup(ra.stop)
+        job = c.submit(type="py.cut", queue=queue, max_attempts=3)
+        self.assertTrue(holder.started.wait(20), "worker a never ran the job")
+        proxy.set_cut(True)
+
+        b = new_worker(queue)
+        b.handle("py.cut", lambda job: "b")
+        rb = RunningWorker(b)
+        self.addCleanup(rb.stop)
+        self.assertTrue(holder.ended.wait(10 * LEASE_TTL), "worker a's handler was not told its lease was lost")
+        self.assertTrue(holder.seen["lease_lost"])
+        self.assertEqual(holder.seen["step"], "LeaseLost")
+        done = c.wait(job.id, timeout=30, poll=0.05)
+        self.assertEqual((done.status, done.result, done.worker_id), ("done", "b", b.id))
+        first = done.attempt_history[0]
+        self.assertEqual((first.worker_id, first.expired), (a.id, True), "a's lease expired on the node")
+
+        proxy.set_cut(False)
+        ra.stop()  # sends every report it holds, and a last heartbeat
+        self.assertNotIn(job.id, reported, "worker a reported the attempt whose lease it lost")
 
 
 class _Client:
