@@ -307,8 +307,8 @@ class Journal:
         listed = self._listed.get(key)
         if listed is not None and listed.get("status") in FINAL:
             return listed  # recorded when it parked: the time has come
-        return self._parked_or(self._fenced(lambda: self._client.sleep_step(self._job.id, key, self._job.lease,
-                                                                       duration=duration, until=until)))
+        return self._parked_or(self._fenced(lambda: self._client.sleep_step(
+            self._job.id, key, self._job.lease, duration=duration, until=until)))
 
     def wait_step(self, name: str, *, event: Optional[str] = None, event_key: Optional[str] = None,
                   signal: Optional[str] = None, timeout: Optional[Duration] = None) -> Dict[str, Any]:

@@ -38,8 +38,8 @@ LeaseLost from then on. Handlers that run long should check
 
 With ``shell=True`` it also runs shell-command jobs as the Go worker does
 (shell.py): those it can stop (a lost lease too), with SIGTERM to the
-command's process group, the kill grace, then SIGKILL. Each gets a step socket (stepsocket.py), so
-that ``workron step`` in it is durable.
+command's process group, the kill grace, then SIGKILL. Each gets a step
+socket (stepsocket.py), so that ``workron step`` in it is durable.
 
 Durable steps (durable.py): ``job.step``, ``job.sleep``,
 ``job.wait_for_event``, ``job.invoke``... record through the attempt's
