@@ -150,8 +150,9 @@ class LeaseLostTest(unittest.TestCase):
 
     def test_a_shell_job_is_killed(self) -> None:
         rw = self.serve(shell=True)
-        pid_file = os.path.join(tempfile.mkdtemp(prefix="pylease-"), "pid")
-        self.addCleanup(lambda: os.path.exists(pid_file) and os.remove(pid_file))
+        tmp = tempfile.TemporaryDirectory(prefix="workron-leaselost-")
+        self.addCleanup(tmp.cleanup)
+        pid_file = os.path.join(tmp.name, "pid")
         job_id = self.fake.submit(command=f"sleep 30 & echo $! > {pid_file}; sleep 30", queue=self.queue)
         pid: Optional[int] = None
 
