@@ -1,5 +1,6 @@
 """A fake Workron node, in memory, for the durable-step tests: the routes a
-Worker uses (register, claim with reports, heartbeats, actions, reports),
+Worker uses (register, claim with reports, heartbeats that it can refuse
+or leave unanswered, actions, reports),
 run steps, and the parking routes of sleeps, waits and invokes with events
 and signals, as the HTTP contract of issue #31 has them. Its clock is
 time.time(); it keeps every event (no look-back window) and knows nothing
@@ -46,6 +47,14 @@ class FakePark:
         self.drop_replies = 0  # how many replies of drop_kinds routes to drop after doing the request
         self.drop_kinds: Tuple[str, ...] = ("sleep", "wait", "invoke")
         self.seq = 0
+        self.lease_ttl_ms = 15000  # what each claim reply announces
+        # Worker heartbeats: how many came, the leases each listed, and how
+        # the next ones are answered (fail_beats, hold_beats).
+        self.beats = 0
+        self.beat_leases: List[List[Tuple[str, int]]] = []
+        self.beat_failures = 0  # how many to refuse with beat_error
+        self.beat_error: Tuple[int, str] = (503, "no_leader")
+        self.beats_held = False  # left unanswered until release_beats() or close()
         self.closed = threading.Event()
         fake = self
 
@@ -116,7 +125,9 @@ class FakePark:
             if parts[2] == "actions":
                 self.closed.wait(min(float(str((body or {}).get("wait", "1s")).rstrip("ms") or 1) / 1000, 0.2))
                 return 200, {"actions": []}
-            return 200, {"renewed": [], "actions": []}
+            if parts[2] == "heartbeat":
+                return self.heartbeat(body or {})
+            return 200, {"renewed": 0, "actions": []}
         if (method, parts) == ("POST", ["jobs", "claim"]):
             return 200, self.claim(body or {})
         if (method, parts) == ("POST", ["jobs", "reports"]):
@@ -146,6 +157,43 @@ class FakePark:
             if len(rest) >= 2 and rest[0] == "steps":
                 return self._step_route(method, job, rest[1], rest[2:], body or {})
         raise _Reject(404, "not_found", f"no route: {method} {path}")
+
+    # ---- worker heartbeats
+
+    def heartbeat(self, body: Dict[str, Any]) -> Tuple[int, Any]:
+        """Counts a worker heartbeat and answers it as told: held, refused,
+        or renewing what it lists (the fake keeps no lease ends)."""
+        with self.lock:
+            self.beats += 1
+            self.beat_leases.append([(j.get("job_id"), j.get("lease")) for j in body.get("jobs") or []])
+            self.lock.notify_all()
+            while self.beats_held and not self.closed.is_set():
+                self.lock.wait(0.05)
+            if self.beat_failures > 0:
+                self.beat_failures -= 1
+                status, code = self.beat_error
+                raise _Reject(status, code, f"heartbeat refused ({code}), as the test asked")
+        return 200, {"renewed": len(body.get("jobs") or []), "actions": []}
+
+    def fail_beats(self, n: int, status: int, code: str) -> None:
+        """Refuses the next n worker heartbeats with status and code."""
+        with self.lock:
+            self.beat_failures, self.beat_error = n, (status, code)
+
+    def hold_beats(self) -> None:
+        """Leaves the worker heartbeats from now on unanswered: the worker
+        is cut off from the cluster."""
+        with self.lock:
+            self.beats_held = True
+
+    def release_beats(self) -> None:
+        with self.lock:
+            self.beats_held = False
+            self.lock.notify_all()
+
+    def beat_count(self) -> int:
+        with self.lock:
+            return self.beats
 
     # ---- jobs and claims
 
@@ -184,7 +232,7 @@ class FakePark:
                 j["status"], j["lease"], j["attempts"] = "running", j["lease"] + 1, j["attempts"] + 1
                 j["parked"] = None
                 jobs.append(self._claimed(j))
-        return {"jobs": jobs, "lease_ttl_ms": 15000, "reports": answers}
+        return {"jobs": jobs, "lease_ttl_ms": self.lease_ttl_ms, "reports": answers}
 
     def _claimed(self, j: Dict[str, Any]) -> Dict[str, Any]:
         d = self._public(j)

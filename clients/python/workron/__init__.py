@@ -5,7 +5,8 @@ time or in bulk actions) and manages schedules and
 queues; ``Worker`` runs typed handlers (and, with shell=True, shell commands)
 for jobs claimed from the cluster, gang tasks included (``Gang``), with
 durable steps, sleeps, waits for events and child jobs (``JobContext.step``,
-``sleep``, ``wait_for_event``, ``invoke``; durable.py).
+``sleep``, ``wait_for_event``, ``invoke``; durable.py); an attempt whose
+lease the worker lost is stopped and not reported (``LeaseLost``; lease.py).
 """
 
 from .client import (
@@ -27,6 +28,7 @@ from .client import (
 from .durable import ChildFailed, Parked, StepFailed, StepLimitExceeded, StepTimeout
 from .errors import NoRetry
 from .gang import Gang
+from .lease import LeaseLost
 from .tracing import TraceHook, valid_traceparent
 from .worker import JobContext, RateLimited, Snooze, Worker
 
@@ -42,6 +44,7 @@ __all__ = [
     "JobCount",
     "JobList",
     "JobSpec",
+    "LeaseLost",
     "NoRetry",
     "Parked",
     "Progress",

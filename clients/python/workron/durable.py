@@ -22,6 +22,7 @@ from typing import Any, Callable, Dict, Optional, Tuple, Union
 
 from .client import Backoff, Client, Duration, Job, Spec, WorkronError, parse_go_duration
 from .errors import NoRetry
+from .lease import LeaseLost, check
 
 # The most steps a job's journal records (the server's max_steps_per_job,
 # docs/workers.md): an attempt that asks for more keys than that could
@@ -140,12 +141,16 @@ def _seconds(d: Optional[Duration]) -> float:
 class Journal:
     """One attempt's view of its job's journal: the claim's listing of
     recorded steps, the occurrences of each name so far, and whether the
-    attempt parked. Safe for concurrent use."""
+    attempt parked. Safe for concurrent use. Once lease_lost is set (the
+    worker lost the attempt's lease, lease.py) every call raises LeaseLost,
+    and so does one whose request failed after it was set."""
 
-    def __init__(self, client: Client, job: Job, stopping: threading.Event) -> None:
+    def __init__(self, client: Client, job: Job, stopping: threading.Event,
+                 lease_lost: Optional[threading.Event] = None) -> None:
         self._client = client
         self._job = job
         self._stopping = stopping
+        self._lease_lost = lease_lost
         listing = job.raw.get("journal") or {}
         self._listed: Dict[str, Dict[str, Any]] = {s.get("key"): s for s in listing.get("steps") or []}
         self._complete = not listing.get("truncated") and len(self._listed) == int(listing.get("count", 0))
@@ -168,6 +173,7 @@ class Journal:
         with self._lock:
             if self.parked is not None:
                 raise Parked(self.parked)
+            self._check()
             if self._calls >= MAX_STEPS_PER_JOB:
                 raise StepLimitExceeded(
                     f"job {self._job.id}: more than {MAX_STEPS_PER_JOB} steps in one attempt, the most a job's "
@@ -276,6 +282,7 @@ class Journal:
                     break
                 if self._stopping.wait(step_delay(backoff if backoff is not None else DEFAULT_STEP_BACKOFF,
                                                   tried)):
+                    self._check()
                     raise  # the attempt ended meanwhile
         return outcome(self.record(key, {"result": value, "failed": failed, "attempts": tried,
                                          "duration_ms": int((time.monotonic() - began) * 1000)}))
@@ -284,7 +291,7 @@ class Journal:
         """Records run step key under the attempt's lease (req: result,
         failed, attempts, duration_ms) and returns the step as the journal
         keeps it: this record, or the one another attempt recorded first."""
-        rec, _ = _resend(lambda: self._client.record_step(
+        rec, _ = self._fenced(lambda: self._client.record_step(
             self._job.id, key, self._job.lease, result=req.get("result"), failed=bool(req.get("failed")),
             attempts=int(req.get("attempts") or 1), duration_ms=int(req.get("duration_ms") or 0)))
         return rec
@@ -300,8 +307,8 @@ class Journal:
         listed = self._listed.get(key)
         if listed is not None and listed.get("status") in FINAL:
             return listed  # recorded when it parked: the time has come
-        return self._parked_or(_resend(lambda: self._client.sleep_step(self._job.id, key, self._job.lease,
-                                                                       duration=duration, until=until)))
+        return self._parked_or(self._fenced(lambda: self._client.sleep_step(
+            self._job.id, key, self._job.lease, duration=duration, until=until)))
 
     def wait_step(self, name: str, *, event: Optional[str] = None, event_key: Optional[str] = None,
                   signal: Optional[str] = None, timeout: Optional[Duration] = None) -> Dict[str, Any]:
@@ -311,7 +318,7 @@ class Journal:
         rec = self._final(key)
         if rec is not None:
             return rec
-        return self._parked_or(_resend(lambda: self._client.wait_step(
+        return self._parked_or(self._fenced(lambda: self._client.wait_step(
             self._job.id, key, self._job.lease, event=event, event_key=event_key, signal=signal, timeout=timeout)))
 
     def wait(self, name: str, *, event: Optional[str] = None, event_key: Optional[str] = None,
@@ -330,11 +337,25 @@ class Journal:
         rec = self._final(key)
         if rec is not None:
             return rec
-        return self._parked_or(_resend(lambda: self._client.invoke_step(self._job.id, key, self._job.lease, job)))
+        return self._parked_or(self._fenced(lambda: self._client.invoke_step(self._job.id, key, self._job.lease, job)))
 
     def invoke(self, name: str, job: Spec) -> Any:
         """JobContext.invoke."""
         return outcome(self.invoke_step(name, job))
+
+    def _check(self) -> None:
+        check(self._lease_lost, self._job.id, self._job.lease)
+
+    def _fenced(self, call: Callable[[], Any]) -> Any:
+        """A request under the attempt's lease (_resend): LeaseLost instead
+        when the lease was lost before it was sent, or before it failed."""
+        self._check()
+        try:
+            return _resend(call)
+        except WorkronError as e:
+            if self._lease_lost is not None and self._lease_lost.is_set():
+                raise LeaseLost(self._job.id, self._job.lease) from e
+            raise
 
     def _parked_or(self, reply: Tuple[Dict[str, Any], bool]) -> Dict[str, Any]:
         """The step of a parking request's reply; Parked when it parked

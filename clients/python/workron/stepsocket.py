@@ -25,7 +25,8 @@ Journal, the one JobContext.step uses, occurrence counting included)::
                           stops the job's command (SIGTERM, the kill grace,
                           SIGKILL) and ends its attempt with no report
 
-Errors are {"error": "..."}: 400 bad body, 409 a key not looked up, 413 a
+Errors are {"error": "..."}: 400 bad body, 409 a key not looked up or an
+attempt whose lease the worker lost (or, for a lookup, that parked), 413 a
 body over the bound, 429 too many names or steps running, 502 the
 cluster's refusal. The socket is removed when the job's process ends.
 """
@@ -45,6 +46,7 @@ from typing import Any, Dict, Optional, Set, Tuple
 
 from .client import WorkronError
 from .durable import MAX_STEP_RESULT_BYTES, Journal, Parked, StepLimitExceeded
+from .lease import LeaseLost
 
 STEP_SOCKET_ENV = "WORKRON_STEP_SOCKET"
 
@@ -229,6 +231,8 @@ class StepSocket:
                 st = self._journal.invoke_step(name, body["job"])
         except Parked as e:
             return 200, {"key": e.key, "parked": True}
+        except LeaseLost as e:
+            return 409, {"error": str(e)}
         except StepLimitExceeded as e:
             return 429, {"error": str(e)}
         except (TypeError, ValueError) as e:
@@ -245,7 +249,7 @@ class StepSocket:
             key, rec = self._journal.lookup(name)
         except StepLimitExceeded as e:
             return 429, {"error": str(e)}
-        except Parked as e:
+        except (Parked, LeaseLost) as e:
             return 409, {"error": f"the job's attempt has ended: {e}"}
         except WorkronError as e:
             return 502, {"error": str(e)}
@@ -268,6 +272,8 @@ class StepSocket:
             st = self._journal.record(key, {"result": body.get("result"), "failed": body.get("status") == "failed",
                                             "attempts": body.get("attempts"),
                                             "duration_ms": body.get("duration_ms")})
+        except LeaseLost as e:
+            return 409, {"error": str(e)}
         except WorkronError as e:
             return 502, {"error": str(e)}
         return 200, st

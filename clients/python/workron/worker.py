@@ -21,16 +21,25 @@ than at its next heartbeat, whose reply still carries the same actions. What a h
 None: none), and ``job.parent_results`` holds the results of the jobs it
 depends on.
 
+Each attempt's lease ends, by the worker's clock, one lease TTL after the
+arrival of its claim's reply or of the last good heartbeat's reply
+(lease.py). When that passes, or a heartbeat is refused with stale_lease or
+not_running, the lease is lost: the cluster may give the job to another
+worker, so the worker stops the attempt and never reports it, as the Go
+worker does (a report would be refused as stale).
+
 Python cannot kill a thread: when a job times out, is cancelled, or is still
 running when the shutdown grace ends, its attempt is reported failed and its
 JobContext.stopping event is set; the handler's thread is abandoned, and what
-it returns later is ignored. Handlers that run long should check
+it returns later is ignored. So it is when its lease is lost, unreported, and
+with JobContext.lease_lost set too: every call of that JobContext raises
+LeaseLost from then on. Handlers that run long should check
 ``job.stopping``.
 
 With ``shell=True`` it also runs shell-command jobs as the Go worker does
-(shell.py): those it can stop, with SIGTERM to the command's process group,
-the kill grace, then SIGKILL. Each gets a step socket (stepsocket.py), so
-that ``workron step`` in it is durable.
+(shell.py): those it can stop (a lost lease too), with SIGTERM to the
+command's process group, the kill grace, then SIGKILL. Each gets a step
+socket (stepsocket.py), so that ``workron step`` in it is durable.
 
 Durable steps (durable.py): ``job.step``, ``job.sleep``,
 ``job.wait_for_event``, ``job.invoke``... record through the attempt's
@@ -67,6 +76,7 @@ from .client import (MAX_PROGRESS_MESSAGE, MAX_RESULT_BYTES, Abort, Client, Dura
 from .durable import Journal, Parked, StepBackoff, StepFailed  # noqa: F401 - StepFailed: where it was
 from .errors import NoRetry
 from .gang import CheckpointFile, Gang
+from .lease import Key, LeaseClock, check, refused
 from .shell import BASE_ENV, Command, Outcome, Watcher, bound_hold_off, check_pass_env, command_env, kill_group
 from .tracing import TraceHook, traced
 
@@ -116,8 +126,11 @@ class Snooze(Exception):
 class JobContext:
     """The job a handler runs, and ``stopping``: set when the handler
     should return, either because the attempt was already reported failed
-    (timeout, cancel, shutdown) or because its gang drains (``preempted``
-    is set too, and the worker waits the kill grace for the handler)."""
+    (timeout, cancel, shutdown), because its gang drains (``preempted``
+    is set too, and the worker waits the kill grace for the handler), or
+    because the worker lost the attempt's lease (``lease_lost`` is set
+    too: the attempt is not reported, and every call of this JobContext
+    raises LeaseLost from then on)."""
 
     job: Job
     stopping: threading.Event = field(default_factory=threading.Event)
@@ -131,6 +144,9 @@ class JobContext:
     checkpoint: Optional[bytes] = None
     # Set when the task's gang drains: save a checkpoint and return.
     preempted: threading.Event = field(default_factory=threading.Event)
+    # Set when the worker lost the attempt's lease (lease.py): stop; nothing
+    # more is reported, and the job may run on another worker meanwhile.
+    lease_lost: threading.Event = field(default_factory=threading.Event)
     _ckpt: Optional[CheckpointFile] = field(default=None, repr=False)
     _progress_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     _progress: Optional[Tuple[int, str]] = field(default=None, repr=False)
@@ -142,7 +158,7 @@ class JobContext:
 
     def __post_init__(self) -> None:
         if self._client is not None and self._journal is None:
-            self._journal = Journal(self._client, self.job, self.stopping)
+            self._journal = Journal(self._client, self.job, self.stopping, self.lease_lost)
 
     def step(self, name: str, fn: Callable[[], Any], attempts: Optional[int] = None,
              backoff: StepBackoff = None) -> Any:
@@ -223,7 +239,12 @@ class JobContext:
         bounds) and a short message (cut to 200 bytes). It does not block:
         the worker sends the latest update at once, or at most one
         ``progress_interval`` after the last it sent, so calling it often
-        costs nothing more."""
+        costs nothing more. LeaseLost once the lease is lost."""
+        self.check_lease()
+        self._record_progress(percent, message)
+
+    def _record_progress(self, percent: int, message: str) -> None:
+        """progress, for a command's progress lines: never raises."""
         raw = message.encode("utf-8")[:MAX_PROGRESS_MESSAGE]
         msg = raw.decode("utf-8", "ignore")
         with self._progress_lock:
@@ -249,9 +270,22 @@ class JobContext:
         uploads the latest one, and the task's next attempt finds it in
         ``job.checkpoint``. Processes of the handler may write the file
         ``checkpoint_path`` (WORKRON_CHECKPOINT in ``environ()``) instead."""
+        self.check_lease()
         if self._ckpt is None:
             raise ValueError(f"job {self.job.id} is not a gang task: it has no checkpoint")
         self._ckpt.write(data)
+
+    def check_lease(self) -> None:
+        """Raises LeaseLost when the worker lost the attempt's lease: a
+        handler that makes no other SDK call for a while calls it where it
+        can stop (or looks at ``lease_lost``)."""
+        check(self.lease_lost, self.job.id, self.job.lease)
+
+    def _lose_lease(self, reason: str) -> None:
+        """Tells the handler that the attempt's lease is lost."""
+        self.lease_lost.set()  # before stopping: a handler woken by stopping sees why
+        self.stop_reason = reason
+        self.stopping.set()
 
     @property
     def checkpoint_path(self) -> Optional[str]:
@@ -395,6 +429,7 @@ class Worker:
         self._reports: List[Dict[str, Any]] = []  # queued
         self._sending: Dict[Tuple[str, int], Dict[str, Any]] = {}  # sent, not answered
         self._lease_ttl = _DEFAULT_LEASE_TTL  # the server's, from each claim reply
+        self._leases = LeaseClock(self._lease_expired)  # each attempt's lease end, by this worker's clock
         self._claims_from = time.time_ns()
         self._claims_ended = 0
         self._claim_lost = 0
@@ -458,7 +493,7 @@ class Worker:
         threads = [threading.Thread(target=f, name=f"workron-{n}", daemon=True)
                    for n, f in (("claim", self._claim_loop), ("heartbeat", self._heartbeat_loop),
                                 ("reporter", self._report_loop), ("progress", self._progress_loop),
-                                ("actions", self._actions_loop))]
+                                ("actions", self._actions_loop), ("leases", self._leases.run))]
         for t in threads:
             t.start()
         while not self._stop.wait(0.2):  # wakes so signal handlers run
@@ -466,6 +501,7 @@ class Worker:
         threads[0].join()
         self._drain()
         self._quit.set()
+        self._leases.close()
         self._kick.set()
         self._progressed.set()
         self._jobs_began.set()
@@ -513,6 +549,7 @@ class Worker:
                 jobs, ttl, answers = self.client.claim(
                     self.id, types=types, shell=self.shell, queues=self.queues, max=free, claim_seq=seq, reports=reps,
                     wait="0s" if reps else self.poll_wait, abort=self._abort)
+                got = time.monotonic()  # the leases began before: their ends are at most this + TTL
             except WorkronError as e:
                 self._answered(reps, None)
                 with self._cond:
@@ -532,7 +569,7 @@ class Worker:
                     self._lease_ttl = ttl / 1000.0
                 if not self._stop.is_set():  # else the last heartbeat gives them back
                     for j in jobs:
-                        self._start(j)
+                        self._start(j, got)
                 self._claims_ended = seq
             if jobs:
                 self._kick.set()
@@ -543,13 +580,15 @@ class Worker:
             else:
                 delay = 0.1
 
-    def _start(self, job: Job) -> None:
-        """Starts job's handler or command; called with the lock held."""
+    def _start(self, job: Job, got: float) -> None:
+        """Starts job's handler or command, claimed by a reply that arrived
+        at got (time.monotonic); called with the lock held."""
         task = _Task(JobContext(job, traceparent=job.traceparent, _progressed=self._progressed,
                                 _client=self.client))
         self._jobs_began.set()
         self._with_checkpoint(task)
         self._running[task.key] = task
+        self._leases.begin(task.key, got + self._lease_ttl)
         timeout = parse_go_duration(job.timeout)
         if timeout:
             task.timer = threading.Timer(timeout, self._stop_task, (task, f"timed out after {job.timeout}"))
@@ -634,6 +673,7 @@ class Worker:
             task.settled = True
             self._running.pop(task.key, None)
             self._cond.notify_all()
+        self._leases.end(task.key)
         if task.timer is not None:
             task.timer.cancel()
         step = task.ctx._journal.parked if task.ctx._journal is not None else None
@@ -652,7 +692,7 @@ class Worker:
             ctx._journal.on_park = lambda: self._stop_parked(task)
         try:
             self.client.fetch_parent_results(job)  # all of them, when the claim cut them short
-            cmd = Command(job.command, env, job.parent_results, self.output_tail, ctx.progress, self._watcher,
+            cmd = Command(job.command, env, job.parent_results, self.output_tail, ctx._record_progress, self._watcher,
                           lambda proc: self._started(task, proc), journal=ctx._journal, log=self.log)
             out = cmd.run()
         except Exception:  # noqa: BLE001 - a failure fails the attempt, not the worker
@@ -701,10 +741,14 @@ class Worker:
                 hold: Optional[Dict[str, str]] = None, exit_code: Optional[int] = None, output: str = "") -> bool:
         """Ends task's attempt once and reports whether this call did: the
         first of its handler, its timeout, a cancel, the end of the grace
-        period and a preemption wins. An attempt that parked is not
-        reported (its lease has ended): it is parked instead."""
+        period, a preemption and the loss of the lease wins. An attempt
+        that parked is not reported (its lease has ended): it is parked
+        instead; nor is one whose lease was lost (_lose_lease)."""
         if task.ctx.parked:
             self._park(task)
+            return False
+        if task.ctx.lease_lost.is_set():
+            self._forget(task)
             return False
         with self._cond:
             if task.settled:
@@ -731,6 +775,7 @@ class Worker:
                 rep["traceparent"] = task.ctx.traceparent
             self._reports.append(rep)  # queued before it leaves the running set, in one step
             self._cond.notify_all()
+        self._leases.end(task.key)
         if task.timer is not None:
             task.timer.cancel()
         if status != "done":
@@ -781,6 +826,42 @@ class Worker:
             self.log.warning("job %s ignored SIGTERM: sending SIGKILL", task.ctx.id)
             kill_group(proc.pid, signal.SIGKILL)
 
+    def _forget(self, task: _Task) -> None:
+        """Ends task's attempt without a report and frees its slot."""
+        with self._cond:
+            task.settled = True
+            if self._running.get(task.key) is task:
+                del self._running[task.key]
+            self._cond.notify_all()
+        self._leases.end(task.key)
+
+    def _lease_expired(self, key: Key) -> None:
+        self._lose_lease(key, f"not renewed within its {self._lease_ttl:g}s TTL")
+
+    def _lose_lease(self, key: Key, why: str) -> None:
+        """Stops attempt key, whose lease is lost (why), unless its end was
+        decided first: a command as on a cancel (SIGTERM to its process
+        group, SIGKILL after the kill grace), its slot held until it ended;
+        a handler is told (lease_lost, stopping; its SDK calls raise
+        LeaseLost) and its thread abandoned, its slot free at once. Neither
+        is reported: the cluster may have given the job to another worker."""
+        with self._cond:  # one step: a handler that returns meanwhile is reported, or not at all
+            task = self._running.get(key)
+            if task is None or task.settled or task.cause:
+                return
+            task.cause = "lease lost"
+            task.ctx._lose_lease(f"lease lost: {why}")  # _settle now forgets it
+            if not task.command:
+                task.settled = True
+                del self._running[key]
+                self._cond.notify_all()
+        self._leases.end(key)
+        if task.timer is not None:
+            task.timer.cancel()
+        self.log.warning("job %s: lease %d lost (%s): stopping the job; its attempt is not reported", key[0],
+                         key[1], why)
+        self._signal(task)  # a command's; one not started yet is stopped when it starts (_started)
+
     def _preempt(self, task: _Task, epoch: int) -> None:
         """Stops a gang task for the drain of epoch: its attempt is not
         reported; its checkpoint is uploaded and the preemption acknowledged
@@ -822,10 +903,7 @@ class Worker:
         finally:
             if ck is not None:
                 ck.remove()
-            with self._cond:
-                if self._running.get(task.key) is task:
-                    del self._running[task.key]
-                self._cond.notify_all()
+            self._forget(task)
 
     def _retry(self, what: str, job_id: str, send: Callable[[], Any], deadline: float) -> bool:
         """Calls send until it succeeds, the server refuses for good, or the
@@ -952,7 +1030,7 @@ class Worker:
         with self._cond:
             lost, claims_to = self._claim_lost, self._claims_ended
             # Jobs of the claims up to claims_to are in one of these now.
-            leases = list(self._running) + [k for k in self._sending if k not in self._running]
+            leases = self._held() + [k for k in self._sending if k not in self._running]
             leases += [(r["job_id"], r["lease"]) for r in self._reports]
         try:
             reply = self._send_heartbeat(sorted(set(leases)), claims_to)
@@ -966,6 +1044,12 @@ class Worker:
                 self._claim_lost = 0
         for a in reply.get("actions") or []:
             self._act(a)
+
+    def _held(self) -> List[Key]:
+        """The attempts running whose leases the heartbeats renew: not those
+        whose lease is lost (a command still stopping), which the cluster
+        lets expire. Called with the lock held."""
+        return [k for k, t in self._running.items() if not t.ctx.lease_lost.is_set()]
 
     def _act(self, a: Dict[str, Any]) -> bool:
         """Carries out one action of a heartbeat's (or the actions
@@ -986,7 +1070,22 @@ class Worker:
             return False
         return True
 
-    def _send_heartbeat(self, leases: List[Tuple[str, int]], claims_to: int) -> Dict[str, Any]:
+    def _send_heartbeat(self, leases: List[Key], claims_to: int) -> Dict[str, Any]:
+        """Sends one heartbeat (_beat) and moves the lease end of each
+        attempt it names to its reply's arrival plus the lease TTL; refused
+        with stale_lease or not_running, it stops those attempts: their
+        leases are lost."""
+        try:
+            reply = self._beat(leases, claims_to)
+        except WorkronError as e:
+            if refused(e):
+                for k in leases:
+                    self._lose_lease(k, f"the cluster refused a heartbeat: {e}")
+            raise
+        self._leases.renew(leases, time.monotonic() + self._lease_ttl)
+        return reply
+
+    def _beat(self, leases: List[Key], claims_to: int) -> Dict[str, Any]:
         """Sends one heartbeat with the progress of the running jobs that no
         heartbeat has carried yet; refused for it (a member runs an older
         release), it is sent again without, and none for a while."""
@@ -1037,7 +1136,7 @@ class Worker:
         if time.monotonic() < self._progress_off_until:
             return
         with self._cond:
-            tasks = list(self._running.values())
+            tasks = [self._running[k] for k in self._held()]
         leases = sorted(t.key for t in tasks if t.ctx._pending_progress() is not None)
         if not leases:
             return
