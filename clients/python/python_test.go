@@ -52,7 +52,7 @@ func TestPythonClient(t *testing.T) {
 	url, caFile := startNode(t, bin, ca, filepath.Join(dir, "py1"), leaseTTL)
 	longURL, _ := startNode(t, bin, ca, filepath.Join(dir, "py2"), longLeaseTTL)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute) // a bound, not a speed check: about 2 min on a quiet machine
 	defer cancel()
 	args := []string{"-m", "unittest", "discover", "-v", "-s", "tests", "-t", "."}
 	if k := os.Getenv("WORKRON_PYTHON_TESTS"); k != "" { // a pattern, as for unittest -k
