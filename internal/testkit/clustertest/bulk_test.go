@@ -130,7 +130,9 @@ func getBulk(tb testing.TB, url, id string) wire.Bulk {
 func waitBulk(tb testing.TB, url, id, state string) wire.Bulk {
 	tb.Helper()
 	var b wire.Bulk
-	clustertest.WaitFor(tb, 60*time.Second, func() error {
+	// A bound, not a speed check: 600 steps of 5 jobs took over a minute
+	// under the race detector at load 15.
+	clustertest.WaitFor(tb, 3*time.Minute, func() error {
 		if b = getBulk(tb, url, id); b.State != state {
 			return fmt.Errorf("bulk %s: %+v, want %s", id, b, state)
 		}
