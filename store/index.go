@@ -198,4 +198,3 @@ func (t *Tx) reindexStatus(j *Job, prev Status) error {
 	t.pend(t.key, low, false)
 	return nil
 }
-

@@ -32,13 +32,14 @@ type indexPending struct {
 	// scratch of flushIndex, kept for the next transaction
 	groups       map[string]int32 // a group's prefix -> its number, an index in prefixes
 	prefixes     []string
-	rank, byRank []int32 // number -> rank of the prefix, and back
+	recent       [4]int32 // numbers of the groups last found, the last first
+	rank, byRank []int32  // number -> rank of the prefix, and back
 	sorted       []sortedList
 	byGroup      []sortedList
 	order        []pendingOp
 	start, fill  []int32
 	olds         [][]byte // per list in key order: its own key's value, if any
-	ents         []sharedEntry
+	shared       sharedBuilder
 	sk           []byte
 }
 
@@ -162,6 +163,29 @@ func (ix *indexPending) key(l *pendingList) []byte {
 	return ix.keys[l.at : l.at+uint32(l.n) : l.at+uint32(l.n)]
 }
 
+// group is the number of the group of prefix: one of the last few found
+// (a job's lists are of a few groups, a batch's jobs of the same ones), or
+// from the map of them all.
+func (ix *indexPending) group(prefix []byte) int32 {
+	for i, g := range ix.recent {
+		if g < int32(len(ix.prefixes)) && ix.prefixes[g] == string(prefix) {
+			copy(ix.recent[1:i+1], ix.recent[:i])
+			ix.recent[0] = g
+			return g
+		}
+	}
+	g, ok := ix.groups[string(prefix)]
+	if !ok {
+		g = int32(len(ix.prefixes))
+		p := string(prefix)
+		ix.groups[p] = g
+		ix.prefixes = append(ix.prefixes, p)
+	}
+	copy(ix.recent[1:], ix.recent[:len(ix.recent)-1])
+	ix.recent[0] = g
+	return g
+}
+
 // sortLists fills ix.sorted with the lists in key order: by group (no
 // group's prefix is a prefix of another's, so the groups' order is their
 // keys'), then by term. Each group's lists are sorted apart, from the order
@@ -178,14 +202,7 @@ func (ix *indexPending) sortLists() error {
 		if gl < 0 {
 			return fmt.Errorf("write search index: malformed key %q", k)
 		}
-		g, ok := ix.groups[string(k[:gl])]
-		if !ok {
-			g = int32(len(ix.prefixes))
-			p := string(k[:gl])
-			ix.groups[p] = g
-			ix.prefixes = append(ix.prefixes, p)
-		}
-		ix.sorted[i] = sortedList{w0: word(k, gl), w1: word(k, gl+8), grp: g, list: int32(i)}
+		ix.sorted[i] = sortedList{w0: word(k, gl), w1: word(k, gl+8), grp: ix.group(k[:gl]), list: int32(i)}
 	}
 	// The groups in key order, and each list's group by its rank.
 	n := len(ix.prefixes)
@@ -309,7 +326,8 @@ func (t *Tx) flushEpoch(b *bolt.Bucket, prefix []byte, from, to int) error {
 	sk := append(append(ix.sk[:0], prefix...), idxShared)
 	ix.sk = sk
 	shared := sharedList(b.Get(sk))
-	ents := ix.ents[:0]
+	sb := &ix.shared
+	sb.reset()
 	si, sn := 0, shared.n()
 	for p := from; p < to; p++ {
 		l := ix.sorted[p].list
@@ -321,7 +339,7 @@ func (t *Tx) flushEpoch(b *bolt.Bucket, prefix []byte, from, to int) error {
 			if bytes.Compare(e.term, term) >= 0 {
 				break
 			}
-			ents = append(ents, e)
+			sb.add(e.low, e.term)
 		}
 		own := ix.olds[p]
 		free, inArena := t.room(len(own) + 2*int(ix.start[l+1]-ix.start[l]))
@@ -346,19 +364,19 @@ func (t *Tx) flushEpoch(b *bolt.Bucket, prefix []byte, from, to int) error {
 			return err
 		}
 		if len(v) == 2 {
-			ents = append(ents, sharedEntry{term: term, low: postingLow(v, 0)})
+			sb.add(postingLow(v, 0), term)
 		}
 	}
 	for ; si < sn; si++ {
-		ents = append(ents, shared.entry(si))
+		e := shared.entry(si)
+		sb.add(e.low, e.term)
 	}
-	ix.ents = ents
-	free, inArena := t.room(sharedLen(ents))
-	nv := appendShared(free, ents)
+	free, inArena := t.room(sb.size())
+	nv := sb.appendTo(free)
 	switch {
 	case bytes.Equal(nv, shared):
 		return nil
-	case len(ents) == 0:
+	case len(nv) == 0:
 		return b.Delete(sk)
 	}
 	return b.Put(sk, t.keepRoom(free, nv, inArena))
