@@ -44,43 +44,6 @@ func (w *searchWorld) batchJob(seq uint64) *Job {
 	return j
 }
 
-// batchChange makes one random change to the jobs of ids (kept up to
-// date) in tx: an insert (now and then past a gap of seqs, so the jobs
-// span epochs), a status change, or a delete.
-func batchChange(tx *Tx, w *searchWorld, ids *[]string) error {
-	switch op := w.r.IntN(6); {
-	case op < 3 || len(*ids) == 0:
-		n := 1
-		if w.r.IntN(16) == 0 {
-			n += w.r.IntN(2 << epochBits)
-		}
-		first, err := tx.NextSeqs(n)
-		if err != nil {
-			return err
-		}
-		seq := first + uint64(n) - 1
-		j := w.batchJob(seq)
-		*ids = append(*ids, j.ID)
-		return tx.InsertJob(j, seq)
-	case op < 5:
-		j, err := tx.Job((*ids)[w.r.IntN(len(*ids))])
-		if err != nil {
-			return err
-		}
-		prev := j.Status
-		j.Status = Statuses[w.r.IntN(len(Statuses))]
-		return tx.UpdateJob(j, prev, 9)
-	default:
-		i := w.r.IntN(len(*ids))
-		j, err := tx.Job((*ids)[i])
-		if err != nil {
-			return err
-		}
-		*ids = slices.Delete(*ids, i, i+1)
-		return tx.DeleteJob(j)
-	}
-}
-
 // TestSearchIndexKeptInBatches: the index kept through many random
 // transactions of many changes each (a job inserted, changed and deleted
 // in one of them, reads in between that write what was noted so far,
@@ -97,7 +60,7 @@ func TestSearchIndexKeptInBatches(t *testing.T) {
 			kept := slices.Clone(ids)
 			err := st.Update(func(tx *Tx) error {
 				for range changes {
-					if err := batchChange(tx, w, &kept); err != nil {
+					if err := change(tx, w, &kept, w.batchJob); err != nil {
 						return err
 					}
 					if w.r.IntN(12) == 0 {
