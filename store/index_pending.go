@@ -215,7 +215,7 @@ func (ix *indexPending) sortLists() error {
 	for r, g := range ix.byRank {
 		ix.rank[g] = int32(r)
 	}
-	// The lists by group (a counting sort, into order's room), then each
+	// The lists by group (a counting sort, through byGroup), then each
 	// group's by term.
 	ix.start = append(ix.start[:0], make([]int32, n+1)...)
 	for i := range ix.sorted {
