@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
@@ -287,6 +288,35 @@ func newBenchFSM(b *testing.B) *fsm.FSM {
 // garbage collector's included), allocs/job and page-B/job (bytes of pages
 // the commits wrote); it asserts no speed.
 func BenchmarkSubmitBatch(b *testing.B) {
+	queues := []string{"default", "etl", "emails"}
+	submitBatch(b, func(i int) fsm.NewJob {
+		i %= 1000 // every entry the same jobs
+		return fsm.NewJob{Command: fmt.Sprintf("/usr/local/bin/report --customer %d --format pdf", i),
+			Queue: queues[i%len(queues)], MaxAttempts: 3,
+			Env:      map[string]string{"REPORT_FORMAT": "pdf", "REGION": "eu-west-1"},
+			Metadata: map[string]string{"source": "api", "customer": fmt.Sprint(i)},
+			Backoff:  store.Backoff{Base: int64(time.Second), Max: int64(time.Hour), Jitter: 0.3}}
+	})
+}
+
+// BenchmarkSubmitBatchMetadata is BenchmarkSubmitBatch of the jobs of
+// workron bench's submit_batch_metadata (internal/tools/bench), the search
+// index's worst case: typed jobs of 4 queues, 4 types and 64 concurrency
+// keys, each with metadata customer, order and request of values no other
+// job has (6 lists a job, 3 of them a term new to its epoch). Entry i's
+// jobs have values of their own too.
+func BenchmarkSubmitBatchMetadata(b *testing.B) {
+	submitBatch(b, func(i int) fsm.NewJob {
+		n := strconv.Itoa(i)
+		return fsm.NewJob{Queue: "bench-meta-q" + strconv.Itoa(i%4), Type: "bench-meta-" + strconv.Itoa(i%4),
+			ConcurrencyKey: "key-" + strconv.Itoa(i%64), MaxAttempts: 3,
+			Metadata: map[string]string{"customer": "crun-" + n, "order": "orun-" + n, "request": "rrun-" + n}}
+	})
+}
+
+// submitBatch is BenchmarkSubmitBatch of the jobs job(i) makes, i counting
+// on over the entries.
+func submitBatch(b *testing.B, job func(i int) fsm.NewJob) {
 	st, err := store.Open(filepath.Join(b.TempDir(), "state.db"), store.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
@@ -298,17 +328,12 @@ func BenchmarkSubmitBatch(b *testing.B) {
 		b.Fatal(err)
 	}
 	const per = 1000
-	queues := []string{"default", "etl", "emails"}
-	jobs := make([]fsm.NewJob, per)
-	for i := range jobs {
-		jobs[i] = fsm.NewJob{Command: fmt.Sprintf("/usr/local/bin/report --customer %d --format pdf", i),
-			Queue: queues[i%len(queues)], MaxAttempts: 3,
-			Env:      map[string]string{"REPORT_FORMAT": "pdf", "REGION": "eu-west-1"},
-			Metadata: map[string]string{"source": "api", "customer": fmt.Sprint(i)},
-			Backoff:  store.Backoff{Base: int64(time.Second), Max: int64(time.Hour), Jitter: 0.3}}
-	}
 	var logs []*raft.Log
 	for i := range b.N {
+		jobs := make([]fsm.NewJob, per)
+		for k := range jobs {
+			jobs[k] = job(i*per + k)
+		}
 		index := uint64(1_000_000 + i)
 		data, err := fsm.Encode(&fsm.Entry{Now: t0.UnixNano() + int64(i), Cmds: []fsm.Cmd{submit(jobs...)}})
 		if err != nil {

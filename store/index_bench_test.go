@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -220,7 +221,9 @@ func BenchmarkSearchCount(b *testing.B) {
 // does not (Store.noIndex), one after the other, and reports both rates
 // and the bytes of pages each commit wrote per job. AnotherTenantEach
 // gives every job of a batch a tenant of its own, the index's worst case
-// (a new list per job); TenTenants gives the batch's jobs 10 tenants. fsm's
+// (a new list per job); TenTenants gives the batch's jobs 10 tenants;
+// MetadataShape is the jobs of workron bench's submit_batch_metadata
+// (metadataJob: 6 lists a job, 3 of them new to their epoch). fsm's
 // BenchmarkSubmitBatch, run with and without the tag
 // workron_bench_noindex, measures the whole apply.
 func BenchmarkSearchIndexCost(b *testing.B) {
@@ -239,6 +242,19 @@ func BenchmarkSearchIndexCost(b *testing.B) {
 			indexCost(b, path, job, c.batch)
 		})
 	}
+	b.Run("MetadataShape", func(b *testing.B) { indexCost(b, path, metadataJob, 1000) })
+}
+
+// metadataJob is job seq in the shape of workron bench's
+// submit_batch_metadata (internal/tools/bench): pending, of 4 queues, 4
+// types and 64 concurrency keys, with metadata customer, order and request
+// of values no other job has.
+func metadataJob(seq uint64) *Job {
+	n := strconv.FormatUint(seq, 10)
+	return &Job{ID: "job-" + n, Seq: seq, Status: StatusPending, Queue: "bench-meta-q" + strconv.FormatUint(seq%4, 10),
+		Type: "bench-meta-" + strconv.FormatUint(seq%4, 10), ConcurrencyKey: "key-" + strconv.FormatUint(seq%64, 10),
+		MaxAttempts: 3, CreatedAt: int64(seq) * 1e6, RunAt: int64(seq) * 1e6,
+		Metadata: map[string]string{"customer": "crun-" + n, "order": "orun-" + n, "request": "rrun-" + n}}
 }
 
 func indexCost(b *testing.B, path string, job func(uint64) *Job, batch int) {
@@ -364,6 +380,55 @@ func BenchmarkSearchCountByStatus(b *testing.B) {
 			b.ReportMetric(float64(total), "matches")
 			b.ReportMetric(float64(got.Among), "scheduled")
 			reportLatency(b, ds)
+		})
+	}
+}
+
+// BenchmarkSearchIndexKeep times the index's own work for a batch of 1,000
+// new jobs: noting each job's lists (indexJob) and writing them
+// (flushIndex), in a write transaction rolled back after, so every
+// iteration writes the same batch into the same index (of 100 batches
+// before it). MetadataShape is metadataJob's jobs, Fixture benchJob's. It
+// reports ns/job, cpu-ns/job and allocs/job.
+func BenchmarkSearchIndexKeep(b *testing.B) {
+	for _, c := range []struct {
+		name string
+		job  func(uint64) *Job
+	}{{"MetadataShape", metadataJob}, {"Fixture", benchJob}} {
+		b.Run(c.name, func(b *testing.B) {
+			st, err := Open(filepath.Join(b.TempDir(), "state.db"), Options{NoSync: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { st.Close() })
+			const batch = 1000
+			insertJobs(b, st, 1, 100*batch, batch, c.job)
+			jobs := make([]*Job, batch)
+			for i := range jobs {
+				jobs[i] = c.job(uint64(100*batch + 1 + i))
+			}
+			rolledBack := errors.New("rolled back")
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				err := st.Update(func(tx *Tx) error {
+					for _, j := range jobs {
+						if err := tx.indexJob(j); err != nil {
+							return err
+						}
+					}
+					if err := tx.flushIndex(); err != nil {
+						return err
+					}
+					return rolledBack
+				})
+				if err != rolledBack {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64((cpuTime()-cpu).Nanoseconds())/float64(b.N)/batch, "cpu-ns/job")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/batch, "ns/job")
+			b.ReportMetric(0, "ns/op")
 		})
 	}
 }

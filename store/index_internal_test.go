@@ -169,8 +169,8 @@ func countAll(t *testing.T, st *Store, q ListQuery, budget int) int {
 	}
 }
 
-// mutate applies one random change to the jobs: insert, a status change,
-// a delete (as retention does), through the Tx methods the FSM calls.
+// mutate applies one random change to the jobs (change), in a
+// transaction of its own.
 func mutate(t *testing.T, st *Store, w *searchWorld) {
 	t.Helper()
 	err := st.Update(func(tx *Tx) error {
@@ -178,38 +178,49 @@ func mutate(t *testing.T, st *Store, w *searchWorld) {
 		if err := tx.ForEachJob("", func(j *Job) error { ids = append(ids, j.ID); return nil }); err != nil {
 			return err
 		}
-		switch op := w.r.IntN(6); {
-		case op < 3 || len(ids) == 0:
-			// Now and then a jump of seqs, so the jobs span many epochs
-			// of the index (index.go).
-			n := 1
-			if w.r.IntN(8) == 0 {
-				n += w.r.IntN(3 << epochBits)
-			}
-			first, err := tx.NextSeqs(n)
-			if err != nil {
-				return err
-			}
-			seq := first + uint64(n) - 1
-			return tx.InsertJob(w.job(seq), seq)
-		case op < 5:
-			j, err := tx.Job(ids[w.r.IntN(len(ids))])
-			if err != nil {
-				return err
-			}
-			prev := j.Status
-			j.Status = Statuses[w.r.IntN(len(Statuses))]
-			return tx.UpdateJob(j, prev, 9)
-		default:
-			j, err := tx.Job(ids[w.r.IntN(len(ids))])
-			if err != nil {
-				return err
-			}
-			return tx.DeleteJob(j)
-		}
+		return change(tx, w, &ids, w.job)
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// change applies one random change to the jobs of ids (kept up to date)
+// in tx, through the Tx methods the FSM calls: an insert of job(seq), a
+// status change, a delete (as retention does).
+func change(tx *Tx, w *searchWorld, ids *[]string, job func(seq uint64) *Job) error {
+	switch op := w.r.IntN(6); {
+	case op < 3 || len(*ids) == 0:
+		// Now and then a jump of seqs, so the jobs span many epochs
+		// of the index (index.go).
+		n := 1
+		if w.r.IntN(8) == 0 {
+			n += w.r.IntN(3 << epochBits)
+		}
+		first, err := tx.NextSeqs(n)
+		if err != nil {
+			return err
+		}
+		seq := first + uint64(n) - 1
+		j := job(seq)
+		*ids = append(*ids, j.ID)
+		return tx.InsertJob(j, seq)
+	case op < 5:
+		j, err := tx.Job((*ids)[w.r.IntN(len(*ids))])
+		if err != nil {
+			return err
+		}
+		prev := j.Status
+		j.Status = Statuses[w.r.IntN(len(Statuses))]
+		return tx.UpdateJob(j, prev, 9)
+	default:
+		i := w.r.IntN(len(*ids))
+		j, err := tx.Job((*ids)[i])
+		if err != nil {
+			return err
+		}
+		*ids = slices.Delete(*ids, i, i+1)
+		return tx.DeleteJob(j)
 	}
 }
 

@@ -105,36 +105,52 @@ func (s sharedList) find(term []byte) []byte {
 	return s[o : o+2]
 }
 
-// sharedLen is the length of the shared list of ents.
-func sharedLen(ents []sharedEntry) int {
-	if len(ents) == 0 {
+// sharedBuilder builds a shared list entry by entry, in term order, in
+// buffers without pointers (a flush adds thousands of entries, which the
+// garbage collector need not look at), kept grown for the next list.
+type sharedBuilder struct {
+	body []byte   // the entries, one after another
+	offs []uint32 // where each starts in body
+}
+
+func (sb *sharedBuilder) reset() { sb.body, sb.offs = sb.body[:0], sb.offs[:0] }
+
+// add adds the entry of term, the part after the group's prefix, and low.
+func (sb *sharedBuilder) add(low uint64, term []byte) {
+	sb.offs = append(sb.offs, uint32(len(sb.body)))
+	sb.body = append(append(sb.body, byte(low>>8), byte(low)), term...)
+}
+
+// size is the length of the shared list.
+func (sb *sharedBuilder) size() int {
+	if len(sb.offs) == 0 {
 		return 0
 	}
-	n := 2
-	for _, e := range ents {
-		n += 4 + 2 + len(e.term)
+	return 2 + 4*len(sb.offs) + len(sb.body)
+}
+
+// appendTo appends the shared list to b; nothing for none.
+func (sb *sharedBuilder) appendTo(b []byte) []byte {
+	n := len(sb.offs)
+	if n == 0 {
+		return b
 	}
-	return n
+	at := len(b)
+	b = append(b, byte(n>>8), byte(n))
+	for _, o := range sb.offs {
+		b = binary.BigEndian.AppendUint32(b, uint32(2+4*n)+o)
+	}
+	return append(b, sb.body...)[at:]
 }
 
 // appendShared appends the shared list of ents (sorted by term) to b;
 // nothing for none.
 func appendShared(b []byte, ents []sharedEntry) []byte {
-	if len(ents) == 0 {
-		return b
-	}
-	at := len(b)
-	b = append(b, byte(len(ents)>>8), byte(len(ents)))
-	o := 2 + 4*len(ents)
+	var sb sharedBuilder
 	for _, e := range ents {
-		b = binary.BigEndian.AppendUint32(b, uint32(o))
-		o += 2 + len(e.term)
+		sb.add(e.low, e.term)
 	}
-	for _, e := range ents {
-		b = append(b, byte(e.low>>8), byte(e.low))
-		b = append(b, e.term...)
-	}
-	return b[at:]
+	return sb.appendTo(b)
 }
 
 // applyPostings applies ops in order to the sorted list v, in place.

@@ -260,12 +260,6 @@ func (t *Tx) keep(s string) []byte {
 	return t.claim(free, append(free, s...))
 }
 
-// keepBytes copies b into the arena, as keep does.
-func (t *Tx) keepBytes(b []byte) []byte {
-	free := t.arenaRoom()
-	return t.claim(free, append(free, b...))
-}
-
 // arenaRoom is the arena's free room, a new chunk when little is left.
 func (t *Tx) arenaRoom() []byte {
 	if cap(t.arena)-len(t.arena) < minArena/4 {
