@@ -16,6 +16,9 @@ import (
 // docs/performance.md use 1,000,000), separately: store.VerifyPages, store.Open
 // and fsm.New's rebuild of the in-memory indexes. The page cache is warm (the
 // fill just wrote the file), as on a node restarted in place.
+// WORKRON_START_PATH names a state file to keep between runs: filled if it
+// does not exist, used as it is if it does (so that two builds can be timed
+// on one large store).
 func BenchmarkStart(b *testing.B) {
 	n := 200000
 	if s := os.Getenv("WORKRON_START_JOBS"); s != "" {
@@ -25,14 +28,19 @@ func BenchmarkStart(b *testing.B) {
 		}
 		n = v
 	}
-	path := filepath.Join(b.TempDir(), "state.db")
-	st, err := store.Open(path, store.Options{NoSync: true})
-	if err != nil {
-		b.Fatal(err)
+	path := os.Getenv("WORKRON_START_PATH")
+	if path == "" {
+		path = filepath.Join(b.TempDir(), "state.db")
 	}
-	fillStore(b, st, n)
-	if err := st.Close(); err != nil {
-		b.Fatal(err)
+	if _, err := os.Stat(path); err != nil {
+		st, err := store.Open(path, store.Options{NoSync: true})
+		if err != nil {
+			b.Fatal(err)
+		}
+		fillStore(b, st, n)
+		if err := st.Close(); err != nil {
+			b.Fatal(err)
+		}
 	}
 	var verify, open, rebuild time.Duration
 	b.ResetTimer()

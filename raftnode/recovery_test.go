@@ -173,11 +173,19 @@ func TestStateFileLeftByAProcessCrashIsKept(t *testing.T) {
 	}
 }
 
-// TestDamagedStateFileIsRebuiltAtStart: a state file found damaged at start
-// (verified whatever the open-marker says: a disk can damage a file that was
-// closed cleanly) is set aside and rebuilt from the snapshot and the log,
-// rather than crashing bbolt.
+// TestDamagedStateFileIsRebuiltAtStart: a state file found damaged by the
+// page check before serving is set aside and rebuilt from the snapshot and
+// the log, rather than crashing bbolt. A disk can damage a file that was
+// closed cleanly; that start checks in the background (bbolt may crash on
+// the damage first: TestBackgroundPageCheckStopsADamagedNode), and the
+// next one checks first, as does one asked to (--state-check start).
 func TestDamagedStateFileIsRebuiltAtStart(t *testing.T) {
+	for _, how := range []string{"Asked", "LastCheckUnfinished"} {
+		testDamagedStateFileIsRebuiltAtStart(t, how)
+	}
+}
+
+func testDamagedStateFileIsRebuiltAtStart(t *testing.T, how string) {
 	for _, fsync := range []bool{false, true} {
 		for _, damage := range []struct {
 			name string
@@ -214,7 +222,7 @@ func TestDamagedStateFileIsRebuiltAtStart(t *testing.T) {
 				}
 			}},
 		} {
-			t.Run(fmt.Sprintf("%s/StateFsync=%v", damage.name, fsync), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/StateFsync=%v", how, damage.name, fsync), func(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "n1")
 				cfg := loneConfig(dir)
 				cfg.StateFsync = fsync
@@ -242,6 +250,11 @@ func TestDamagedStateFileIsRebuiltAtStart(t *testing.T) {
 				}
 				statePath := filepath.Join(dir, "state.db")
 				damage.do(t, statePath)
+				if how == "Asked" {
+					cfg.StateCheck = raftnode.StateCheckStart
+				} else if err := os.WriteFile(statePath+".unchecked", []byte("running"), 0o600); err != nil {
+					t.Fatal(err)
+				}
 
 				n, err = raftnode.Open(cfg)
 				if err != nil {
