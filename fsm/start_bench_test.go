@@ -49,21 +49,23 @@ func BenchmarkStart(b *testing.B) {
 		if _, err := store.VerifyPages(path); err != nil {
 			b.Fatal(err)
 		}
-		verify += time.Since(t)
+		v := time.Since(t)
 		t = time.Now()
 		st, err := store.Open(path, store.Options{})
 		if err != nil {
 			b.Fatal(err)
 		}
-		open += time.Since(t)
+		o := time.Since(t)
 		t = time.Now()
 		if _, err := fsm.New(st, nil); err != nil {
 			b.Fatal(err)
 		}
-		rebuild += time.Since(t)
+		r := time.Since(t)
 		if err := st.Close(); err != nil {
 			b.Fatal(err)
 		}
+		b.Logf("VerifyPages %v, Open %v, New %v", v.Round(time.Millisecond), o.Round(time.Millisecond), r.Round(time.Millisecond))
+		verify, open, rebuild = verify+v, open+o, rebuild+r
 	}
 	per := func(d time.Duration) float64 { return float64(d.Milliseconds()) / float64(b.N) }
 	b.ReportMetric(per(verify), "verify-ms")
