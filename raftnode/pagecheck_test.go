@@ -24,17 +24,7 @@ import (
 // stops the node through OnFatal, its marker saying so, and the next start
 // checks the file first, sets it aside and rebuilds it from the log.
 func TestBackgroundPageCheckStopsADamagedNode(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "n1")
-	cfg := loneConfig(dir)
-	n, err := raftnode.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, leads(n))
-	submitKeyed(t, n, 40)
-	if err := n.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
+	cfg, dir := keyedNodeStopped(t)
 	statePath := filepath.Join(dir, "state.db")
 	damageIdemPage(t, statePath)
 	if _, err := store.VerifyPages(statePath); !errors.Is(err, store.ErrDamaged) {
@@ -43,7 +33,7 @@ func TestBackgroundPageCheckStopsADamagedNode(t *testing.T) {
 
 	stopped := make(chan error, 1)
 	cfg.OnFatal = func(err error) { stopped <- err }
-	n, err = raftnode.Open(cfg)
+	n, err := raftnode.Open(cfg)
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
@@ -64,15 +54,8 @@ func TestBackgroundPageCheckStopsADamagedNode(t *testing.T) {
 	}
 
 	cfg.OnFatal = nil
-	n, err = raftnode.Open(cfg)
-	if err != nil {
-		t.Fatalf("reopen after the check found damage: %v", err)
-	}
+	n = reopenSetAside(t, cfg, statePath)
 	defer n.Shutdown()
-	if _, err := os.Stat(statePath + ".damaged"); err != nil {
-		t.Fatalf("the damaged file was not set aside: %v", err)
-	}
-	waitFor(t, 10*time.Second, leads(n))
 	waitFor(t, 10*time.Second, func() error {
 		if _, err := n.FSM().Job("job-40"); err != nil {
 			return fmt.Errorf("job-40 after the rebuild: %w", err)
@@ -84,23 +67,13 @@ func TestBackgroundPageCheckStopsADamagedNode(t *testing.T) {
 // TestBackgroundPageCheckPasses: a sound file's background check removes
 // its marker, and the node serves meanwhile.
 func TestBackgroundPageCheckPasses(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "n1")
-	cfg := loneConfig(dir)
-	n, err := raftnode.Open(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	waitFor(t, 10*time.Second, leads(n))
-	submitKeyed(t, n, 40)
-	if err := n.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
+	cfg, dir := keyedNodeStopped(t)
 	marker := filepath.Join(dir, "state.db.unchecked")
 	if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a new file's start left a check marker: %v", err)
 	}
 	cfg.OnFatal = func(err error) { t.Errorf("OnFatal(%v) on a sound file", err) }
-	n, err = raftnode.Open(cfg)
+	n, err := raftnode.Open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,6 +87,25 @@ func TestBackgroundPageCheckPasses(t *testing.T) {
 	if _, err := n.FSM().Job("job-40"); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// keyedNodeStopped runs a lone node that takes 40 jobs with idempotency
+// keys (submitKeyed), stops it cleanly, and returns its config and data
+// directory.
+func keyedNodeStopped(t *testing.T) (raftnode.Config, string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "n1")
+	cfg := loneConfig(dir)
+	n, err := raftnode.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, leads(n))
+	submitKeyed(t, n, 40)
+	if err := n.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, dir
 }
 
 // submitKeyed submits n jobs with long idempotency keys, so that the

@@ -72,6 +72,22 @@ func TestStateFileDamagedByACrashIsRebuilt(t *testing.T) {
 	}
 }
 
+// reopenSetAside starts a node whose state file is damaged, checks that
+// the start set it aside, and waits for it to lead.
+func reopenSetAside(t *testing.T, cfg raftnode.Config, statePath string) *raftnode.Node {
+	t.Helper()
+	n, err := raftnode.Open(cfg)
+	if err != nil {
+		t.Fatalf("reopen after damage: %v", err)
+	}
+	if _, err := os.Stat(statePath + ".damaged"); err != nil {
+		n.Shutdown()
+		t.Fatalf("the damaged file was not set aside: %v", err)
+	}
+	waitFor(t, 10*time.Second, leads(n))
+	return n
+}
+
 // waitRebuilt waits until a node's state holds the given number of workers
 // and checks its store.
 func waitRebuilt(t *testing.T, n *raftnode.Node, workers int) {
@@ -256,15 +272,8 @@ func testDamagedStateFileIsRebuiltAtStart(t *testing.T, how string) {
 					t.Fatal(err)
 				}
 
-				n, err = raftnode.Open(cfg)
-				if err != nil {
-					t.Fatalf("reopen after damage: %v", err)
-				}
+				n = reopenSetAside(t, cfg, statePath)
 				defer n.Shutdown()
-				if _, err := os.Stat(statePath + ".damaged"); err != nil {
-					t.Fatalf("the damaged file was not set aside: %v", err)
-				}
-				waitFor(t, 10*time.Second, leads(n))
 				waitRebuilt(t, n, 20)
 				if _, err := n.FSM().Job("job-1"); err != nil {
 					t.Fatalf("job-1 after the rebuild: %v", err)
