@@ -148,3 +148,26 @@ func TestPageCheckOfAnOpenStore(t *testing.T) {
 		t.Fatalf("Run with stop closed = %v, want ErrCheckStopped", err)
 	}
 }
+
+// A compacted file carries its freelist, so the start after a compaction
+// does not walk every page either.
+func TestCompactWritesTheFreelist(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertJobs(t, st, 500, store.StatusPending)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Compact(path); err != nil {
+		t.Fatal(err)
+	}
+	if freelist, _ := newestMeta(t, path); freelist == ^uint64(0) {
+		t.Fatal("the compacted file has no freelist")
+	}
+	if _, err := store.VerifyPages(path); err != nil {
+		t.Fatal(err)
+	}
+}

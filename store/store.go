@@ -106,7 +106,7 @@ func (s *Store) open() error {
 	db, err := bolt.Open(s.path, 0o600, &bolt.Options{
 		Timeout:         5 * time.Second,
 		NoSync:          s.opts.NoSync,
-		NoFreelistSync:  false, // see docs/DESIGN.md, "The freelist"
+		NoFreelistSync:  false, // written: see docs/DESIGN.md, "A start"
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: s.opts.InitialMmapSize,
 	})
