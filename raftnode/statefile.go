@@ -161,8 +161,13 @@ func (n *Node) checkInBackground(path string, pc *store.PageCheck) {
 	defer close(n.checkDone)
 	start := time.Now()
 	info, err := pc.Run(n.shutdownCh)
+	replaced := pc.Replaced()
 	pc.Close()
 	marker := checkMarker(path)
+	if err != nil && !errors.Is(err, store.ErrCheckStopped) && replaced {
+		n.logger.Warn("the background page check found the state file it began on damaged, but a restore has replaced that file since (and checked the new one)", "err", err)
+		err = nil
+	}
 	switch {
 	case err == nil:
 		if rerr := os.Remove(marker); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {

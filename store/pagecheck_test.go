@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -136,6 +137,26 @@ func TestPageCheckOfAnOpenStore(t *testing.T) {
 	if err != nil || info.Format == 0 {
 		t.Fatalf("Run = %+v, %v", info, err)
 	}
+
+	// A restore replaces the file: the check still reads the one it began
+	// on, and says it was replaced.
+	pc, err = st.NewPageCheck()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pc.Replaced() {
+		t.Fatal("Replaced before any restore")
+	}
+	if err := st.Restore(bytes.NewReader(snapshotBytes(t, st))); err != nil {
+		t.Fatal(err)
+	}
+	if !pc.Replaced() {
+		t.Fatal("not Replaced after a restore")
+	}
+	if _, err := pc.Run(nil); err != nil {
+		t.Fatalf("Run on the file a restore replaced: %v", err)
+	}
+	pc.Close()
 
 	pc, err = st.NewPageCheck()
 	if err != nil {
