@@ -74,6 +74,13 @@ func (n *Node) openState(path string) (*store.Store, error) {
 	n.closePageCheck()
 	if _, err := os.Stat(path); err == nil {
 		plan := n.planCheck(path, crashed, rebooted)
+		if !plan.first {
+			// The pages opening it reads first (a few): damage there,
+			// as a disk damages a whole file, is checked in full now.
+			if err := store.QuickCheck(path); err != nil {
+				plan = pageCheck{first: true, why: fmt.Sprintf("%s, but the pages a start reads first are not sound (%v)", plan.why, err)}
+			}
+		}
 		if plan.first {
 			n.logger.Info("checking the state file's pages before serving", "why", plan.why)
 			if err := n.setAsideDamagedState(path); err != nil {
@@ -128,7 +135,9 @@ func (n *Node) closePageCheck() {
 // a process crash within this boot (the kernel holds every page it was
 // given, and bbolt writes its meta page last), cannot have been damaged by
 // that stop; it is checked in the background (checkInBackground), so that
-// damage a disk did is still found, and stops the node.
+// damage a disk did is still found, and stops the node. openState first
+// checks the few pages opening the file reads (store.QuickCheck), and
+// checks in full before serving if they are not sound.
 func (n *Node) planCheck(path string, crashed, rebooted bool) pageCheck {
 	if n.cfg.StateCheck == StateCheckStart {
 		return pageCheck{first: true, why: "asked for (--state-check start)"}

@@ -120,6 +120,7 @@ type pageWalker struct {
 	high     uint64   // pages in use: ids from high on are past the end
 	seen     []uint64 // a bit per page id below high: read already
 	stop     stopper
+	top      bool // walk the root bucket's own pages only (QuickCheck)
 }
 
 // mark records page id as read and says whether it had been already.
@@ -252,6 +253,9 @@ func (w *pageWalker) leaf(p []byte, depth int, next *[]pageRef) error {
 		v := p[uint64(e)+pos+ksize : end]
 		if len(v) < bucketHeader {
 			return fmt.Errorf("leaf element %d: a bucket of %d bytes", i, len(v))
+		}
+		if w.top {
+			continue // a bucket of its own: not read
 		}
 		if root := le.Uint64(v); root != 0 {
 			if depth+1 > maxBucketDepth {
