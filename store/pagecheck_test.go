@@ -81,15 +81,7 @@ func TestVerifyPagesChecksTheFreelist(t *testing.T) {
 // A file written without its freelist (NoFreelistSync, as every state file
 // was before) still opens, and is given one.
 func TestOpenAFileWithoutAFreelist(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
-	st, err := store.Open(path, store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	insertJobs(t, st, 500, store.StatusPending)
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := closedStore(t, 500)
 	db, err := bolt.Open(path, 0o600, &bolt.Options{NoFreelistSync: true})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +99,7 @@ func TestOpenAFileWithoutAFreelist(t *testing.T) {
 	if err := store.QuickCheck(path); err != nil {
 		t.Fatalf("QuickCheck of a file without a freelist: %v", err)
 	}
-	st, err = store.Open(path, store.Options{NoSync: true})
+	st, err := store.Open(path, store.Options{NoSync: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,15 +168,7 @@ func TestPageCheckOfAnOpenStore(t *testing.T) {
 // A compacted file carries its freelist, so the start after a compaction
 // does not walk every page either.
 func TestCompactWritesTheFreelist(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
-	st, err := store.Open(path, store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	insertJobs(t, st, 500, store.StatusPending)
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := closedStore(t, 500)
 	if _, err := store.Compact(path); err != nil {
 		t.Fatal(err)
 	}
@@ -201,15 +185,7 @@ func TestCompactWritesTheFreelist(t *testing.T) {
 // page's header flipped, or the freelist page listing a page outside the
 // file.
 func TestQuickCheck(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "state.db")
-	st, err := store.Open(path, store.Options{NoSync: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	insertJobs(t, st, 2000, store.StatusPending)
-	if err := st.Close(); err != nil {
-		t.Fatal(err)
-	}
+	path := closedStore(t, 2000)
 	if err := store.QuickCheck(path); err != nil {
 		t.Fatalf("QuickCheck of a sound file: %v", err)
 	}
@@ -246,4 +222,20 @@ func TestQuickCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// closedStore writes a state file of jobs pending jobs, closes it and
+// returns its path.
+func closedStore(t *testing.T, jobs int) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	insertJobs(t, st, jobs, store.StatusPending)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
