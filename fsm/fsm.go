@@ -154,6 +154,12 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []any {
 	out := make([]any, len(logs))
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if len(logs) == 0 || logs[len(logs)-1].Index <= f.applied {
+		// Raft's replay at start of entries the state file holds already
+		// (the log since the newest snapshot): nothing to write, not even
+		// a transaction.
+		return out
+	}
 	readyChanged := false
 	from := f.applied
 	err := f.update(func(tx *store.Tx) error {

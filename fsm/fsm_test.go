@@ -208,8 +208,12 @@ func TestApplyBatch(t *testing.T) {
 		if !reflect.DeepEqual(f.Queues(), queues) || !slices.Equal(f.Expired(math.MaxInt64, 100), leases) || f.NextDue() != due {
 			t.Fatal("indexes rebuilt on restart differ from the ones before")
 		}
+		written := st.BytesWritten()
 		if out := f.ApplyBatch([]*raft.Log{commandLog(t, 2, t0, claimCmd(fsm.Claim{WorkerID: "x"}))}); out[0] != nil {
 			t.Fatal("an entry applied before the restart was applied again")
+		}
+		if st.BytesWritten() != written {
+			t.Fatal("a batch of entries applied before the restart wrote a transaction")
 		}
 		res := applyCmd(t, f, 4, t0.Add(time.Second), claimCmd(fsm.Claim{WorkerID: "w", LeaseTTL: int64(ttl)}))
 		if got := jobIDs(res[0].Jobs); !slices.Equal(got, []string{"job-1"}) {

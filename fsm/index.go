@@ -1,6 +1,7 @@
 package fsm
 
 import (
+	"errors"
 	"slices"
 	"sort"
 
@@ -420,10 +421,23 @@ func (x *index) expired(now int64, limit int) []leaseItem {
 	return out
 }
 
-// rebuildIndex fills a fresh index from the store. It reads only the jobs'
-// heads: what a node's start and a snapshot restore wait for is one pass
-// over every job record, in key order.
+// rebuildIndex fills a fresh index from the store: what a node's start and
+// a snapshot restore wait for. It reads the counts of jobs by queue and
+// status from the store's search index and the heads of the jobs the index
+// holds (pending, reserved, leased) through the status index, so no
+// finished job's record is read: at 10,000,000 jobs, 90 % of them done,
+// that is a tenth of the records. Without the search index (a build that
+// keeps none) it reads every job's head, in key order (rebuildFromHeads).
 func rebuildIndex(tx *store.Tx, now int64) (*index, error) {
+	return rebuild(tx, now, false)
+}
+
+// liveStatuses are the statuses whose jobs the index holds beyond a count.
+var liveStatuses = []store.Status{store.StatusPending, store.StatusReserved, store.StatusRunning, store.StatusCancelling}
+
+// rebuild is rebuildIndex; scan reads every job's head as before the
+// search index counted them (tests compare the two).
+func rebuild(tx *store.Tx, now int64, scan bool) (*index, error) {
 	x := newIndex()
 	for _, q := range tx.PausedQueues() {
 		x.paused[q] = true
@@ -431,18 +445,25 @@ func rebuildIndex(tx *store.Tx, now int64) (*index, error) {
 	if err := x.rebuildFlow(tx, now); err != nil {
 		return nil, err
 	}
-	err := tx.ForEachJobHead(func(j *store.JobHead) error {
-		x.count(j.Queue, "", j.Status)
-		switch {
-		case j.Status == store.StatusPending:
-			x.addPending(j, now)
-		case j.Status.Leased():
-			x.addLease(j)
-		case j.Status == store.StatusReserved:
-			x.addReserved(j)
-		}
-		return nil
-	})
+	var counts map[string]map[store.Status]int
+	err := store.ErrNotIndexed
+	if !scan {
+		counts, err = tx.JobCounts()
+	}
+	switch {
+	case err == nil:
+		x.counts = counts
+		err = tx.ForEachJobHeadOf(liveStatuses, func(j *store.JobHead) error {
+			x.addJob(j, now)
+			return nil
+		})
+	case errors.Is(err, store.ErrNotIndexed):
+		err = tx.ForEachJobHead(func(j *store.JobHead) error {
+			x.count(j.Queue, "", j.Status)
+			x.addJob(j, now)
+			return nil
+		})
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -454,4 +475,17 @@ func rebuildIndex(tx *store.Tx, now int64) (*index, error) {
 	}
 	clear(x.flow.reopened)
 	return x, nil
+}
+
+// addJob indexes a stored job at a rebuild (counts apart): the pending,
+// leased and reserved ones.
+func (x *index) addJob(j *store.JobHead, now int64) {
+	switch {
+	case j.Status == store.StatusPending:
+		x.addPending(j, now)
+	case j.Status.Leased():
+		x.addLease(j)
+	case j.Status == store.StatusReserved:
+		x.addReserved(j)
+	}
 }

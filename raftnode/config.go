@@ -89,6 +89,12 @@ type Config struct {
 	// crash may have left damaged is verified at the next start and rebuilt
 	// from the snapshot and the log if need be. Defaults to false.
 	StateFsync bool
+	// StateCheck says when a start checks the state file's pages
+	// (store.VerifyPages, a read of the whole file): StateCheckAuto (the
+	// default, also "") before serving only where damage is possible, else
+	// in the background once serving; StateCheckStart always before
+	// serving. See openState.
+	StateCheck string
 
 	// MaxBatch is the most commands packed into one log entry. Defaults to 512.
 	MaxBatch int
@@ -202,6 +208,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("raftnode: MaxBatch must be in 1..65536, got %d", c.MaxBatch)
 	case c.MaxInflight < 1 || c.MaxInflight > 1024:
 		return fmt.Errorf("raftnode: MaxInflight must be in 1..1024, got %d", c.MaxInflight)
+	case c.StateCheck != "" && c.StateCheck != StateCheckAuto && c.StateCheck != StateCheckStart:
+		return fmt.Errorf("raftnode: StateCheck must be %q or %q, got %q", StateCheckAuto, StateCheckStart, c.StateCheck)
 	case c.FsyncDelay < 0:
 		return fmt.Errorf("raftnode: FsyncDelay must not be negative, got %s", c.FsyncDelay)
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/workron/workron/fsm"
 	"github.com/workron/workron/internal/testkit/poll"
+	"github.com/workron/workron/store"
 )
 
 // A disk that fills stops the node with one line that says so and names
@@ -36,6 +37,20 @@ func TestFatalExitNamesTheFullDisk(t *testing.T) {
 			!strings.Contains(line, "data_dir=/data/n1") || !strings.Contains(line, "log entries 42..42") || !strings.Contains(line, "start the node again") {
 			t.Errorf("exit %d, logged:\n%s", code, line)
 		}
+	}
+}
+
+// Damage the background page check found stops the node with a line that
+// says so and what the next start does.
+func TestFatalExitNamesADamagedStateFile(t *testing.T) {
+	var logs bytes.Buffer
+	code := -1
+	fatalExit(slog.New(slog.NewTextHandler(&logs, nil)), "/data/n1", func(c int) { code = c })(
+		&DamagedStateError{Path: "/data/n1/state.db", Err: fmt.Errorf("%w: page 7 reached twice", store.ErrDamaged)})
+	line := logs.String()
+	if code != 1 || strings.Count(line, "\n") != 1 || !strings.Contains(line, "level=ERROR") ||
+		!strings.Contains(line, "page check found the state file damaged") || !strings.Contains(line, "rebuilds the state") {
+		t.Errorf("exit %d, logged:\n%s", code, line)
 	}
 }
 

@@ -40,10 +40,16 @@ type Node struct {
 	cfg    Config
 	logger *slog.Logger
 
-	raft      *raft.Raft
-	fsm       *fsm.FSM
-	state     *store.Store
-	logStore  *boltLogStore
+	raft     *raft.Raft
+	fsm      *fsm.FSM
+	state    *store.Store
+	logStore *boltLogStore
+	// pageCheck is the state file's page check to run in the background
+	// once serving (openState), until checkInBackground takes it;
+	// checkDone closes when that check ends (nil if none runs).
+	pageCheck *store.PageCheck
+	checkDone chan struct{}
+	onFatal   func(error) // Config.OnFatal or fatalExit
 	snaps     *snapshotStore
 	transport *raft.NetworkTransport
 
@@ -125,6 +131,11 @@ func Open(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
+	if n.pageCheck != nil {
+		n.checkDone = make(chan struct{})
+		go n.checkInBackground(n.state.Path(), n.pageCheck)
+		n.pageCheck = nil
+	}
 	n.watchLeader()
 	go n.runProposer()
 	go n.runLeadership()
@@ -149,6 +160,7 @@ func (n *Node) open() error {
 		// A record the index rebuild cannot read: the file is damaged in a
 		// way the start's page check does not see. Rebuild it too.
 		path := n.state.Path()
+		n.closePageCheck()
 		n.state.Close()
 		n.state = nil
 		if err := n.setAside(path, fmt.Errorf("load state: %w", err)); err != nil {
@@ -223,6 +235,7 @@ func (n *Node) open() error {
 	if onFatal == nil {
 		onFatal = fatalExit(n.logger, cfg.DataDir, os.Exit)
 	}
+	n.onFatal = onFatal
 	n.fsm.OnFatal(onFatal)
 	trans := tracedTransport{serialHeartbeats: serialHeartbeats{n.transport}, t: n.stages}
 	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats, stages: n.stages, meter: &n.meter, writeRate: n.cfg.SnapshotWriteRate, stop: n.shutdownCh, restored: &n.snapRestored}, cache, n.logStore, n.snaps, trans)
@@ -328,6 +341,9 @@ func (n *Node) Shutdown() error {
 			}
 		}
 		close(n.shutdownCh)
+		if n.checkDone != nil {
+			<-n.checkDone
+		}
 		<-n.watchDone
 		<-n.leaderDone
 		<-n.proposerDone
@@ -356,11 +372,12 @@ func (n *Node) closeStores() {
 		n.logStore.Close()
 	}
 	if n.state != nil {
+		n.closePageCheck()
 		err := n.state.Sync()
 		if cerr := n.state.Close(); err == nil {
 			err = cerr
 		}
-		if err == nil && !n.cfg.StateFsync {
+		if err == nil {
 			os.Remove(dirtyMarker(n.state.Path()))
 		}
 	}

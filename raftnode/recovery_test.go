@@ -72,6 +72,22 @@ func TestStateFileDamagedByACrashIsRebuilt(t *testing.T) {
 	}
 }
 
+// reopenSetAside starts a node whose state file is damaged, checks that
+// the start set it aside, and waits for it to lead.
+func reopenSetAside(t *testing.T, cfg raftnode.Config, statePath string) *raftnode.Node {
+	t.Helper()
+	n, err := raftnode.Open(cfg)
+	if err != nil {
+		t.Fatalf("reopen after damage: %v", err)
+	}
+	if _, err := os.Stat(statePath + ".damaged"); err != nil {
+		n.Shutdown()
+		t.Fatalf("the damaged file was not set aside: %v", err)
+	}
+	waitFor(t, 10*time.Second, leads(n))
+	return n
+}
+
 // waitRebuilt waits until a node's state holds the given number of workers
 // and checks its store.
 func waitRebuilt(t *testing.T, n *raftnode.Node, workers int) {
@@ -173,11 +189,22 @@ func TestStateFileLeftByAProcessCrashIsKept(t *testing.T) {
 	}
 }
 
-// TestDamagedStateFileIsRebuiltAtStart: a state file found damaged at start
-// (verified whatever the open-marker says: a disk can damage a file that was
-// closed cleanly) is set aside and rebuilt from the snapshot and the log,
-// rather than crashing bbolt.
+// TestDamagedStateFileIsRebuiltAtStart: a state file found damaged by the
+// page check before serving is set aside and rebuilt from the snapshot and
+// the log, rather than crashing bbolt. A disk can damage a file that was
+// closed cleanly; that start checks the few pages it reads first
+// (store.QuickCheck) and, with those damaged as here, all of them first;
+// damage elsewhere is found in the background
+// (TestBackgroundPageCheckStopsADamagedNode) or, if bbolt crashes on it
+// first, by the next start, which checks first, as does one asked to
+// (--state-check start).
 func TestDamagedStateFileIsRebuiltAtStart(t *testing.T) {
+	for _, how := range []string{"Asked", "LastCheckUnfinished", "ClosedCleanly"} {
+		testDamagedStateFileIsRebuiltAtStart(t, how)
+	}
+}
+
+func testDamagedStateFileIsRebuiltAtStart(t *testing.T, how string) {
 	for _, fsync := range []bool{false, true} {
 		for _, damage := range []struct {
 			name string
@@ -214,7 +241,7 @@ func TestDamagedStateFileIsRebuiltAtStart(t *testing.T) {
 				}
 			}},
 		} {
-			t.Run(fmt.Sprintf("%s/StateFsync=%v", damage.name, fsync), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/%s/StateFsync=%v", how, damage.name, fsync), func(t *testing.T) {
 				dir := filepath.Join(t.TempDir(), "n1")
 				cfg := loneConfig(dir)
 				cfg.StateFsync = fsync
@@ -242,16 +269,17 @@ func TestDamagedStateFileIsRebuiltAtStart(t *testing.T) {
 				}
 				statePath := filepath.Join(dir, "state.db")
 				damage.do(t, statePath)
+				switch how {
+				case "Asked":
+					cfg.StateCheck = raftnode.StateCheckStart
+				case "LastCheckUnfinished":
+					if err := os.WriteFile(statePath+".unchecked", []byte("running"), 0o600); err != nil {
+						t.Fatal(err)
+					}
+				}
 
-				n, err = raftnode.Open(cfg)
-				if err != nil {
-					t.Fatalf("reopen after damage: %v", err)
-				}
+				n = reopenSetAside(t, cfg, statePath)
 				defer n.Shutdown()
-				if _, err := os.Stat(statePath + ".damaged"); err != nil {
-					t.Fatalf("the damaged file was not set aside: %v", err)
-				}
-				waitFor(t, 10*time.Second, leads(n))
 				waitRebuilt(t, n, 20)
 				if _, err := n.FSM().Job("job-1"); err != nil {
 					t.Fatalf("job-1 after the rebuild: %v", err)

@@ -69,7 +69,9 @@ func copyCompacted(tmp string, src *bolt.DB) error {
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err // left by a compaction that crashed
 	}
-	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{NoSync: true, NoFreelistSync: true, FreelistType: bolt.FreelistMapType})
+	// The copy's freelist is written, as Store.open writes it, so that the
+	// next start need not walk every page to find the free ones.
+	dst, err := bolt.Open(tmp, 0o600, &bolt.Options{NoSync: true, FreelistType: bolt.FreelistMapType})
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 )
 
@@ -23,9 +22,81 @@ import (
 // page and a few chunks in memory. Pages are in the byte order
 // of the machine that wrote them; bbolt runs little-endian here (amd64,
 // arm64), as every supported platform of Workron is.
-func walkPages(f io.ReaderAt, pageSize int, highWater uint64, root uint64) error {
-	w := &pageWalker{f: newChunkReader(f), pageSize: pageSize, high: highWater, seen: make([]uint64, (highWater+63)/64)}
-	return w.tree(root)
+//
+// freelist, unless noFreelist, is the page of bbolt's list of free pages as
+// of the same transaction (see metaFreelist): each id it lists must be a
+// page below the high-water mark that no tree reaches and that it lists
+// once, or bbolt would hand out a page in use.
+func walkPages(f io.ReaderAt, pageSize int, highWater uint64, root, freelist uint64, stop <-chan struct{}) error {
+	w := &pageWalker{f: newChunkReader(f), pageSize: pageSize, high: highWater, seen: make([]uint64, (highWater+63)/64), stop: stopper{stop: stop}}
+	if err := w.tree(root); err != nil {
+		return err
+	}
+	if freelist == noFreelist {
+		return nil
+	}
+	return w.freelist(freelist)
+}
+
+// noFreelist is the freelist page id of a file whose free pages bbolt did
+// not write (Options.NoFreelistSync): it finds them by walking every page.
+const noFreelist = ^uint64(0)
+
+// freelistPage is the flag of bbolt's freelist page.
+const freelistPage = 0x10
+
+// freelist checks the freelist page id, after tree has marked every page
+// in use.
+func (w *pageWalker) freelist(id uint64) error {
+	p, err := w.read(id)
+	if err != nil {
+		return fmt.Errorf("freelist: %w", err)
+	}
+	if flags := le.Uint16(p[8:]); flags != freelistPage {
+		return fmt.Errorf("freelist page %d: type %#x", id, flags)
+	}
+	at, n := uint64(pageHeaderSize), uint64(le.Uint16(p[10:]))
+	if n == 0xFFFF { // more than a u16 holds: the count is the first id
+		n, at = le.Uint64(p[pageHeaderSize:]), at+8
+	}
+	if n > uint64(len(p)) || at+8*n > uint64(len(p)) {
+		return fmt.Errorf("freelist page %d: %d ids do not fit it", id, n)
+	}
+	for i := range n {
+		free := le.Uint64(p[at+8*i:])
+		if free < 2 || free >= w.high {
+			return fmt.Errorf("freelist page %d: page id %d outside the pages in use (2 to %d)", id, free, w.high-1)
+		}
+		if w.mark(free) {
+			return fmt.Errorf("freelist page %d: page %d is free and in use, or listed twice", id, free)
+		}
+	}
+	return nil
+}
+
+// Layout of bbolt's meta page (go.etcd.io/bbolt/internal/common/meta.go),
+// after the page header: magic u32, version u32, page size u32, flags u32,
+// root bucket (root u64, sequence u64), freelist u64, high-water u64,
+// txid u64, checksum u64.
+const (
+	metaFreelistAt = pageHeaderSize + 32
+	metaTxidAt     = pageHeaderSize + 48
+)
+
+// metaFreelist reads the freelist page id of transaction txid from the
+// meta page that holds it (bbolt writes the two in turn), false if neither
+// does (the file has moved on since).
+func metaFreelist(f io.ReaderAt, pageSize int, txid uint64) (uint64, bool) {
+	m := make([]byte, metaTxidAt+8)
+	for page := range int64(2) {
+		if _, err := f.ReadAt(m, page*int64(pageSize)); err != nil {
+			continue
+		}
+		if le.Uint64(m[metaTxidAt:]) == txid {
+			return le.Uint64(m[metaFreelistAt:]), true
+		}
+	}
+	return 0, false
 }
 
 // Layout of bbolt's pages (go.etcd.io/bbolt/internal/common/page.go).
@@ -48,6 +119,8 @@ type pageWalker struct {
 	pageSize int
 	high     uint64   // pages in use: ids from high on are past the end
 	seen     []uint64 // a bit per page id below high: read already
+	stop     stopper
+	top      bool // walk the root bucket's own pages only (QuickCheck)
 }
 
 // mark records page id as read and says whether it had been already.
@@ -76,6 +149,9 @@ func (w *pageWalker) tree(root uint64) error {
 		slices.SortFunc(level, func(a, b pageRef) int { return cmp.Compare(a.id, b.id) })
 		var next []pageRef
 		for _, r := range level {
+			if w.stop.stopped() {
+				return ErrCheckStopped
+			}
 			p, err := w.read(r.id)
 			if err != nil {
 				return err
@@ -178,6 +254,9 @@ func (w *pageWalker) leaf(p []byte, depth int, next *[]pageRef) error {
 		if len(v) < bucketHeader {
 			return fmt.Errorf("leaf element %d: a bucket of %d bytes", i, len(v))
 		}
+		if w.top {
+			continue // a bucket of its own: not read
+		}
 		if root := le.Uint64(v); root != 0 {
 			if depth+1 > maxBucketDepth {
 				return errors.New("buckets nested too deep")
@@ -198,15 +277,4 @@ func (w *pageWalker) leaf(p []byte, depth int, next *[]pageRef) error {
 		}
 	}
 	return nil
-}
-
-// walkFile runs walkPages on the file at path, for the tree bbolt's
-// transaction tx names (its page size, high-water mark and root).
-func walkFile(path string, pageSize int, highWater, root uint64) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return walkPages(f, pageSize, highWater, root)
 }

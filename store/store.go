@@ -83,6 +83,7 @@ type Store struct {
 // while it waits for the goroutine that called Restore: closing at once
 // would never return.
 type snapshotRefs struct {
+	file    os.FileInfo // the file the DB opened, for NewPageCheck
 	mu      sync.Mutex
 	open    int
 	retired bool // replaced by a restore: close when open reaches 0
@@ -108,7 +109,7 @@ func (s *Store) open() error {
 	db, err := bolt.Open(s.path, 0o600, &bolt.Options{
 		Timeout:         5 * time.Second,
 		NoSync:          s.opts.NoSync,
-		NoFreelistSync:  true,
+		NoFreelistSync:  false, // written: see docs/DESIGN.md, "A start"
 		FreelistType:    bolt.FreelistMapType,
 		InitialMmapSize: mapped,
 	})
@@ -130,7 +131,12 @@ func (s *Store) open() error {
 		_ = db.Close()
 		return fmt.Errorf("init state %s: %w", s.path, err)
 	}
-	s.db, s.refs = db, &snapshotRefs{}
+	fi, err := os.Stat(s.path)
+	if err != nil {
+		_ = db.Close()
+		return fmt.Errorf("open state %s: %w", s.path, err)
+	}
+	s.db, s.refs = db, &snapshotRefs{file: fi}
 	if upgrade {
 		if err := s.rewriteJobs(rewriteBatch); err != nil {
 			_ = db.Close()

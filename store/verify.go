@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"runtime/debug"
 	"time"
@@ -67,65 +68,99 @@ func verify(path string, full bool) (Info, error) {
 	return info, verifyGuarded(path, &info, full)
 }
 
-// verifyGuarded runs the checks that read the file through bbolt. bbolt
-// trusts its file: a corrupted page makes it panic (slice bounds, "invalid
-// page type"), and reading a page past the end of a cut-off file faults
+// verifyGuarded runs the checks that read the file through bbolt, in
+// guarded.
+func verifyGuarded(path string, info *Info, full bool) error {
+	return guarded(func() error {
+		db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
+		if err != nil {
+			if errors.Is(err, berrors.ErrTimeout) {
+				return fmt.Errorf("verify: open %s: %w (is a server running on it?)", path, err)
+			}
+			return fmt.Errorf("%w: %w", ErrDamaged, err)
+		}
+		defer db.Close()
+		return db.View(func(tx *bolt.Tx) error {
+			f, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			freelist, ok := metaFreelist(f, db.Info().PageSize, uint64(tx.ID()))
+			if !ok {
+				return fmt.Errorf("%w: no meta page of its transaction %d", ErrDamaged, tx.ID())
+			}
+			if err := checkPages(f, tx, db.Info().PageSize, freelist, info, nil); err != nil || !full {
+				return err
+			}
+			if err := verifyRecords(&Tx{tx: tx}, info); err != nil {
+				return fmt.Errorf("%w: %w", ErrDamaged, err)
+			}
+			var errs []error
+			for err := range tx.Check() {
+				if len(errs) < maxVerifyErrors {
+					errs = append(errs, err)
+				}
+			}
+			if len(errs) > 0 {
+				return fmt.Errorf("%w: bbolt consistency check: %w", ErrDamaged, errors.Join(errs...))
+			}
+			return nil
+		})
+	})
+}
+
+// guarded runs fn, which reads a file through bbolt. bbolt trusts its
+// file: a corrupted page makes it panic (slice bounds, "invalid page
+// type"), and reading a page past the end of a cut-off file faults
 // (SIGBUS) on the memory map. Both are recovered here, for this goroutine
-// only (debug.SetPanicOnFault turns the fault into a panic), and reported as
-// damage. This is the one place Workron recovers a panic: the file is
-// untrusted input, and the check exists to refuse it. The size is also
-// checked against the high-water mark before any page past the meta pages is
-// read, so the fault should not happen at all.
-func verifyGuarded(path string, info *Info, full bool) (err error) {
+// only (debug.SetPanicOnFault turns the fault into a panic), and reported
+// as damage. This is the one place Workron recovers a panic: the file is
+// untrusted input, and the check exists to refuse it.
+func guarded(fn func() error) (err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if r := recover(); r != nil {
 			err = fmt.Errorf("%w: bbolt failed reading it: %v", ErrDamaged, r)
 		}
 	}()
-	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
-	if err != nil {
-		if errors.Is(err, berrors.ErrTimeout) {
-			return fmt.Errorf("verify: open %s: %w (is a server running on it?)", path, err)
-		}
-		return fmt.Errorf("%w: %w", ErrDamaged, err)
+	return fn()
+}
+
+// checkPages is VerifyPages' check of the file f as of tx (of page size
+// pageSize): its size against the high-water mark, before any page past
+// the meta pages is read (so the fault guarded recovers should not happen
+// at all), every page tree walked without bbolt, every key read through
+// bbolt, the freelist page (freelist, from metaFreelist) against them, and
+// the format. It sets info's Format, Applied and LastLease.
+// stop, if closed, ends it early with ErrCheckStopped.
+func checkPages(f io.ReaderAt, tx *bolt.Tx, pageSize int, freelist uint64, info *Info, stop <-chan struct{}) error {
+	if need := tx.Size(); info.Size < need {
+		return fmt.Errorf("%w: truncated: %d of its %d bytes", ErrDamaged, info.Size, need)
 	}
-	defer db.Close()
-	return db.View(func(tx *bolt.Tx) error {
-		if need := tx.Size(); info.Size < need {
-			return fmt.Errorf("%w: truncated: %d of its %d bytes", ErrDamaged, info.Size, need)
-		}
-		// Walk the page trees without bbolt first (walkPages): a cycle
-		// among pages sends bbolt's cursor down forever. Then walk every
-		// page through bbolt here: tx.Check has bbolt compute the free
-		// pages in a goroutine of its own, where a panic on a corrupt page
-		// cannot be recovered. Once this walk has read every reachable page
-		// without panicking, that one reads only pages known to be sound.
-		pageSize := db.Info().PageSize
-		root := uint64(tx.Cursor().Bucket().Root())
-		if err := walkFile(path, pageSize, uint64(tx.Size())/uint64(pageSize), root); err != nil {
-			return fmt.Errorf("%w: %w", ErrDamaged, err)
-		}
-		if err := walkBuckets(tx.Cursor(), 0); err != nil {
-			return fmt.Errorf("%w: %w", ErrDamaged, err)
-		}
-		if err := verifyFormat(tx, info); err != nil || !full {
-			return err
-		}
-		if err := verifyRecords(&Tx{tx: tx}, info); err != nil {
-			return fmt.Errorf("%w: %w", ErrDamaged, err)
-		}
-		var errs []error
-		for err := range tx.Check() {
-			if len(errs) < maxVerifyErrors {
-				errs = append(errs, err)
-			}
-		}
-		if len(errs) > 0 {
-			return fmt.Errorf("%w: bbolt consistency check: %w", ErrDamaged, errors.Join(errs...))
-		}
-		return nil
-	})
+	// Walk the page trees without bbolt first (walkPages): a cycle among
+	// pages sends bbolt's cursor down forever. Then walk every page
+	// through bbolt here: tx.Check has bbolt compute the free pages in a
+	// goroutine of its own, where a panic on a corrupt page cannot be
+	// recovered. Once this walk has read every reachable page without
+	// panicking, that one reads only pages known to be sound.
+	root := uint64(tx.Cursor().Bucket().Root())
+	if err := walkPages(f, pageSize, uint64(tx.Size())/uint64(pageSize), root, freelist, stop); err != nil {
+		return damaged(err)
+	}
+	if err := walkBuckets(tx.Cursor(), 0, &stopper{stop: stop}); err != nil {
+		return damaged(err)
+	}
+	return verifyFormat(tx, info)
+}
+
+// damaged wraps a fault the page walk found as ErrDamaged; a stopped walk
+// stays ErrCheckStopped.
+func damaged(err error) error {
+	if errors.Is(err, ErrCheckStopped) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", ErrDamaged, err)
 }
 
 // maxBucketDepth bounds walkBuckets' recursion: Workron's buckets are not
@@ -134,12 +169,15 @@ const maxBucketDepth = 8
 
 // walkBuckets reads every key of every bucket under c, recursively, so that
 // every reachable page is read (and checked by bbolt as it is).
-func walkBuckets(c *bolt.Cursor, depth int) error {
+func walkBuckets(c *bolt.Cursor, depth int, s *stopper) error {
 	if depth > maxBucketDepth {
 		return errors.New("buckets nested too deep")
 	}
 	b := c.Bucket()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
+		if s.stopped() {
+			return ErrCheckStopped
+		}
 		if v != nil {
 			continue
 		}
@@ -147,7 +185,7 @@ func walkBuckets(c *bolt.Cursor, depth int) error {
 		if child == nil {
 			return fmt.Errorf("key %q: neither a value nor a bucket", k)
 		}
-		if err := walkBuckets(child.Cursor(), depth+1); err != nil {
+		if err := walkBuckets(child.Cursor(), depth+1, s); err != nil {
 			return err
 		}
 	}

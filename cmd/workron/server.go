@@ -37,6 +37,7 @@ type serverFlags struct {
 	scheduleMaxCatchup              int
 	heartbeat, election             time.Duration
 	stateFsync                      bool
+	stateCheck                      string
 	snapshotThreshold, trailingLogs uint64
 	snapshotLogRatio                float64
 	snapshotInterval                time.Duration
@@ -75,6 +76,7 @@ func (f *serverFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.heartbeat, "raft-heartbeat-timeout", time.Second, "Raft heartbeat timeout")
 	fs.DurationVar(&f.election, "raft-election-timeout", time.Second, "Raft election timeout")
 	fs.BoolVar(&f.stateFsync, "state-fsync", false, "fsync the state file on every commit too (the Raft log is always fsync'd)")
+	fs.StringVar(&f.stateCheck, "state-check", raftnode.StateCheckAuto, "when a start reads the whole state file to check its pages: auto (before serving only after a reboot with the file open, or if the last check did not pass or end; else in the background, stopping the node on damage) or start (always before serving)")
 	fs.Uint64Var(&f.snapshotThreshold, "snapshot-threshold", raftnode.DefaultConfig().SnapshotThreshold, "log entries between snapshots (the least, with --snapshot-log-ratio)")
 	fs.Float64Var(&f.snapshotLogRatio, "snapshot-log-ratio", raftnode.DefaultConfig().SnapshotLogRatio, "once the state file passes 64 MiB, snapshot only after log entries adding up to this share of it: a snapshot then writes at most 1/this bytes per log byte, however large the store; 0 keeps --snapshot-threshold fixed")
 	fs.DurationVar(&f.snapshotInterval, "raft-snapshot-interval", raftnode.DefaultConfig().SnapshotInterval,
@@ -261,6 +263,7 @@ func (f *serverFlags) nodeConfig(logger *slog.Logger) (wnode.Config, error) {
 	rc.Bootstrap, rc.Peers = f.bootstrap, peers
 	rc.HeartbeatTimeout, rc.ElectionTimeout = f.heartbeat, f.election
 	rc.StateFsync = f.stateFsync
+	rc.StateCheck = f.stateCheck
 	rc.SnapshotWriteRate = int64(f.snapshotWriteRateMB) << 20
 	rc.RaftLogLevel = f.raftLogLevel
 	rc.SnapshotThreshold, rc.SnapshotInterval, rc.TrailingLogs = f.snapshotThreshold, f.snapshotInterval, f.trailingLogs
