@@ -9,14 +9,6 @@ import (
 	"github.com/workron/workron/store"
 )
 
-// listedHeartbeat is a worker heartbeat of worker that lists leases: it
-// renews those alone.
-func listedHeartbeat(worker string, leases ...fsm.LeaseRef) fsm.Cmd {
-	return fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{
-		WorkerID: worker, LeaseTTL: int64(ttl), Listed: true, Leases: leases,
-	}}
-}
-
 func TestWorkerHeartbeatNamesTheLeasesItDidNotRenew(t *testing.T) {
 	t.Run("ReapedMovedOnAndUnknown", func(t *testing.T) {
 		h := setup(t)
