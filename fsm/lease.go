@@ -141,7 +141,9 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 		r.Renewed++
 		r.Actions = append(r.Actions, stopActions(j)...)
 	}
-	r.Lost = a.lostLeases(h, listed)
+	if r.Renewed < len(h.Leases) { // else each listed lease was renewed
+		r.Lost = a.lostLeases(h, listed)
+	}
 	return r
 }
 

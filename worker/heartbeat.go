@@ -171,7 +171,7 @@ type leaseKey struct {
 }
 
 // runningLeases lists the attempts this worker holds, for a heartbeat: those
-// running (but not those stopped for their lease: loseLease) and those whose
+// running (but not those stopped for their lease: stopLost) and those whose
 // reports have not been answered yet.
 //
 // The running ones are read first: a job queues its report before it
