@@ -96,6 +96,10 @@ func (s *Server) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Request) {
 	for _, a := range res.Actions {
 		out.Actions = append(out.Actions, wire.JobAction{JobID: a.JobID, Lease: a.Lease, Action: a.Action, PreemptionEpoch: a.Epoch})
 	}
+	for _, l := range res.Lost {
+		code, _ := reply(l.Reason)
+		out.Lost = append(out.Lost, wire.LostLease{JobID: l.JobID, Lease: l.Lease, Reason: code})
+	}
 	writeJSON(w, http.StatusOK, out)
 }
 

@@ -63,6 +63,17 @@ type Result struct {
 	// waiting jobs it woke.
 	Seq  uint64
 	Woke int
+	// Lost, for a worker heartbeat that lists its leases, names those it
+	// listed and did not renew (at most as many as it lists).
+	Lost []LostLease
+}
+
+// LostLease names a lease a worker heartbeat listed and did not renew, and
+// why: Reason is ErrNotFound, ErrNotRunning or ErrStaleLease (lostReason).
+type LostLease struct {
+	JobID  string
+	Lease  uint64
+	Reason error
 }
 
 // Action tells a worker to act on a job it runs.

@@ -362,6 +362,14 @@ func workerHeartbeat(worker string, ttl time.Duration) fsm.Cmd {
 	return fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{WorkerID: worker, LeaseTTL: int64(ttl)}}
 }
 
+// listedHeartbeat is a worker heartbeat of worker that lists leases: it
+// renews those alone.
+func listedHeartbeat(worker string, leases ...fsm.LeaseRef) fsm.Cmd {
+	return fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{
+		WorkerID: worker, LeaseTTL: int64(ttl), Listed: true, Leases: leases,
+	}}
+}
+
 func report(r fsm.Report) fsm.Cmd { return fsm.Cmd{Op: fsm.OpReport, Report: &r} }
 
 func succeed(id string, lease uint64) fsm.Cmd {

@@ -114,12 +114,12 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 	a.must(a.tx.PutWorker(w, a.index))
 	a.f.idx.wx.set(w) // heard from again: active, if it was declared offline
 	r := Result{Worker: w, Deadline: after(a.now, h.LeaseTTL)}
-	var listed map[string]uint64
+	var listed map[string]listedLease
 	progress := h.leaseProgress()
 	if h.Listed {
-		listed = make(map[string]uint64, len(h.Leases))
+		listed = make(map[string]listedLease, len(h.Leases))
 		for _, l := range h.Leases {
-			listed[l.JobID] = l.Lease
+			listed[l.JobID] = listedLease{lease: l.Lease}
 		}
 	}
 	for _, id := range a.f.idx.workerJobs(h.WorkerID) {
@@ -127,7 +127,7 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 		if err != nil {
 			continue
 		}
-		if lease, ok := listed[id]; h.Listed && (!ok || lease != j.Lease) {
+		if l, ok := listed[id]; h.Listed && (!ok || l.lease != j.Lease) {
 			if a.neverReceived(j, h) {
 				a.giveBack(j)
 				r.Jobs = append(r.Jobs, j)
@@ -135,10 +135,55 @@ func (a *applier) workerHeartbeat(h *WorkerHeartbeat) Result {
 			continue // the worker does not run this attempt: let it expire
 		}
 		a.renewWith(j, h.LeaseTTL, progress[id], h.Listed) // listed: it names the attempt
+		if h.Listed {
+			listed[id] = listedLease{lease: j.Lease, renewed: true}
+		}
 		r.Renewed++
 		r.Actions = append(r.Actions, stopActions(j)...)
 	}
+	if r.Renewed < len(h.Leases) { // else each listed lease was renewed
+		r.Lost = a.lostLeases(h, listed)
+	}
 	return r
+}
+
+// listedLease is a lease a worker heartbeat listed for a job, and whether
+// the heartbeat renewed it.
+type listedLease struct {
+	lease   uint64
+	renewed bool
+}
+
+// lostLeases names, in the order h lists them, the leases h listed that
+// it did not renew (listed says which it did), each with why (lostReason).
+// The result is the proposer's alone: nothing of it is stored.
+func (a *applier) lostLeases(h *WorkerHeartbeat, listed map[string]listedLease) []LostLease {
+	var out []LostLease
+	for _, l := range h.Leases {
+		if got := listed[l.JobID]; got.renewed && got.lease == l.Lease {
+			continue
+		}
+		out = append(out, LostLease{JobID: l.JobID, Lease: l.Lease, Reason: a.lostReason(l.JobID, l.Lease)})
+	}
+	return out
+}
+
+// lostReason says why a worker heartbeat did not renew lease of job id:
+// ErrNotFound, no such job; ErrNotRunning, lease names the job's current
+// attempt but that attempt ended (its lease expired and the reaper ended
+// it, it was reported, or it was given back);
+// ErrStaleLease, the job has moved on to another attempt since (or lease
+// never was this worker's).
+func (a *applier) lostReason(id string, lease uint64) error {
+	j, err := a.tx.Job(id)
+	if errors.Is(err, store.ErrNotFound) {
+		return ErrNotFound
+	}
+	a.must(err)
+	if lease == j.Lease && !j.Status.Leased() {
+		return ErrNotRunning
+	}
+	return ErrStaleLease
 }
 
 // neverReceived reports whether j's running attempt, not listed in the

@@ -12,12 +12,6 @@ import (
 	"github.com/workron/workron/store"
 )
 
-func progressHeartbeat(worker string, leases ...fsm.LeaseRef) fsm.Cmd {
-	return fsm.Cmd{Op: fsm.OpWorkerHeartbeat, WorkerHeartbeat: &fsm.WorkerHeartbeat{
-		WorkerID: worker, LeaseTTL: int64(ttl), Listed: true, Leases: leases,
-	}}
-}
-
 func TestProgress(t *testing.T) {
 	running := func(t *testing.T) (*harness, *store.Job) {
 		h := setup(t)
@@ -28,8 +22,8 @@ func TestProgress(t *testing.T) {
 
 	t.Run("HeartbeatKeepsTheLatestProgress", func(t *testing.T) {
 		h, j := running(t)
-		h.at(time.Second).ok(progressHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: 10, Message: "start"}}))
-		h.at(2 * time.Second).ok(progressHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: 40, Message: "copying"}}))
+		h.at(time.Second).ok(listedHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: 10, Message: "start"}}))
+		h.at(2 * time.Second).ok(listedHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: 40, Message: "copying"}}))
 		got := h.job(j.ID)
 		want := store.Progress{Percent: 40, Message: "copying", At: ns(t0.Add(2 * time.Second))}
 		if got.Progress == nil || *got.Progress != want {
@@ -39,7 +33,7 @@ func TestProgress(t *testing.T) {
 			t.Fatalf("deadline %d, want renewed to now+ttl", got.LeaseDeadline)
 		}
 		// A heartbeat without progress renews and keeps it.
-		h.at(3 * time.Second).ok(progressHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease}))
+		h.at(3 * time.Second).ok(listedHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease}))
 		if got := h.job(j.ID).Progress; got == nil || *got != want {
 			t.Fatalf("after a heartbeat without progress: %+v, want %+v", got, want)
 		}
@@ -74,12 +68,12 @@ func TestProgress(t *testing.T) {
 	t.Run("OutOfBoundsProgressIsHeldToItsLimits", func(t *testing.T) {
 		h, j := running(t)
 		long := strings.Repeat("é", fsm.MaxProgressMessage) // 2 bytes each
-		h.ok(progressHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: 140, Message: long}}))
+		h.ok(listedHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: 140, Message: long}}))
 		p := h.job(j.ID).Progress
 		if p.Percent != 100 || len(p.Message) != fsm.MaxProgressMessage || p.Message != long[:fsm.MaxProgressMessage] {
 			t.Fatalf("progress = %d %q (%d bytes), want 100 and the message cut to %d bytes", p.Percent, p.Message, len(p.Message), fsm.MaxProgressMessage)
 		}
-		h.ok(progressHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: -3}}))
+		h.ok(listedHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: -3}}))
 		if p := h.job(j.ID).Progress; p.Percent != 0 {
 			t.Fatalf("percent = %d, want 0", p.Percent)
 		}
@@ -87,7 +81,7 @@ func TestProgress(t *testing.T) {
 
 	t.Run("StaleLeaseProgressIsIgnored", func(t *testing.T) {
 		h, j := running(t)
-		h.ok(progressHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease + 7, Progress: &fsm.LeaseProgress{Percent: 50}}))
+		h.ok(listedHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease + 7, Progress: &fsm.LeaseProgress{Percent: 50}}))
 		if p := h.job(j.ID).Progress; p != nil {
 			t.Fatalf("progress of another attempt stored: %+v", p)
 		}
@@ -95,7 +89,7 @@ func TestProgress(t *testing.T) {
 
 	t.Run("FinishedJobKeepsItsLastProgressAndANewAttemptClearsIt", func(t *testing.T) {
 		h, j := running(t)
-		h.ok(progressHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: 60, Message: "half"}}))
+		h.ok(listedHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: j.Lease, Progress: &fsm.LeaseProgress{Percent: 60, Message: "half"}}))
 		h.ok(fail(j.ID, j.Lease, "boom"))
 		if p := h.job(j.ID).Progress; p == nil || p.Percent != 60 {
 			t.Fatalf("failed attempt's progress = %+v, want kept", p)
@@ -105,7 +99,7 @@ func TestProgress(t *testing.T) {
 		if p := h.job(again.ID).Progress; p != nil {
 			t.Fatalf("new attempt starts with progress %+v, want none", p)
 		}
-		h.ok(progressHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: again.Lease, Progress: &fsm.LeaseProgress{Percent: 100, Message: "all"}}))
+		h.ok(listedHeartbeat("w1", fsm.LeaseRef{JobID: j.ID, Lease: again.Lease, Progress: &fsm.LeaseProgress{Percent: 100, Message: "all"}}))
 		h.ok(succeed(j.ID, again.Lease))
 		if p := h.job(j.ID).Progress; p == nil || p.Percent != 100 || p.Message != "all" {
 			t.Fatalf("done job's progress = %+v, want the last one", p)
@@ -187,10 +181,10 @@ func jobHeartbeat(id string, lease uint64, p *fsm.LeaseProgress) fsm.Cmd {
 }
 
 func TestProgressProtocol(t *testing.T) {
-	withProgress := progressHeartbeat("w", fsm.LeaseRef{JobID: "job-1", Lease: 1, Progress: &fsm.LeaseProgress{Percent: 5}})
+	withProgress := listedHeartbeat("w", fsm.LeaseRef{JobID: "job-1", Lease: 1, Progress: &fsm.LeaseProgress{Percent: 5}})
 	jobWithProgress := jobHeartbeat("job-1", 1, &fsm.LeaseProgress{Percent: 7, Message: "m"})
 	jobPlain := jobHeartbeat("job-1", 1, nil)
-	plainListed := progressHeartbeat("w", fsm.LeaseRef{JobID: "job-1", Lease: 1})
+	plainListed := listedHeartbeat("w", fsm.LeaseRef{JobID: "job-1", Lease: 1})
 	withResult := report(fsm.Report{JobID: "job-1", Lease: 1, Success: true, Result: json.RawMessage(`1`)})
 	plainReport := report(fsm.Report{JobID: "job-1", Lease: 1, Success: true})
 	withLastProgress := report(fsm.Report{JobID: "job-1", Lease: 1, Success: true, Progress: &fsm.LeaseProgress{Percent: 100}})

@@ -21,8 +21,9 @@ type report struct {
 
 // fakeServer is an in-memory stand-in for a Workron node: it keeps jobs and
 // workers, leases jobs on claim (long-polling briefly), renews leases on
-// worker heartbeats and answers stale reports with 409. It never expires a
-// lease.
+// worker heartbeats (naming those listed it did not renew, as the cluster
+// does) and answers stale reports with 409. It never expires a lease:
+// reap does, as the cluster's reaper would.
 type fakeServer struct {
 	URL string
 	ttl time.Duration
@@ -49,6 +50,7 @@ type fakeServer struct {
 	protocol2 bool   // refuse progress and results as a cluster at protocol 2 does
 	beatFails int    // answer this many more worker heartbeats with beatErr
 	beatErr   [2]any // status (int) and code (string) of those answers
+	oldBeats  bool   // name no lost leases in heartbeat replies, as releases before lost did
 
 	// Durable steps (fake_park_test.go).
 	steps    map[string]map[string]*wire.Step // job id -> key -> step
@@ -112,12 +114,26 @@ func (f *fakeServer) cancel(id string) {
 	f.cancels[id] = true
 }
 
-// steal gives a running job a new lease, as if another worker claimed it.
-func (f *fakeServer) steal(id string) {
+// steal gives a running job a new lease, as if another worker claimed it,
+// and returns the number of worker heartbeats received before.
+func (f *fakeServer) steal(id string) (beats int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.nextLease++
 	f.jobs[id].Lease = f.nextLease
+	return f.beats
+}
+
+// reap takes a running job back as the cluster's reaper does when its
+// lease expires: it is pending again (but not handed out again), on no
+// worker, under the same lease. It returns the number of worker
+// heartbeats received before.
+func (f *fakeServer) reap(id string) (beats int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.jobs[id].Status = wire.StatusPending
+	f.jobs[id].WorkerID = ""
+	return f.beats
 }
 
 // failBeats answers the next n worker heartbeats with status and code.
@@ -242,6 +258,9 @@ func (f *fakeServer) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Reques
 		return
 	}
 	var resp wire.WorkerHeartbeatResponse
+	if !f.oldBeats {
+		resp.Lost = f.lostOf(id, req.Jobs)
+	}
 	for _, job := range f.jobs {
 		if job.WorkerID != id || (job.Status != wire.StatusRunning && job.Status != wire.StatusCancelling) {
 			continue
@@ -253,6 +272,28 @@ func (f *fakeServer) handleWorkerHeartbeat(w http.ResponseWriter, r *http.Reques
 		}
 	}
 	writeJSON(w, http.StatusOK, resp)
+}
+
+// lostOf names the leases of listed that worker does not hold, with the
+// cluster's reasons; called with f.mu held.
+func (f *fakeServer) lostOf(worker string, listed []wire.JobLease) []wire.LostLease {
+	var out []wire.LostLease
+	for _, jl := range listed {
+		job, ok := f.jobs[jl.JobID]
+		reason := ""
+		switch {
+		case !ok:
+			reason = wire.CodeNotFound
+		case jl.Lease == job.Lease && job.Status != wire.StatusRunning && job.Status != wire.StatusCancelling:
+			reason = wire.CodeNotRunning
+		case jl.Lease != job.Lease || job.WorkerID != worker:
+			reason = wire.CodeStaleLease
+		default:
+			continue
+		}
+		out = append(out, wire.LostLease{JobID: jl.JobID, Lease: jl.Lease, Reason: reason})
+	}
+	return out
 }
 
 func (f *fakeServer) handleClaim(w http.ResponseWriter, r *http.Request) {

@@ -3,6 +3,7 @@ package worker
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"github.com/workron/workron/api/wire"
@@ -12,10 +13,11 @@ import (
 // ErrLeaseLost is the cause (context.Cause) of a job's context that the
 // worker ended because it could no longer hold the attempt's lease: no
 // heartbeat renewed it for the lease's TTL, or the cluster answered that the
-// attempt is no longer the job's current one. The cluster expires such a
-// lease and may give the job to another worker; the worker stops the run (a
-// shell job as on cancel: SIGTERM, then SIGKILL after the kill grace) and
-// sends no report for it.
+// attempt is no longer the job's current one (a heartbeat refused, or one
+// whose reply names the lease lost). The cluster expires such a lease and
+// may give the job to another worker; the worker stops the run (a shell job
+// as on cancel: SIGTERM, then SIGKILL after the kill grace), sends no report
+// for it, and leaves it out of its heartbeats.
 var ErrLeaseLost = errors.New("worker: lease lost")
 
 // heartbeatLoop renews the worker's leases every third of the lease TTL
@@ -98,10 +100,7 @@ func (w *Worker) sendProgress(ctx context.Context) error {
 		w.leasesRefused(jobs, err)
 		return err
 	}
-	w.leasesRenewed(jobs, time.Now())
-	for _, a := range resp.Actions {
-		w.act(a)
-	}
+	w.heartbeatAnswered(jobs, resp, time.Now())
 	return nil
 }
 
@@ -139,18 +138,41 @@ func (w *Worker) heartbeatOnce(ctx context.Context) error {
 		w.leasesRefused(req.Jobs, err)
 		return err
 	}
-	w.leasesRenewed(req.Jobs, time.Now())
+	w.heartbeatAnswered(req.Jobs, resp, time.Now())
 	if lost != 0 && req.ClaimsTo >= lost {
 		w.claimLost.CompareAndSwap(lost, 0)
-	}
-	for _, a := range resp.Actions {
-		w.act(a)
 	}
 	return nil
 }
 
+// heartbeatAnswered acts on resp, the reply (which came at got) of a
+// heartbeat that listed leases: it stops the attempts the reply names lost
+// (the cluster did not renew them), moves the lease end of the others, and
+// carries out the reply's actions.
+func (w *Worker) heartbeatAnswered(leases []wire.JobLease, resp *wire.WorkerHeartbeatResponse, got time.Time) {
+	if len(resp.Lost) > 0 {
+		lost := make(map[leaseKey]bool, len(resp.Lost))
+		for _, l := range resp.Lost {
+			lost[leaseKey{l.JobID, l.Lease}] = true
+			w.loseLease(l.JobID, l.Lease, "lease not renewed by the cluster", "reason", l.Reason)
+		}
+		leases = slices.DeleteFunc(slices.Clone(leases), func(jl wire.JobLease) bool { return lost[leaseKey{jl.JobID, jl.Lease}] })
+	}
+	w.leasesRenewed(leases, got)
+	for _, a := range resp.Actions {
+		w.act(a)
+	}
+}
+
+// leaseKey names one attempt: a job and its lease.
+type leaseKey struct {
+	jobID string
+	lease uint64
+}
+
 // runningLeases lists the attempts this worker holds, for a heartbeat: those
-// running and those whose reports have not been answered yet.
+// running (but not those stopped for their lease: stopLost) and those whose
+// reports have not been answered yet.
 //
 // The running ones are read first: a job queues its report before it
 // leaves the running set, so one that ends meanwhile is in the reports
@@ -160,7 +182,9 @@ func (w *Worker) runningLeases() []wire.JobLease {
 	w.mu.Lock()
 	out := make([]wire.JobLease, 0, len(w.running))
 	for _, t := range w.running {
-		out = append(out, wire.JobLease{JobID: t.job.ID, Lease: t.job.Lease})
+		if !t.leaseLost.Load() {
+			out = append(out, wire.JobLease{JobID: t.job.ID, Lease: t.job.Lease})
+		}
 	}
 	w.mu.Unlock()
 	seen := make(map[wire.JobLease]bool, len(out))
@@ -221,10 +245,32 @@ func (w *Worker) leasesRefused(leases []wire.JobLease, err error) {
 		return
 	}
 	for _, jl := range leases {
-		if w.cancelJob(jl.JobID, jl.Lease, ErrLeaseLost) {
-			w.log.Warn("lease refused by the cluster: stopping the job", "job_id", jl.JobID, "lease", jl.Lease, "err", err)
-		}
+		w.loseLease(jl.JobID, jl.Lease, "lease refused by the cluster", "err", err)
 	}
+}
+
+// loseLease stops the running attempt of job id under lease, if any, for
+// its lost lease (why, with the log's args): stopLost.
+func (w *Worker) loseLease(id string, lease uint64, why string, args ...any) {
+	w.mu.Lock()
+	t := w.running[id]
+	w.mu.Unlock()
+	if t != nil && t.job.Lease == lease {
+		w.stopLost(t, why, args...)
+	}
+}
+
+// stopLost stops t with ErrLeaseLost, once, unless its run ended first:
+// the worker reports nothing for it, and its heartbeats leave it out (the
+// cluster lets the lease expire, if it has not). why says how the lease
+// was lost, for the log, with args.
+func (w *Worker) stopLost(t *task, why string, args ...any) {
+	if !t.leaseGone.CompareAndSwap(false, true) {
+		return // the run ended, or was stopped for its lease already
+	}
+	t.leaseLost.Store(true)
+	w.log.Warn(why+": stopping the job", append([]any{"job_id", t.job.ID, "lease", t.job.Lease}, args...)...)
+	t.cancel(ErrLeaseLost)
 }
 
 // watchLease stops t with ErrLeaseLost at its lease's end (t.leaseEnd,
@@ -239,8 +285,5 @@ func (w *Worker) watchLease(t *task) {
 		time.AfterFunc(left, func() { w.watchLease(t) })
 		return
 	}
-	if t.leaseGone.CompareAndSwap(false, true) {
-		w.log.Warn("lease not renewed within its TTL: stopping the job", "job_id", t.job.ID, "lease", t.job.Lease)
-		t.cancel(ErrLeaseLost)
-	}
+	w.stopLost(t, "lease not renewed within its TTL")
 }

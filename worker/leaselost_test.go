@@ -137,3 +137,69 @@ func TestLeaseLostStopsAShellJob(t *testing.T) {
 		t.Fatalf("reports of an attempt whose lease was lost: %+v", reps)
 	}
 }
+
+// TestLeaseLostWhenAHeartbeatNamesIt: a heartbeat whose reply names the
+// attempt's lease lost (the job was reaped, or moved on to another
+// attempt) stops the handler at once with ErrLeaseLost; the worker reports
+// nothing for it and leaves it out of its later heartbeats while the
+// handler takes its time to return.
+func TestLeaseLostWhenAHeartbeatNamesIt(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		lose func(f *fakeServer, id string) int
+	}{
+		{"Reaped", (*fakeServer).reap},
+		{"MovedOn", (*fakeServer).steal},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := newFakeServer(t)
+			started, stopped, release := make(chan struct{}, 1), make(chan error, 1), make(chan struct{})
+			r := startWorker(t, testConfig(t, f.URL), func(w *worker.Worker) {
+				w.Handle("hold", func(ctx context.Context, _ *worker.Job) error {
+					started <- struct{}{}
+					<-ctx.Done()
+					stopped <- context.Cause(ctx)
+					<-release // slow to stop
+					return ctx.Err()
+				})
+			})
+			letGo := sync.OnceFunc(func() { close(release) })
+			t.Cleanup(letGo) // before the worker's stop, should the test fail
+			id := f.add(wire.Job{Type: "hold"})
+			<-started
+			lease := f.job(id).Lease
+			before := c.lose(f, id)
+			var cause error
+			select {
+			case cause = <-stopped:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the handler was not stopped")
+			}
+			if !errors.Is(cause, worker.ErrLeaseLost) {
+				t.Fatalf("handler's context cause = %v, want ErrLeaseLost", cause)
+			}
+			if _, beats := f.counts(); beats-before != 1 {
+				// Heartbeats go every third of the TTL: a stop that
+				// waited for the TTL would come after three of them.
+				t.Fatalf("stopped after %d heartbeats, want at the first", beats-before)
+			}
+			// Two more heartbeats while the handler is still stopping.
+			waitFor(t, 10*time.Second, "two more heartbeats", func() bool { _, beats := f.counts(); return beats-before >= 3 })
+			letGo()
+			if err := r.stop(); err != nil {
+				t.Fatal(err)
+			}
+			_, reqs := f.lostClaims()
+			for i, req := range reqs[before+1:] {
+				for _, jl := range req.Jobs {
+					if jl.JobID == id && jl.Lease == lease {
+						t.Fatalf("heartbeat %d after the one that named it lost lists the lease again: %+v", i+1, req.Jobs)
+					}
+				}
+			}
+			if reps := f.reportsOf(id); len(reps) != 0 {
+				t.Fatalf("reports of an attempt whose lease was lost: %+v", reps)
+			}
+		})
+	}
+}

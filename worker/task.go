@@ -50,9 +50,10 @@ type task struct {
 	// leaseEnd is when the attempt's lease ends by the worker's clock
 	// (unix nanoseconds), unless a heartbeat renews it (leasesRenewed);
 	// leaseGone is set once the run ended or the worker stopped it for
-	// its lease (watchLease).
+	// its lease (stopLost), and leaseLost too in the latter case.
 	leaseEnd  atomic.Int64
 	leaseGone atomic.Bool
+	leaseLost atomic.Bool
 }
 
 // outcome is how one run ended: err nil means success.

@@ -218,11 +218,26 @@ type JobLease struct {
 }
 
 // WorkerHeartbeatResponse is the reply of POST /workers/{id}/heartbeat: how
-// many leases were renewed, until when, and what the worker must do.
+// many leases were renewed, until when, and what the worker must do. Lost
+// names the leases the request's Jobs listed that were not renewed (absent
+// when none, or when the request lists no Jobs): the worker must stop
+// those attempts and report nothing for them.
 type WorkerHeartbeatResponse struct {
 	Renewed        int         `json:"renewed"`
 	LeaseExpiresAt *time.Time  `json:"lease_expires_at,omitempty"`
 	Actions        []JobAction `json:"actions,omitempty"`
+	Lost           []LostLease `json:"lost,omitempty"`
+}
+
+// LostLease names a lease a worker heartbeat listed and did not renew, and
+// why: Reason is CodeNotRunning (the attempt ended: its lease expired and
+// the job was taken back, it was reported, or given back), CodeStaleLease
+// (the job moved on to another attempt, or the lease never was this
+// worker's) or CodeNotFound (no such job).
+type LostLease struct {
+	JobID  string `json:"job_id"`
+	Lease  uint64 `json:"lease"`
+	Reason string `json:"reason"`
 }
 
 // WorkerActionsRequest is the body of POST /workers/{id}/actions, a

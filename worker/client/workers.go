@@ -124,7 +124,8 @@ func (c *Client) Claim(ctx context.Context, req wire.ClaimRequest) (*wire.ClaimR
 
 // WorkerHeartbeat renews the leases of the jobs the worker runs (POST
 // /workers/{id}/heartbeat) and returns what the worker must do, such as
-// cancel a job. Leases the cluster holds for the worker but that are not in
+// cancel a job, or stop one whose lease it did not renew (the reply's
+// Lost). Leases the cluster holds for the worker but that are not in
 // running are left to expire. A server that no longer knows the worker
 // answers 404 (IsNotFound): register again.
 func (c *Client) WorkerHeartbeat(ctx context.Context, workerID string, running []wire.JobLease) (*wire.WorkerHeartbeatResponse, error) {

@@ -162,7 +162,9 @@ class FakePark:
 
     def heartbeat(self, body: Dict[str, Any]) -> Tuple[int, Any]:
         """Counts a worker heartbeat and answers it as told: held, refused,
-        or renewing what it lists (the fake keeps no lease ends)."""
+        or renewing what it lists (the fake keeps no lease ends) but for
+        the leases it names lost as the cluster does (_lost): of a job
+        unknown, no longer running, or since leased again."""
         with self.lock:
             self.beats += 1
             self.beat_leases.append([(j.get("job_id"), j.get("lease")) for j in body.get("jobs") or []])
@@ -173,7 +175,40 @@ class FakePark:
                 self.beat_failures -= 1
                 status, code = self.beat_error
                 raise _Reject(status, code, f"heartbeat refused ({code}), as the test asked")
-        return 200, {"renewed": len(body.get("jobs") or []), "actions": []}
+            listed = body.get("jobs") or []
+            lost = [{"job_id": j.get("job_id"), "lease": j.get("lease"), "reason": r}
+                    for j in listed for r in [self._lost(j.get("job_id"), j.get("lease"))] if r]
+        reply: Dict[str, Any] = {"renewed": len(listed) - len(lost), "actions": []}
+        if lost:
+            reply["lost"] = lost
+        return 200, reply
+
+    def _lost(self, job_id: Any, lease: Any) -> str:
+        """Why a heartbeat does not renew lease of job_id ("": it does);
+        called with the lock held."""
+        j = self.jobs.get(job_id)
+        if j is None:
+            return "not_found"
+        if j["lease"] != lease:
+            return "stale_lease"
+        return "" if j["status"] == "running" else "not_running"
+
+    def reap(self, job_id: str) -> int:
+        """Takes a running job back as the cluster's reaper does when its
+        lease expired: pending again under the same lease, but not claimed
+        again (its run_at is far off). Returns the heartbeats counted
+        before."""
+        with self.lock:
+            j = self.jobs[job_id]
+            j["status"], j["run_at"] = "pending", time.time() + 3600
+            return self.beats
+
+    def lease_again(self, job_id: str) -> int:
+        """Gives a running job a new lease, as another worker's claim of it
+        after a reap would. Returns the heartbeats counted before."""
+        with self.lock:
+            self.jobs[job_id]["lease"] += 1
+            return self.beats
 
     def fail_beats(self, n: int, status: int, code: str) -> None:
         """Refuses the next n worker heartbeats with status and code."""

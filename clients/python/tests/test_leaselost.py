@@ -1,5 +1,6 @@
 """Lost leases (docs/workers.md, "Lost leases"): a worker whose heartbeats
-fail for the lease TTL, go unanswered, or are refused as stale stops the
+fail for the lease TTL, go unanswered, are refused as stale, or are
+answered naming the lease lost (reaped, or leased again) stops the
 attempt (a handler sees LeaseLost, a shell job's process group is killed)
 and reports nothing for it; failures shorter than the TTL stop nothing.
 Against the fake node of fakepark.py, whose heartbeats the tests cut, and,
@@ -15,7 +16,7 @@ import threading
 import time
 import unittest
 import urllib.parse
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from tests.fakepark import FakePark
 from tests.helpers import CA, LEASE_TTL, URL, WORKER, RunningWorker, client, eventually, needs_node, new_worker, unique
@@ -147,6 +148,24 @@ class LeaseLostTest(unittest.TestCase):
         # Heartbeats go every third of the TTL: a stop that waited for the
         # TTL would come after three refused ones.
         self.assertEqual(beats - before, 1, "stopped at the first refused heartbeat")
+
+    def test_a_handler_is_stopped_at_the_first_heartbeat_that_names_its_lease_lost(self) -> None:
+        self.check_named_lost(self.fake.reap, "not_running")
+
+    def test_a_handler_is_stopped_when_a_heartbeat_names_its_lease_leased_again(self) -> None:
+        self.check_named_lost(self.fake.lease_again, "stale_lease")
+
+    def check_named_lost(self, lose: Callable[[str], int], reason: str) -> None:
+        """The handler is told at the first heartbeat after lose(job), whose
+        reply (200) names the lease lost with reason."""
+        rw = self.serve()
+        job_id = self.fake.submit(type="py.hold", queue=self.queue)
+        self.assertTrue(self.holder.started.wait(10))
+        before = lose(job_id)
+        beats = self.assert_told(rw, job_id)
+        # One that waited for the TTL would come after three heartbeats.
+        self.assertEqual(beats - before, 1, "stopped at the first heartbeat after")
+        self.assertIn(reason, self.holder.seen["stop_reason"])
 
     def test_a_shell_job_is_killed(self) -> None:
         rw = self.serve(shell=True)

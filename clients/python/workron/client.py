@@ -1057,7 +1057,9 @@ class Client:
         claim numbered claims_from..claims_to leased to the worker and not
         listed goes back to pending, its attempt not counted. progress maps
         a listed pair to its attempt's (percent, message), which the cluster
-        keeps with the job. Returns the reply ({"renewed", "actions"})."""
+        keeps with the job. Returns the reply ({"renewed", "actions"}, and
+        "lost": the listed leases not renewed, each with job_id, lease and
+        reason; absent when none)."""
         body: Dict[str, Any] = {"jobs": [_lease_entry(j, lease, (progress or {}).get((j, lease)))
                                          for j, lease in jobs]}
         if claims_to:

@@ -15,14 +15,15 @@ LeaseClock keeps those ends and calls the worker back for an attempt whose
 end has passed; it sends nothing and stops nothing itself. The worker then
 stops the attempt and reports nothing for it: the cluster expires such a
 lease and may give the job to another worker, and a report under it would
-be refused as stale.
+be refused as stale. So it does at once for the attempts a heartbeat's
+reply names lost (named_lost): the cluster did not renew those.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, Dict, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from .client import WorkronError
 
@@ -59,6 +60,21 @@ def check(lost: Optional[threading.Event], job_id: str, lease: int) -> None:
 def refused(err: WorkronError) -> bool:
     """Whether a heartbeat's error says that the leases it named are gone."""
     return err.code in REFUSED_CODES
+
+
+def named_lost(reply: Mapping[str, Any], listed: Iterable[Key]) -> List[Tuple[Key, str]]:
+    """The attempts of listed that a heartbeat's reply names lost (its
+    "lost": the cluster did not renew them), each with the reason the
+    cluster gave (stale_lease, not_running, not_found); none from a
+    cluster that names none. An entry for an attempt the heartbeat did not
+    list is ignored."""
+    keys = set(listed)
+    out: List[Tuple[Key, str]] = []
+    for e in reply.get("lost") or []:
+        k = (e.get("job_id"), e.get("lease"))
+        if k in keys:
+            out.append((k, str(e.get("reason") or "")))
+    return out
 
 
 class LeaseClock:

@@ -24,7 +24,8 @@ depends on.
 Each attempt's lease ends, by the worker's clock, one lease TTL after the
 arrival of its claim's reply or of the last good heartbeat's reply
 (lease.py). When that passes, or a heartbeat is refused with stale_lease or
-not_running, the lease is lost: the cluster may give the job to another
+not_running, or its reply names the lease lost (the cluster did not renew
+it), the lease is lost: the cluster may give the job to another
 worker, so the worker stops the attempt and never reports it, as the Go
 worker does (a report would be refused as stale).
 
@@ -76,7 +77,7 @@ from .client import (MAX_PROGRESS_MESSAGE, MAX_RESULT_BYTES, Abort, Client, Dura
 from .durable import Journal, Parked, StepBackoff, StepFailed  # noqa: F401 - StepFailed: where it was
 from .errors import NoRetry
 from .gang import CheckpointFile, Gang
-from .lease import Key, LeaseClock, check, refused
+from .lease import Key, LeaseClock, check, named_lost, refused
 from .shell import BASE_ENV, Command, Outcome, Watcher, bound_hold_off, check_pass_env, command_env, kill_group
 from .tracing import TraceHook, traced
 
@@ -1072,9 +1073,10 @@ class Worker:
 
     def _send_heartbeat(self, leases: List[Key], claims_to: int) -> Dict[str, Any]:
         """Sends one heartbeat (_beat) and moves the lease end of each
-        attempt it names to its reply's arrival plus the lease TTL; refused
-        with stale_lease or not_running, it stops those attempts: their
-        leases are lost."""
+        attempt it names to its reply's arrival plus the lease TTL, but
+        stops those the reply names lost; refused with stale_lease or
+        not_running, it stops all those attempts: their leases are lost.
+        The stopped ones are left out of later heartbeats (_held)."""
         try:
             reply = self._beat(leases, claims_to)
         except WorkronError as e:
@@ -1082,7 +1084,12 @@ class Worker:
                 for k in leases:
                     self._lose_lease(k, f"the cluster refused a heartbeat: {e}")
             raise
-        self._leases.renew(leases, time.monotonic() + self._lease_ttl)
+        got = time.monotonic()
+        lost = named_lost(reply, leases)
+        for k, reason in lost:
+            self._lose_lease(k, f"the cluster did not renew it ({reason})")
+        gone = {k for k, _ in lost}
+        self._leases.renew([k for k in leases if k not in gone], got + self._lease_ttl)
         return reply
 
     def _beat(self, leases: List[Key], claims_to: int) -> Dict[str, Any]:
