@@ -82,6 +82,23 @@ func (f *fakeServer) parkedOn(id string) string {
 }
 
 // wake queues parked job id again, with f.mu held.
+// fakeWakeDelay is how long after a park the fake wakes a job that it
+// wakes "at once": long enough for the parked attempt's worker to have
+// read the park's reply before the job can be claimed again, which a real
+// server's sleep of a second also gives. Woken in the handler, a claim
+// could take the job first, and the worker stopped the old attempt as
+// superseded, so its Sleep returned that rather than ErrParked.
+const fakeWakeDelay = 200 * time.Millisecond
+
+// wakeSoon wakes job id after fakeWakeDelay.
+func (f *fakeServer) wakeSoon(id string) {
+	time.AfterFunc(fakeWakeDelay, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.wake(id)
+	})
+}
+
 func (f *fakeServer) wake(id string) {
 	f.pending = append(f.pending, id)
 	close(f.changed)
@@ -166,12 +183,12 @@ func (f *fakeServer) handlePark(w http.ResponseWriter, r *http.Request) {
 	switch verb {
 	case wire.StepSleep:
 		st.Status = wire.StepOK // recorded ok when it parks
-		f.wake(id)
+		f.wakeSoon(id)
 	case wire.StepWait:
 		st.Event, st.EventKey, st.Signal = req.Event, req.Key, req.Signal
 		if req.TimeoutMillis > 0 && req.TimeoutMillis <= fakeInstantTimeout {
 			st.Status = wire.StepTimeout
-			f.wake(id)
+			f.wakeSoon(id)
 		}
 	case wire.StepInvoke:
 		f.nextID++
