@@ -49,6 +49,7 @@ func TestConfigIsValidated(t *testing.T) {
 		"SnapshotInterval":  func(c *raftnode.Config) { c.SnapshotInterval = time.Millisecond },
 		"SnapshotWriteRate": func(c *raftnode.Config) { c.SnapshotWriteRate = -1 },
 		"RaftLogLevel":      func(c *raftnode.Config) { c.RaftLogLevel = "loud" },
+		"StateCheck":        func(c *raftnode.Config) { c.StateCheck = "sometimes" },
 	} {
 		cfg := loneConfig(t.TempDir())
 		mutate(&cfg)
