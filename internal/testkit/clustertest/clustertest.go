@@ -166,7 +166,6 @@ func New(tb testing.TB, n int, opts ...Option) *Cluster {
 		}
 	}
 	c := &Cluster{opts: o}
-	tb.Cleanup(func() { c.shutdown(tb) })
 	for i := range n {
 		c.nodes = append(c.nodes, &Node{
 			id:       fmt.Sprintf("n%d", i+1),
@@ -175,6 +174,10 @@ func New(tb testing.TB, n int, opts ...Option) *Cluster {
 			raftAddr: "127.0.0.1:0",
 		})
 	}
+	// Registered after the first TempDir, so it runs before the
+	// directories are removed (cleanups run last first): removing them
+	// under running nodes fails when a node writes a file meanwhile.
+	tb.Cleanup(func() { c.shutdown(tb) })
 	if err := c.start(0); err != nil {
 		tb.Fatalf("start n1: %v", err)
 	}
@@ -256,6 +259,9 @@ func (c *Cluster) shutdown(tb testing.TB) {
 	for i, nd := range c.nodes {
 		if nd.raft == nil {
 			continue
+		}
+		if _, err := os.Stat(nd.dir); err != nil {
+			tb.Errorf("%s: its data directory went before the node stopped (cleanup order): %v", nd.id, err)
 		}
 		if err := nd.raft.FSM().Check(); err != nil {
 			tb.Errorf("%s: store check at cleanup: %v", nd.id, err)
