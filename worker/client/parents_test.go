@@ -58,7 +58,9 @@ func TestFetchParentResults(t *testing.T) {
 	ctx := t.Context()
 	results, child := finishedParents(t, cl, 20, 60<<10)
 
-	cr, err := cl.Claim(ctx, wire.ClaimRequest{WorkerID: "w1", Shell: true})
+	// A long poll: an election under a loaded run may come between the
+	// parents' reports and this claim.
+	cr, err := cl.Claim(ctx, wire.ClaimRequest{WorkerID: "w1", Shell: true, Wait: "20s"})
 	if err != nil || len(cr.Jobs) != 1 || cr.Jobs[0].ID != child {
 		t.Fatalf("claim of the child: %v %+v", err, cr)
 	}
