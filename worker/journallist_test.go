@@ -63,8 +63,12 @@ func TestStepsResumeLargeJournal(t *testing.T) {
 // even ones null) in a first attempt that then fails, and checks what the
 // second attempt read before its first new step: no step, pages pages of
 // the listing.
+//
+// Leases last a minute: under a loaded race run the first attempt's
+// heartbeats missed the default TTL, and the attempt stopped unreported
+// before its journal was whole.
 func resumeLongJournal(t *testing.T, n int, result func(i int) any, pages int64) {
-	c := clustertest.New(t, 1)
+	c := clustertest.New(t, 1, clustertest.WithLeaseTTL(time.Minute))
 	reads := &stepReads{next: http.DefaultTransport.(*http.Transport).Clone()}
 	ccfg := client.DefaultConfig()
 	ccfg.Servers, ccfg.HTTPClient = []string{c.URL(0)}, &http.Client{Transport: reads, Timeout: 30 * time.Second}
