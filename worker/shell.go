@@ -92,7 +92,7 @@ func (w *Worker) openSteps(ctx context.Context, cmd *exec.Cmd, job wire.Job) *st
 	}
 	j := newJournal(w.client, &job)
 	j.onPark = parkStops(ctx)
-	s, err := openStepSocket(ctx, j, uid, gid)
+	s, err := openStepSocket(ctx, j, jobPeers(uid, gid, w.log))
 	if err != nil {
 		w.log.Warn("no step socket for the job", "job_id", job.ID, "err", err)
 		return nil

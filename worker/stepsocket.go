@@ -7,11 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -40,6 +42,12 @@ import (
 //	                    complete, or parked true, and then the worker
 //	                    ends the job's process and its attempt, with no
 //	                    report (park.go)
+//
+// Only the job's processes may speak to it: the directory is 0700 and
+// the socket 0600, both the job's user's, and on Linux the worker reads
+// each connection's peer credentials (SO_PEERCRED) and answers a peer
+// whose uid is neither the job's nor the worker's with 403 (logged once
+// per connection).
 //
 // The socket is removed when the job's process ends.
 
@@ -88,14 +96,49 @@ type stepSocket struct {
 	done   chan struct{}
 	cancel context.CancelFunc // ends the requests' context
 
+	peers stepPeers
+
 	mu      sync.Mutex
 	pending map[string]*stepSpan // keys looked up as not recorded, each with its step's span
 }
 
-// openStepSocket listens on a new unix socket in a directory of its own
-// (mode 0700, given to uid/gid when they are not -1) and serves the steps
-// of journal j until close. ctx bounds the requests to the cluster.
-func openStepSocket(ctx context.Context, j *journal, uid, gid int) (*stepSocket, error) {
+// stepPeers says who owns a step socket and who may speak to it.
+type stepPeers struct {
+	// uid and gid own the socket and its directory; -1 leaves them the
+	// worker's.
+	uid, gid int
+	// allowed are the uids a peer may have (the worker's, and the job's
+	// when it runs as another user); a peer with another uid gets 403.
+	allowed []int
+	log     *slog.Logger
+}
+
+// jobPeers are the peers of a job's step socket: owned by the job's user
+// (runAs, or -1 for the worker's own), open to it and to the worker's uid.
+func jobPeers(uid, gid int, log *slog.Logger) stepPeers {
+	allowed := []int{os.Geteuid()}
+	if uid >= 0 {
+		allowed = append(allowed, uid)
+	}
+	return stepPeers{uid: uid, gid: gid, allowed: allowed, log: log}
+}
+
+// peer is the process at the other end of a step socket's connection;
+// known false where the OS does not say (peercred_other.go).
+type peer struct {
+	uid, pid int
+	known    bool
+}
+
+// peerRefusal is the context key of a connection's refusal (an error),
+// set by admit.
+type peerRefusal struct{}
+
+// openStepSocket listens on a new unix socket (mode 0600) in a directory
+// of its own (mode 0700), both given to p.uid/p.gid when they are not -1,
+// and serves the steps of journal j to p's allowed peers until close. ctx
+// bounds the requests to the cluster.
+func openStepSocket(ctx context.Context, j *journal, p stepPeers) (*stepSocket, error) {
 	base := os.TempDir()
 	if len(base) > maxSocketDirBytes {
 		base = "/tmp" // a unix socket's path is short (108 bytes on Linux)
@@ -106,15 +149,19 @@ func openStepSocket(ctx context.Context, j *journal, uid, gid int) (*stepSocket,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	s := &stepSocket{dir: dir, path: filepath.Join(dir, "s"), j: j, done: make(chan struct{}), cancel: cancel,
-		pending: map[string]*stepSpan{}}
+		peers: p, pending: map[string]*stepSpan{}}
 	if s.ln, err = net.Listen("unix", s.path); err != nil {
 		cancel()
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("step socket: %w", err)
 	}
-	if uid >= 0 {
-		for _, p := range []string{dir, s.path} {
-			if err := os.Chown(p, uid, gid); err != nil {
+	if err := os.Chmod(s.path, 0o600); err != nil {
+		s.close()
+		return nil, fmt.Errorf("step socket: %w", err)
+	}
+	if p.uid >= 0 {
+		for _, f := range []string{dir, s.path} {
+			if err := os.Chown(f, p.uid, p.gid); err != nil {
 				s.close()
 				return nil, fmt.Errorf("step socket: %w", err)
 			}
@@ -127,13 +174,44 @@ func openStepSocket(ctx context.Context, j *journal, uid, gid int) (*stepSocket,
 	mux.HandleFunc("POST /steps/{name}/sleep", s.handlePark(wire.StepSleep))
 	mux.HandleFunc("POST /steps/{name}/wait", s.handlePark(wire.StepWait))
 	mux.HandleFunc("POST /steps/{name}/invoke", s.handlePark(wire.StepInvoke))
-	s.srv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
-		BaseContext: func(net.Listener) context.Context { return ctx }}
+	s.srv = &http.Server{Handler: s.onlyPeers(mux), ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		BaseContext: func(net.Listener) context.Context { return ctx }, ConnContext: s.admit}
 	go func() {
 		defer close(s.done)
 		_ = s.srv.Serve(s.ln)
 	}()
 	return s, nil
+}
+
+// admit reads the peer of a new connection and, when it may not speak to
+// the socket, logs it and keeps the refusal in the connection's context
+// for onlyPeers.
+func (s *stepSocket) admit(ctx context.Context, c net.Conn) context.Context {
+	p, err := peerCred(c)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("step socket: %w", err)
+	case p.known && !slices.Contains(s.peers.allowed, p.uid):
+		err = fmt.Errorf("step socket: peer uid %d (pid %d) is not the job's or the worker's (uids %v)", p.uid, p.pid, s.peers.allowed)
+	default:
+		return ctx
+	}
+	if s.peers.log != nil {
+		s.peers.log.Warn("step socket: refused a connection", "job_id", s.j.jobID, "peer_uid", p.uid, "peer_pid", p.pid, "err", err)
+	}
+	return context.WithValue(ctx, peerRefusal{}, err)
+}
+
+// onlyPeers answers 403 on a connection admit refused, else passes the
+// request to next.
+func (s *stepSocket) onlyPeers(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err, refused := r.Context().Value(peerRefusal{}).(error); refused {
+			stepSocketError(w, http.StatusForbidden, err.Error())
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // close stops serving (requests still running end: their context is

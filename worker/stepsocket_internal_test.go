@@ -6,10 +6,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -42,13 +45,16 @@ func stepSocketPut(t *testing.T, path, key string, body []byte) int {
 // private, and gone once it is closed.
 func TestStepSocketBounds(t *testing.T) {
 	j := &journal{jobID: "j1", lease: 7, seen: map[string]int{}, recorded: map[string]string{}, complete: true}
-	s, err := openStepSocket(t.Context(), j, -1, -1)
+	s, err := openStepSocket(t.Context(), j, jobPeers(-1, -1, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.close()
 	if fi, err := os.Stat(s.dir); err != nil || fi.Mode().Perm() != 0o700 {
 		t.Fatalf("socket directory %v (%v), want mode 0700", fi.Mode(), err)
+	}
+	if fi, err := os.Stat(s.path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("socket %v (%v), want mode 0600", fi.Mode(), err)
 	}
 	big := append(append([]byte(`{"result":"`), bytes.Repeat([]byte("x"), MaxStepResultBytes+8<<10)...), `"}`...)
 	if code := stepSocketPut(t, s.path, "count", big); code != http.StatusRequestEntityTooLarge {
@@ -122,7 +128,7 @@ func TestStepSocketParks(t *testing.T) {
 	var parks atomic.Int32
 	j := &journal{client: cl, jobID: "j1", lease: 7, seen: map[string]int{}, recorded: map[string]string{}, complete: true,
 		onPark: func() { parks.Add(1) }}
-	s, err := openStepSocket(t.Context(), j, -1, -1)
+	s, err := openStepSocket(t.Context(), j, jobPeers(-1, -1, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -152,7 +158,7 @@ func TestStepSocketStepNamesBound(t *testing.T) {
 	for i := range MaxStepNames {
 		j.seen[strconv.Itoa(i)] = 1
 	}
-	s, err := openStepSocket(t.Context(), j, -1, -1)
+	s, err := openStepSocket(t.Context(), j, jobPeers(-1, -1, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,6 +171,44 @@ func TestStepSocketStepNamesBound(t *testing.T) {
 	if _, err := sc.Wait(t.Context(), "one-more", wire.WaitRequest{Event: "e", Key: "k"}); err == nil || !strings.Contains(err.Error(), "429") {
 		t.Fatalf("wait past the bound: %v, want 429", err)
 	}
+}
+
+// A step socket answers a peer whose uid is not one it allows with 403
+// naming the uid, before the journal sees the request, and says so in the
+// worker's log; a peer it allows is served.
+func TestStepSocketRefusesOtherUsers(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("peer credentials are read on Linux only")
+	}
+	open := func(t *testing.T, allowed int, log *slog.Logger) *StepSocketClient {
+		j := &journal{jobID: "j1", lease: 7, seen: map[string]int{}, recorded: map[string]string{"fetch": wire.StepOK}, complete: true}
+		s, err := openStepSocket(t.Context(), j, stepPeers{uid: -1, gid: -1, allowed: []int{allowed}, log: log})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(s.close)
+		sc := NewStepSocketClient(s.path)
+		t.Cleanup(sc.Close)
+		return sc
+	}
+	t.Run("AnotherUIDIsRefusedAndLogged", func(t *testing.T) {
+		var logged bytes.Buffer
+		sc := open(t, os.Geteuid()+1, slog.New(slog.NewTextHandler(&logged, nil)))
+		_, err := sc.Next(t.Context(), "charge")
+		want := fmt.Sprintf("peer uid %d", os.Geteuid())
+		if err == nil || !strings.Contains(err.Error(), "403") || !strings.Contains(err.Error(), want) {
+			t.Fatalf("lookup from uid %d: %v, want 403 naming it", os.Geteuid(), err)
+		}
+		if !strings.Contains(logged.String(), "refused a connection") || !strings.Contains(logged.String(), fmt.Sprintf("peer_uid=%d", os.Geteuid())) {
+			t.Fatalf("worker log %q, want the refusal with the peer's uid", logged.String())
+		}
+	})
+	t.Run("TheJobsUIDIsServed", func(t *testing.T) {
+		sc := open(t, os.Geteuid(), nil)
+		if got, err := sc.Next(t.Context(), "charge"); err != nil || got.Key != "charge" {
+			t.Fatalf("lookup from the allowed uid: %+v, %v", got, err)
+		}
+	})
 }
 
 // TestShellJobFindsTheStepCLI: with Config.StepCLI (set by `workron

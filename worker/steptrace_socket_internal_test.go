@@ -49,7 +49,7 @@ func TestStepSocketSpans(t *testing.T) {
 	ctx, run := tp.Tracer("test").Start(t.Context(), "run")
 	defer run.End()
 	j := &journal{client: cl, jobID: "j1", lease: 7, seen: map[string]int{}, recorded: map[string]string{"fetch": wire.StepOK}, complete: true}
-	s, err := openStepSocket(ctx, j, -1, -1)
+	s, err := openStepSocket(ctx, j, jobPeers(-1, -1, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
