@@ -230,6 +230,8 @@ func (c *Config) Validate() error {
 	case c.MaxBodyBytesInFlight < max(c.MaxBodyBytes, c.MaxBatchBodyBytes, fsm.MaxCheckpointBytes):
 		return fmt.Errorf("api: MaxBodyBytesInFlight must be at least the largest body a route takes (%d bytes), got %d",
 			max(c.MaxBodyBytes, c.MaxBatchBodyBytes, fsm.MaxCheckpointBytes), c.MaxBodyBytesInFlight)
+	case c.MaxRestoreBytes < 0:
+		return fmt.Errorf("api: MaxRestoreBytes must not be negative, got %d", c.MaxRestoreBytes)
 	case c.MaxBatchJobs < 1:
 		return fmt.Errorf("api: MaxBatchJobs must be at least 1")
 	case c.MaxLongPolls < 0:

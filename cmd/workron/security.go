@@ -19,6 +19,9 @@ import (
 	"github.com/workron/workron/worker/client"
 )
 
+// minRestoreBytes is the least --max-restore-bytes takes.
+const minRestoreBytes = 1 << 20
+
 // securityFlags are the server's authentication, TLS and request-limit flags.
 type securityFlags struct {
 	tokenFile              string
@@ -27,6 +30,7 @@ type securityFlags struct {
 
 	maxBodyBytes      int64
 	maxBodyInFlight   int64
+	maxRestoreBytes   int64
 	maxHeaderBytes    int
 	readHeaderTimeout time.Duration
 	readTimeout       time.Duration
@@ -46,6 +50,8 @@ func (f *securityFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.maxBodyBytes, "max-body-bytes", 1<<20, "largest request body, except batch submits (413 beyond)")
 	fs.Int64Var(&f.maxBodyInFlight, "max-body-bytes-in-flight", api.DefaultConfig().MaxBodyBytesInFlight,
 		"most bytes of request bodies this node holds at once (taken before a body is read, given back once it is answered); beyond, a request gets 503 busy with Retry-After, its body unread")
+	fs.Int64Var(&f.maxRestoreBytes, "max-restore-bytes", api.DefaultConfig().MaxRestoreBytes,
+		"largest backup POST /restore takes, streamed to a file in the data directory, never into memory (413 beyond)")
 	fs.IntVar(&f.maxHeaderBytes, "max-header-bytes", 64<<10, "largest request header block (431 beyond)")
 	fs.DurationVar(&f.readHeaderTimeout, "read-header-timeout", 10*time.Second, "time a client has to send its request headers")
 	fs.DurationVar(&f.readTimeout, "read-timeout", 60*time.Second, "time a client has to send a whole request")
@@ -97,6 +103,9 @@ func (f *securityFlags) load() (*security, error) {
 	}
 	if least := max(f.maxBodyBytes, api.DefaultConfig().MaxBatchBodyBytes, fsm.MaxCheckpointBytes); f.maxBodyInFlight < least {
 		return nil, fmt.Errorf("--max-body-bytes-in-flight must be at least the largest body a route takes (%d bytes), got %d", least, f.maxBodyInFlight)
+	}
+	if f.maxRestoreBytes < minRestoreBytes {
+		return nil, fmt.Errorf("--max-restore-bytes must be at least %d (1 MiB), got %d", minRestoreBytes, f.maxRestoreBytes)
 	}
 	if f.maxHeaderBytes < 4096 {
 		return nil, fmt.Errorf("--max-header-bytes must be at least 4096, got %d", f.maxHeaderBytes)
@@ -153,7 +162,7 @@ func (s *security) configure(f *securityFlags, nc *wnode.Config) {
 	nc.API.Auth, nc.API.MetricsOpen = s.tokens, f.metricsOpen
 	nc.TLS = s.tls
 	nc.API.MaxBodyBytes, nc.API.MaxLongPolls = f.maxBodyBytes, f.maxLongPolls
-	nc.API.MaxBodyBytesInFlight = f.maxBodyInFlight
+	nc.API.MaxBodyBytesInFlight, nc.API.MaxRestoreBytes = f.maxBodyInFlight, f.maxRestoreBytes
 	nc.ReadHeaderTimeout, nc.ReadTimeout, nc.WriteTimeout = f.readHeaderTimeout, f.readTimeout, max(f.writeTimeout, 0)
 	nc.IdleTimeout, nc.MaxHeaderBytes = f.idleTimeout, f.maxHeaderBytes
 	nc.MaxConnections, nc.API.AllowedHosts = f.maxConnections, splitList(f.allowedHosts)

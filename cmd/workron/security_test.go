@@ -30,12 +30,7 @@ import (
 // at debug level into the returned buffer, and stops it at cleanup.
 func inProcessNode(t *testing.T, args ...string) (*runningServer, *syncbuf.Buffer) {
 	t.Helper()
-	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	var f serverFlags
-	f.register(fs)
-	if err := fs.Parse(args); err != nil {
-		t.Fatal(err)
-	}
+	f := *parsedFlags(t, args)
 	logs := &syncbuf.Buffer{}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	srv, err := startServer(f, logger)
@@ -367,12 +362,7 @@ func TestSecurityFlagsAreChecked(t *testing.T) {
 		"AllowedHostWithScheme":  {"--allowed-hosts", "localhost,http://jobs.example"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			fs := flag.NewFlagSet("server", flag.ContinueOnError)
-			var f serverFlags
-			f.register(fs)
-			if err := fs.Parse(args); err != nil {
-				t.Fatal(err)
-			}
+			f := parsedFlags(t, args)
 			_, err := f.sec.load()
 			if err == nil {
 				t.Fatal("accepted")
@@ -382,6 +372,32 @@ func TestSecurityFlagsAreChecked(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parsedFlags are the server's flags args give.
+func parsedFlags(t *testing.T, args []string) *serverFlags {
+	t.Helper()
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	var f serverFlags
+	f.register(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatal(err)
+	}
+	return &f
+}
+
+// configuredNode is the node configuration the server's security flags
+// args make (parsed, loaded and configured as runServer does).
+func configuredNode(t *testing.T, args []string) wnode.Config {
+	t.Helper()
+	f := parsedFlags(t, args)
+	sec, err := f.sec.load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc := wnode.DefaultConfig()
+	sec.configure(&f.sec, &nc)
+	return nc
 }
 
 // TestBrowserFlagsReachTheNode: --max-connections and --allowed-hosts fill
@@ -395,20 +411,26 @@ func TestBrowserFlagsReachTheNode(t *testing.T) {
 		{nil, wnode.DefaultMaxConnections, nil},
 		{[]string{"--max-connections", "0", "--allowed-hosts", " jobs.example, proxy.internal ,"}, 0, []string{"jobs.example", "proxy.internal"}},
 	} {
-		fs := flag.NewFlagSet("server", flag.ContinueOnError)
-		var f serverFlags
-		f.register(fs)
-		if err := fs.Parse(tc.args); err != nil {
-			t.Fatal(err)
-		}
-		sec, err := f.sec.load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		nc := wnode.DefaultConfig()
-		sec.configure(&f.sec, &nc)
+		nc := configuredNode(t, tc.args)
 		if nc.MaxConnections != tc.conns || !slices.Equal(nc.API.AllowedHosts, tc.hosts) {
 			t.Errorf("%q: MaxConnections %d, AllowedHosts %q; want %d, %q", tc.args, nc.MaxConnections, nc.API.AllowedHosts, tc.conns, tc.hosts)
+		}
+	}
+}
+
+// TestRestoreFlagReachesTheNode: --max-restore-bytes fills the API's
+// MaxRestoreBytes; its default is the API's.
+func TestRestoreFlagReachesTheNode(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int64
+	}{
+		{nil, 16 << 30}, // api.DefaultConfig().MaxRestoreBytes
+		{[]string{"--max-restore-bytes", "2097152"}, 2 << 20},
+	} {
+		nc := configuredNode(t, tc.args)
+		if nc.API.MaxRestoreBytes != tc.want {
+			t.Errorf("%q: MaxRestoreBytes %d, want %d", tc.args, nc.API.MaxRestoreBytes, tc.want)
 		}
 	}
 }
@@ -468,7 +490,7 @@ func TestReadableTokenFileIsWarnedAbout(t *testing.T) {
 	if err := os.WriteFile(path, []byte("client "+tokClient+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	f := securityFlags{tokenFile: path, maxBodyBytes: 1 << 20, maxHeaderBytes: 1 << 16, maxLongPolls: 1, maxBodyInFlight: 256 << 20}
+	f := securityFlags{tokenFile: path, maxBodyBytes: 1 << 20, maxHeaderBytes: 1 << 16, maxLongPolls: 1, maxBodyInFlight: 256 << 20, maxRestoreBytes: 1 << 30}
 	sec, err := f.load()
 	if err != nil {
 		t.Fatal(err)

@@ -22,6 +22,8 @@ func TestServerRefusesBadTuningFlags(t *testing.T) {
 		{"--memory-limit", "0", `--memory-limit: memlimit: invalid limit: "0" is below 64 MiB`},
 		{"--memory-limit", "150%", `--memory-limit: memlimit: invalid limit: "150%" is not a share of memory`},
 		{"--memory-limit", "lots", `--memory-limit: memlimit: invalid limit: "lots" is not a size`},
+		{"--max-restore-bytes", "0", "--max-restore-bytes must be at least 1048576 (1 MiB), got 0"},
+		{"--max-restore-bytes", "-5", "--max-restore-bytes must be at least 1048576 (1 MiB), got -5"},
 		{"--max-body-bytes-in-flight", "1048576", "--max-body-bytes-in-flight must be at least the largest body a route takes (33554432 bytes)"},
 	} {
 		t.Run(strings.TrimPrefix(c.flag, "--"), func(t *testing.T) {
