@@ -145,13 +145,8 @@ func (s *Server) handleInvokeStep(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, invalid("job.gang_size", "a child job is one job, not a gang"))
 		return
 	}
-	nj, err := newJob(&req.Job, fieldIn("job."), s.cfg.Now(), s.cfg.Retention)
+	nj, err := s.oneJob(r, &req.Job, fieldIn("job."))
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	nj.TraceParent = s.jobTrace(r)
-	if err := s.checkDependencies([]fsm.NewJob{nj}, false); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -71,13 +71,8 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 		s.submitGang(w, r, &req, warnings)
 		return
 	}
-	nj, err := newJob(&req, fieldIn(""), s.cfg.Now(), s.cfg.Retention)
+	nj, err := s.oneJob(r, &req, fieldIn(""))
 	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	nj.TraceParent = s.jobTrace(r)
-	if err := s.checkDependencies([]fsm.NewJob{nj}, false); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -95,6 +90,24 @@ func (s *Server) handleSubmit(w http.ResponseWriter, r *http.Request) {
 	out := toWire(res.Jobs[0], s.now())
 	out.Warnings = warnings
 	writeJSON(w, status, out)
+}
+
+// oneJob checks the request for one job (not a gang: the caller decides
+// what a gang_size means) and makes the job, naming its fields through f:
+// newJob's checks, then its dependencies (checkDependencies, which names
+// depends_on unprefixed); the job carries r's trace. POST /jobs and an
+// invoke's child (POST /jobs/{id}/steps/{key}/invoke) both use it, so the
+// two refuse the same input alike.
+func (s *Server) oneJob(r *http.Request, req *wire.SubmitRequest, f func(name string) string) (fsm.NewJob, error) {
+	nj, err := newJob(req, f, s.cfg.Now(), s.cfg.Retention)
+	if err != nil {
+		return nj, err
+	}
+	nj.TraceParent = s.jobTrace(r)
+	if err := s.checkDependencies([]fsm.NewJob{nj}, false); err != nil {
+		return nj, err
+	}
+	return nj, nil
 }
 
 func (s *Server) handleBatchSubmit(w http.ResponseWriter, r *http.Request) {
