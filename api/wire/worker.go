@@ -79,13 +79,16 @@ type ReportRequest struct {
 const MaxHoldOff = 24 * time.Hour
 
 // History statuses of attempts that did not count against MaxAttempts: the
-// worker said rate-limited or snoozed (see ReportRequest), or the attempt
+// worker said rate-limited or snoozed (see ReportRequest), the attempt
 // was returned because its claim never reached its worker or its worker
-// never acknowledged it (its number is used again).
+// never acknowledged it (its number is used again), or it parked on a
+// durable sleep, wait or invoke (its error says which step; its number is
+// used again when the job wakes).
 const (
 	AttemptRateLimited = "rate_limited"
 	AttemptSnoozed     = "snoozed"
 	AttemptReturned    = "returned"
+	AttemptParked      = "parked"
 )
 
 // BatchReportRequest is the body of POST /jobs/reports: several attempts

@@ -56,14 +56,15 @@ func (c *cli) printJournal(jr *wire.Journal) {
 
 // outcome says how an attempt ended: its status, "expired" when the
 // cluster ended it rather than its worker, and "not counted" when it did
-// not count against max_attempts.
+// not count against max_attempts (rate-limited, snoozed, returned or
+// parked on a durable step).
 func outcome(a wire.Attempt) string {
 	s := cell(a.Status)
 	if a.Expired {
 		s += ", expired"
 	}
 	switch a.Status {
-	case wire.AttemptRateLimited, wire.AttemptSnoozed, wire.AttemptReturned:
+	case wire.AttemptRateLimited, wire.AttemptSnoozed, wire.AttemptReturned, wire.AttemptParked:
 		s += ", not counted"
 	}
 	return s

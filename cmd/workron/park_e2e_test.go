@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -159,6 +160,9 @@ echo "child $res" >> "$LOG"`
 	if err := run(t.Context(), []string{"jobs", "get", "--server", srv.advertise, j.ID}, &stdout, &stderr); err != nil ||
 		!strings.Contains(stdout.String(), "parked:") || !strings.Contains(stdout.String(), "wait for signal approve (step approve)") {
 		t.Fatalf("jobs get of a parked job: %v\n%s", err, stdout.String())
+	}
+	if !regexp.MustCompile(`(?m)^  1\s+\S+\s+.*parked, not counted\s+-\s+parked on sleep step `).MatchString(stdout.String()) {
+		t.Fatalf("jobs get of a parked job: no attempt marked parked, not counted\n%s", stdout.String())
 	}
 	stdout.Reset()
 	if err := run(t.Context(), []string{"jobs", "signal", "--server", srv.advertise, j.ID, "approve", `"yes"`}, &stdout, &stderr); err != nil {
