@@ -20,6 +20,14 @@ from typing import Any, Dict, List, Optional, Tuple
 FINAL = ("ok", "failed", "timeout")
 CLAIM_JOURNAL_STEPS = 32  # the most steps a claim lists of a job's journal (wire.MaxClaimJournalSteps)
 PAGE_RESULT_BYTES = 4 << 20  # the most result bytes of a page of the listing with results
+# The least time after a park before the fake wakes the job by itself (a
+# sleep, or a wait's timeout): long enough for the parked attempt's worker
+# to read the park's reply before a claim can take the job again, which a
+# real node's sleep of a second also gives. Woken sooner, a claim could take
+# the job first, and the worker stopped the old attempt as superseded
+# (the Go fake server's fakeWakeDelay, worker/fake_park_test.go). Events,
+# signals and children's ends still wake a job at once.
+WAKE_DELAY = 0.2
 
 
 def _now_rfc3339(t: float) -> str:
@@ -386,7 +394,7 @@ class FakePark:
             st = self._put(job, key, kind="sleep", wake_at=_now_rfc3339(wake), result=None)
             if wake <= now:
                 return 201, {"step": st, "parked": False}
-            return self._park(job, st, wake)
+            return self._park(job, st, max(wake, now + WAKE_DELAY))
         if kind[0] == "wait":
             timeout = body.get("timeout_ms", 0)
             deadline = now + timeout / 1000 if timeout else None
@@ -398,7 +406,7 @@ class FakePark:
                 return 201, {"step": self._put(job, key, kind="wait", result=kept["payload"], **what), "parked": False}
             st = self._put(job, key, kind="wait", status="waiting",
                            wake_at=_now_rfc3339(deadline) if deadline else None, **what)
-            self.deadlines[(job["id"], key)] = deadline
+            self.deadlines[(job["id"], key)] = max(deadline, now + WAKE_DELAY) if deadline else None
             return self._park(job, st, float("inf"))
         if kind[0] == "invoke":
             child_id = f"{job['id']}.{key}"

@@ -5,11 +5,12 @@ go test, against the real binary."""
 from __future__ import annotations
 
 import threading
+import time
 import unittest
 from collections import Counter
 from typing import Any, Dict, List, Optional
 
-from tests.fakepark import FakePark
+from tests.fakepark import WAKE_DELAY, FakePark
 from tests.helpers import DURABLE, RunningWorker, client, eventually, needs_node, new_worker, unique
 from workron import (ChildFailed, Client, JobContext, Parked, StepFailed, StepLimitExceeded, StepTimeout, Worker,
                      WorkronError)
@@ -324,6 +325,24 @@ class DurableOnFakeTest(_Scenarios, unittest.TestCase):
             self.assertEqual(len([j for j in self.fake.jobs.values() if j["type"] == "py.child"]), 1)
             self.assertEqual([(r["job_id"], r["status"]) for r in self.fake.reports if r["job_id"] == done.id],
                              [(done.id, "done")], "the parked attempts were not reported failed")
+
+    def test_the_fake_wakes_a_job_no_sooner_than_the_wake_delay(self) -> None:
+        # A sleep of 1 ms, and a wait that times out after 1 ms: the job is
+        # claimed again, but not before WAKE_DELAY after its park (so the
+        # parked attempt's worker reads the park's reply first).
+        for park in (lambda j: self.c.sleep_step(j, "nap", 1, duration=0.001),
+                     lambda j: self.c.wait_step(j, "w", 1, event="e", event_key="k", timeout=0.001)):
+            j = self.fake.submit(type="x")
+            self.assertEqual(len(self.fake.claim({"types": ["x"], "max": 1})["jobs"]), 1)
+            parked_at = time.monotonic()
+            _, parked = park(j)
+            self.assertTrue(parked)
+            got: List[Any] = []
+            eventually(lambda: got.extend(self.fake.claim({"types": ["x"], "max": 1})["jobs"]) or got,
+                       timeout=5, what="the parked job claimed again")
+            woke_after = time.monotonic() - parked_at
+            self.assertEqual(got[0]["id"], j)
+            self.assertGreaterEqual(woke_after, WAKE_DELAY, "claimed again sooner than WAKE_DELAY after the park")
 
     def test_wait_request_bodies(self) -> None:
         j = self.fake.submit(type="x")
