@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -97,9 +98,27 @@ class StepSocketTest(unittest.TestCase):
         self.assertEqual(self.parks, 1)
         self.assertEqual(self.fake.job(self.job_id)["parked"]["child_id"], f"{self.job_id}.child")
 
+    @unittest.skipUnless(hasattr(socket, "SO_PEERCRED"), "peer credentials are read on Linux only")
+    def test_another_users_process_is_refused_and_logged(self) -> None:
+        self.attempt()
+        log = logging.getLogger("test.stepsocket.peers")
+        with self.assertLogs(log, "WARNING") as logged:
+            s = StepSocket(self.journal, allowed=[os.geteuid() + 1], log=log)
+            self.addCleanup(s.close)
+            status, raw = call(s.path, "POST", "charge")
+        self.assertEqual(status, 403, raw)
+        self.assertIn(f"peer uid {os.geteuid()}".encode(), raw)
+        self.assertIn("refused a connection", "\n".join(logged.output))
+        with self.fake.lock:
+            self.assertNotIn("charge", self.fake.jobs[self.job_id]["steps"], "nothing asked of the cluster")
+        s = StepSocket(self.journal, allowed=[os.geteuid()])
+        self.addCleanup(s.close)
+        self.assertEqual(call(s.path, "POST", "charge"), (200, b'{"key":"charge"}\n'))
+
     def test_look_up_record_and_replay(self) -> None:
         s = self.attempt()
         self.assertEqual(os.stat(s.dir).st_mode & 0o777, 0o700)
+        self.assertEqual(os.stat(s.path).st_mode & 0o777, 0o600)
         self.assertEqual(call(s.path, "POST", "charge"), (200, b'{"key":"charge"}\n'))
         self.assertEqual(call(s.path, "POST", "charge")[1], b'{"key":"charge#2"}\n')
         status, raw = call(s.path, "PUT", "charge", json.dumps({"lease": 999, "result": "a<é"}).encode())

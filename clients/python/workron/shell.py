@@ -205,7 +205,7 @@ class Command:
         if self.journal is None:
             return None
         try:
-            return StepSocket(self.journal)
+            return StepSocket(self.journal, log=self.log)
         except OSError as e:
             if self.log is not None:
                 self.log.warning("no step socket for the job: %s", e)

@@ -25,7 +25,12 @@ Journal, the one JobContext.step uses, occurrence counting included)::
                           stops the job's command (SIGTERM, the kill grace,
                           SIGKILL) and ends its attempt with no report
 
-Errors are {"error": "..."}: 400 bad body, 409 a key not looked up or an
+Only the job's processes may speak to it: the directory is 0700 and the
+socket 0600, and on Linux each connection's peer credentials
+(SO_PEERCRED) are read: a peer whose uid is not the worker's gets 403 on
+every request, and the worker's log says so once per connection.
+
+Errors are {"error": "..."}: 400 bad body, 403 another user's process, 409 a key not looked up or an
 attempt whose lease the worker lost (or, for a lookup, that parked), 413 a
 body over the bound, 429 too many names or steps running, 502 the
 cluster's refusal. The socket is removed when the job's process ends.
@@ -35,14 +40,17 @@ from __future__ import annotations
 
 import http.server
 import json
+import logging
 import os
 import shutil
+import socket
 import socketserver
+import struct
 import sys
 import tempfile
 import threading
 import urllib.parse
-from typing import Any, Dict, Optional, Set, Tuple
+from typing import Any, Dict, Optional, Sequence, Set, Tuple
 
 from .client import WorkronError
 from .durable import MAX_STEP_RESULT_BYTES, Journal, Parked, StepLimitExceeded
@@ -89,10 +97,29 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         super().handle_error(request, client_address)
 
 
-class StepSocket:
-    """Serves one running shell job's steps on a unix socket until close()."""
+def peer_refusal(conn: socket.socket, allowed: Sequence[int]) -> str:
+    """Why the process at the other end of conn, a unix socket connection,
+    may not speak to a step socket: its uid (SO_PEERCRED, Linux only) is
+    not one of allowed; "" when it may, or where the OS does not say."""
+    opt = getattr(socket, "SO_PEERCRED", None)
+    if opt is None:
+        return ""  # the private directory is the only guard here
+    try:
+        pid, uid, _ = struct.unpack("3i", conn.getsockopt(socket.SOL_SOCKET, opt, struct.calcsize("3i")))
+    except OSError as e:
+        return f"step socket: peer credentials: {e}"
+    if uid in allowed:
+        return ""
+    return f"step socket: peer uid {uid} (pid {pid}) is not the job's or the worker's (uids {list(allowed)})"
 
-    def __init__(self, journal: Journal) -> None:
+
+class StepSocket:
+    """Serves one running shell job's steps on a unix socket until close(),
+    to peers whose uid is in ``allowed`` (by default the worker's own);
+    refusals are logged to ``log``."""
+
+    def __init__(self, journal: Journal, allowed: Optional[Sequence[int]] = None,
+                 log: Optional[logging.Logger] = None) -> None:
         base = tempfile.gettempdir()
         if len(base) > _MAX_DIR:
             base = "/tmp"  # a unix socket's path is short (108 bytes on Linux)
@@ -102,6 +129,8 @@ class StepSocket:
         self._lock = threading.Lock()
         self._pending: Set[str] = set()
         self._names: Set[str] = set()
+        self._allowed = list(allowed) if allowed is not None else [os.geteuid()]
+        self._log = log
         sock = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -110,8 +139,18 @@ class StepSocket:
             def log_message(self, *args: Any) -> None:
                 pass
 
+            def setup(self) -> None:
+                super().setup()
+                self.refusal = peer_refusal(self.request, sock._allowed)
+                if self.refusal and sock._log is not None:
+                    sock._log.warning("%s: refused a connection to %s", self.refusal, sock.path)
+
             def _serve(self, method: str) -> None:
-                status, reply = sock._handle(self, method)
+                if self.refusal:
+                    self.close_connection = True
+                    status, reply = 403, {"error": self.refusal}
+                else:
+                    status, reply = sock._handle(self, method)
                 data = go_json(reply) + b"\n"
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -133,6 +172,7 @@ class StepSocket:
 
         try:
             self._server = _Server(self.path, Handler)
+            os.chmod(self.path, 0o600)
         except OSError:
             shutil.rmtree(self.dir, ignore_errors=True)
             raise
