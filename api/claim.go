@@ -61,6 +61,13 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 			}
 			continue
 		}
+		if left <= 0 && a.onReports() {
+			// Its reports are still being committed, and the reply waits
+			// for them: meanwhile the claim waits as a long-poll does, so
+			// a job submitted now is handed to it rather than left for
+			// the worker's next poll (a second commit round).
+			left = claimInFlightWait
+		}
 		if left <= 0 || !s.node.IsLeader() || s.isDraining() {
 			return nil, nil
 		}
@@ -105,9 +112,13 @@ func (s *Server) awaitClaimInFlight(ctx context.Context, finished <-chan struct{
 func (s *Server) await(ctx context.Context, a *claimArgs, d time.Duration, changed, finished <-chan struct{}) (jobs []*store.Job, over bool, err error) {
 	var w *dispatch.Waiter
 	var taken <-chan dispatch.Handoff
-	if parks(a) {
+	if parks(a, d) {
 		w = s.waiters.Park(a.cmd)
 		taken = w.Result
+	}
+	var reported <-chan struct{} // nil, so not read, once they are answered
+	if a.onReports() {
+		reported = a.reportsDone
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
@@ -115,6 +126,7 @@ func (s *Server) await(ctx context.Context, a *claimArgs, d time.Duration, chang
 	case <-s.draining:
 		over = true
 	case <-changed:
+	case <-reported: // the claim's reports are answered: it may end now
 	case <-finished: // a claim in flight ended: the jobs it left may be ours
 	case <-timer.C:
 	case h := <-taken:
@@ -203,8 +215,9 @@ func (s *Server) claimReporting(ctx context.Context, a claimArgs, reps []*fsm.Re
 		}
 	}
 	reports := s.startReports(ctx, reps)
+	a.reportsDone = reports.done
 	jobs, err := s.boundedClaim(ctx, a)
-	return jobs, reports(), err
+	return jobs, reports.wait(), err
 }
 
 // reportsThenClaim proposes reps and a's claim in one entry, with a slot
