@@ -371,6 +371,37 @@ func TestClaimCarryingAReportIsHandedAJobWhileItsReportCommits(t *testing.T) {
 	}
 }
 
+// A long-poll that wakes to look again (here: a claim in flight ended)
+// and finds nothing stays parked: it is never off the waiters while it
+// looks, so a submit then still hands it the job in the submit's entry.
+func TestHandoffPollStaysParkedWhenItWakes(t *testing.T) {
+	e := newHandoffEnv(t)
+	reply := e.parkClaim(context.Background(), "w1", "q", 1)
+	if got := e.srv.waiters.Parks(); got != 1 {
+		t.Fatalf("parks = %d, want 1", got)
+	}
+	if !e.srv.claiming.Acquire(1) {
+		t.Fatal("the claim gate is full")
+	}
+	e.srv.claiming.Release() // wakes the poll, which then looks again
+	poll.Wait(t, 10*time.Second, time.Millisecond, func() error {
+		if !e.srv.claiming.Watched() {
+			return fmt.Errorf("the poll has not looked again")
+		}
+		return nil
+	})
+	j := e.submit("q")
+	if cr := <-reply; len(cr.Jobs) != 1 || cr.Jobs[0].ID != j.ID {
+		t.Fatalf("reply %+v, want %s", cr, j.ID)
+	}
+	if got := e.node.proposed(); len(got) != 1 || fmt.Sprint(got[0]) != "[submit claim]" {
+		t.Fatalf("groups proposed: %v, want the submit with the claim", got)
+	}
+	if got := e.srv.waiters.Parks(); got != 1 {
+		t.Fatalf("parks = %d, want 1: the poll left the waiters when it woke", got)
+	}
+}
+
 // A batch submit hands one job to each parked long-poll of its queue, up to
 // dispatch.MaxHandoffs, all in the entry of the submit.
 func TestHandoffBatchTakesOneWaiterPerJob(t *testing.T) {
