@@ -18,7 +18,9 @@ const claimRetryPause = 5 * time.Millisecond
 // claim leases jobs to a worker, waiting up to wait for one to be ready. An
 // idle wait proposes nothing: it sleeps on the state machine's change signal
 // (and the next delayed job's due time) and proposes a claim only when the
-// state holds a job this worker could take.
+// state holds a job this worker could take. A poll that may park (parks)
+// stays parked for a submit's hand-off across its wake-ups, and leaves only
+// to claim for itself or to end.
 func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 	s.live.Heard(a.cmd.WorkerID, time.Now())
 	// The end of the poll counts too: a deferred call's arguments are read
@@ -26,6 +28,7 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 	defer func() { s.live.Heard(a.cmd.WorkerID, time.Now()) }()
 	deadline := time.Now().Add(a.wait)
 	gatedLooks := 0
+	var w *dispatch.Waiter // parked, from the first wait on
 	for {
 		changed := s.state.Changed()
 		if a.anyQueue {
@@ -35,15 +38,13 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 		ready := s.state.ClaimableCount(a.cmd.WorkerID, a.cmd.Queues, a.cmd.Types, a.cmd.Shell, s.now())
 		gated := false
 		if ready > 0 {
+			if jobs, over, err := s.unpark(ctx, &w); over {
+				return jobs, err
+			}
 			if gated = !s.claiming.Acquire(ready); !gated {
-				res, err := s.propose(ctx, fsm.Cmd{Op: fsm.OpClaim, Claim: &a.cmd})
-				s.claiming.Release()
-				if err != nil {
-					return nil, err
-				}
-				if len(res.Jobs) > 0 {
-					s.jobsClaimed(ctx, res.Jobs, res.Held)
-					return res.Jobs, nil
+				jobs, err := s.claimOnce(ctx, &a)
+				if err != nil || len(jobs) > 0 {
+					return jobs, err
 				}
 				changed = nil // lost a race: pause briefly rather than spin
 			}
@@ -61,14 +62,36 @@ func (s *Server) claim(ctx context.Context, a claimArgs) ([]*store.Job, error) {
 			}
 			continue
 		}
-		if left <= 0 || !s.node.IsLeader() || s.isDraining() {
-			return nil, nil
+		if left <= 0 && a.onReports() {
+			// Its reports are still being committed, and the reply waits
+			// for them: meanwhile the claim waits as a long-poll does, so
+			// a job submitted now is handed to it rather than left for
+			// the worker's next poll (a second commit round).
+			left = claimInFlightWait
 		}
-		jobs, over, err := s.await(ctx, &a, min(left, s.untilNextDue(changed == nil)), changed, finished)
+		if left <= 0 || !s.node.IsLeader() || s.isDraining() {
+			jobs, _, err := s.unpark(ctx, &w)
+			return jobs, err
+		}
+		jobs, over, err := s.await(ctx, &a, &w, min(left, s.untilNextDue(changed == nil)), changed, finished)
 		if over {
 			return jobs, err
 		}
 	}
+}
+
+// claimOnce proposes a's claim with a slot of s.claiming taken, and
+// frees it; no jobs and no error means another claim got the job first.
+func (s *Server) claimOnce(ctx context.Context, a *claimArgs) ([]*store.Job, error) {
+	res, err := s.propose(ctx, fsm.Cmd{Op: fsm.OpClaim, Claim: &a.cmd})
+	s.claiming.Release()
+	if err != nil {
+		return nil, err
+	}
+	if len(res.Jobs) > 0 {
+		s.jobsClaimed(ctx, res.Jobs, res.Held)
+	}
+	return res.Jobs, nil
 }
 
 // maxGatedLooks bounds how often a claim that may not wait looks again after
@@ -98,16 +121,23 @@ func (s *Server) awaitClaimInFlight(ctx context.Context, finished <-chan struct{
 }
 
 // await is a long-poll's wait for something to claim: a change of the
-// state, the end of another claim, d, or the end of ctx or of the node's
-// serving; meanwhile a submit may take it (handoff.go) and propose its
-// claim. over says the poll ends, with jobs (a submit's claim got them), an
-// error, or nothing.
-func (s *Server) await(ctx context.Context, a *claimArgs, d time.Duration, changed, finished <-chan struct{}) (jobs []*store.Job, over bool, err error) {
-	var w *dispatch.Waiter
+// state, the end of another claim, d, the answer to the claim's reports,
+// or the end of ctx or of the node's serving. It parks the poll in *w, if
+// not parked yet, where a submit may take it (handoff.go) and propose its
+// claim; the poll stays parked when it wakes for anything else. over says
+// the poll ends, with jobs (a submit's claim got them), an error, or
+// nothing.
+func (s *Server) await(ctx context.Context, a *claimArgs, w **dispatch.Waiter, d time.Duration, changed, finished <-chan struct{}) (jobs []*store.Job, over bool, err error) {
+	if *w == nil && parks(a, d) {
+		*w = s.waiters.Park(a.cmd)
+	}
 	var taken <-chan dispatch.Handoff
-	if parks(a) {
-		w = s.waiters.Park(a.cmd)
-		taken = w.Result
+	if *w != nil {
+		taken = (*w).Result
+	}
+	var reported <-chan struct{} // nil, so not read, once they are answered
+	if a.onReports() {
+		reported = a.reportsDone
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
@@ -115,20 +145,33 @@ func (s *Server) await(ctx context.Context, a *claimArgs, d time.Duration, chang
 	case <-s.draining:
 		over = true
 	case <-changed:
+	case <-reported: // the claim's reports are answered: it may end now
 	case <-finished: // a claim in flight ended: the jobs it left may be ours
 	case <-timer.C:
 	case h := <-taken:
+		*w = nil // answered: a submit took it off the waiters
 		return s.handedOff(ctx, h)
 	case <-ctx.Done():
 		over = true
 	}
-	if w != nil && !s.waiters.Leave(w) {
-		// A submit took it: its claim is proposed, and is answered even
-		// if the poll ends now (see handoff.go). The submit's proposal
-		// ends within proposeTimeout.
-		return s.handedOff(ctx, <-w.Result)
+	if over {
+		jobs, _, err = s.unpark(ctx, w)
+		return jobs, true, err
 	}
-	return nil, over, nil
+	return nil, false, nil
+}
+
+// unpark takes the poll parked in *w (if any) off the waiters and clears
+// *w. If a submit took it first, its claim is proposed and is answered even
+// if the poll ends now (see handoff.go), within proposeTimeout: the result
+// is handedOff's.
+func (s *Server) unpark(ctx context.Context, w **dispatch.Waiter) (jobs []*store.Job, over bool, err error) {
+	parked := *w
+	*w = nil
+	if parked == nil || s.waiters.Leave(parked) {
+		return nil, false, nil
+	}
+	return s.handedOff(ctx, <-parked.Result)
 }
 
 // untilNextDue is how long to sleep before the next delayed job is due.
@@ -203,8 +246,9 @@ func (s *Server) claimReporting(ctx context.Context, a claimArgs, reps []*fsm.Re
 		}
 	}
 	reports := s.startReports(ctx, reps)
+	a.reportsDone = reports.done
 	jobs, err := s.boundedClaim(ctx, a)
-	return jobs, reports(), err
+	return jobs, reports.wait(), err
 }
 
 // reportsThenClaim proposes reps and a's claim in one entry, with a slot

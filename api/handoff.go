@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/workron/workron/dispatch"
 	"github.com/workron/workron/fsm"
@@ -15,8 +16,9 @@ import (
 // (dispatch.Waiters); this file proposes the submit with their claims and
 // answers them.
 
-// parks says whether a long-poll with these arguments may park.
-func parks(a *claimArgs) bool { return dispatch.Parks(&a.cmd, a.wait, a.anyQueue) }
+// parks says whether a long-poll with these arguments, about to wait d,
+// may park.
+func parks(a *claimArgs, d time.Duration) bool { return dispatch.Parks(&a.cmd, d, a.anyQueue) }
 
 // proposeSubmit proposes a submit of jobs, with the claims of the waiters
 // it takes for them behind it in the same entry (submitWithClaims).

@@ -23,12 +23,24 @@ import (
 )
 
 // groupNode records the groups proposed together, and runs before (if
-// set) ahead of applying one.
+// set) ahead of applying one, and beforeAll (if set) ahead of applying
+// commands proposed each on its own (ProposeAll).
 type groupNode struct {
 	*loneNode
-	mu     sync.Mutex
-	groups [][]fsm.Op
-	before func()
+	mu        sync.Mutex
+	groups    [][]fsm.Op
+	before    func()
+	beforeAll func(cmds []fsm.Cmd)
+}
+
+func (n *groupNode) ProposeAll(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, []error) {
+	n.mu.Lock()
+	before := n.beforeAll
+	n.mu.Unlock()
+	if before != nil {
+		before(cmds)
+	}
+	return n.loneNode.ProposeAll(ctx, cmds)
 }
 
 func (n *groupNode) ProposeTogether(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result, error) {
@@ -287,7 +299,7 @@ func TestHandoffOnlyNumberedClaimsPark(t *testing.T) {
 		{"no wait", claimArgs{cmd: fsm.Claim{Fenced: true, Seq: 1}}, false},
 		{"any queue", claimArgs{wait: time.Second, anyQueue: true, cmd: fsm.Claim{Fenced: true, Seq: 1}}, false},
 	} {
-		if got := parks(&tc.args); got != tc.want {
+		if got := parks(&tc.args, tc.args.wait); got != tc.want {
 			t.Errorf("%s: parks = %v, want %v", tc.name, got, tc.want)
 		}
 	}
@@ -316,6 +328,77 @@ func TestClaimCarryingAReportIsOneEntry(t *testing.T) {
 	}
 	if got := e.node.proposed(); len(got) != 1 || fmt.Sprint(got[0]) != "[report claim]" {
 		t.Fatalf("groups proposed: %v, want one of report then claim", got)
+	}
+}
+
+// A claim that carries a report and finds nothing to claim (the Go
+// worker's, which does not wait: "wait":"0s") waits while its report is
+// being committed, as a long-poll does: a job submitted meanwhile is handed
+// to it in the submit's entry, rather than left for the worker's next poll.
+func TestClaimCarryingAReportIsHandedAJobWhileItsReportCommits(t *testing.T) {
+	e := newHandoffEnv(t)
+	first := e.submit("q")
+	var cr wire.ClaimResponse
+	if code, werr := e.do(http.MethodPost, "/jobs/claim", `{"worker_id":"w1","queues":["q"],"shell":true,"claim_seq":1}`, &cr); code != http.StatusOK || len(cr.Jobs) != 1 {
+		t.Fatalf("first claim: %d %+v %+v", code, werr, cr)
+	}
+	release := make(chan struct{})
+	e.node.mu.Lock()
+	e.node.beforeAll = func(cmds []fsm.Cmd) {
+		if len(cmds) > 0 && cmds[0].Op == fsm.OpReport {
+			<-release // the report's commit is slow
+		}
+	}
+	e.node.mu.Unlock()
+	body := fmt.Sprintf(`{"worker_id":"w1","queues":["q"],"shell":true,"claim_seq":2,"wait":"0s","reports":[{"job_id":%q,"status":"done","lease":%d,"exit_code":0}]}`, first.ID, cr.Jobs[0].Lease)
+	out := make(chan wire.ClaimResponse, 1)
+	go func() {
+		var cr wire.ClaimResponse
+		if code, werr := e.do(http.MethodPost, "/jobs/claim", body, &cr); code != http.StatusOK {
+			t.Errorf("claim with a report: %d %+v", code, werr)
+		}
+		out <- cr
+	}()
+	e.waitParked(1)
+	second := e.submit("q")
+	close(release)
+	cr = <-out
+	if len(cr.Reports) != 1 || cr.Reports[0].Status != wire.StatusDone || len(cr.Jobs) != 1 || cr.Jobs[0].ID != second.ID {
+		t.Fatalf("reply %+v, want %s done and %s claimed", cr, first.ID, second.ID)
+	}
+	if got := e.node.proposed(); len(got) != 1 || fmt.Sprint(got[0]) != "[submit claim]" {
+		t.Fatalf("groups proposed: %v, want the submit with the claim", got)
+	}
+}
+
+// A long-poll that wakes to look again (here: a claim in flight ended)
+// and finds nothing stays parked: it is never off the waiters while it
+// looks, so a submit then still hands it the job in the submit's entry.
+func TestHandoffPollStaysParkedWhenItWakes(t *testing.T) {
+	e := newHandoffEnv(t)
+	reply := e.parkClaim(context.Background(), "w1", "q", 1)
+	if got := e.srv.waiters.Parks(); got != 1 {
+		t.Fatalf("parks = %d, want 1", got)
+	}
+	if !e.srv.claiming.Acquire(1) {
+		t.Fatal("the claim gate is full")
+	}
+	e.srv.claiming.Release() // wakes the poll, which then looks again
+	poll.Wait(t, 10*time.Second, time.Millisecond, func() error {
+		if !e.srv.claiming.Watched() {
+			return fmt.Errorf("the poll has not looked again")
+		}
+		return nil
+	})
+	j := e.submit("q")
+	if cr := <-reply; len(cr.Jobs) != 1 || cr.Jobs[0].ID != j.ID {
+		t.Fatalf("reply %+v, want %s", cr, j.ID)
+	}
+	if got := e.node.proposed(); len(got) != 1 || fmt.Sprint(got[0]) != "[submit claim]" {
+		t.Fatalf("groups proposed: %v, want the submit with the claim", got)
+	}
+	if got := e.srv.waiters.Parks(); got != 1 {
+		t.Fatalf("parks = %d, want 1: the poll left the waiters when it woke", got)
 	}
 }
 

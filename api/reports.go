@@ -28,23 +28,30 @@ func (s *Server) handleBatchReport(w http.ResponseWriter, r *http.Request) {
 		fc.report(rep)
 	}
 	ctx := s.withReportTraces(r.Context(), req.Reports)
-	writeJSON(w, http.StatusOK, wire.BatchReportResponse{Results: s.startReports(ctx, reps)()})
+	writeJSON(w, http.StatusOK, wire.BatchReportResponse{Results: s.startReports(ctx, reps).wait()})
 }
 
-// startReports proposes every report at once and returns a function that
-// waits for their results, in order.
-func (s *Server) startReports(ctx context.Context, reps []*fsm.Report) func() []wire.BatchReportResult {
-	out := make([]wire.BatchReportResult, len(reps))
-	done := make(chan struct{})
+// reportsInFlight are reports proposed by startReports.
+type reportsInFlight struct {
+	done chan struct{} // closed once every report is answered
+	out  []wire.BatchReportResult
+}
+
+// wait waits for the reports' results, in order.
+func (r *reportsInFlight) wait() []wire.BatchReportResult {
+	<-r.done
+	return r.out
+}
+
+// startReports proposes every report at once, without waiting for them.
+func (s *Server) startReports(ctx context.Context, reps []*fsm.Report) *reportsInFlight {
+	r := &reportsInFlight{done: make(chan struct{}), out: make([]wire.BatchReportResult, len(reps))}
 	go func() {
-		defer close(done)
+		defer close(r.done)
 		results, errs := s.proposeAll(ctx, reportCmds(reps))
-		s.reportResults(ctx, reps, results, errs, out)
+		s.reportResults(ctx, reps, results, errs, r.out)
 	}()
-	return func() []wire.BatchReportResult {
-		<-done
-		return out
-	}
+	return r
 }
 
 // reportCmds are the commands of reps.

@@ -529,6 +529,24 @@ type claimArgs struct {
 	// anyQueue (the v0 worker API's /jobs/next without a queue) re-lists the queues
 	// on every wake-up, so a queue created during the wait is seen.
 	anyQueue bool
+	// reportsDone, if not nil, is closed once the reports the claim
+	// carries are answered: until then the claim waits (and may be handed
+	// a job) even past wait, since its reply waits for them anyway.
+	reportsDone <-chan struct{}
+}
+
+// onReports says whether the claim still waits for its reports
+// (reportsDone open).
+func (a *claimArgs) onReports() bool {
+	if a.reportsDone == nil {
+		return false
+	}
+	select {
+	case <-a.reportsDone:
+		return false
+	default:
+		return true
+	}
 }
 
 // claimArgs validates a claim (POST /jobs/claim, or GET /jobs/next's

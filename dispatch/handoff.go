@@ -34,6 +34,7 @@ import (
 type Waiters struct {
 	mu     sync.Mutex
 	parked []*Waiter
+	parks  uint64 // calls of Park
 }
 
 // Waiter is one parked long-poll.
@@ -68,8 +69,18 @@ func (ws *Waiters) Park(c fsm.Claim) *Waiter {
 	w := &Waiter{Claim: c, Result: make(chan Handoff, 1)}
 	ws.mu.Lock()
 	ws.parked = append(ws.parked, w)
+	ws.parks++
 	ws.mu.Unlock()
 	return w
+}
+
+// Parks is how many times a long-poll has parked (Park). A poll parks
+// once however often it wakes to look again, so that it keeps its place
+// and is never off the list while it looks.
+func (ws *Waiters) Parks() uint64 {
+	ws.mu.Lock()
+	defer ws.mu.Unlock()
+	return ws.parks
 }
 
 // Leave removes w unless a submit took it; false means it was taken and
