@@ -31,7 +31,7 @@ func TestSnapshotStoreSyncsAsItWrites(t *testing.T) {
 		if _, err := sink.Write(want[i*600 : (i+1)*600]); err != nil {
 			t.Fatal(err)
 		}
-		if got := ss.syncs; got != (i+1)/2 {
+		if got := ss.pace.Flushes(); got != (i+1)/2 {
 			t.Fatalf("after write %d: %d syncs, want %d", i+1, got, (i+1)/2)
 		}
 	}
