@@ -122,7 +122,39 @@ func joinOnce(b *testing.B, src, dir string) [6]time.Duration {
 	if err := st.Close(); err != nil {
 		b.Fatal(err)
 	}
+	if os.Getenv("WORKRON_JOIN_READAHEAD") != "" {
+		newAfterReadAhead(b, path)
+	}
 	return took
+}
+
+// newAfterReadAhead logs how long fsm.New takes on the file dropped from
+// the page cache when the whole file is read ahead first
+// (posix_fadvise WILLNEED, in file order), the remedy docs/performance.md
+// weighs for a cold start.
+func newAfterReadAhead(b *testing.B, path string) {
+	dropCache(b, path)
+	t := time.Now()
+	f, err := os.Open(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_WILLNEED); err != nil {
+		b.Fatal(err)
+	}
+	f.Close()
+	advised := time.Since(t)
+	st, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := fsm.New(st, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("New cold after WILLNEED of the whole file: %v (the advice returned after %v)", time.Since(t).Round(time.Millisecond), advised.Round(time.Millisecond))
+	if err := st.Close(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // dropCache drops the file's clean pages from the page cache.

@@ -15,12 +15,12 @@ import (
 	"github.com/workron/workron/store"
 )
 
-// writeSnapshot writes data as a snapshot at index into snaps and returns
-// the path of its state file.
-func writeSnapshot(t *testing.T, snaps *snapshotStore, index uint64, data []byte) (id, statePath string) {
+// writeSnapshot writes data as a snapshot at index into s and returns its
+// id.
+func writeSnapshot(t *testing.T, s raft.SnapshotStore, index uint64, data []byte) string {
 	t.Helper()
 	_, trans := raft.NewInmemTransport(raft.NewInmemAddr())
-	sink, err := snaps.Create(raft.SnapshotVersionMax, index, 1, raft.Configuration{}, 0, trans)
+	sink, err := s.Create(raft.SnapshotVersionMax, index, 1, raft.Configuration{}, 0, trans)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,7 +30,12 @@ func writeSnapshot(t *testing.T, snaps *snapshotStore, index uint64, data []byte
 	if err := sink.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return sink.ID(), filepath.Join(snaps.dir, sink.ID(), "state.bin")
+	return sink.ID()
+}
+
+// statePath is the state file of snapshot id in snaps.
+func statePath(snaps *snapshotStore, id string) string {
+	return filepath.Join(snaps.dir, id, "state.bin")
 }
 
 // The snapshot reader gives a snapshot's bytes once, and never all of
@@ -44,8 +49,8 @@ func TestSnapshotReaderChecksTheCRC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, path := writeSnapshot(t, snaps, 5, data)
-		return snaps, id, path
+		id := writeSnapshot(t, snaps, 5, data)
+		return snaps, id, statePath(snaps, id)
 	}
 	damage := func(t *testing.T, path string, fn func([]byte) []byte) {
 		t.Helper()
@@ -100,7 +105,7 @@ func TestSnapshotReaderChecksTheCRC(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		id, _ := writeSnapshot(t, snaps, 5, nil)
+		id := writeSnapshot(t, snaps, 5, nil)
 		if got := readSnapshot(t, snaps, id); len(got) != 0 {
 			t.Fatalf("read %d bytes of an empty snapshot", len(got))
 		}
@@ -155,7 +160,8 @@ func TestRestoreOfADamagedSnapshotKeepsTheState(t *testing.T) {
 	}
 
 	// A byte of the last page, one that opening the file does not read.
-	id, path := writeSnapshot(t, snaps, 50, buf.Bytes())
+	id := writeSnapshot(t, snaps, 50, buf.Bytes())
+	path := statePath(snaps, id)
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -171,7 +177,7 @@ func TestRestoreOfADamagedSnapshotKeepsTheState(t *testing.T) {
 		t.Fatalf("applied index after a refused restore = %d, want the old state's 7", got)
 	}
 
-	id, _ = writeSnapshot(t, snaps, 60, buf.Bytes())
+	id = writeSnapshot(t, snaps, 60, buf.Bytes())
 	if err := restore(id); err != nil {
 		t.Fatalf("restore of a whole snapshot: %v", err)
 	}
