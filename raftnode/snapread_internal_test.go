@@ -100,6 +100,21 @@ func TestSnapshotReaderChecksTheCRC(t *testing.T) {
 			}
 		}
 	})
+	t.Run("AFileCutAfterOpenFails", func(t *testing.T) {
+		snaps, id, path := setup(t)
+		_, rc, err := snaps.Open(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rc.Close()
+		if err := os.Truncate(path, int64(len(data)/2)); err != nil {
+			t.Fatal(err)
+		}
+		got, err := io.ReadAll(rc)
+		if !errors.Is(err, errSnapshotCRC) || len(got) >= len(data) {
+			t.Fatalf("read %d bytes of a file of %d cut to %d, err = %v; want errSnapshotCRC before the end", len(got), len(data), len(data)/2, err)
+		}
+	})
 	t.Run("AnEmptySnapshotIsChecked", func(t *testing.T) {
 		snaps, err := newSnapshotStore(t.TempDir(), 2, hclog.NewNullLogger())
 		if err != nil {
