@@ -259,13 +259,22 @@ func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
 }
 
 // Restore replaces the state with a snapshot's and rebuilds the indexes.
-func (f *FSM) Restore(rc io.ReadCloser) error {
+// Every page of the snapshot is checked first (store.Restore); on error
+// the old state stays.
+func (f *FSM) Restore(rc io.ReadCloser) error { return f.restore(rc, f.st.Restore) }
+
+// RestoreChecked is Restore for a stream that fails unless a checksum of
+// all its bytes matched (store.RestoreChecked): Raft's snapshots, read
+// through raftnode's snapshot store. On error the old state stays.
+func (f *FSM) RestoreChecked(rc io.ReadCloser) error { return f.restore(rc, f.st.RestoreChecked) }
+
+func (f *FSM) restore(rc io.ReadCloser, restore func(io.Reader) error) error {
 	defer rc.Close()
 	f.stMu.Lock()
 	defer f.stMu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.st.Restore(rc); err != nil {
+	if err := restore(rc); err != nil {
 		return fmt.Errorf("restore: %w", err)
 	}
 	if err := f.load(); err != nil {

@@ -148,7 +148,7 @@ type timedFSM struct {
 // state stands at it, though the FSM's own applied index may be lower (see
 // Node.AppliedIndex).
 func (t *timedFSM) Restore(rc io.ReadCloser) error {
-	if err := t.FSM.Restore(rc); err != nil {
+	if err := restoreFSM(t.FSM, rc); err != nil {
 		return err
 	}
 	t.restored.newest()

@@ -282,7 +282,7 @@ func (n *Node) catchUpFromSnapshot() error {
 		return fmt.Errorf("open snapshot %s: %w", metas[0].ID, err)
 	}
 	n.logger.Info("state file behind snapshot; restoring", "state_index", n.fsm.Applied(), "snapshot_index", metas[0].Index)
-	if err := n.fsm.Restore(rc); err != nil {
+	if err := restoreFSM(n.fsm, rc); err != nil {
 		return err
 	}
 	n.snapRestored.v.Store(metas[0].Index)

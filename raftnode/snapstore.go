@@ -7,16 +7,19 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/hashicorp/raft"
+
+	"github.com/workron/workron/internal/flushpace"
 )
 
 // snapshotSyncBytes is how many bytes a snapshot sink is given between
-// fsyncs of its state file. A var so that tests can lower it.
+// flushes of its state file (flushpace). A var so that tests can lower it.
 var snapshotSyncBytes = 4 << 20
 
 // snapshotStore is hashicorp/raft's FileSnapshotStore, whose layout it
 // keeps (snapshots/<id>/meta.json and state.bin, written in <id>.tmp and
-// renamed), with a sink that fsyncs its state file every snapshotSyncBytes
-// as it is written.
+// renamed), with a sink that flushes its state file every snapshotSyncBytes
+// as it is written (flushpace), and a reader that checks a snapshot's CRC
+// as it reads it once (snapread.go).
 //
 // Raft's sink writes the whole snapshot through a buffer and fsyncs it once
 // at the end. Workron's snapshot is its state file, ~60 MB at 100k jobs, so
@@ -26,7 +29,11 @@ var snapshotSyncBytes = 4 << 20
 // snapshot. On this machine's disk a loop of 4 KiB pwrite+fdatasync waited
 // at most 0.6 ms alone, 32 ms beside a 64 MB write fsync'd once, and 2.4 ms
 // beside the same write fsync'd every 4 MB. A follower installing the
-// leader's snapshot writes through the same sink.
+// leader's snapshot writes through the same sink. Each step's flush is
+// started as it is written and waited for one step later, so the disk
+// writes one step while the sink takes the next: an fsync of each step
+// made the writer wait for the disk every 4 MiB (receiving a 756 MiB
+// snapshot took 9-12 s that way here; docs/performance.md).
 type snapshotStore struct {
 	*raft.FileSnapshotStore
 	dir string // where FileSnapshotStore keeps the snapshots
@@ -56,17 +63,16 @@ func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
 		sink.Cancel()
 		return nil, fmt.Errorf("open snapshot state file to sync it: %w", err)
 	}
-	return &syncingSink{SnapshotSink: sink, state: f}, nil
+	return &syncingSink{SnapshotSink: sink, state: f, pace: flushpace.New(f, snapshotSyncBytes)}, nil
 }
 
-// syncingSink fsyncs the state file every snapshotSyncBytes it is given,
-// so that no flush of it, the last one (in the sink's Close) included, is
-// much larger.
+// syncingSink flushes the state file every snapshotSyncBytes it is given,
+// so that no flush of it, the last one (the sink's fsync in Close)
+// included, is much larger.
 type syncingSink struct {
 	raft.SnapshotSink
-	state    *os.File
-	unsynced int // bytes given since the last sync
-	syncs    int // syncs before Close, for tests
+	state *os.File
+	pace  *flushpace.Pacer
 }
 
 func (s *syncingSink) Write(b []byte) (int, error) {
@@ -74,12 +80,8 @@ func (s *syncingSink) Write(b []byte) (int, error) {
 	if err != nil {
 		return n, err
 	}
-	if s.unsynced += n; s.unsynced >= snapshotSyncBytes {
-		if err := s.state.Sync(); err != nil {
-			return n, fmt.Errorf("sync snapshot state file: %w", err)
-		}
-		s.unsynced = 0
-		s.syncs++
+	if err := s.pace.Wrote(n); err != nil {
+		return n, fmt.Errorf("snapshot state file: %w", err)
 	}
 	return n, nil
 }

@@ -31,7 +31,7 @@ func TestSnapshotStoreSyncsAsItWrites(t *testing.T) {
 		if _, err := sink.Write(want[i*600 : (i+1)*600]); err != nil {
 			t.Fatal(err)
 		}
-		if got := ss.syncs; got != (i+1)/2 {
+		if got := ss.pace.Flushes(); got != (i+1)/2 {
 			t.Fatalf("after write %d: %d syncs, want %d", i+1, got, (i+1)/2)
 		}
 	}
@@ -56,21 +56,7 @@ func TestSnapshotStoreKeepsRaftsLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, trans := raft.NewInmemTransport(raft.NewInmemAddr())
-	write := func(s raft.SnapshotStore, index uint64, data []byte) string {
-		sink, err := s.Create(raft.SnapshotVersionMax, index, 1, raft.Configuration{}, 0, trans)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := sink.Write(data); err != nil {
-			t.Fatal(err)
-		}
-		if err := sink.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return sink.ID()
-	}
-	old := write(plain, 5, []byte("written by raft.FileSnapshotStore"))
+	old := writeSnapshot(t, plain, 5, []byte("written by raft.FileSnapshotStore"))
 	metas, err := ours.List()
 	if err != nil || len(metas) != 1 || metas[0].ID != old || metas[0].Index != 5 {
 		t.Fatalf("List = %+v, %v; want the one snapshot %s at index 5", metas, err, old)
@@ -78,7 +64,7 @@ func TestSnapshotStoreKeepsRaftsLayout(t *testing.T) {
 	if got := string(readSnapshot(t, ours, old)); got != "written by raft.FileSnapshotStore" {
 		t.Fatalf("read %q through this store", got)
 	}
-	newer := write(ours, 9, []byte("written by raftnode"))
+	newer := writeSnapshot(t, ours, 9, []byte("written by raftnode"))
 	if got := string(readSnapshot(t, plain, newer)); got != "written by raftnode" {
 		t.Fatalf("read %q through raft.FileSnapshotStore", got)
 	}

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/workron/workron/internal/flushpace"
 )
 
 // openInternal opens a store for tests that reach past the API to break it.
@@ -178,15 +180,15 @@ func TestRestoreSyncsAsItWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	w := &syncingWriter{f: f}
+	w := &syncingWriter{f: f, pace: flushpace.New(f, restoreSyncBytes)}
 	chunk := make([]byte, 1<<20)
 	for range 10 {
 		if _, err := w.Write(chunk); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if w.syncs != 10/(restoreSyncBytes>>20) {
-		t.Fatalf("10 MiB written: %d syncs, want one every %d MiB", w.syncs, restoreSyncBytes>>20)
+	if w.pace.Flushes() != 10/(restoreSyncBytes>>20) {
+		t.Fatalf("10 MiB written: %d flushes, want one every %d MiB", w.pace.Flushes(), restoreSyncBytes>>20)
 	}
 	st, err := f.Stat()
 	if err != nil {

@@ -18,6 +18,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/workron/workron/internal/flushpace"
 )
 
 // Errors returned by the store.
@@ -281,14 +283,30 @@ func (s *Store) retire() error {
 
 // Restore replaces the whole state with the bolt file read from r. The
 // caller must ensure no Update or View runs; a Snapshot may be open, and
-// goes on reading the old state. On error the old state stays.
-func (s *Store) Restore(r io.Reader) error {
+// goes on reading the old state. Every page of the new file is checked
+// (VerifyPages) before the old state is given up: on error the old state
+// stays.
+func (s *Store) Restore(r io.Reader) error { return s.restore(r, VerifyPages) }
+
+// RestoreChecked is Restore for a stream that checks its own bytes whole:
+// one that fails, rather than end, unless a checksum of every byte it gave
+// matched (raftnode's snapshot reader, over a snapshot's CRC). A cut-off
+// or damaged stream then fails the copy, and the new file is checked only
+// as far as opening it reads first (QuickCheck): VerifyPages would read
+// all of it again, 2-4 s a million jobs here. What the checksum cannot
+// show is damage in the file it was taken of; that is the page checks'
+// of the file it came from, and of this one at its next start.
+func (s *Store) RestoreChecked(r io.Reader) error {
+	return s.restore(r, func(path string) (Info, error) { return Info{}, QuickCheck(path) })
+}
+
+func (s *Store) restore(r io.Reader, check func(path string) (Info, error)) error {
 	tmp := s.path + ".restore"
 	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("restore: create %s: %w", tmp, err)
 	}
-	_, err = io.Copy(&syncingWriter{f: f}, r)
+	_, err = io.Copy(&syncingWriter{f: f, pace: flushpace.New(f, restoreSyncBytes)}, r)
 	if err != nil {
 		f.Close()
 		os.Remove(tmp)
@@ -305,11 +323,12 @@ func (s *Store) Restore(r io.Reader) error {
 	}
 	// Check the new file before giving up the old one: a cut-off stream, a
 	// corrupted one or one of another format would otherwise fail (or crash
-	// bbolt) only after the old state is gone. VerifyPages, not Verify: a
+	// bbolt) only after the old state is gone. VerifyPages (or QuickCheck
+	// after a stream that checked itself, RestoreChecked), not Verify: a
 	// follower installs the leader's snapshots here, and the records of a
 	// million jobs take seconds to decode; a user's backup was checked whole
 	// before it reached Raft (raftnode.Node.Restore).
-	if _, err := VerifyPages(tmp); err != nil {
+	if _, err := check(tmp); err != nil {
 		os.Remove(tmp)
 		return fmt.Errorf("restore: %w", err)
 	}
@@ -326,27 +345,23 @@ func (s *Store) Restore(r io.Reader) error {
 	return s.open()
 }
 
-// restoreSyncBytes is how many bytes Restore writes before it fsyncs them.
-// One fsync of a whole snapshot (tens of MB) at the end would hold every
-// fsync of the Raft log on the same disk behind it for tens of
-// milliseconds; raftnode's snapshot sink syncs as it writes for the same
-// reason (raftnode/snapstore.go).
+// restoreSyncBytes is how many bytes Restore writes between flushes
+// (flushpace). One fsync of a whole snapshot (tens of MB) at the end
+// would hold every fsync of the Raft log on the same disk behind it for
+// tens of milliseconds; raftnode's snapshot sink flushes as it writes for
+// the same reason (raftnode/snapstore.go).
 const restoreSyncBytes = 4 << 20
 
-// syncingWriter writes to f and fsyncs every restoreSyncBytes.
+// syncingWriter writes to f and flushes it every restoreSyncBytes.
 type syncingWriter struct {
-	f        *os.File
-	unsynced int
-	syncs    int
+	f    *os.File
+	pace *flushpace.Pacer
 }
 
 func (w *syncingWriter) Write(b []byte) (int, error) {
 	n, err := w.f.Write(b)
-	w.unsynced += n
-	if err == nil && w.unsynced >= restoreSyncBytes {
-		err = w.f.Sync()
-		w.unsynced = 0
-		w.syncs++
+	if err == nil {
+		err = w.pace.Wrote(n)
 	}
 	return n, err
 }
