@@ -29,6 +29,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&c.Jobs, "jobs", 20000, "jobs of submit_single and of each claim scenario; submit_batch and submit_batch_metadata send twice as many")
 	fs.Float64Var(&c.Rate, "rate", 200, "submissions per second in the latency scenario")
 	fs.DurationVar(&c.Duration, "duration", 10*time.Second, "how long the latency scenario submits")
+	fs.IntVar(&c.LatencyWorkers, "latency-workers", 8, "one-slot long-polling workers of the latency scenario (1 to 1024)")
 	fs.DurationVar(&c.SubmitFor, "submit-for", 0, "run submit_single and the submit_batch scenarios for this long instead of a job count")
 	fs.StringVar(&scenarios, "scenarios", strings.Join(bench.Scenarios, ","), "scenarios to run, comma-separated")
 	fs.StringVar(&c.Output, "o", "table", "output: table (a table, then one JSON line per figure) or json (JSON lines only)")

@@ -109,10 +109,13 @@ func TestBenchFlags(t *testing.T) {
 		{"--large-min-free-gb", "-1"},
 		{"--proc-raft-timeout", "1ms"},
 		{"--resume-steps", "10000"},
+		{"--latency-workers", "0"},
+		{"--latency-workers", "1025"},
 	} {
 		var stdout, stderr bytes.Buffer
-		if err := runBench(context.Background(), args, &stdout, &stderr); err == nil {
-			t.Errorf("runBench(%q) = nil, want an error", args)
+		err := runBench(context.Background(), args, &stdout, &stderr)
+		if err == nil || !strings.Contains(err.Error(), args[0]) {
+			t.Errorf("runBench(%q) = %v, want an error naming %s", args, err, args[0])
 		}
 	}
 }

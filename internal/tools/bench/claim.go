@@ -301,7 +301,7 @@ func (b *bencher) latencyWorker(leader, queue string, i int, t *tracker, errs *a
 		max: 1, wait: "30s", t: t, errs: errs, onDone: onDone, longPollReports: true}
 }
 
-// latency submits at --rate for --duration while benchLatencyWorkers
+// latency submits at --rate for --duration while --latency-workers
 // long-polling workers claim and report done; it measures each job's time
 // from the start of its submit request to the arrival of its claim reply.
 func (b *bencher) latency(ctx context.Context) ([]Figure, error) {
@@ -316,10 +316,11 @@ func (b *bencher) latency(ctx context.Context) ([]Figure, error) {
 	var done atomic.Int64
 	workCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var workers sync.WaitGroup
-	for i := range benchLatencyWorkers {
+	var running sync.WaitGroup
+	workers := b.cfg.latencyWorkers()
+	for i := range workers {
 		w := b.latencyWorker(leader, queue, i, t, &errs, func() { done.Add(1) })
-		workers.Go(func() { w.run(workCtx) })
+		running.Go(func() { w.run(workCtx) })
 	}
 	ph := b.startPhase(ctx, name, leader)
 	body := mustJSON(wire.SubmitRequest{Command: "true", Queue: queue})
@@ -348,14 +349,14 @@ func (b *bencher) latency(ctx context.Context) ([]Figure, error) {
 		problems = append(problems, fmt.Sprintf("%d of %d jobs done after 60s", done.Load(), t.accepted()))
 	}
 	cancel()
-	workers.Wait()
-	fg := Figure{Unit: "ms", Clients: benchLatencyWorkers, Target: "leader"}
+	running.Wait()
+	fg := Figure{Unit: "ms", Clients: workers, Target: "leader"}
 	ph.end(ctx, time.Time{}, &fg)
 	fg.Errors = errs.Load()
 	lat := t.latencies()
 	fg.Jobs = len(lat)
 	fg.Note = fmt.Sprintf("submit→start (submit request sent → claim reply received) at %.0f jobs/s for %s, %d workers long-polling 30s",
-		b.cfg.Rate, b.cfg.Duration, benchLatencyWorkers)
+		b.cfg.Rate, b.cfg.Duration, workers)
 	fg.check(problems, t.check(true), b.verifyQueue(ctx, leader, queue, wire.StatusDone, t))
 	var figs []Figure
 	for _, q := range []struct {

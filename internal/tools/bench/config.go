@@ -22,13 +22,14 @@ var Scenarios = []string{"submit_single", "submit_batch", "submit_batch_metadata
 
 // Fixed shapes of the scenarios.
 const (
-	benchBatchSize       = 1000 // jobs per POST /jobs/batch: the server's default cap
-	benchBatchClients    = 4    // concurrent batch submitters
-	benchBatchedClaimMax = 16   // max of one claim in claim_done_batched
-	benchLatencyWorkers  = 8    // long-polling workers of the latency scenario
-	benchLatencyInflight = 64   // most submissions in flight in the latency scenario
-	benchSampleGets      = 25   // jobs read back one by one after each scenario
-	benchMaxProblems     = 5    // correctness problems quoted per figure
+	benchBatchSize         = 1000 // jobs per POST /jobs/batch: the server's default cap
+	benchBatchClients      = 4    // concurrent batch submitters
+	benchBatchedClaimMax   = 16   // max of one claim in claim_done_batched
+	benchLatencyWorkers    = 8    // long-polling workers of the latency scenario, by default
+	benchMaxLatencyWorkers = 1024 // most of them (--latency-workers)
+	benchLatencyInflight   = 64   // most submissions in flight in the latency scenario
+	benchSampleGets        = 25   // jobs read back one by one after each scenario
+	benchMaxProblems       = 5    // correctness problems quoted per figure
 
 	// benchRetryFor is how long a request is retried while the cluster
 	// answers that nothing was done (an election, say).
@@ -52,6 +53,10 @@ type Config struct {
 	Rate float64
 	// Duration is how long the latency scenario submits (--duration).
 	Duration time.Duration
+	// LatencyWorkers is the one-slot long-polling workers of the latency
+	// scenario (--latency-workers, 8 by default); Validate refuses 0, and
+	// a Config not validated (tests) runs benchLatencyWorkers.
+	LatencyWorkers int
 	// SubmitFor, when positive, runs submit_single and the submit_batch ones for
 	// this long instead of a job count (--submit-for).
 	SubmitFor time.Duration
@@ -120,6 +125,8 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("--rate must be a positive number, got %v", c.Rate)
 	case c.Duration <= 0:
 		return fmt.Errorf("--duration must be positive, got %s", c.Duration)
+	case c.LatencyWorkers < 1 || c.LatencyWorkers > benchMaxLatencyWorkers:
+		return fmt.Errorf("--latency-workers must be 1 to %d, got %d", benchMaxLatencyWorkers, c.LatencyWorkers)
 	case c.SubmitFor < 0:
 		return fmt.Errorf("--submit-for must not be negative, got %s", c.SubmitFor)
 	case c.Output != "table" && c.Output != "json":
@@ -157,4 +164,13 @@ func (c *Config) Validate() error {
 		return errors.New("bench: Config.Stdout and Config.Stderr are required")
 	}
 	return nil
+}
+
+// latencyWorkers is the latency scenario's workers: LatencyWorkers, or
+// benchLatencyWorkers when not set.
+func (c *Config) latencyWorkers() int {
+	if c.LatencyWorkers > 0 {
+		return c.LatencyWorkers
+	}
+	return benchLatencyWorkers
 }

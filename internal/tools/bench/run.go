@@ -33,7 +33,7 @@ import (
 //     typed jobs (goworker.go);
 //   - claim_done_limits: claim_done without keys, with 10,000 concurrency
 //     keys, and with them under a per-key limit, and the ratio (limits.go);
-//   - latency: submits at Rate for Duration while benchLatencyWorkers
+//   - latency: submits at Rate for Duration while LatencyWorkers
 //     long-polling workers claim; submit→start percentiles;
 //   - real_workers, failover, large_store, bulk_retry_kill: real
 //     processes (see each);
