@@ -33,7 +33,7 @@ var snapshotSyncBytes = 4 << 20
 // started as it is written and waited for one step later, so the disk
 // writes one step while the sink takes the next: an fsync of each step
 // made the writer wait for the disk every 4 MiB (receiving a 756 MiB
-// snapshot took 9-12 s that way here; docs/performance.md).
+// snapshot took 9-12 s that way here; docs/performance-store.md).
 type snapshotStore struct {
 	*raft.FileSnapshotStore
 	dir string // where FileSnapshotStore keeps the snapshots

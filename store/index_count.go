@@ -65,7 +65,7 @@ func (b *epochBitmap) count() int {
 // one) and counts their jobs in it: a list of an epoch wholly in the range
 // counted against no term adds its length. Its cost follows the epochs
 // and the lists' lengths, never the records: about 20 ms for a million
-// jobs (docs/performance.md).
+// jobs (docs/performance-search.md).
 //
 // among, ascending seqs, are jobs the caller wants counted apart (the
 // FSM's scheduled jobs, which the index cannot tell from pending ones):

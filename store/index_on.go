@@ -3,5 +3,5 @@
 package store
 
 // searchIndexOff is true only in a build tagged workron_bench_noindex, the
-// A/B baseline of what the search index costs (docs/performance.md).
+// A/B baseline of what the search index costs (docs/performance-search.md).
 const searchIndexOff = false
