@@ -131,8 +131,13 @@ func postingLow(v []byte, i int) uint64 { return uint64(v[2*i])<<8 | uint64(v[2*
 // is scratch, kept grown for the next call.
 func eachIndexKey(buf *[]byte, j *Job, fn func(k []byte) error) error {
 	emit := func(kind byte, parts ...string) error {
-		*buf = appendIndexKey((*buf)[:0], j.Seq, kind, parts...)
-		return fn(*buf)
+		k := appendIndexKey((*buf)[:0], j.Seq, kind, parts...)
+		// Keep the buffer only when it grew: storing a slice into the
+		// Tx costs a write barrier while the collector runs.
+		if cap(k) > cap(*buf) {
+			*buf = k[:0]
+		}
+		return fn(k)
 	}
 	if err := emit(idxStatusQueue, string(j.Status), j.Queue); err != nil {
 		return err

@@ -117,8 +117,12 @@ func (sb *sharedBuilder) reset() { sb.body, sb.offs = sb.body[:0], sb.offs[:0] }
 
 // add adds the entry of term, the part after the group's prefix, and low.
 func (sb *sharedBuilder) add(low uint64, term []byte) {
+	// One append per statement: the compiler then stores back only the
+	// length unless the slice grew, with no write barrier while the
+	// collector runs (a nested append stores the whole header).
 	sb.offs = append(sb.offs, uint32(len(sb.body)))
-	sb.body = append(append(sb.body, byte(low>>8), byte(low)), term...)
+	sb.body = append(sb.body, byte(low>>8), byte(low))
+	sb.body = append(sb.body, term...)
 }
 
 // size is the length of the shared list.
