@@ -22,7 +22,7 @@ import (
 //     sink Raft's InstallSnapshot writes into), from the state file named by
 //     WORKRON_JOIN_PATH (filled by BenchmarkStart with WORKRON_START_PATH);
 //   - open: the snapshot store's Open, as Raft's FSM goroutine opens it;
-//   - restore: the FSM's restore of it (Raft's path, restoreFSM): the copy
+//   - restore: the FSM's restore of it (Raft's path, fsm.FSM.RestoreChecked): the copy
 //     into the state file, its check and the rebuild of the indexes;
 //   - and then, on the restored file, each again alone: store.VerifyPages,
 //     fsm.New with the file in the page cache, and fsm.New with the file
@@ -109,7 +109,7 @@ func joinOnce(b *testing.B, src, dir string) [6]time.Duration {
 	}
 	tr := &timedReader{r: rc}
 	step(2, func() error {
-		return restoreFSM(f, struct {
+		return f.RestoreChecked(struct {
 			io.Reader
 			io.Closer
 		}{tr, rc})

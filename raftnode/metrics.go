@@ -141,6 +141,9 @@ type timedFSM struct {
 	stop      <-chan struct{}
 	// restored records the index of each snapshot the FSM restores.
 	restored *restoredIndex
+	// restore restores a snapshot from the node's snapshot store
+	// (Node.restoreChecked).
+	restore func(io.ReadCloser) error
 }
 
 // Restore replaces the state with a snapshot's (one a leader sent, or a
@@ -148,7 +151,7 @@ type timedFSM struct {
 // state stands at it, though the FSM's own applied index may be lower (see
 // Node.AppliedIndex).
 func (t *timedFSM) Restore(rc io.ReadCloser) error {
-	if err := restoreFSM(t.FSM, rc); err != nil {
+	if err := t.restore(rc); err != nil {
 		return err
 	}
 	t.restored.newest()

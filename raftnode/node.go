@@ -44,14 +44,19 @@ type Node struct {
 	fsm      *fsm.FSM
 	state    *store.Store
 	logStore *boltLogStore
-	// pageCheck is the state file's page check to run in the background
-	// once serving (openState), until checkInBackground takes it;
-	// checkDone closes when that check ends (nil if none runs).
-	pageCheck *store.PageCheck
-	checkDone chan struct{}
-	onFatal   func(error) // Config.OnFatal or fatalExit
-	snaps     *snapshotStore
-	transport *raft.NetworkTransport
+	// The state file's background page check (restorecheck.go), under
+	// checkMu: pageCheck is one to run once serving (openState, or a
+	// restore at start) until Open starts the checks (checksLive); check
+	// is the one running. beforeCheck, if set (tests), runs before a check
+	// reads, given its stop channel.
+	checkMu     sync.Mutex
+	pageCheck   *store.PageCheck
+	check       *bgCheck
+	checksLive  bool
+	beforeCheck func(stop <-chan struct{})
+	onFatal     func(error) // Config.OnFatal or fatalExit
+	snaps       *snapshotStore
+	transport   *raft.NetworkTransport
 
 	proposals    chan *proposal
 	shutdownCh   chan struct{}
@@ -131,11 +136,7 @@ func Open(cfg Config) (*Node, error) {
 		n.closeStores()
 		return nil, err
 	}
-	if n.pageCheck != nil {
-		n.checkDone = make(chan struct{})
-		go n.checkInBackground(n.state.Path(), n.pageCheck)
-		n.pageCheck = nil
-	}
+	n.startChecks()
 	n.watchLeader()
 	go n.runProposer()
 	go n.runLeadership()
@@ -238,7 +239,7 @@ func (n *Node) open() error {
 	n.onFatal = onFatal
 	n.fsm.OnFatal(onFatal)
 	trans := tracedTransport{serialHeartbeats: serialHeartbeats{n.transport}, t: n.stages}
-	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats, stages: n.stages, meter: &n.meter, writeRate: n.cfg.SnapshotWriteRate, stop: n.shutdownCh, restored: &n.snapRestored}, cache, n.logStore, n.snaps, trans)
+	n.raft, err = raft.NewRaft(rc, &timedFSM{FSM: n.fsm, rec: &n.snapStats, stages: n.stages, meter: &n.meter, writeRate: n.cfg.SnapshotWriteRate, stop: n.shutdownCh, restored: &n.snapRestored, restore: n.restoreChecked}, cache, n.logStore, n.snaps, trans)
 	if err != nil {
 		return fmt.Errorf("start raft: %w", err)
 	}
@@ -282,7 +283,7 @@ func (n *Node) catchUpFromSnapshot() error {
 		return fmt.Errorf("open snapshot %s: %w", metas[0].ID, err)
 	}
 	n.logger.Info("state file behind snapshot; restoring", "state_index", n.fsm.Applied(), "snapshot_index", metas[0].Index)
-	if err := restoreFSM(n.fsm, rc); err != nil {
+	if err := n.restoreChecked(rc); err != nil {
 		return err
 	}
 	n.snapRestored.v.Store(metas[0].Index)
@@ -341,9 +342,6 @@ func (n *Node) Shutdown() error {
 			}
 		}
 		close(n.shutdownCh)
-		if n.checkDone != nil {
-			<-n.checkDone
-		}
 		<-n.watchDone
 		<-n.leaderDone
 		<-n.proposerDone
@@ -355,6 +353,7 @@ func (n *Node) Shutdown() error {
 			n.closeErr = n.raft.Shutdown().Error()
 		}
 		n.restoreMu.Unlock()
+		n.waitCheck() // after Raft: no restore starts another now
 		if n.transport != nil {
 			// Close alone stops the listener but keeps pooled outbound
 			// connections open, and with them the peers' handlers

@@ -37,21 +37,7 @@ func TestBackgroundPageCheckStopsADamagedNode(t *testing.T) {
 	if err != nil {
 		t.Fatalf("reopen: %v", err)
 	}
-	select {
-	case err := <-stopped:
-		var de *raftnode.DamagedStateError
-		if !errors.As(err, &de) || !errors.Is(err, store.ErrDamaged) {
-			t.Fatalf("OnFatal(%v), want a DamagedStateError wrapping ErrDamaged", err)
-		}
-	case <-time.After(20 * time.Second):
-		t.Fatal("the background check did not stop the node")
-	}
-	if err := n.Shutdown(); err != nil {
-		t.Fatal(err)
-	}
-	if m, err := os.ReadFile(statePath + ".unchecked"); err != nil || !strings.HasPrefix(string(m), "damaged") {
-		t.Fatalf("check marker %q (%v), want it to say damaged", m, err)
-	}
+	waitStoppedDamaged(t, n, stopped, statePath)
 
 	cfg.OnFatal = nil
 	n = reopenSetAside(t, cfg, statePath)
@@ -86,6 +72,28 @@ func TestBackgroundPageCheckPasses(t *testing.T) {
 	})
 	if _, err := n.FSM().Job("job-40"); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// waitStoppedDamaged waits for the background page check to give OnFatal
+// (which sends to fatal) a DamagedStateError, shuts n down, and checks that
+// the check's marker says damaged.
+func waitStoppedDamaged(t *testing.T, n *raftnode.Node, fatal <-chan error, statePath string) {
+	t.Helper()
+	select {
+	case err := <-fatal:
+		var de *raftnode.DamagedStateError
+		if !errors.As(err, &de) || !errors.Is(err, store.ErrDamaged) {
+			t.Fatalf("OnFatal(%v), want a DamagedStateError wrapping ErrDamaged", err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the background check did not stop the node")
+	}
+	if err := n.Shutdown(); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := os.ReadFile(statePath + ".unchecked"); err != nil || !strings.HasPrefix(string(m), "damaged") {
+		t.Fatalf("check marker %q (%v), want it to say damaged", m, err)
 	}
 }
 

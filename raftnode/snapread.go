@@ -13,8 +13,6 @@ import (
 	"path/filepath"
 
 	"github.com/hashicorp/raft"
-
-	"github.com/workron/workron/fsm"
 )
 
 // errSnapshotCRC is what a snapshot whose state file does not match the
@@ -122,12 +120,3 @@ func (c *checkedSnapshot) verify() {
 }
 
 func (c *checkedSnapshot) Close() error { return c.f.Close() }
-
-// restoreFSM restores a snapshot that rc reads from this node's snapshot
-// store (snapshotStore.Open), the only source hashicorp/raft hands
-// FSM.Restore (installing a leader's snapshot, a user's restore, a start)
-// and the one catchUpFromSnapshot opens. Its reader fails unless the
-// state file matched its CRC whole, so the FSM checks only the pages
-// opening it reads (fsm.FSM.RestoreChecked); a backup restored through
-// Raft was verified in full before (Node.Restore).
-func restoreFSM(f *fsm.FSM, rc io.ReadCloser) error { return f.RestoreChecked(rc) }

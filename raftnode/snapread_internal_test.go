@@ -128,7 +128,7 @@ func TestSnapshotReaderChecksTheCRC(t *testing.T) {
 }
 
 // A snapshot whose state file was damaged after it was written is refused
-// by the restore Raft runs (restoreFSM), which checks only the pages
+// by the restore Raft runs (fsm.FSM.RestoreChecked), which checks only the pages
 // opening the file reads: the CRC is what refuses it, and the state stays.
 func TestRestoreOfADamagedSnapshotKeepsTheState(t *testing.T) {
 	src, err := store.Open(filepath.Join(t.TempDir(), "src.db"), store.Options{NoSync: true})
@@ -171,7 +171,7 @@ func TestRestoreOfADamagedSnapshotKeepsTheState(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		return restoreFSM(f, rc)
+		return f.RestoreChecked(rc)
 	}
 
 	// A byte of the last page, one that opening the file does not read.

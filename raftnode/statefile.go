@@ -103,10 +103,13 @@ func (n *Node) openState(path string) (*store.Store, error) {
 	}
 	if later {
 		// Taken now, before anything writes: see store.NewPageCheck.
-		if n.pageCheck, err = st.NewPageCheck(); err != nil {
+		pc, err := st.NewPageCheck()
+		if err != nil {
 			st.Close()
 			return nil, err
 		}
+		n.startCheck(path, pc) // kept until Open starts the checks
+
 	}
 	if err := os.WriteFile(marker, []byte(boot), 0o600); err != nil {
 		n.closePageCheck()
@@ -119,6 +122,8 @@ func (n *Node) openState(path string) (*store.Store, error) {
 // closePageCheck releases a page check that will not run (the start
 // failed): the state file cannot close while it holds a snapshot.
 func (n *Node) closePageCheck() {
+	n.checkMu.Lock()
+	defer n.checkMu.Unlock()
 	if n.pageCheck != nil {
 		n.pageCheck.Close()
 		n.pageCheck = nil
@@ -159,24 +164,37 @@ func (n *Node) planCheck(path string, crashed, rebooted bool) pageCheck {
 }
 
 // checkInBackground checks the state file's pages while the node serves
-// (store.PageCheck, taken when the file was opened: a restore since, which
-// checks the file it installs, does not change what it reads), after a
-// start that did not check them first. A
+// (store.PageCheck, taken when the file was opened or restored), after a
+// start that did not check them first or a restore (restoreChecked). A
 // damaged file stops the node through the fatal path, its marker saying
 // so: the next start checks the file first and sets it aside. A check
 // that a shutdown ends early leaves the marker saying so, and the next
-// start checks in the background again.
-func (n *Node) checkInBackground(path string, pc *store.PageCheck) {
-	defer close(n.checkDone)
-	start := time.Now()
-	info, err := pc.Run(n.shutdownCh)
-	replaced := pc.Replaced()
-	pc.Close()
-	marker := checkMarker(path)
-	if err != nil && !errors.Is(err, store.ErrCheckStopped) && replaced {
-		n.logger.Warn("the background page check found the state file it began on damaged, but a restore has replaced that file since (and checked the new one)", "err", err)
-		err = nil
+// start checks in the background again. A check whose file a restore
+// replaced ends without touching the marker: the restore's check has it.
+func (n *Node) checkInBackground(path string, pc *store.PageCheck, c *bgCheck) {
+	defer close(c.done)
+	finished := make(chan struct{})
+	defer close(finished)
+	stop := n.checkStop(c, finished)
+	if c.before != nil {
+		c.before(stop)
 	}
+	start := time.Now()
+	var info store.Info
+	err := store.ErrCheckStopped
+	select {
+	case <-stop:
+	default:
+		info, err = pc.Run(stop)
+	}
+	pc.Close()
+	select {
+	case <-c.superseded:
+		n.logger.Info("a restore replaced the state file the background page check was reading; the new file is checked instead", "err", err)
+		return
+	default:
+	}
+	marker := checkMarker(path)
 	switch {
 	case err == nil:
 		if rerr := os.Remove(marker); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {

@@ -295,7 +295,8 @@ func (s *Store) Restore(r io.Reader) error { return s.restore(r, VerifyPages) }
 // as far as opening it reads first (QuickCheck): VerifyPages would read
 // all of it again, 2-4 s a million jobs here. What the checksum cannot
 // show is damage in the file it was taken of; that is the page checks'
-// of the file it came from, and of this one at its next start.
+// of the file it came from, and of this one once installed (raftnode
+// checks its pages in the background: Node.restoreChecked).
 func (s *Store) RestoreChecked(r io.Reader) error {
 	return s.restore(r, func(path string) (Info, error) { return Info{}, QuickCheck(path) })
 }
