@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -46,6 +47,7 @@ type fakeServer struct {
 	changed   chan struct{} // closed and replaced when a job is added
 	loseNext  int           // lease the jobs of this many more claims, then answer 502
 	lost      []uint64      // the ClaimSeq of each claim whose reply was lost
+	seqs      []uint64      // the ClaimSeq of each claim, in arrival order
 	beatReqs  []wire.WorkerHeartbeatRequest
 	protocol2 bool   // refuse progress and results as a cluster at protocol 2 does
 	beatFails int    // answer this many more worker heartbeats with beatErr
@@ -307,6 +309,9 @@ func (f *fakeServer) handleClaim(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "invalid", err.Error())
 		return
 	}
+	f.mu.Lock()
+	f.seqs = append(f.seqs, req.ClaimSeq)
+	f.mu.Unlock()
 	var results []wire.BatchReportResult
 	if len(req.Reports) > 0 {
 		f.mu.Lock()
@@ -353,6 +358,13 @@ func (f *fakeServer) handleClaim(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+}
+
+// claimSeqs returns the ClaimSeq of every claim so far, in arrival order.
+func (f *fakeServer) claimSeqs() []uint64 {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.seqs)
 }
 
 // loseReply reports whether the reply of claim seq, which leased jobs, is

@@ -3,6 +3,7 @@ package worker_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -152,6 +153,39 @@ func TestRun(t *testing.T) {
 		}
 		if took := time.Since(began); took > 5*time.Second {
 			t.Fatalf("Run took %s to return", took)
+		}
+	})
+
+	t.Run("ALaterRunNumbersItsClaimsOn", func(t *testing.T) {
+		f := newFakeServer(t)
+		w, err := worker.New(testConfig(t, f.URL))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var first []uint64
+		for run := range 2 {
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { done <- w.Run(ctx) }()
+			if rep := f.waitReport(t, f.add(wire.Job{Command: "true"})); rep.Kind != "done" {
+				t.Fatalf("run %d: %+v", run, rep)
+			}
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("run %d: %v", run, err)
+			}
+			if run == 0 {
+				first = f.claimSeqs()
+			}
+		}
+		all := f.claimSeqs()
+		if len(first) == 0 || len(all) == len(first) {
+			t.Fatalf("claims: %d in the first run, %d in all", len(first), len(all))
+		}
+		for i, seq := range all[len(first):] {
+			if seq <= slices.Max(first) {
+				t.Fatalf("the second run's claim %d has number %d, not above the first run's %v", i, seq, first)
+			}
 		}
 	})
 

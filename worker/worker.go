@@ -260,7 +260,11 @@ func (w *Worker) claimLoop(ctx, base, jobCtx context.Context) {
 	gather := time.NewTimer(claimGather) // reset by waitForSlots
 	defer gather.Stop()
 	gather.Stop()
-	for seq := w.claimsFrom; ; seq++ {
+	// A later Run of the same Worker numbers on: its claims must stay
+	// above those a heartbeat names as ended (claimsEnded), or its first
+	// heartbeat would name its own claims in flight, and the cluster give
+	// their jobs back.
+	for seq := max(w.claimsFrom, w.claimsEnded.Load()+1); ; seq++ {
 		free, ok := w.waitForSlots(ctx, gather)
 		if !ok {
 			return
