@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"log/slog"
 	"slices"
 	"sort"
 
@@ -428,8 +429,10 @@ func (x *index) expired(now int64, limit int) []leaseItem {
 // finished job's record is read: at 10,000,000 jobs, 90 % of them done,
 // that is a tenth of the records. Without the search index (a build that
 // keeps none) it reads every job's head, in key order (rebuildFromHeads).
-func rebuildIndex(tx *store.Tx, now int64) (*index, error) {
-	return rebuild(tx, now, false)
+// Before reading the live jobs' records it has the store read their pages
+// ahead (readAhead); logger says what that did, or why it failed.
+func rebuildIndex(tx *store.Tx, now int64, logger *slog.Logger) (*index, error) {
+	return rebuild(tx, now, false, logger)
 }
 
 // liveStatuses are the statuses whose jobs the index holds beyond a count.
@@ -437,7 +440,7 @@ var liveStatuses = []store.Status{store.StatusPending, store.StatusReserved, sto
 
 // rebuild is rebuildIndex; scan reads every job's head as before the
 // search index counted them (tests compare the two).
-func rebuild(tx *store.Tx, now int64, scan bool) (*index, error) {
+func rebuild(tx *store.Tx, now int64, scan bool, logger *slog.Logger) (*index, error) {
 	x := newIndex()
 	for _, q := range tx.PausedQueues() {
 		x.paused[q] = true
@@ -453,7 +456,9 @@ func rebuild(tx *store.Tx, now int64, scan bool) (*index, error) {
 	switch {
 	case err == nil:
 		x.counts = counts
-		err = tx.ForEachJobHeadOf(liveStatuses, func(j *store.JobHead) error {
+		live := tx.JobKeysOf(liveStatuses)
+		readAhead(tx, live, logger)
+		err = tx.ForEachJobHeadIn(live, func(j *store.JobHead) error {
 			x.addJob(j, now)
 			return nil
 		})
@@ -475,6 +480,21 @@ func rebuild(tx *store.Tx, now int64, scan bool) (*index, error) {
 	}
 	clear(x.flow.reopened)
 	return x, nil
+}
+
+// readAhead has the store read the pages holding the live jobs' records
+// into the page cache, in file order, before the rebuild reads them one by
+// one in id order: on a cold cache that is a read a page at random offsets
+// (docs/DESIGN.md, "A start"). It only warms the cache, so a failure is
+// logged and the rebuild goes on without it.
+func readAhead(tx *store.Tx, live *store.JobKeys, logger *slog.Logger) {
+	ra, err := tx.ReadAheadJobs(live)
+	if err != nil {
+		logger.Warn("reading the live jobs' pages ahead failed; reading them without", "jobs", live.Len(), "err", err)
+		return
+	}
+	logger.Debug("read the live jobs' pages ahead", "jobs", live.Len(), "leaves", ra.Leaves, "branches", ra.Branches,
+		"runs", ra.Runs, "bytes", ra.Bytes)
 }
 
 // addJob indexes a stored job at a rebuild (counts apart): the pending,

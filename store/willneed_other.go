@@ -1,0 +1,8 @@
+//go:build !linux
+
+package store
+
+import "os"
+
+// willNeed does nothing: posix_fadvise is Linux's here.
+func willNeed(*os.File, int64, int64) error { return nil }
