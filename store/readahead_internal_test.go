@@ -178,11 +178,14 @@ func TestReadAheadFailsOnADamagedFile(t *testing.T) {
 		}
 		child := le.Uint64(file[int(root)*pageSize+pageHeaderSize+8:]) // the root's first child, a branch page
 		damage := map[string]func([]byte) []byte{
-			"short":          func(f []byte) []byte { return f[:int(high)*pageSize/2] },
-			"wrong page id":  func(f []byte) []byte { le.PutUint64(f[int(child)*pageSize:], child+1); return f },
-			"elements off":   func(f []byte) []byte { le.PutUint16(f[int(child)*pageSize+10:], 0xFFF0); return f },
-			"a free page":    func(f []byte) []byte { le.PutUint16(f[int(child)*pageSize+8:], freelistPage); return f },
-			"element points": func(f []byte) []byte { le.PutUint32(f[int(child)*pageSize+pageHeaderSize+pageElementSize:], 1<<30); return f },
+			"short":         func(f []byte) []byte { return f[:int(high)*pageSize/2] },
+			"wrong page id": func(f []byte) []byte { le.PutUint64(f[int(child)*pageSize:], child+1); return f },
+			"elements off":  func(f []byte) []byte { le.PutUint16(f[int(child)*pageSize+10:], 0xFFF0); return f },
+			"a free page":   func(f []byte) []byte { le.PutUint16(f[int(child)*pageSize+8:], freelistPage); return f },
+			"element points": func(f []byte) []byte {
+				le.PutUint32(f[int(child)*pageSize+pageHeaderSize+pageElementSize:], 1<<30)
+				return f
+			},
 		}
 		for name, harm := range damage {
 			path := filepath.Join(t.TempDir(), "copy.db")
