@@ -493,8 +493,8 @@ func readAhead(tx *store.Tx, live *store.JobKeys, logger *slog.Logger) {
 		logger.Warn("reading the live jobs' pages ahead failed; reading them without", "jobs", live.Len(), "err", err)
 		return
 	}
-	logger.Debug("read the live jobs' pages ahead", "jobs", live.Len(), "leaves", ra.Leaves, "branches", ra.Branches,
-		"runs", ra.Runs, "bytes", ra.Bytes)
+	logger.Debug("read the live jobs' pages ahead", "jobs", live.Len(), "cached", ra.Cached, "leaves", ra.Leaves,
+		"branches", ra.Branches, "runs", ra.Runs, "bytes", ra.Bytes)
 }
 
 // addJob indexes a stored job at a rebuild (counts apart): the pending,

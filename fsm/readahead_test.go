@@ -1,3 +1,5 @@
+//go:build linux
+
 package fsm_test
 
 import (
@@ -5,18 +7,30 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/store"
 )
 
 // TestNewReadsAheadAndGoesOnWithoutIt: New rebuilds the same indexes
 // whether the read-ahead of the live jobs' pages works (it logs what it
-// read) or fails (another, short file at the store's path: it logs why
-// and goes on).
+// read), finds the file cached, or fails (another, short file at the
+// store's path: it logs why and goes on).
 func TestNewReadsAheadAndGoesOnWithoutIt(t *testing.T) {
-	st, f := newTestStoreFSM(t)
+	path := filepath.Join(t.TempDir(), "state.db")
+	st, err := store.Open(path, store.Options{NoSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fsm.New(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	h := &harness{t: t, f: f, now: t0}
 	pad := strings.Repeat("x", 200)
 	for range 20 {
@@ -29,24 +43,39 @@ func TestNewReadsAheadAndGoesOnWithoutIt(t *testing.T) {
 		h.submit(fsm.NewJob{Command: "x", Queue: "q0"})
 	}
 	want := fsm.IndexDump(f)
-	newFSM := func() (string, string) {
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Opened again after the file left the page cache: bbolt's mapping
+	// holds only the pages Open read.
+	dropCache(t, path)
+	if st, err = store.Open(path, store.Options{NoSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	newFSM := func(what string) string {
 		t.Helper()
 		var log bytes.Buffer
 		g, err := fsm.New(st, slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelDebug})))
 		if err != nil {
-			t.Fatalf("New: %v", err)
+			t.Fatalf("New %s: %v", what, err)
 		}
-		return fsm.IndexDump(g), log.String()
+		if got := fsm.IndexDump(g); got != want {
+			t.Errorf("New %s: indexes differ from those kept by applying:\n%s\nwant\n%s", what, got, want)
+		}
+		return log.String()
 	}
-	got, log := newFSM()
-	if got != want {
-		t.Errorf("New's indexes differ from those kept by applying:\n%s\nwant\n%s", got, want)
-	}
-	if !strings.Contains(log, "read the live jobs' pages ahead") || !strings.Contains(log, "jobs=2020") || strings.Contains(log, "leaves=0 ") {
+	if log := newFSM("out of the cache"); !strings.Contains(log, "read the live jobs' pages ahead") || !strings.Contains(log, "jobs=2020") ||
+		!strings.Contains(log, "cached=false") || strings.Contains(log, "leaves=0 ") {
 		t.Errorf("New did not log a read-ahead of 2,020 live jobs' leaves: %s", log)
 	}
+	if _, err := os.ReadFile(path); err != nil {
+		t.Fatal(err)
+	}
+	if log := newFSM("in the cache"); !strings.Contains(log, "cached=true") || !strings.Contains(log, "leaves=0 ") {
+		t.Errorf("New did not log that the file was in the page cache: %s", log)
+	}
 
-	path := st.Path()
 	if err := os.Rename(path, path+".aside"); err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +87,24 @@ func TestNewReadsAheadAndGoesOnWithoutIt(t *testing.T) {
 	if err := os.WriteFile(path, make([]byte, 4096), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	got, log = newFSM()
-	if got != want {
-		t.Errorf("New without its read-ahead: indexes differ:\n%s\nwant\n%s", got, want)
-	}
-	if !strings.Contains(log, "level=WARN") || !strings.Contains(log, "reading the live jobs' pages ahead failed") {
+	dropCache(t, path)
+	if log := newFSM("without its read-ahead"); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "reading the live jobs' pages ahead failed") {
 		t.Errorf("New did not log that the read-ahead failed: %s", log)
+	}
+}
+
+// dropCache writes the file at path out and drops it from the page cache.
+func dropCache(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -93,7 +93,12 @@ func BenchmarkStart(b *testing.B) {
 		// Open (reading pages no other step has mapped) alternates.
 		var r, scan time.Duration
 		steps := []func() error{
-			func() error { _, err := fsm.New(st, logger); return err },
+			func() error {
+				logger.Debug("New starts")
+				_, err := fsm.New(st, logger)
+				logger.Debug("New ends")
+				return err
+			},
 			func() error { return fsm.RebuildByScan(st) },
 		}
 		took := []*time.Duration{&r, &scan}

@@ -1,3 +1,5 @@
+//go:build linux
+
 package store
 
 import (
@@ -10,6 +12,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // readAheadStore fills a store of n jobs, inserted in a shuffled order
@@ -138,8 +142,12 @@ func TestLeavesHoldingFindsExactlyTheLeavesOfTheKeys(t *testing.T) {
 				if keys.Len() == n && len(got) != b.Stats().LeafPageN {
 					t.Errorf("all keys: %d leaves found, bbolt counts %d", len(got), b.Stats().LeafPageN)
 				}
+				if ra, err := tx.ReadAheadJobs(keys); err != nil || !ra.Cached || ra.Leaves != 0 {
+					t.Errorf("ReadAheadJobs of a file in the page cache = %+v, %v; want Cached and nothing read", ra, err)
+				}
+				dropCache(t, s.path)
 				ra, err := tx.ReadAheadJobs(keys)
-				if err != nil || ra.Leaves != len(want) || ra.Branches != branches || ra.Runs == 0 || ra.Bytes < int64(len(want)*pageSize) {
+				if err != nil || ra.Cached || ra.Leaves != len(want) || ra.Branches != branches || ra.Runs == 0 || ra.Bytes < int64(len(want)*pageSize) {
 					t.Errorf("ReadAheadJobs = %+v, %v; want %d leaves, %d branches, their bytes", ra, err, len(want), branches)
 				}
 				return nil
@@ -212,6 +220,7 @@ func TestReadAheadFailsOnADamagedFile(t *testing.T) {
 		if err := os.WriteFile(s.path, file[:3*pageSize], 0o600); err != nil {
 			return err
 		}
+		dropCache(t, s.path)
 		if ra, err := tx.ReadAheadJobs(keys); err == nil {
 			t.Errorf("read ahead of a short file at the path: %+v without an error", ra)
 		}
@@ -222,6 +231,22 @@ func TestReadAheadFailsOnADamagedFile(t *testing.T) {
 		return nil
 	})
 	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// dropCache writes the file at path out and drops it from the page cache.
+func dropCache(t *testing.T, path string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
 }
