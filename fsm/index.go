@@ -451,13 +451,14 @@ func rebuild(tx *store.Tx, now int64, scan bool, logger *slog.Logger) (*index, e
 	var counts map[string]map[store.Status]int
 	err := store.ErrNotIndexed
 	if !scan {
+		readAhead(logger, "the live jobs' index entries", 0, func() (store.ReadAhead, error) { return tx.ReadAheadIndexes(liveStatuses) })
 		counts, err = tx.JobCounts()
 	}
 	switch {
 	case err == nil:
 		x.counts = counts
 		live := tx.JobKeysOf(liveStatuses)
-		readAhead(tx, live, logger)
+		readAhead(logger, "the live jobs' records", live.Len(), func() (store.ReadAhead, error) { return tx.ReadAheadJobs(live) })
 		err = tx.ForEachJobHeadIn(live, func(j *store.JobHead) error {
 			x.addJob(j, now)
 			return nil
@@ -482,18 +483,19 @@ func rebuild(tx *store.Tx, now int64, scan bool, logger *slog.Logger) (*index, e
 	return x, nil
 }
 
-// readAhead has the store read the pages holding the live jobs' records
-// into the page cache, in file order, before the rebuild reads them one by
-// one in id order: on a cold cache that is a read a page at random offsets
-// (docs/DESIGN.md, "A start"). It only warms the cache, so a failure is
-// logged and the rebuild goes on without it.
-func readAhead(tx *store.Tx, live *store.JobKeys, logger *slog.Logger) {
-	ra, err := tx.ReadAheadJobs(live)
+// readAhead has the store read pages the rebuild reads next (what says
+// which, jobs how many jobs they hold) into the page cache, in file order,
+// before the rebuild reads them one by one in key order: on a cold cache
+// that is a read a page at random offsets (docs/DESIGN.md, "A start"). It
+// only warms the cache, so a failure is logged and the rebuild goes on
+// without it.
+func readAhead(logger *slog.Logger, what string, jobs int, fn func() (store.ReadAhead, error)) {
+	ra, err := fn()
 	if err != nil {
-		logger.Warn("reading the live jobs' pages ahead failed; reading them without", "jobs", live.Len(), "err", err)
+		logger.Warn("reading pages ahead failed; reading them without", "of", what, "jobs", jobs, "err", err)
 		return
 	}
-	logger.Debug("read the live jobs' pages ahead", "jobs", live.Len(), "cached", ra.Cached, "leaves", ra.Leaves,
+	logger.Debug("read pages ahead", "of", what, "jobs", jobs, "cached", ra.Cached, "leaves", ra.Leaves,
 		"branches", ra.Branches, "runs", ra.Runs, "bytes", ra.Bytes)
 }
 

@@ -65,14 +65,14 @@ func TestNewReadsAheadAndGoesOnWithoutIt(t *testing.T) {
 		}
 		return log.String()
 	}
-	if log := newFSM("out of the cache"); !strings.Contains(log, "read the live jobs' pages ahead") || !strings.Contains(log, "jobs=2020") ||
-		!strings.Contains(log, "cached=false") || strings.Contains(log, "leaves=0 ") {
-		t.Errorf("New did not log a read-ahead of 2,020 live jobs' leaves: %s", log)
+	if log := newFSM("out of the cache"); strings.Count(log, `msg="read pages ahead"`) != 2 || !strings.Contains(log, "jobs=2020 cached=false") ||
+		strings.Contains(log, "leaves=0 ") {
+		t.Errorf("New did not log read-aheads of index entries and 2,020 live jobs' leaves: %s", log)
 	}
 	if _, err := os.ReadFile(path); err != nil {
 		t.Fatal(err)
 	}
-	if log := newFSM("in the cache"); !strings.Contains(log, "cached=true") || !strings.Contains(log, "leaves=0 ") {
+	if log := newFSM("in the cache"); strings.Count(log, "cached=true leaves=0 ") != 2 {
 		t.Errorf("New did not log that the file was in the page cache: %s", log)
 	}
 
@@ -88,7 +88,7 @@ func TestNewReadsAheadAndGoesOnWithoutIt(t *testing.T) {
 		t.Fatal(err)
 	}
 	dropCache(t, path)
-	if log := newFSM("without its read-ahead"); !strings.Contains(log, "level=WARN") || !strings.Contains(log, "reading the live jobs' pages ahead failed") {
+	if log := newFSM("without its read-ahead"); !strings.Contains(log, "level=WARN") || strings.Count(log, "reading pages ahead failed") != 2 {
 		t.Errorf("New did not log that the read-ahead failed: %s", log)
 	}
 }

@@ -17,15 +17,16 @@ import (
 // 14 s to 103 s on a cold cache. ReadAheadJobs finds those leaves from the
 // branch pages and asks the kernel for them in ascending file offset
 // (posix_fadvise WILLNEED), runs of near pages joined, before bbolt reads
-// them. It only warms the page cache: what it reads means nothing to the
+// them; ReadAheadIndexes does the same for the index entries that lead
+// to them (the status index's, the search index's counts). It only warms the page cache: what it reads means nothing to the
 // store, bbolt remains the one reader of the records, and a failure of it
 // costs only the time it would have saved.
 
-// ReadAhead says what ReadAheadJobs asked of the kernel.
+// ReadAhead says what a read-ahead asked of the kernel.
 type ReadAhead struct {
 	Cached   bool  // every page of a sample of the file was in the page cache: nothing done
-	Branches int   // branch pages of the jobs bucket read to find the leaves
-	Leaves   int   // leaf pages holding at least one of the jobs
+	Branches int   // branch pages read to find the leaves
+	Leaves   int   // leaf pages holding at least one of the keys
 	Runs     int   // runs of pages asked for, near leaves joined
 	Bytes    int64 // bytes asked for
 }
@@ -37,7 +38,7 @@ const readAheadGap = 8
 // readAheadRun bounds the bytes of one request to the kernel.
 const readAheadRun = 8 << 20
 
-// cacheSamples is how many pages of the file ReadAheadJobs looks for in
+// cacheSamples is how many pages of the file a read-ahead looks for in
 // the page cache first: if all are there, so most likely are the leaves,
 // and it skips the branch pages' reads. A file a tenth of which is out
 // passes with a chance of 0.9^1024, none.
@@ -50,17 +51,40 @@ const cacheSamples = 1024
 // file offset, each level asked ahead first) through its own descriptor of
 // the file, checking each as the page check does; the leaves it does not
 // read. It returns when the reads are queued (the kernel bounds how many
-// are in flight); on a file already in the page cache it costs the branch
-// pages' reads from memory, and nothing when a sample of the file's
-// pages is all in the page cache (Cached). Its memory is 8 bytes a leaf
-// found (at most a key's) and a page. An error (a damaged or short file, another file at
-// the path) says only that the warm-up stopped: the records are still read
-// through bbolt, which is what decides whether they are whole.
+// are in flight). When a sample of the file's pages is all in the page
+// cache it does nothing (Cached). Its memory is 8 bytes a leaf found (at
+// most one a key) and a page. An error (a damaged or short file, another
+// file at the path) says only that the warm-up stopped: the records are
+// still read through bbolt, which is what decides whether they are whole.
 func (t *Tx) ReadAheadJobs(keys *JobKeys) (ReadAhead, error) {
-	root := t.tx.Bucket(bucketJobs).Root()
-	if root == 0 || keys.Len() == 0 {
-		return ReadAhead{}, nil // an inline bucket: no page of its own
+	return t.readAhead(keyTree{root: uint64(t.tx.Bucket(bucketJobs).Root()), keys: keys.ids})
+}
+
+// ReadAheadIndexes is ReadAheadJobs for what JobCounts and
+// JobKeysOf(statuses) read: the search index's status×queue lists and the
+// status index's entries of statuses.
+func (t *Tx) ReadAheadIndexes(statuses []Status) (ReadAhead, error) {
+	status := keyTree{root: uint64(t.tx.Bucket(bucketStatus).Root())}
+	for _, st := range slices.Sorted(slices.Values(statuses)) {
+		prefix := statusKey(st, 0)[:len(st)+1]
+		status.keys = append(status.keys, prefix)
+		status.ends = append(status.ends, append(prefix[:len(st):len(st)], 1)) // st + "\x01": past st's prefix
 	}
+	counts := keyTree{root: uint64(t.tx.Bucket(bucketIndex).Root()), keys: [][]byte{{idxStatusQueue}}, ends: [][]byte{{idxStatusQueue + 1}}}
+	return t.readAhead(status, counts)
+}
+
+// keyTree is a bucket's B+tree (its root page) and the keys to find in
+// it, ascending: keys[i] alone, or when ends is set the keys from keys[i]
+// up to ends[i] (excluded), the ranges apart.
+type keyTree struct {
+	root       uint64
+	keys, ends [][]byte
+}
+
+// readAhead finds the leaves of trees that hold their keys
+// (leavesHolding) and advises them, unless the file is cached.
+func (t *Tx) readAhead(trees ...keyTree) (ReadAhead, error) {
 	db := t.tx.DB()
 	f, err := os.Open(db.Path())
 	if err != nil {
@@ -71,31 +95,41 @@ func (t *Tx) ReadAheadJobs(keys *JobKeys) (ReadAhead, error) {
 		return ReadAhead{Cached: true}, nil
 	}
 	pageSize := db.Info().PageSize
-	ra, err := readAheadLeaves(f, pageSize, uint64(t.tx.Size())/uint64(pageSize), uint64(root), keys.ids)
+	ra, err := readAheadLeaves(f, pageSize, uint64(t.tx.Size())/uint64(pageSize), trees)
 	if err != nil {
 		return ra, fmt.Errorf("read ahead: %w", err)
 	}
 	return ra, nil
 }
 
-// readAheadLeaves finds the leaves of the tree at root that hold keys
-// (leavesHolding) and advises them.
-func readAheadLeaves(f *os.File, pageSize int, high, root uint64, keys [][]byte) (ReadAhead, error) {
+// readAheadLeaves finds the leaves of trees that hold their keys
+// (leavesHolding) and advises them, in one ascending list.
+func readAheadLeaves(f *os.File, pageSize int, high uint64, trees []keyTree) (ReadAhead, error) {
+	var ra ReadAhead
 	if fi, err := f.Stat(); err != nil {
-		return ReadAhead{}, err
+		return ra, err
 	} else if fi.Size() < int64(high)*int64(pageSize) {
-		return ReadAhead{}, fmt.Errorf("a file of %d bytes holds %d pages of %d bytes", fi.Size(), high, pageSize)
+		return ra, fmt.Errorf("a file of %d bytes holds %d pages of %d bytes", fi.Size(), high, pageSize)
 	}
 	w := &pageWalker{f: f, pageSize: pageSize, high: high, seen: make([]uint64, (high+63)/64)}
-	var ra ReadAhead
-	leaves, err := leavesHolding(w, root, keys, func(ids []uint64) error {
+	ahead := func(ids []uint64) error {
 		_, _, err := advise(f, pageSize, ids)
 		return err
-	}, &ra.Branches)
-	if err != nil {
-		return ra, err
 	}
+	var leaves []uint64
+	for _, tr := range trees {
+		if tr.root == 0 || len(tr.keys) == 0 {
+			continue // an inline bucket: no page of its own
+		}
+		found, err := leavesHolding(w, tr, ahead, &ra.Branches)
+		if err != nil {
+			return ra, err
+		}
+		leaves = append(leaves, found...)
+	}
+	slices.Sort(leaves)
 	ra.Leaves = len(leaves)
+	var err error
 	ra.Runs, ra.Bytes, err = advise(f, pageSize, leaves)
 	return ra, err
 }
@@ -108,15 +142,15 @@ type keySpan struct {
 }
 
 // leavesHolding returns, in ascending order, the ids of the leaf pages of
-// the B+tree rooted at root that hold one of keys (sorted ascending,
-// each present in the tree), as bbolt's Seek finds them. It descends a
-// level at a time: each level's page ids sorted, handed to ahead, then
-// read through w (the first alone when it may be a leaf: bbolt's leaves
-// are all at one depth, so a level whose first page is a leaf is all
-// leaves, and those are not read). A branch page's children whose key
-// range holds no key are left out. branches counts the branch pages read.
-func leavesHolding(w *pageWalker, root uint64, keys [][]byte, ahead func(ids []uint64) error, branches *int) ([]uint64, error) {
-	level := []keySpan{{id: root, hi: len(keys)}}
+// tr that hold one of its keys (or a key of one of its ranges), as
+// bbolt's Seek finds them. It descends a level at a time: each level's
+// page ids sorted, handed to ahead, then read through w (the first alone
+// when it may be a leaf: bbolt's leaves are all at one depth, so a level
+// whose first page is a leaf is all leaves, and those are not read). A
+// branch page's children whose key range holds no key are left out.
+// branches counts the branch pages read.
+func leavesHolding(w *pageWalker, tr keyTree, ahead func(ids []uint64) error, branches *int) ([]uint64, error) {
+	level := []keySpan{{id: tr.root, hi: len(tr.keys)}}
 	var leaves []uint64
 	for len(level) > 0 {
 		slices.SortFunc(level, func(a, b keySpan) int { return cmp.Compare(a.id, b.id) })
@@ -145,7 +179,7 @@ func leavesHolding(w *pageWalker, root uint64, keys [][]byte, ahead func(ids []u
 			switch flags := le.Uint16(p[8:]); flags {
 			case branchPage:
 				*branches++
-				if err := splitKeys(p, keys, s.lo, s.hi, &next); err != nil {
+				if err := splitKeys(p, tr, s.lo, s.hi, &next); err != nil {
 					return nil, fmt.Errorf("page %d: %w", s.id, err)
 				}
 			case leafPage: // a leaf above the bottom level: read already
@@ -161,28 +195,33 @@ func leavesHolding(w *pageWalker, root uint64, keys [][]byte, ahead func(ids []u
 }
 
 // splitKeys adds to next each child of branch page p whose key range holds
-// some of keys[lo:hi]: child i holds the keys from its element's key to
-// the next element's, the first child also those below (bbolt's
-// searchPage), the last those above.
-func splitKeys(p []byte, keys [][]byte, lo, hi int, next *[]keySpan) error {
+// some of tr's keys[lo:hi] (or meets their ranges): child i holds the keys
+// from its element's key to the next element's, the first child also
+// those below (bbolt's searchPage), the last those above. A range that
+// runs past a child's end goes to the next child too.
+func splitKeys(p []byte, tr keyTree, lo, hi int, next *[]keySpan) error {
 	n := int(le.Uint16(p[10:]))
 	if n == 0 || pageHeaderSize+n*pageElementSize > len(p) {
 		return fmt.Errorf("%d branch elements do not fit the page", n)
 	}
 	for i, j := 0, lo; i < n && j < hi; i++ {
-		end := hi
+		end, j2 := hi, hi
 		if i+1 < n {
 			bound, err := branchKey(p, i+1)
 			if err != nil {
 				return err
 			}
-			for end = j; end < hi && bytes.Compare(keys[end], bound) < 0; end++ {
+			for end = j; end < hi && bytes.Compare(tr.keys[end], bound) < 0; end++ {
+			}
+			j2 = end
+			if tr.ends != nil && end > j && bytes.Compare(tr.ends[end-1], bound) > 0 {
+				j2 = end - 1 // the last range goes on into the next child
 			}
 		}
 		if end > j {
 			*next = append(*next, keySpan{id: le.Uint64(p[pageHeaderSize+i*pageElementSize+8:]), lo: j, hi: end})
 		}
-		j = end
+		j = j2
 	}
 	return nil
 }

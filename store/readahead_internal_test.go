@@ -124,7 +124,7 @@ func TestLeavesHoldingFindsExactlyTheLeavesOfTheKeys(t *testing.T) {
 				w := &pageWalker{f: f, pageSize: pageSize, high: uint64(tx.tx.Size()) / uint64(pageSize)}
 				w.seen = make([]uint64, (w.high+63)/64)
 				var branches int
-				got, err := leavesHolding(w, root, keys.ids, func([]uint64) error { return nil }, &branches)
+				got, err := leavesHolding(w, keyTree{root: root, keys: keys.ids}, func([]uint64) error { return nil }, &branches)
 				if err != nil {
 					return err
 				}
@@ -156,6 +156,71 @@ func TestLeavesHoldingFindsExactlyTheLeavesOfTheKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestLeavesHoldingFindsTheLeavesOfRanges: ReadAheadIndexes' ranges (a
+// status's entries in the status index) find every leaf holding a key of
+// theirs, and at most one more at each end (a leaf whose range the
+// range's bound falls in, without a key of it: bbolt's Seek reads it too).
+func TestLeavesHoldingFindsTheLeavesOfRanges(t *testing.T) {
+	const n = 3000
+	s := readAheadStore(t, n, func(i int) bool { return i%3 == 0 || (i > 1000 && i < 1400) })
+	file, err := os.ReadFile(s.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.View(func(tx *Tx) error {
+		b := tx.tx.Bucket(bucketStatus)
+		if st := b.Stats(); st.Depth < 3 {
+			t.Fatalf("the status bucket's tree is %d deep: the test needs a branch level and more", st.Depth)
+		}
+		root, pageSize := uint64(b.Root()), s.db.Info().PageSize
+		for _, sts := range [][]Status{{StatusPending}, {StatusDone}, {StatusDone, StatusPending}, {StatusRunning}} {
+			want := map[uint64]bool{}
+			c := b.Cursor()
+			for _, st := range sts {
+				prefix := statusKey(st, 0)[:len(st)+1]
+				for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+					want[leafOf(t, file, pageSize, root, k)] = true
+				}
+			}
+			tr := keyTree{root: root}
+			for _, st := range slices.Sorted(slices.Values(sts)) {
+				prefix := statusKey(st, 0)[:len(st)+1]
+				tr.keys, tr.ends = append(tr.keys, prefix), append(tr.ends, append([]byte(st), 1))
+			}
+			f, err := os.Open(s.path)
+			if err != nil {
+				return err
+			}
+			w := &pageWalker{f: f, pageSize: pageSize, high: uint64(tx.tx.Size()) / uint64(pageSize)}
+			w.seen = make([]uint64, (w.high+63)/64)
+			var branches int
+			got, err := leavesHolding(w, tr, func([]uint64) error { return nil }, &branches)
+			f.Close()
+			if err != nil {
+				return err
+			}
+			extra := 0
+			for _, id := range got {
+				if !want[id] {
+					extra++
+				}
+			}
+			for id := range want {
+				if !slices.Contains(got, id) {
+					t.Errorf("%v: leaf %d of the range not found", sts, id)
+				}
+			}
+			if extra > 2*len(sts) || len(want) < 2 && sts[0] != StatusRunning {
+				t.Errorf("%v: %d leaves found, %d of them outside the ranges' %d", sts, len(got), extra, len(want))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -204,7 +269,7 @@ func TestReadAheadFailsOnADamagedFile(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			ra, err := readAheadLeaves(f, pageSize, high, root, keys.ids)
+			ra, err := readAheadLeaves(f, pageSize, high, []keyTree{{root: root, keys: keys.ids}})
 			f.Close()
 			if err == nil {
 				t.Errorf("%s: read ahead %+v without an error", name, ra)
