@@ -1,5 +1,3 @@
-//go:build linux
-
 package fsm_test
 
 import (
@@ -11,9 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/testkit/pagecache"
 	"github.com/workron/workron/store"
 )
 
@@ -48,7 +45,7 @@ func TestNewReadsAheadAndGoesOnWithoutIt(t *testing.T) {
 	}
 	// Opened again after the file left the page cache: bbolt's mapping
 	// holds only the pages Open read.
-	dropCache(t, path)
+	pagecache.Drop(t, path)
 	if st, err = store.Open(path, store.Options{NoSync: true}); err != nil {
 		t.Fatal(err)
 	}
@@ -87,24 +84,8 @@ func TestNewReadsAheadAndGoesOnWithoutIt(t *testing.T) {
 	if err := os.WriteFile(path, make([]byte, 4096), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	dropCache(t, path)
+	pagecache.Drop(t, path)
 	if log := newFSM("without its read-ahead"); !strings.Contains(log, "level=WARN") || strings.Count(log, "reading pages ahead failed") != 2 {
 		t.Errorf("New did not log that the read-ahead failed: %s", log)
-	}
-}
-
-// dropCache writes the file at path out and drops it from the page cache.
-func dropCache(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		t.Fatal(err)
 	}
 }

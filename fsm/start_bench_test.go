@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/testkit/pagecache"
 	"github.com/workron/workron/store"
 )
 
@@ -65,7 +64,7 @@ func BenchmarkStart(b *testing.B) {
 	}
 	evict := func() {
 		if cold {
-			dropFromCache(b, path)
+			pagecache.Drop(b, path)
 		}
 	}
 	var verify, open, rebuild time.Duration
@@ -128,22 +127,4 @@ func BenchmarkStart(b *testing.B) {
 	b.ReportMetric(per(verify), "verify-ms")
 	b.ReportMetric(per(open), "open-ms")
 	b.ReportMetric(per(rebuild), "rebuild-ms")
-}
-
-// dropFromCache writes the file at path out and drops its pages from the
-// page cache (but those a process maps), so that the next read of it reads
-// the disk.
-func dropFromCache(b *testing.B, path string) {
-	b.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		b.Fatal(err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
-		b.Fatal(err)
-	}
 }

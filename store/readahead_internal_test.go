@@ -1,5 +1,3 @@
-//go:build linux
-
 package store
 
 import (
@@ -13,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/workron/workron/internal/testkit/pagecache"
 )
 
 // readAheadStore fills a store of n jobs, inserted in a shuffled order
@@ -145,7 +143,7 @@ func TestLeavesHoldingFindsExactlyTheLeavesOfTheKeys(t *testing.T) {
 				if ra, err := tx.ReadAheadJobs(keys); err != nil || !ra.Cached || ra.Leaves != 0 {
 					t.Errorf("ReadAheadJobs of a file in the page cache = %+v, %v; want Cached and nothing read", ra, err)
 				}
-				dropCache(t, s.path)
+				pagecache.Drop(t, s.path)
 				ra, err := tx.ReadAheadJobs(keys)
 				if err != nil || ra.Cached || ra.Leaves != len(want) || ra.Branches != branches || ra.Runs == 0 || ra.Bytes < int64(len(want)*pageSize) {
 					t.Errorf("ReadAheadJobs = %+v, %v; want %d leaves, %d branches, their bytes", ra, err, len(want), branches)
@@ -285,7 +283,7 @@ func TestReadAheadFailsOnADamagedFile(t *testing.T) {
 		if err := os.WriteFile(s.path, file[:3*pageSize], 0o600); err != nil {
 			return err
 		}
-		dropCache(t, s.path)
+		pagecache.Drop(t, s.path)
 		if ra, err := tx.ReadAheadJobs(keys); err == nil {
 			t.Errorf("read ahead of a short file at the path: %+v without an error", ra)
 		}
@@ -296,22 +294,6 @@ func TestReadAheadFailsOnADamagedFile(t *testing.T) {
 		return nil
 	})
 	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-// dropCache writes the file at path out and drops it from the page cache.
-func dropCache(t *testing.T, path string) {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
 }
