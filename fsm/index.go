@@ -451,14 +451,14 @@ func rebuild(tx *store.Tx, now int64, scan bool, logger *slog.Logger) (*index, e
 	var counts map[string]map[store.Status]int
 	err := store.ErrNotIndexed
 	if !scan {
-		readAhead(logger, "the live jobs' index entries", 0, func() (store.ReadAhead, error) { return tx.ReadAheadIndexes(liveStatuses) })
+		readAhead(logger, "the live jobs' index entries", func() (store.ReadAhead, error) { return tx.ReadAheadIndexes(liveStatuses) })
 		counts, err = tx.JobCounts()
 	}
 	switch {
 	case err == nil:
 		x.counts = counts
 		live := tx.JobKeysOf(liveStatuses)
-		readAhead(logger, "the live jobs' records", live.Len(), func() (store.ReadAhead, error) { return tx.ReadAheadJobs(live) })
+		readAhead(logger, "the live jobs' records", func() (store.ReadAhead, error) { return tx.ReadAheadJobs(live) }, "jobs", live.Len())
 		err = tx.ForEachJobHeadIn(live, func(j *store.JobHead) error {
 			x.addJob(j, now)
 			return nil
@@ -484,19 +484,19 @@ func rebuild(tx *store.Tx, now int64, scan bool, logger *slog.Logger) (*index, e
 }
 
 // readAhead has the store read pages the rebuild reads next (what says
-// which, jobs how many jobs they hold) into the page cache, in file order,
+// which; attrs go to the log line) into the page cache, in file order,
 // before the rebuild reads them one by one in key order: on a cold cache
 // that is a read a page at random offsets (docs/DESIGN.md, "A start"). It
 // only warms the cache, so a failure is logged and the rebuild goes on
 // without it.
-func readAhead(logger *slog.Logger, what string, jobs int, fn func() (store.ReadAhead, error)) {
+func readAhead(logger *slog.Logger, what string, fn func() (store.ReadAhead, error), attrs ...any) {
 	ra, err := fn()
 	if err != nil {
-		logger.Warn("reading pages ahead failed; reading them without", "of", what, "jobs", jobs, "err", err)
+		logger.Warn("reading pages ahead failed; reading them without", append(append([]any{"of", what}, attrs...), "err", err)...)
 		return
 	}
-	logger.Debug("read pages ahead", "of", what, "jobs", jobs, "cached", ra.Cached, "leaves", ra.Leaves,
-		"branches", ra.Branches, "runs", ra.Runs, "bytes", ra.Bytes)
+	logger.Debug("read pages ahead", append(append([]any{"of", what}, attrs...), "cached", ra.Cached, "leaves", ra.Leaves,
+		"branches", ra.Branches, "runs", ra.Runs, "bytes", ra.Bytes)...)
 }
 
 // addJob indexes a stored job at a rebuild (counts apart): the pending,

@@ -18,8 +18,9 @@ import (
 // docs/performance.md use 1,000,000), separately: store.VerifyPages, store.Open
 // and fsm.New's rebuild of the in-memory indexes (and, logged, the rebuild
 // from every job's head that New did before, in turns with New, which goes
-// first alternating). The page cache is warm (the
-// fill just wrote the file), as on a node restarted in place.
+// first alternating). The page cache is as the run left it (warm when
+// the fill just wrote the file, as on a node restarted in place) unless
+// WORKRON_START_COLD is set.
 // WORKRON_START_PATH names a state file to keep between runs: filled if it
 // does not exist, used as it is if it does (so that two builds can be timed
 // on one large store).
