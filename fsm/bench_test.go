@@ -72,8 +72,9 @@ func benchJob(seq uint64, queue string, slot int, now int64) *store.Job {
 		j.WorkerID, j.Lease, j.ExitCode, j.LastError = "worker-02", seq*4+3, &exit1, "exit status 1: upstream timed out"
 		j.StartedAt, j.DoneAt = j.History[2].Started, j.History[2].Ended
 	case slot == 37: // pending, due
+		j.Status = store.StatusPending
 	case slot == 38: // pending, delayed
-		j.RunAt = now + int64(time.Hour)
+		j.Status, j.RunAt = store.StatusPending, now+int64(time.Hour)
 	default: // running
 		j.Status, j.Attempts = store.StatusRunning, 1
 		j.WorkerID, j.Lease, j.LeaseDeadline = fmt.Sprintf("worker-%02d", seq%16), seq*4+1, now+int64(30*time.Second)

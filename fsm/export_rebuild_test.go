@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strings"
@@ -21,11 +22,11 @@ func RebuiltIndexes(f *FSM, withHeld bool) (fromIndex, fromScan, applied string,
 	defer f.mu.Unlock()
 	applied = dumpIndex(f.idx, withHeld)
 	err = f.st.View(func(tx *store.Tx) error {
-		a, err := rebuild(tx, f.lastNow, false)
+		a, err := rebuild(tx, f.lastNow, false, f.logger)
 		if err != nil {
 			return err
 		}
-		b, err := rebuild(tx, f.lastNow, true)
+		b, err := rebuild(tx, f.lastNow, true, f.logger)
 		if err != nil {
 			return err
 		}
@@ -105,7 +106,15 @@ func dumpIndex(x *index, withHeld bool) string {
 // (BenchmarkStart times it beside New).
 func RebuildByScan(st *store.Store) error {
 	return st.View(func(tx *store.Tx) error {
-		_, err := rebuild(tx, tx.LastNow(), true)
+		_, err := rebuild(tx, tx.LastNow(), true, slog.New(slog.DiscardHandler))
 		return err
 	})
+}
+
+// IndexDump is dumpIndex of f's in-memory indexes, held clocks left out
+// (tests only).
+func IndexDump(f *FSM) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return dumpIndex(f.idx, false)
 }

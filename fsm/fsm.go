@@ -142,7 +142,7 @@ func (f *FSM) load() error {
 	return f.st.View(func(tx *store.Tx) error {
 		f.applied = tx.Applied()
 		f.lastNow = tx.LastNow()
-		idx, err := rebuildIndex(tx, f.lastNow)
+		idx, err := rebuildIndex(tx, f.lastNow, f.logger)
 		if err != nil {
 			return fmt.Errorf("rebuild index: %w", err)
 		}

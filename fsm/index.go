@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"errors"
+	"log/slog"
 	"slices"
 	"sort"
 
@@ -428,8 +429,10 @@ func (x *index) expired(now int64, limit int) []leaseItem {
 // finished job's record is read: at 10,000,000 jobs, 90 % of them done,
 // that is a tenth of the records. Without the search index (a build that
 // keeps none) it reads every job's head, in key order (rebuildFromHeads).
-func rebuildIndex(tx *store.Tx, now int64) (*index, error) {
-	return rebuild(tx, now, false)
+// Before reading the live jobs' records it has the store read their pages
+// ahead (readAhead); logger says what that did, or why it failed.
+func rebuildIndex(tx *store.Tx, now int64, logger *slog.Logger) (*index, error) {
+	return rebuild(tx, now, false, logger)
 }
 
 // liveStatuses are the statuses whose jobs the index holds beyond a count.
@@ -437,7 +440,7 @@ var liveStatuses = []store.Status{store.StatusPending, store.StatusReserved, sto
 
 // rebuild is rebuildIndex; scan reads every job's head as before the
 // search index counted them (tests compare the two).
-func rebuild(tx *store.Tx, now int64, scan bool) (*index, error) {
+func rebuild(tx *store.Tx, now int64, scan bool, logger *slog.Logger) (*index, error) {
 	x := newIndex()
 	for _, q := range tx.PausedQueues() {
 		x.paused[q] = true
@@ -448,12 +451,15 @@ func rebuild(tx *store.Tx, now int64, scan bool) (*index, error) {
 	var counts map[string]map[store.Status]int
 	err := store.ErrNotIndexed
 	if !scan {
+		readAhead(logger, "the live jobs' index entries", func() (store.ReadAhead, error) { return tx.ReadAheadIndexes(liveStatuses) })
 		counts, err = tx.JobCounts()
 	}
 	switch {
 	case err == nil:
 		x.counts = counts
-		err = tx.ForEachJobHeadOf(liveStatuses, func(j *store.JobHead) error {
+		live := tx.JobKeysOf(liveStatuses)
+		readAhead(logger, "the live jobs' records", func() (store.ReadAhead, error) { return tx.ReadAheadJobs(live) }, "jobs", live.Len())
+		err = tx.ForEachJobHeadIn(live, func(j *store.JobHead) error {
 			x.addJob(j, now)
 			return nil
 		})
@@ -475,6 +481,22 @@ func rebuild(tx *store.Tx, now int64, scan bool) (*index, error) {
 	}
 	clear(x.flow.reopened)
 	return x, nil
+}
+
+// readAhead has the store read pages the rebuild reads next (what says
+// which; attrs go to the log line) into the page cache, in file order,
+// before the rebuild reads them one by one in key order: on a cold cache
+// that is a read a page at random offsets (docs/DESIGN.md, "A start"). It
+// only warms the cache, so a failure is logged and the rebuild goes on
+// without it.
+func readAhead(logger *slog.Logger, what string, fn func() (store.ReadAhead, error), attrs ...any) {
+	ra, err := fn()
+	if err != nil {
+		logger.Warn("reading pages ahead failed; reading them without", append(append([]any{"of", what}, attrs...), "err", err)...)
+		return
+	}
+	logger.Debug("read pages ahead", append(append([]any{"of", what}, attrs...), "cached", ra.Cached, "leaves", ra.Leaves,
+		"branches", ra.Branches, "runs", ra.Runs, "bytes", ra.Bytes)...)
 }
 
 // addJob indexes a stored job at a rebuild (counts apart): the pending,

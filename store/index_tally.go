@@ -96,48 +96,51 @@ func (t *Tx) partName(part []byte, seq uint64) (string, error) {
 	return h.Queue, nil
 }
 
-// headChunk is how many job ids ForEachJobHeadOf sorts at a time.
-const headChunk = 1 << 16
+// JobKeys is the ids of a set of jobs, sorted, read in one transaction
+// and valid only within it: they point into the file's mapping (24 bytes
+// a job in memory).
+type JobKeys struct{ ids [][]byte }
 
-// ForEachJobHeadOf calls fn with the head of every job in one of the
-// given statuses, reading only their records: it takes their ids from the
-// status index headChunk at a time and reads the records of each chunk in
-// id order, the jobs bucket's own, so that a cold page cache reads the
-// file forward rather than a page per job (generated ids of consecutive
-// seqs sort together). The JobHead is reused as ForEachJobHead's is.
-func (t *Tx) ForEachJobHeadOf(statuses []Status, fn func(*JobHead) error) error {
-	var h JobHead
-	names := make(interner)
-	jobs := t.tx.Bucket(bucketJobs).Cursor()
-	ids := make([][]byte, 0, headChunk)
-	flush := func() error {
-		slices.SortFunc(ids, bytes.Compare)
-		for _, id := range ids {
-			k, v := jobs.Seek(id)
-			if !bytes.Equal(k, id) {
-				return fmt.Errorf("job %s of the status index: %w", id, ErrNotFound)
-			}
-			if err := decodeJobHead(v, &h, names); err != nil {
-				return fmt.Errorf("job %s: %w", id, err)
-			}
-			if err := fn(&h); err != nil {
-				return err
-			}
-		}
-		ids = ids[:0]
-		return nil
-	}
+// Len is the number of jobs.
+func (k *JobKeys) Len() int { return len(k.ids) }
+
+// JobKeysOf reads the ids of every job in one of the given statuses from
+// the status index, and sorts them: the jobs bucket's order, in which
+// ForEachJobHeadIn reads their records and ReadAheadJobs finds their
+// pages.
+func (t *Tx) JobKeysOf(statuses []Status) *JobKeys {
+	var ids [][]byte
 	c := t.tx.Bucket(bucketStatus).Cursor()
 	for _, st := range statuses {
 		prefix := statusKey(st, 0)[:len(st)+1]
 		for k, id := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, id = c.Next() {
-			if len(ids) == headChunk {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
 			ids = append(ids, id)
 		}
 	}
-	return flush()
+	slices.SortFunc(ids, bytes.Compare)
+	return &JobKeys{ids: ids}
+}
+
+// ForEachJobHeadIn calls fn with the head of every job of keys, in id
+// order, reading only their records: one pass through the jobs bucket in
+// its own order, so that a page holding several of them is read once
+// (generated ids of consecutive seqs sort together). A job of keys that is
+// not stored is ErrNotFound. The JobHead is reused as ForEachJobHead's is.
+func (t *Tx) ForEachJobHeadIn(keys *JobKeys, fn func(*JobHead) error) error {
+	var h JobHead
+	names := make(interner)
+	jobs := t.tx.Bucket(bucketJobs).Cursor()
+	for _, id := range keys.ids {
+		k, v := jobs.Seek(id)
+		if !bytes.Equal(k, id) {
+			return fmt.Errorf("job %s of the status index: %w", id, ErrNotFound)
+		}
+		if err := decodeJobHead(v, &h, names); err != nil {
+			return fmt.Errorf("job %s: %w", id, err)
+		}
+		if err := fn(&h); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -1,0 +1,11 @@
+//go:build !linux
+
+package pagecache
+
+import "testing"
+
+// Drop skips tb: posix_fadvise is Linux's here.
+func Drop(tb testing.TB, _ string) {
+	tb.Helper()
+	tb.Skip("dropping a file from the page cache needs Linux")
+}

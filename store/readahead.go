@@ -1,0 +1,256 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"fmt"
+	"os"
+	"slices"
+)
+
+// Reading ahead the pages a start's rebuild reads (docs/DESIGN.md, "A
+// start"). bbolt reads the file through its mapping, which it advises
+// MADV_RANDOM: each page it touches that is not in the page cache is a
+// fault and a read of that one page, and the leaves of a bucket in key
+// order lie at random offsets of the file. At 10,000,000 jobs the records
+// of the live jobs sit on about half the jobs bucket's leaves: read so,
+// 14 s to 103 s on a cold cache. ReadAheadJobs finds those leaves from the
+// branch pages and asks the kernel for them in ascending file offset
+// (posix_fadvise WILLNEED), runs of near pages joined, before bbolt reads
+// them; ReadAheadIndexes does the same for the index entries that lead
+// to them (the status index's, the search index's counts). It only warms the page cache: what it reads means nothing to the
+// store, bbolt remains the one reader of the records, and a failure of it
+// costs only the time it would have saved.
+
+// ReadAhead says what a read-ahead asked of the kernel.
+type ReadAhead struct {
+	Cached   bool  // every page of a sample of the file was in the page cache: nothing done
+	Branches int   // branch pages read to find the leaves
+	Leaves   int   // leaf pages holding at least one of the keys
+	Runs     int   // runs of pages asked for, near leaves joined
+	Bytes    int64 // bytes asked for
+}
+
+// readAheadGap is the most pages between two leaves asked for in one run:
+// reading a few pages more in order is cheaper than another request.
+const readAheadGap = 8
+
+// readAheadRun bounds the bytes of one request to the kernel.
+const readAheadRun = 8 << 20
+
+// cacheSamples is how many pages of the file a read-ahead looks for in
+// the page cache first: if all are there, so most likely are the leaves,
+// and it skips the branch pages' reads. A file a tenth of which is out
+// passes with a chance of 0.9^1024, none.
+const cacheSamples = 1024
+
+// ReadAheadJobs asks the kernel to read into the page cache the leaf pages
+// of the jobs bucket that hold the records of keys, so that reading them
+// after (ForEachJobHeadIn) mostly finds them there. It reads the bucket's
+// branch pages that lead to them itself (a level at a time, in ascending
+// file offset, each level asked ahead first) through its own descriptor of
+// the file, checking each as the page check does; the leaves it does not
+// read. It returns when the reads are queued (the kernel bounds how many
+// are in flight). When a sample of the file's pages is all in the page
+// cache it does nothing (Cached). Its memory is 8 bytes a leaf found (at
+// most one a key) and a page. An error (a damaged or short file, another
+// file at the path) says only that the warm-up stopped: the records are
+// still read through bbolt, which is what decides whether they are whole.
+func (t *Tx) ReadAheadJobs(keys *JobKeys) (ReadAhead, error) {
+	return t.readAhead(keyTree{root: uint64(t.tx.Bucket(bucketJobs).Root()), keys: keys.ids})
+}
+
+// ReadAheadIndexes is ReadAheadJobs for what JobCounts and
+// JobKeysOf(statuses) read: the search index's status×queue lists and the
+// status index's entries of statuses.
+func (t *Tx) ReadAheadIndexes(statuses []Status) (ReadAhead, error) {
+	status := keyTree{root: uint64(t.tx.Bucket(bucketStatus).Root())}
+	for _, st := range slices.Sorted(slices.Values(statuses)) {
+		prefix := statusKey(st, 0)[:len(st)+1]
+		status.keys = append(status.keys, prefix)
+		status.ends = append(status.ends, append(prefix[:len(st):len(st)], 1)) // st + "\x01": past st's prefix
+	}
+	counts := keyTree{root: uint64(t.tx.Bucket(bucketIndex).Root()), keys: [][]byte{{idxStatusQueue}}, ends: [][]byte{{idxStatusQueue + 1}}}
+	return t.readAhead(status, counts)
+}
+
+// keyTree is a bucket's B+tree (its root page) and the keys to find in
+// it, ascending: keys[i] alone, or when ends is set the keys from keys[i]
+// up to ends[i] (excluded), the ranges apart.
+type keyTree struct {
+	root       uint64
+	keys, ends [][]byte
+}
+
+// readAhead finds the leaves of trees that hold their keys
+// (leavesHolding) and advises them, unless the file is cached.
+func (t *Tx) readAhead(trees ...keyTree) (ReadAhead, error) {
+	db := t.tx.DB()
+	f, err := os.Open(db.Path())
+	if err != nil {
+		return ReadAhead{}, fmt.Errorf("read ahead: %w", err)
+	}
+	defer f.Close()
+	if cached(f, t.tx.Size(), cacheSamples) {
+		return ReadAhead{Cached: true}, nil
+	}
+	pageSize := db.Info().PageSize
+	ra, err := readAheadLeaves(f, pageSize, uint64(t.tx.Size())/uint64(pageSize), trees)
+	if err != nil {
+		return ra, fmt.Errorf("read ahead: %w", err)
+	}
+	return ra, nil
+}
+
+// readAheadLeaves finds the leaves of trees that hold their keys
+// (leavesHolding) and advises them, in one ascending list.
+func readAheadLeaves(f *os.File, pageSize int, high uint64, trees []keyTree) (ReadAhead, error) {
+	var ra ReadAhead
+	if fi, err := f.Stat(); err != nil {
+		return ra, err
+	} else if fi.Size() < int64(high)*int64(pageSize) {
+		return ra, fmt.Errorf("a file of %d bytes holds %d pages of %d bytes", fi.Size(), high, pageSize)
+	}
+	w := &pageWalker{f: f, pageSize: pageSize, high: high, seen: make([]uint64, (high+63)/64)}
+	ahead := func(ids []uint64) error {
+		_, _, err := advise(f, pageSize, ids)
+		return err
+	}
+	var leaves []uint64
+	for _, tr := range trees {
+		if tr.root == 0 || len(tr.keys) == 0 {
+			continue // an inline bucket: no page of its own
+		}
+		found, err := leavesHolding(w, tr, ahead, &ra.Branches)
+		if err != nil {
+			return ra, err
+		}
+		leaves = append(leaves, found...)
+	}
+	slices.Sort(leaves)
+	ra.Leaves = len(leaves)
+	var err error
+	ra.Runs, ra.Bytes, err = advise(f, pageSize, leaves)
+	return ra, err
+}
+
+// keySpan is a page of the tree and the keys, keys[lo:hi], within its
+// range.
+type keySpan struct {
+	id     uint64
+	lo, hi int
+}
+
+// leavesHolding returns, in ascending order, the ids of the leaf pages of
+// tr that hold one of its keys (or a key of one of its ranges), as
+// bbolt's Seek finds them. It descends a level at a time: each level's
+// page ids sorted, handed to ahead, then read through w (the first alone
+// when it may be a leaf: bbolt's leaves are all at one depth, so a level
+// whose first page is a leaf is all leaves, and those are not read). A
+// branch page's children whose key range holds no key are left out.
+// branches counts the branch pages read.
+func leavesHolding(w *pageWalker, tr keyTree, ahead func(ids []uint64) error, branches *int) ([]uint64, error) {
+	level := []keySpan{{id: tr.root, hi: len(tr.keys)}}
+	var leaves []uint64
+	for len(level) > 0 {
+		slices.SortFunc(level, func(a, b keySpan) int { return cmp.Compare(a.id, b.id) })
+		ids := make([]uint64, len(level))
+		for i, s := range level {
+			ids[i] = s.id
+		}
+		p, err := w.read(ids[0])
+		if err != nil {
+			return nil, err
+		}
+		if le.Uint16(p[8:]) == leafPage {
+			leaves = append(leaves, ids...)
+			break
+		}
+		if err := ahead(ids[1:]); err != nil {
+			return nil, err
+		}
+		var next []keySpan
+		for i, s := range level {
+			if i > 0 {
+				if p, err = w.read(s.id); err != nil {
+					return nil, err
+				}
+			}
+			switch flags := le.Uint16(p[8:]); flags {
+			case branchPage:
+				*branches++
+				if err := splitKeys(p, tr, s.lo, s.hi, &next); err != nil {
+					return nil, fmt.Errorf("page %d: %w", s.id, err)
+				}
+			case leafPage: // a leaf above the bottom level: read already
+				leaves = append(leaves, s.id)
+			default:
+				return nil, fmt.Errorf("page %d: type %#x where a branch or leaf page belongs", s.id, flags)
+			}
+		}
+		level = next
+	}
+	slices.Sort(leaves)
+	return leaves, nil
+}
+
+// splitKeys adds to next each child of branch page p whose key range holds
+// some of tr's keys[lo:hi] (or meets their ranges): child i holds the keys
+// from its element's key to the next element's, the first child also
+// those below (bbolt's searchPage), the last those above. A range that
+// runs past a child's end goes to the next child too.
+func splitKeys(p []byte, tr keyTree, lo, hi int, next *[]keySpan) error {
+	n := int(le.Uint16(p[10:]))
+	if n == 0 || pageHeaderSize+n*pageElementSize > len(p) {
+		return fmt.Errorf("%d branch elements do not fit the page", n)
+	}
+	for i, j := 0, lo; i < n && j < hi; i++ {
+		end, j2 := hi, hi
+		if i+1 < n {
+			bound, err := branchKey(p, i+1)
+			if err != nil {
+				return err
+			}
+			for end = j; end < hi && bytes.Compare(tr.keys[end], bound) < 0; end++ {
+			}
+			j2 = end
+			if tr.ends != nil && end > j && bytes.Compare(tr.ends[end-1], bound) > 0 {
+				j2 = end - 1 // the last range goes on into the next child
+			}
+		}
+		if end > j {
+			*next = append(*next, keySpan{id: le.Uint64(p[pageHeaderSize+i*pageElementSize+8:]), lo: j, hi: end})
+		}
+		j = j2
+	}
+	return nil
+}
+
+// branchKey is the key of element i of branch page p.
+func branchKey(p []byte, i int) ([]byte, error) {
+	e := pageHeaderSize + i*pageElementSize
+	pos, ksize := int(le.Uint32(p[e:])), int(le.Uint32(p[e+4:]))
+	if pos < 0 || ksize < 0 || e+pos+ksize > len(p) {
+		return nil, fmt.Errorf("branch element %d points outside the page", i)
+	}
+	return p[e+pos : e+pos+ksize], nil
+}
+
+// advise asks the kernel to read pages ids (ascending) of f into the page
+// cache, a run of near pages (readAheadGap) at a time, at most
+// readAheadRun bytes each. It returns the runs and bytes asked for.
+func advise(f *os.File, pageSize int, ids []uint64) (runs int, n int64, err error) {
+	ps := int64(pageSize)
+	for i := 0; i < len(ids); {
+		first, last := ids[i], ids[i]
+		for i++; i < len(ids) && ids[i]-last <= readAheadGap && int64(ids[i]-first+1)*ps <= readAheadRun; i++ {
+			last = ids[i]
+		}
+		off, size := int64(first)*ps, int64(last-first+1)*ps
+		if err := willNeed(f, off, size); err != nil {
+			return runs, n, fmt.Errorf("advise %d bytes at %d: %w", size, off, err)
+		}
+		runs, n = runs+1, n+size
+	}
+	return runs, n, nil
+}
