@@ -107,13 +107,8 @@ func joinOnce(b *testing.B, src, dir string) [6]time.Duration {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tr := &timedReader{r: rc}
-	step(2, func() error {
-		return f.RestoreChecked(struct {
-			io.Reader
-			io.Closer
-		}{tr, rc})
-	})
+	tr := &timedReader{ReadCloser: rc}
+	step(2, func() error { return f.RestoreChecked(tr) })
 	b.Logf("restore: read (and on this branch the CRC) %v; the copy ended after %v; then %v (sync, check, open, rebuild)",
 		tr.in.Round(time.Millisecond), tr.ended.Sub(tr.first).Round(time.Millisecond), took[2]-tr.ended.Sub(tr.first))
 	step(4, func() error { _, err := fsm.New(st, nil); return err })
@@ -163,25 +158,6 @@ func newAfterReadAhead(b *testing.B, path string) {
 	if err := st.Close(); err != nil {
 		b.Fatal(err)
 	}
-}
-
-// timedReader times the reads of a restore: how long they took, and when
-// the first began and the last ended.
-type timedReader struct {
-	r            io.Reader
-	in           time.Duration
-	first, ended time.Time
-}
-
-func (t *timedReader) Read(p []byte) (int, error) {
-	start := time.Now()
-	if t.first.IsZero() {
-		t.first = start
-	}
-	n, err := t.r.Read(p)
-	t.ended = time.Now()
-	t.in += t.ended.Sub(start)
-	return n, err
 }
 
 // dropCache drops the file's clean pages from the page cache.
