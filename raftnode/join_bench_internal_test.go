@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/workron/workron/fsm"
+	"github.com/workron/workron/internal/testkit/pagecache"
 	"github.com/workron/workron/store"
 )
 
@@ -116,7 +117,7 @@ func joinOnce(b *testing.B, src, dir string) [6]time.Duration {
 		b.Fatal(err)
 	}
 	step(3, func() error { _, err := store.VerifyPages(path); return err })
-	dropCache(b, path)
+	pagecache.Drop(b, path)
 	st, err = store.Open(path, store.Options{NoSync: true})
 	if err != nil {
 		b.Fatal(err)
@@ -136,7 +137,7 @@ func joinOnce(b *testing.B, src, dir string) [6]time.Duration {
 // (posix_fadvise WILLNEED, in file order), the remedy docs/performance.md
 // weighs for a cold start.
 func newAfterReadAhead(b *testing.B, path string) {
-	dropCache(b, path)
+	pagecache.Drop(b, path)
 	t := time.Now()
 	f, err := os.Open(path)
 	if err != nil {
@@ -156,22 +157,6 @@ func newAfterReadAhead(b *testing.B, path string) {
 	}
 	b.Logf("New cold after WILLNEED of the whole file: %v (the advice returned after %v)", time.Since(t).Round(time.Millisecond), advised.Round(time.Millisecond))
 	if err := st.Close(); err != nil {
-		b.Fatal(err)
-	}
-}
-
-// dropCache drops the file's clean pages from the page cache.
-func dropCache(b *testing.B, path string) {
-	b.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	if err := f.Sync(); err != nil {
-		b.Fatal(err)
-	}
-	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		b.Fatal(err)
 	}
 }
