@@ -3,17 +3,22 @@ package raftnode
 import (
 	"bytes"
 	"io"
-	"os"
 	"testing"
-	"unsafe"
 
 	"github.com/hashicorp/go-hclog"
-	"golang.org/x/sys/unix"
+
+	"github.com/workron/workron/internal/testkit/pagecache"
 )
 
 // A snapshot read whole through the store's reader leaves none of its
 // pages in the page cache: they would push out those the node reads next
 // (the state file a restore just wrote).
+// residentShare is the share of the file's pages in the page cache.
+func residentShare(t *testing.T, path string) float64 {
+	in, pages := pagecache.Resident(t, path)
+	return float64(in) / float64(max(pages, 1))
+}
+
 func TestSnapshotReaderDropsThePagesItRead(t *testing.T) {
 	old := dropBehindBytes
 	dropBehindBytes = 1 << 20
@@ -40,34 +45,4 @@ func TestSnapshotReaderDropsThePagesItRead(t *testing.T) {
 	if r := residentShare(t, path); r > 0.1 {
 		t.Fatalf("%.0f%% of the snapshot's pages still cached after it was read; want them dropped", 100*r)
 	}
-}
-
-// residentShare is the share of the file's pages in the page cache
-// (mincore of a mapping of it).
-func residentShare(t *testing.T, path string) float64 {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
-	}
-	m, err := unix.Mmap(int(f.Fd()), 0, int(fi.Size()), unix.PROT_READ, unix.MAP_SHARED)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer unix.Munmap(m)
-	page := os.Getpagesize()
-	vec := make([]byte, (len(m)+page-1)/page)
-	if _, _, e := unix.Syscall(unix.SYS_MINCORE, uintptr(unsafe.Pointer(&m[0])), uintptr(len(m)), uintptr(unsafe.Pointer(&vec[0]))); e != 0 {
-		t.Fatal(e)
-	}
-	in := 0
-	for _, v := range vec {
-		in += int(v & 1)
-	}
-	return float64(in) / float64(len(vec))
 }
