@@ -486,9 +486,11 @@ func rebuild(tx *store.Tx, now int64, scan bool, logger *slog.Logger) (*index, e
 // readAhead has the store read pages the rebuild reads next (what says
 // which; attrs go to the log line) into the page cache, in file order,
 // before the rebuild reads them one by one in key order: on a cold cache
-// that is a read a page at random offsets (docs/DESIGN.md, "A start"). It
-// only warms the cache, so a failure is logged and the rebuild goes on
-// without it.
+// that is a read a page at random offsets (docs/DESIGN.md, "A start"),
+// and maps them into bbolt's mapping, so that the rebuild's first touch
+// of each is not a fault of its own, warm cache or cold. It only warms
+// the cache and the mapping, so a failure is logged and the rebuild goes
+// on without it (a kernel that refuses the mapping, at debug level).
 func readAhead(logger *slog.Logger, what string, fn func() (store.ReadAhead, error), attrs ...any) {
 	ra, err := fn()
 	if err != nil {
@@ -496,7 +498,10 @@ func readAhead(logger *slog.Logger, what string, fn func() (store.ReadAhead, err
 		return
 	}
 	logger.Debug("read pages ahead", append(append([]any{"of", what}, attrs...), "cached", ra.Cached, "leaves", ra.Leaves,
-		"branches", ra.Branches, "runs", ra.Runs, "bytes", ra.Bytes)...)
+		"branches", ra.Branches, "runs", ra.Runs, "bytes", ra.Bytes, "mapped", ra.Mapped)...)
+	if ra.MapErr != nil {
+		logger.Debug("mapping pages ahead stopped; bbolt faults in the rest", append(append([]any{"of", what}, attrs...), "err", ra.MapErr)...)
+	}
 }
 
 // addJob indexes a stored job at a rebuild (counts apart): the pending,

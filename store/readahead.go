@@ -24,11 +24,13 @@ import (
 
 // ReadAhead says what a read-ahead asked of the kernel.
 type ReadAhead struct {
-	Cached   bool  // every page of a sample of the file was in the page cache: nothing done
+	Cached   bool  // every page of a sample of the file was in the page cache: nothing advised
 	Branches int   // branch pages read to find the leaves
 	Leaves   int   // leaf pages holding at least one of the keys
 	Runs     int   // runs of pages asked for, near leaves joined
 	Bytes    int64 // bytes asked for
+	Mapped   int64 // bytes of the leaves and branch pages mapped into bbolt's mapping (populate)
+	MapErr   error // why no more were: the kernel refused (before Linux 5.14), or a page lay outside
 }
 
 // readAheadGap is the most pages between two leaves asked for in one run:
@@ -83,7 +85,12 @@ type keyTree struct {
 }
 
 // readAhead finds the leaves of trees that hold their keys
-// (leavesHolding) and advises them, unless the file is cached.
+// (leavesHolding), advises them unless the file is cached, and maps them
+// and the branch pages read into bbolt's mapping (populate). The mapping
+// is the one t reads through: bbolt remaps only under its mmap lock held
+// for writing, which waits for every read transaction to end (t holds it
+// for reading while it lives), so its address and the size of t's pages
+// in it stand until t ends.
 func (t *Tx) readAhead(trees ...keyTree) (ReadAhead, error) {
 	db := t.tx.DB()
 	f, err := os.Open(db.Path())
@@ -91,47 +98,60 @@ func (t *Tx) readAhead(trees ...keyTree) (ReadAhead, error) {
 		return ReadAhead{}, fmt.Errorf("read ahead: %w", err)
 	}
 	defer f.Close()
-	if cached(f, t.tx.Size(), cacheSamples) {
-		return ReadAhead{Cached: true}, nil
-	}
-	pageSize := db.Info().PageSize
-	ra, err := readAheadLeaves(f, pageSize, uint64(t.tx.Size())/uint64(pageSize), trees)
+	info := db.Info()
+	ra, pages, err := readAheadLeaves(f, info.PageSize, uint64(t.tx.Size())/uint64(info.PageSize), trees,
+		cached(f, t.tx.Size(), cacheSamples))
 	if err != nil {
 		return ra, fmt.Errorf("read ahead: %w", err)
 	}
+	ra.Mapped, ra.MapErr = populate(mapping{addr: info.Data, size: t.tx.Size()}, info.PageSize, pageRuns(info.PageSize, pages), populateSys)
 	return ra, nil
 }
 
+// populateSys maps pages of a mapping in (madvisePopulate); tests replace it.
+var populateSys = madvisePopulate
+
 // readAheadLeaves finds the leaves of trees that hold their keys
-// (leavesHolding) and advises them, in one ascending list.
-func readAheadLeaves(f *os.File, pageSize int, high uint64, trees []keyTree) (ReadAhead, error) {
-	var ra ReadAhead
+// (leavesHolding) and, unless cached, advises them, in one ascending list.
+// It returns too the pages to map ahead: those leaves and the branch pages
+// read to find them, ascending.
+func readAheadLeaves(f *os.File, pageSize int, high uint64, trees []keyTree, cached bool) (ReadAhead, []uint64, error) {
+	ra := ReadAhead{Cached: cached}
 	if fi, err := f.Stat(); err != nil {
-		return ra, err
+		return ra, nil, err
 	} else if fi.Size() < int64(high)*int64(pageSize) {
-		return ra, fmt.Errorf("a file of %d bytes holds %d pages of %d bytes", fi.Size(), high, pageSize)
+		return ra, nil, fmt.Errorf("a file of %d bytes holds %d pages of %d bytes", fi.Size(), high, pageSize)
 	}
 	w := &pageWalker{f: f, pageSize: pageSize, high: high, seen: make([]uint64, (high+63)/64)}
 	ahead := func(ids []uint64) error {
-		_, _, err := advise(f, pageSize, ids)
+		if cached {
+			return nil
+		}
+		_, _, err := advise(f, pageSize, pageRuns(pageSize, ids))
 		return err
 	}
-	var leaves []uint64
+	var leaves, branches []uint64
 	for _, tr := range trees {
 		if tr.root == 0 || len(tr.keys) == 0 {
 			continue // an inline bucket: no page of its own
 		}
-		found, err := leavesHolding(w, tr, ahead, &ra.Branches)
+		found, err := leavesHolding(w, tr, ahead, &branches)
 		if err != nil {
-			return ra, err
+			return ra, nil, err
 		}
 		leaves = append(leaves, found...)
 	}
 	slices.Sort(leaves)
-	ra.Leaves = len(leaves)
-	var err error
-	ra.Runs, ra.Bytes, err = advise(f, pageSize, leaves)
-	return ra, err
+	ra.Leaves, ra.Branches = len(leaves), len(branches)
+	if !cached {
+		var err error
+		if ra.Runs, ra.Bytes, err = advise(f, pageSize, pageRuns(pageSize, leaves)); err != nil {
+			return ra, nil, err
+		}
+	}
+	pages := append(leaves, branches...)
+	slices.Sort(pages)
+	return ra, pages, nil
 }
 
 // keySpan is a page of the tree and the keys, keys[lo:hi], within its
@@ -148,8 +168,8 @@ type keySpan struct {
 // when it may be a leaf: bbolt's leaves are all at one depth, so a level
 // whose first page is a leaf is all leaves, and those are not read). A
 // branch page's children whose key range holds no key are left out.
-// branches counts the branch pages read.
-func leavesHolding(w *pageWalker, tr keyTree, ahead func(ids []uint64) error, branches *int) ([]uint64, error) {
+// branches gets the ids of the branch pages read.
+func leavesHolding(w *pageWalker, tr keyTree, ahead func(ids []uint64) error, branches *[]uint64) ([]uint64, error) {
 	level := []keySpan{{id: tr.root, hi: len(tr.keys)}}
 	var leaves []uint64
 	for len(level) > 0 {
@@ -178,7 +198,7 @@ func leavesHolding(w *pageWalker, tr keyTree, ahead func(ids []uint64) error, br
 			}
 			switch flags := le.Uint16(p[8:]); flags {
 			case branchPage:
-				*branches++
+				*branches = append(*branches, s.id)
 				if err := splitKeys(p, tr, s.lo, s.hi, &next); err != nil {
 					return nil, fmt.Errorf("page %d: %w", s.id, err)
 				}
@@ -236,21 +256,68 @@ func branchKey(p []byte, i int) ([]byte, error) {
 	return p[e+pos : e+pos+ksize], nil
 }
 
-// advise asks the kernel to read pages ids (ascending) of f into the page
-// cache, a run of near pages (readAheadGap) at a time, at most
-// readAheadRun bytes each. It returns the runs and bytes asked for.
-func advise(f *os.File, pageSize int, ids []uint64) (runs int, n int64, err error) {
-	ps := int64(pageSize)
+// pageRun is a run of pages of the file: n pages from page first.
+type pageRun struct{ first, n uint64 }
+
+// pageRuns joins ids (ascending) into runs of near pages, at most
+// readAheadGap apart and readAheadRun bytes long: the pages between two
+// ids of a run are read too.
+func pageRuns(pageSize int, ids []uint64) []pageRun {
+	var runs []pageRun
 	for i := 0; i < len(ids); {
 		first, last := ids[i], ids[i]
-		for i++; i < len(ids) && ids[i]-last <= readAheadGap && int64(ids[i]-first+1)*ps <= readAheadRun; i++ {
+		for i++; i < len(ids) && ids[i]-last <= readAheadGap && int64(ids[i]-first+1)*int64(pageSize) <= readAheadRun; i++ {
 			last = ids[i]
 		}
-		off, size := int64(first)*ps, int64(last-first+1)*ps
-		if err := willNeed(f, off, size); err != nil {
-			return runs, n, fmt.Errorf("advise %d bytes at %d: %w", size, off, err)
-		}
-		runs, n = runs+1, n+size
+		runs = append(runs, pageRun{first: first, n: last - first + 1})
 	}
-	return runs, n, nil
+	return runs
+}
+
+// advise asks the kernel to read runs of pages of f into the page cache
+// (posix_fadvise WILLNEED), and returns the runs and bytes asked for.
+func advise(f *os.File, pageSize int, runs []pageRun) (int, int64, error) {
+	ps, n := int64(pageSize), int64(0)
+	for i, r := range runs {
+		off, size := int64(r.first)*ps, int64(r.n)*ps
+		if err := willNeed(f, off, size); err != nil {
+			return i, n, fmt.Errorf("advise %d bytes at %d: %w", size, off, err)
+		}
+		n += size
+	}
+	return len(runs), n, nil
+}
+
+// mapping is bbolt's mapping of the file as a read transaction sees it:
+// the address of its first byte, and the bytes from there that hold the
+// transaction's pages (tx.Size(): bbolt maps at least the file, and the
+// file holds at least those).
+type mapping struct {
+	addr uintptr
+	size int64
+}
+
+// populate has the kernel map runs of pages into m (sys, madvisePopulate:
+// MADV_POPULATE_READ), reading those not in the page cache, so that
+// bbolt's reads of them after do not fault a page at a time (bbolt
+// advises its mapping MADV_RANDOM: each first touch of a page is a fault
+// of that page alone). It returns the bytes mapped, and why it stopped
+// before the end: a run not wholly within m.size (a damaged page id: none
+// is asked for), or sys's error (EINVAL before Linux 5.14). Either only
+// leaves the rest to fault in as before.
+func populate(m mapping, pageSize int, runs []pageRun, sys func(addr, n uintptr) error) (int64, error) {
+	var done int64
+	ps, pages := uint64(pageSize), uint64(max(m.size, 0))/uint64(pageSize)
+	for _, r := range runs {
+		if r.n == 0 || r.first >= pages || r.n > pages-r.first {
+			return done, fmt.Errorf("map ahead: pages %d to %d outside the %d pages mapped", r.first, r.first+r.n-1, pages)
+		}
+		off, end := r.first*ps, (r.first+r.n)*ps
+		start := off &^ uint64(osPageSize-1) // madvise's address is aligned to the system's page
+		if err := sys(m.addr+uintptr(start), uintptr(end-start)); err != nil {
+			return done, fmt.Errorf("map ahead %d bytes at %d: %w", end-off, off, err)
+		}
+		done += int64(end - off)
+	}
+	return done, nil
 }
