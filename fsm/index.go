@@ -458,6 +458,7 @@ func rebuild(tx *store.Tx, now int64, scan bool, logger *slog.Logger) (*index, e
 	case err == nil:
 		x.counts = counts
 		live := tx.JobKeysOf(liveStatuses)
+		x.leaseOf = make(map[string]leaseItem, leased(counts, live.Len()))
 		readAhead(logger, "the live jobs' records", func() (store.ReadAhead, error) { return tx.ReadAheadJobs(live) }, "jobs", live.Len())
 		err = tx.ForEachJobHeadIn(live, func(j *store.JobHead) error {
 			x.addJob(j, now)
@@ -481,6 +482,26 @@ func rebuild(tx *store.Tx, now int64, scan bool, logger *slog.Logger) (*index, e
 	}
 	clear(x.flow.reopened)
 	return x, nil
+}
+
+// leased is how many jobs counts says are leased, at most bound (the live
+// jobs): the size leaseOf will have after a rebuild, made so at once
+// rather than grown a doubling at a time (a twentieth of a warm start's
+// rebuild at 750,000 leased jobs went to the growing).
+func leased(counts map[string]map[store.Status]int, bound int) int {
+	n := 0
+	for _, byStatus := range counts {
+		for st, c := range byStatus {
+			if !st.Leased() || c <= 0 {
+				continue
+			}
+			if c >= bound-n {
+				return bound
+			}
+			n += c
+		}
+	}
+	return n
 }
 
 // readAhead has the store read pages the rebuild reads next (what says
