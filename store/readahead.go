@@ -18,9 +18,12 @@ import (
 // branch pages and asks the kernel for them in ascending file offset
 // (posix_fadvise WILLNEED), runs of near pages joined, before bbolt reads
 // them; ReadAheadIndexes does the same for the index entries that lead
-// to them (the status index's, the search index's counts). It only warms the page cache: what it reads means nothing to the
-// store, bbolt remains the one reader of the records, and a failure of it
-// costs only the time it would have saved.
+// to them (the status index's, the search index's counts). Then, cached
+// or not, it maps the same pages into bbolt's mapping (populate,
+// MADV_POPULATE_READ), so that bbolt's first touch of each is not a fault
+// of its own. It only warms the page cache and the page tables: what it
+// reads means nothing to the store, bbolt remains the one reader of the
+// records, and a failure of it costs only the time it would have saved.
 
 // ReadAhead says what a read-ahead asked of the kernel.
 type ReadAhead struct {
@@ -52,9 +55,9 @@ const cacheSamples = 1024
 // branch pages that lead to them itself (a level at a time, in ascending
 // file offset, each level asked ahead first) through its own descriptor of
 // the file, checking each as the page check does; the leaves it does not
-// read. It returns when the reads are queued (the kernel bounds how many
-// are in flight). When a sample of the file's pages is all in the page
-// cache it does nothing (Cached). Its memory is 8 bytes a leaf found (at
+// read. When a sample of the file's pages is all in the page cache it
+// advises nothing (Cached). Then it maps the leaves and the branch pages
+// into bbolt's mapping (populate), which returns when they are read. Its memory is 8 bytes a leaf found (at
 // most one a key) and a page. An error (a damaged or short file, another
 // file at the path) says only that the warm-up stopped: the records are
 // still read through bbolt, which is what decides whether they are whole.
