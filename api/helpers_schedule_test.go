@@ -45,7 +45,7 @@ func (n *loneNode) ID() string                                     { return "n1"
 func (n *loneNode) RaftAddr() string                               { return "127.0.0.1:1" }
 func (n *loneNode) Role() string                                   { return "leader" }
 func (n *loneNode) Servers() ([]raftnode.Server, error)            { return nil, nil }
-func (n *loneNode) AddVoter(context.Context, string, string) error { return nil }
+func (n *loneNode) AddNonvoter(context.Context, string, string) error { return nil }
 func (n *loneNode) RemoveServer(context.Context, string) error     { return nil }
 func (n *loneNode) TransferLeadership(context.Context) error       { return nil }
 func (n *loneNode) Removed() bool                                  { return false }

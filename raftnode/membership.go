@@ -100,3 +100,40 @@ func (n *Node) TransferLeadership(ctx context.Context) error {
 	}
 	return nil
 }
+
+// AddNonvoter adds a member that receives the log but does not vote, the
+// way a joining node starts: it counts for no majority until it holds the
+// state, and Promote makes it a voter then. A member that is a voter
+// already stays one (only its address changes, if it differs). Leader
+// only: ErrNotLeader otherwise.
+func (n *Node) AddNonvoter(ctx context.Context, id, addr string) error {
+	if err := wait(ctx, n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0)); err != nil {
+		return fmt.Errorf("add non-voter %s at %s: %w", id, addr, mapMembershipError(err))
+	}
+	return nil
+}
+
+// Promote makes the non-voter id a voter, at the address the configuration
+// holds for it, and only if the configuration has not changed since it was
+// read (Raft's ErrConfigurationChanged otherwise: read it and decide
+// again). A voter is left as it is; a node that is not a member is
+// ErrNotMember. Leader only: ErrNotLeader otherwise.
+func (n *Node) Promote(ctx context.Context, id string) error {
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("promote %s: get configuration: %w", id, err)
+	}
+	for _, s := range f.Configuration().Servers {
+		switch {
+		case s.ID != raft.ServerID(id):
+			continue
+		case s.Suffrage == raft.Voter:
+			return nil
+		}
+		if err := wait(ctx, n.raft.AddVoter(s.ID, s.Address, f.Index(), 0)); err != nil {
+			return fmt.Errorf("promote %s at %s: %w", id, s.Address, mapMembershipError(err))
+		}
+		return nil
+	}
+	return fmt.Errorf("promote %s: %w", id, ErrNotMember)
+}

@@ -33,6 +33,9 @@ var (
 	// member of the cluster runs (see SetMemberProtocols); nothing was
 	// done. The error is a *NeedsUpgradeError.
 	ErrNeedsUpgrade = errors.New("raftnode: every node must be upgraded first")
+	// ErrNotMember is returned by Promote for a node the configuration
+	// does not hold.
+	ErrNotMember = errors.New("raftnode: not a member")
 )
 
 // Node is one Raft member: its log, snapshots, state machine and proposer.
