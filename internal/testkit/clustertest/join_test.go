@@ -68,7 +68,12 @@ func TestJoinKeepsAOneNodeClusterLeading(t *testing.T) {
 	t.Cleanup(release)
 	j := c.Join(t)
 	id := c.Node(j).ID()
-	waitSuffrage(t, c, 0, id, "nonvoter")
+	clustertest.WaitFor(t, clustertest.FormTimeout, func() error {
+		if suffrage(t, c, 0, id) == "" {
+			return fmt.Errorf("n1 does not list %s yet", id)
+		}
+		return nil
+	})
 
 	r := send(t, http.MethodPost, c.URL(0)+"/jobs", wire.SubmitRequest{Command: "true"})
 	if r.Status != http.StatusCreated {
