@@ -12,19 +12,23 @@ import (
 	"github.com/workron/workron/node"
 )
 
-// heldJoiner makes the node a test joins at index joiner unable to write
-// its Raft log (so it cannot catch up) until release is called. Call
-// t.Cleanup(release) after clustertest.New, so the joiner is let go before
-// the cluster shuts down (cleanups run last first).
-func heldJoiner(t *testing.T, joiner int) (clustertest.Option, func()) {
+// withHeldJoiner builds a cluster of n nodes, then joins one more that
+// cannot write its Raft log (so it cannot catch up, as one installing a
+// large snapshot) until release is called; release also runs at cleanup,
+// before the cluster shuts down (cleanups run last first). It returns the
+// joiner's id.
+func withHeldJoiner(t *testing.T, n int) (c *clustertest.Cluster, id string, release func()) {
+	t.Helper()
 	gate := make(chan struct{})
 	var once sync.Once
-	release := func() { once.Do(func() { close(gate) }) }
-	return clustertest.WithConfig(func(i int, nc *node.Config) {
-		if i == joiner {
+	release = func() { once.Do(func() { close(gate) }) }
+	c = clustertest.New(t, n, clustertest.WithConfig(func(i int, nc *node.Config) {
+		if i == n {
 			nc.Raft.BeforeLogWrite = func() { <-gate }
 		}
-	}), release
+	}))
+	t.Cleanup(release)
+	return c, c.Node(c.Join(t)).ID(), release
 }
 
 // suffrage is how node i's configuration, read on node at, lists node id:
@@ -63,11 +67,7 @@ func waitSuffrage(t *testing.T, c *clustertest.Cluster, at int, id, want string)
 // Added as a voter at once (as before), the joiner would be needed for
 // every commit and the submit would fail.
 func TestJoinKeepsAOneNodeClusterLeading(t *testing.T) {
-	hold, release := heldJoiner(t, 1)
-	c := clustertest.New(t, 1, hold)
-	t.Cleanup(release)
-	j := c.Join(t)
-	id := c.Node(j).ID()
+	c, id, release := withHeldJoiner(t, 1)
 	clustertest.WaitFor(t, clustertest.FormTimeout, func() error {
 		if suffrage(t, c, 0, id) == "" {
 			return fmt.Errorf("n1 does not list %s yet", id)
@@ -97,11 +97,7 @@ func TestJoinKeepsAOneNodeClusterLeading(t *testing.T) {
 // non-voter waits to catch up: the next leader finds it and makes it a
 // voter once it has.
 func TestPromotionSurvivesALeaderChange(t *testing.T) {
-	hold, release := heldJoiner(t, 3)
-	c := clustertest.New(t, 3, hold)
-	t.Cleanup(release)
-	j := c.Join(t)
-	id := c.Node(j).ID()
+	c, id, release := withHeldJoiner(t, 3)
 	old := leaderOf(t, c, 3)
 	waitSuffrage(t, c, old, id, "nonvoter")
 
