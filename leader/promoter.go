@@ -74,8 +74,8 @@ func (c *PromoterConfig) Validate() error {
 // the leader's commit index as of when this leader first saw it in the
 // configuration (so after it was added). A node whose applied index is not
 // known (no address, no answer) is not promoted; a voter is never touched
-// (raftnode.Node.Promote leaves voters alone and refuses a configuration
-// that changed since it was read). A new leader starts over with the
+// (raftnode.Node.Promote leaves voters alone, and re-reads the
+// configuration under its lock of configuration changes). A new leader starts over with the
 // non-voters it finds, so a promotion survives a leader change.
 type Promoter struct {
 	cfg     PromoterConfig

@@ -469,6 +469,8 @@ func (n *Node) Servers() ([]Server, error) {
 
 // AddVoter adds (or re-addresses) a voting member. Leader only.
 func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+	n.member.changing.Lock()
+	defer n.member.changing.Unlock()
 	if err := wait(ctx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0)); err != nil {
 		return fmt.Errorf("add voter %s at %s: %w", id, addr, mapMembershipError(err))
 	}
@@ -477,6 +479,8 @@ func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
 
 // RemoveServer removes a member. Leader only.
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	n.member.changing.Lock()
+	defer n.member.changing.Unlock()
 	if err := wait(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, 0)); err != nil {
 		return fmt.Errorf("remove server %s: %w", id, mapMembershipError(err))
 	}
