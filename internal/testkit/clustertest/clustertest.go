@@ -244,6 +244,7 @@ func (c *Cluster) start(i int) error {
 	rc.RaftLogLevel = c.opts.raftLogLevel
 	nc.API.LeaseTTL, nc.API.MaxWait = c.opts.leaseTTL, c.opts.maxWait
 	nc.Leader.Reaper.Interval = c.opts.reapInterval
+	nc.Leader.Promoter.Interval = 50 * time.Millisecond // a joined node votes soon after it caught up
 	for k, other := range c.nodes {
 		if k != i && other.httpAddr != "127.0.0.1:0" {
 			nc.API.JoinURLs = append(nc.API.JoinURLs, other.URL())
