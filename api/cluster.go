@@ -59,8 +59,19 @@ func (s *Server) handleCluster(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
+// JoinPromoteWait bounds how long POST /cluster/join waits for the node it
+// added to become a voter before it answers (role "nonvoter" then; the
+// leader's promoter goes on). It stays below the 5 s a joining node waits
+// for the answer (callPeer).
+const JoinPromoteWait = 3 * time.Second
+
 // handleJoin adds a node to the cluster (if it is not a member already) and
 // records its HTTP address. Nodes call it at start to announce themselves.
+// A new node joins as a non-voter: it counts for no majority until the
+// leader's promoter (leader.Promoter) has seen it catch up and made it a
+// voter, so a join never leaves the cluster without a majority while the
+// node installs the state. The answer waits up to JoinPromoteWait for that
+// and gives the node's role; a voter stays a voter.
 func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 	var req wire.JoinRequest
 	if err := decodeBody(w, r, s.cfg.MaxBodyBytes, &req); err != nil {
@@ -82,29 +93,60 @@ func (s *Server) handleJoin(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, invalid("http", "%q is not a URL", req.HTTP))
 		return
 	}
-	servers, err := s.node.Servers()
+	sv, err := s.member(req.ID)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	member := false
-	for _, sv := range servers {
-		if sv.ID == req.ID && sv.Addr == req.Raft {
-			member = true
-		}
-	}
-	if !member {
-		if err := s.node.AddVoter(r.Context(), req.ID, req.Raft); err != nil {
+	if sv == nil || sv.Addr != req.Raft {
+		if err := s.node.AddNonvoter(r.Context(), req.ID, req.Raft); err != nil {
 			s.fail(w, r, err)
 			return
 		}
-		s.logger.Info("node joined", "node", req.ID, "raft", req.Raft, "http", req.HTTP)
+		s.logger.Info("node joined as a non-voter; it votes once it has caught up", "node", req.ID, "raft", req.Raft, "http", req.HTTP)
 	}
 	if _, err := s.propose(r.Context(), fsm.Cmd{Op: fsm.OpSetNode, Node: &store.Node{ID: req.ID, HTTP: req.HTTP, Raft: req.Raft}}); err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, wire.Node{ID: req.ID, HTTP: req.HTTP, Raft: req.Raft})
+	writeJSON(w, http.StatusOK, wire.Node{ID: req.ID, HTTP: req.HTTP, Raft: req.Raft, Role: s.awaitVoter(r.Context(), req.ID)})
+}
+
+// member is the configuration's entry for id, nil if it holds none.
+func (s *Server) member(id string) (*raftnode.Server, error) {
+	servers, err := s.node.Servers()
+	if err != nil {
+		return nil, err
+	}
+	for i := range servers {
+		if servers[i].ID == id {
+			return &servers[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// awaitVoter waits up to JoinPromoteWait for id to be a voter and returns
+// its role as GET /cluster names it: "leader", "follower" (a voter) or
+// "nonvoter".
+func (s *Server) awaitVoter(ctx context.Context, id string) string {
+	ctx, cancel := context.WithTimeout(ctx, JoinPromoteWait)
+	defer cancel()
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if sv, err := s.member(id); err == nil && sv != nil && sv.Voter {
+			if leader, _ := s.node.Leader(); leader == id {
+				return "leader"
+			}
+			return "follower"
+		}
+		select {
+		case <-ctx.Done():
+			return "nonvoter"
+		case <-t.C:
+		}
+	}
 }
 
 // RemoveTimeout bounds how long DELETE /cluster/nodes/{id} of the leader

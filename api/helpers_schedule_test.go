@@ -37,25 +37,25 @@ func (n *loneNode) ProposeAll(ctx context.Context, cmds []fsm.Cmd) ([]fsm.Result
 	return results, errs
 }
 
-func (n *loneNode) IsLeader() bool                                 { return true }
-func (n *loneNode) Leader() (string, string)                       { return "n1", "127.0.0.1:1" }
-func (n *loneNode) LeaderChanged() <-chan struct{}                 { return nil }
-func (n *loneNode) VerifyLeader(context.Context) error             { return nil }
-func (n *loneNode) ID() string                                     { return "n1" }
-func (n *loneNode) RaftAddr() string                               { return "127.0.0.1:1" }
-func (n *loneNode) Role() string                                   { return "leader" }
-func (n *loneNode) Servers() ([]raftnode.Server, error)            { return nil, nil }
-func (n *loneNode) AddVoter(context.Context, string, string) error { return nil }
-func (n *loneNode) RemoveServer(context.Context, string) error     { return nil }
-func (n *loneNode) TransferLeadership(context.Context) error       { return nil }
-func (n *loneNode) Removed() bool                                  { return false }
-func (n *loneNode) Stats() raftnode.Stats                          { return raftnode.Stats{} }
-func (n *loneNode) AppliedIndex() uint64                           { return n.FSM.Applied() }
-func (n *loneNode) CommitIndex() uint64                            { return n.FSM.Applied() }
-func (n *loneNode) WriteBackup(io.Writer) (int64, error)           { return 0, nil }
-func (n *loneNode) ClusterProtocol() int                           { return fsm.ProtocolVersion }
-func (n *loneNode) SetMemberProtocols(map[string]int)              {}
-func (n *loneNode) AwaitProtocol(context.Context) int              { return fsm.ProtocolVersion }
+func (n *loneNode) IsLeader() bool                                    { return true }
+func (n *loneNode) Leader() (string, string)                          { return "n1", "127.0.0.1:1" }
+func (n *loneNode) LeaderChanged() <-chan struct{}                    { return nil }
+func (n *loneNode) VerifyLeader(context.Context) error                { return nil }
+func (n *loneNode) ID() string                                        { return "n1" }
+func (n *loneNode) RaftAddr() string                                  { return "127.0.0.1:1" }
+func (n *loneNode) Role() string                                      { return "leader" }
+func (n *loneNode) Servers() ([]raftnode.Server, error)               { return nil, nil }
+func (n *loneNode) AddNonvoter(context.Context, string, string) error { return nil }
+func (n *loneNode) RemoveServer(context.Context, string) error        { return nil }
+func (n *loneNode) TransferLeadership(context.Context) error          { return nil }
+func (n *loneNode) Removed() bool                                     { return false }
+func (n *loneNode) Stats() raftnode.Stats                             { return raftnode.Stats{} }
+func (n *loneNode) AppliedIndex() uint64                              { return n.FSM.Applied() }
+func (n *loneNode) CommitIndex() uint64                               { return n.FSM.Applied() }
+func (n *loneNode) WriteBackup(io.Writer) (int64, error)              { return 0, nil }
+func (n *loneNode) ClusterProtocol() int                              { return fsm.ProtocolVersion }
+func (n *loneNode) SetMemberProtocols(map[string]int)                 {}
+func (n *loneNode) AwaitProtocol(context.Context) int                 { return fsm.ProtocolVersion }
 func (n *loneNode) NewRestoreFile() (*os.File, error) {
 	return os.CreateTemp(n.restoreDir, "restore-upload-*.db")
 }

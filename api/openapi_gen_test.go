@@ -237,7 +237,7 @@ var apiOps = []apiOp{
 		replies: map[int]apiContent{200: replyJSON(wire.Cluster{})}},
 	{pattern: "GET /cluster/read_index", summary: "The leader's commit index, confirmed with a quorum: what a node serving a consistent read waits to apply (503 no_leader on another node)",
 		replies: map[int]apiContent{200: replyJSON(wire.ReadIndex{})}},
-	{pattern: "POST /cluster/join", summary: "Add a voter", body: jsonOf(wire.JoinRequest{}),
+	{pattern: "POST /cluster/join", summary: "Add a node (a non-voter until it has caught up)", body: jsonOf(wire.JoinRequest{}),
 		replies: map[int]apiContent{200: replyJSON(wire.Node{})}},
 	{pattern: "DELETE /cluster/nodes/{id}", summary: "Remove a member",
 		replies: map[int]apiContent{200: replyJSON(wire.Removal{})}},

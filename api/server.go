@@ -49,7 +49,7 @@ type Raft interface {
 	RaftAddr() string
 	Role() string
 	Servers() ([]raftnode.Server, error)
-	AddVoter(ctx context.Context, id, addr string) error
+	AddNonvoter(ctx context.Context, id, addr string) error
 	RemoveServer(ctx context.Context, id string) error
 	TransferLeadership(ctx context.Context) error
 	Removed() bool

@@ -1,12 +1,15 @@
 // Package leader runs the leader-only loops that turn the passing of time
 // into commands: the reaper (expired leases), the sweeper (finished jobs
 // past their retention), the scheduler (cron ticks), admission (gangs
-// and silent workers) and the cascader (cascades in chunks). Leadership starts them all when this node gains
-// Raft leadership and stops them, waiting for each, when it loses it.
+// and silent workers), the cascader (cascades in chunks), the bulker (bulk
+// actions in chunks) and the promoter (joined non-voters that caught up
+// become voters). Leadership starts them all when this node gains Raft
+// leadership and stops them, waiting for each, when it loses it.
 //
 // The loops only read the state and propose commands; the FSM re-checks
 // every command when it applies, so a late or duplicate proposal changes
-// nothing. This package never writes the store, serves HTTP or imports api:
+// nothing. The promoter alone changes the Raft configuration, and only
+// from non-voter to voter. This package never writes the store, serves HTTP or imports api:
 // what it needs of the rest of the node arrives as the small interfaces
 // below, through Config.
 package leader

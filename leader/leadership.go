@@ -21,12 +21,20 @@ type Config struct {
 	// Bulker gives the bulk loop's timings and bounds, and its Compile
 	// (required: node passes the API's selector compiler).
 	Bulker BulkerConfig
+	// Promoter gives the promoter's timings; it runs when Members and
+	// Progress are both set.
+	Promoter PromoterConfig
 
 	// Proposer, State, Recorder and Liveness are required.
 	Proposer Proposer
 	State    State
 	Recorder Recorder
 	Liveness Liveness
+	// Members and Progress, when both set, start the promoter, which
+	// makes joined non-voters voters once they have caught up (node sets
+	// them; tests of other loops may leave them out).
+	Members  Members
+	Progress Progress
 	// Establish, when set, runs first on gaining leadership, before any
 	// loop starts (the API records this node's address in the state).
 	Establish func(ctx context.Context)
@@ -48,6 +56,7 @@ func DefaultConfig() Config {
 		Admission: DefaultAdmissionConfig(),
 		Cascader:  DefaultCascaderConfig(),
 		Bulker:    DefaultBulkerConfig(),
+		Promoter:  DefaultPromoterConfig(),
 	}
 }
 
@@ -151,5 +160,15 @@ func (c *Config) loops(since time.Time) ([]loop, error) {
 		return nil, err
 	}
 	r.since, a.since = since, since
-	return []loop{r, w, s, a, cs, bk}, nil
+	loops := []loop{r, w, s, a, cs, bk}
+	if c.Members != nil && c.Progress != nil {
+		pc := c.Promoter
+		pc.Members, pc.Progress, pc.Logger, pc.Now = c.Members, c.Progress, logger.With("component", "promoter"), c.Now
+		pr, err := NewPromoter(pc)
+		if err != nil {
+			return nil, err
+		}
+		loops = append(loops, pr)
+	}
+	return loops, nil
 }

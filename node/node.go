@@ -290,6 +290,7 @@ func newLeadership(cfg Config, ac api.Config, n *Node) (*leader.Leadership, erro
 	lc.Admission.WorkerOfflineAfter = ac.Liveness.OfflineAfter()
 	lc.Proposer, lc.State = n.raft, n.raft.FSM()
 	lc.Recorder, lc.Liveness, lc.Establish = n.api, ac.Liveness, n.api.RecordAddress
+	lc.Members, lc.Progress = n.raft, n.api
 	lc.Now = ac.Now
 	lc.Bulker.Compile = api.CompileSelector
 	if lc.Logger == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,11 @@ const removedMarker = "removed"
 // elections (Config.ShutdownOnRemove is off), so it can say what happened.
 type membership struct {
 	removed atomic.Bool
+	// changing serializes this node's configuration changes (AddVoter,
+	// AddNonvoter, Promote, RemoveServer), so Promote's read of the
+	// configuration still holds when its change is made: hashicorp/raft
+	// offers no configuration index to make the change conditional on.
+	changing sync.Mutex
 }
 
 // Removed reports whether this node was removed from the cluster: it holds
@@ -99,4 +105,46 @@ func (n *Node) TransferLeadership(ctx context.Context) error {
 		return fmt.Errorf("transfer leadership: %w", mapMembershipError(err))
 	}
 	return nil
+}
+
+// AddNonvoter adds a member that receives the log but does not vote, the
+// way a joining node starts: it counts for no majority until it holds the
+// state, and Promote makes it a voter then. A member that is a voter
+// already stays one (only its address changes, if it differs). Leader
+// only: ErrNotLeader otherwise.
+func (n *Node) AddNonvoter(ctx context.Context, id, addr string) error {
+	n.member.changing.Lock()
+	defer n.member.changing.Unlock()
+	if err := wait(ctx, n.raft.AddNonvoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0)); err != nil {
+		return fmt.Errorf("add non-voter %s at %s: %w", id, addr, mapMembershipError(err))
+	}
+	return nil
+}
+
+// Promote makes the non-voter id a voter, at the address the configuration
+// holds for it. The configuration is read and changed under the lock every
+// configuration change of this node takes, so a join that re-addresses id
+// or a removal of id meanwhile is not undone. A voter is left as it is; a
+// node that is not a member is ErrNotMember. Leader only: ErrNotLeader
+// otherwise.
+func (n *Node) Promote(ctx context.Context, id string) error {
+	n.member.changing.Lock()
+	defer n.member.changing.Unlock()
+	f := n.raft.GetConfiguration()
+	if err := f.Error(); err != nil {
+		return fmt.Errorf("promote %s: get configuration: %w", id, err)
+	}
+	for _, s := range f.Configuration().Servers {
+		switch {
+		case s.ID != raft.ServerID(id):
+			continue
+		case s.Suffrage == raft.Voter:
+			return nil
+		}
+		if err := wait(ctx, n.raft.AddVoter(s.ID, s.Address, 0, 0)); err != nil {
+			return fmt.Errorf("promote %s at %s: %w", id, s.Address, mapMembershipError(err))
+		}
+		return nil
+	}
+	return fmt.Errorf("promote %s: %w", id, ErrNotMember)
 }

@@ -33,6 +33,9 @@ var (
 	// member of the cluster runs (see SetMemberProtocols); nothing was
 	// done. The error is a *NeedsUpgradeError.
 	ErrNeedsUpgrade = errors.New("raftnode: every node must be upgraded first")
+	// ErrNotMember is returned by Promote for a node the configuration
+	// does not hold.
+	ErrNotMember = errors.New("raftnode: not a member")
 )
 
 // Node is one Raft member: its log, snapshots, state machine and proposer.
@@ -466,6 +469,8 @@ func (n *Node) Servers() ([]Server, error) {
 
 // AddVoter adds (or re-addresses) a voting member. Leader only.
 func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
+	n.member.changing.Lock()
+	defer n.member.changing.Unlock()
 	if err := wait(ctx, n.raft.AddVoter(raft.ServerID(id), raft.ServerAddress(addr), 0, 0)); err != nil {
 		return fmt.Errorf("add voter %s at %s: %w", id, addr, mapMembershipError(err))
 	}
@@ -474,6 +479,8 @@ func (n *Node) AddVoter(ctx context.Context, id, addr string) error {
 
 // RemoveServer removes a member. Leader only.
 func (n *Node) RemoveServer(ctx context.Context, id string) error {
+	n.member.changing.Lock()
+	defer n.member.changing.Unlock()
 	if err := wait(ctx, n.raft.RemoveServer(raft.ServerID(id), 0, 0)); err != nil {
 		return fmt.Errorf("remove server %s: %w", id, mapMembershipError(err))
 	}

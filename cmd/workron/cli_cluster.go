@@ -52,8 +52,13 @@ func (c *cli) cluster(ctx context.Context, fs *flag.FlagSet, args []string) erro
 		}
 		return err
 	case "join":
-		if _, err := c.client.Join(ctx, join); err != nil {
+		n, err := c.client.Join(ctx, join)
+		if err != nil {
 			return err
+		}
+		if n.Role == "nonvoter" {
+			fmt.Fprintf(c.out, "joined %s as a non-voter: the leader makes it a voter once it has caught up\n", join.ID)
+			return nil
 		}
 		fmt.Fprintf(c.out, "joined %s\n", join.ID)
 		return nil

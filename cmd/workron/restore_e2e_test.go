@@ -237,6 +237,11 @@ func TestOfflineRestoreOnThreeNodes(t *testing.T) {
 		if len(cl.Nodes) != 3 {
 			return fmt.Errorf("%d members", len(cl.Nodes))
 		}
+		for _, n := range cl.Nodes {
+			if n.Role == "nonvoter" { // a joined node votes once it has caught up
+				return fmt.Errorf("%s is still a non-voter", n.ID)
+			}
+		}
 		return nil
 	}
 	if poll.True(ctx, 0, 50*time.Millisecond, func() bool { return clusterOfThree() == nil }) != nil {

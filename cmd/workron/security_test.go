@@ -161,6 +161,9 @@ func (c *secureCluster) members(n int) error {
 			if nd.HTTP != "" {
 				known++
 			}
+			if nd.Role == "nonvoter" { // a joined node votes once it has caught up
+				return fmt.Errorf("%s sees %s still a non-voter", u, nd.ID)
+			}
 		}
 		if len(cl.Nodes) != n || known != n || cl.Leader == "" {
 			return fmt.Errorf("%s sees %d members, %d with addresses, leader %q", u, len(cl.Nodes), known, cl.Leader)

@@ -22,8 +22,9 @@ func (c *Client) Cluster(ctx context.Context) (*wire.Cluster, error) {
 	return &out, nil
 }
 
-// Join adds a node to the cluster as a voter (POST /cluster/join; the
-// admin role). It is not resent once the request may have reached a
+// Join adds a node to the cluster (POST /cluster/join; the admin role): a
+// new node joins as a non-voter, and the reply's Role says whether it
+// became a voter within the server's wait ("nonvoter" if not yet). It is not resent once the request may have reached a
 // server: a membership change is never replayed.
 func (c *Client) Join(ctx context.Context, req wire.JoinRequest) (*wire.Node, error) {
 	var out wire.Node

@@ -197,6 +197,32 @@ func New(tb testing.TB, n int, opts ...Option) *Cluster {
 	return c
 }
 
+// Join starts one more node, empty, that asks the running nodes to add it
+// (POST /cluster/join, as New's nodes do), and returns its index. It does
+// not wait: the join adds it as a non-voter, and the leader makes it a
+// voter once it has caught up (WaitFormed waits for that).
+func (c *Cluster) Join(tb testing.TB) int {
+	tb.Helper()
+	i := len(c.nodes)
+	c.nodes = append(c.nodes, &Node{
+		id:       fmt.Sprintf("n%d", i+1),
+		dir:      filepath.Join(tb.TempDir(), fmt.Sprintf("n%d", i+1)),
+		httpAddr: "127.0.0.1:0",
+		raftAddr: "127.0.0.1:0",
+	})
+	if err := c.start(i); err != nil {
+		tb.Fatalf("start %s: %v", c.nodes[i].id, err)
+	}
+	return i
+}
+
+// WaitFormed waits up to timeout until every running node lists every node
+// as a voter, agrees on the leader and holds every node's HTTP address.
+func (c *Cluster) WaitFormed(tb testing.TB, timeout time.Duration) {
+	tb.Helper()
+	WaitFor(tb, timeout, c.formed)
+}
+
 // start starts node i. The first start binds port 0; later starts bind
 // the same addresses again.
 func (c *Cluster) start(i int) error {
@@ -218,6 +244,7 @@ func (c *Cluster) start(i int) error {
 	rc.RaftLogLevel = c.opts.raftLogLevel
 	nc.API.LeaseTTL, nc.API.MaxWait = c.opts.leaseTTL, c.opts.maxWait
 	nc.Leader.Reaper.Interval = c.opts.reapInterval
+	nc.Leader.Promoter.Interval = 50 * time.Millisecond // a joined node votes soon after it caught up
 	for k, other := range c.nodes {
 		if k != i && other.httpAddr != "127.0.0.1:0" {
 			nc.API.JoinURLs = append(nc.API.JoinURLs, other.URL())
