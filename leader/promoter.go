@@ -37,10 +37,14 @@ type PromoterConfig struct {
 	// Defaults to 250ms.
 	Interval time.Duration
 	// Within is how long, counted from when this leader first saw a
-	// non-voter, the promoter waits for it to catch up; after that the node
-	// stays a non-voter (logged) until the next leader's term. Defaults to
-	// 15m.
+	// non-voter, the promoter looks at it every Interval; after that it
+	// logs that the node is late and looks only every LateInterval (a node
+	// that never catches up costs a probe now and then, and one that
+	// catches up late still becomes a voter). Defaults to 15m.
 	Within time.Duration
+	// LateInterval is how often it looks at a non-voter past Within.
+	// Defaults to 10s.
+	LateInterval time.Duration
 
 	// Members and Progress are required.
 	Members  Members
@@ -52,7 +56,7 @@ type PromoterConfig struct {
 
 // DefaultPromoterConfig returns the promoter's default timings.
 func DefaultPromoterConfig() PromoterConfig {
-	return PromoterConfig{Interval: 250 * time.Millisecond, Within: 15 * time.Minute}
+	return PromoterConfig{Interval: 250 * time.Millisecond, Within: 15 * time.Minute, LateInterval: 10 * time.Second}
 }
 
 // Validate names the first missing or out-of-bounds field.
@@ -64,6 +68,8 @@ func (c *PromoterConfig) Validate() error {
 		return fmt.Errorf("leader: PromoterConfig.Interval %s: must be 1ms..1m", c.Interval)
 	case c.Within < c.Interval || c.Within > 24*time.Hour:
 		return fmt.Errorf("leader: PromoterConfig.Within %s: must be Interval..24h", c.Within)
+	case c.LateInterval < c.Interval || c.LateInterval > time.Hour:
+		return fmt.Errorf("leader: PromoterConfig.LateInterval %s: must be Interval..1h", c.LateInterval)
 	}
 	return nil
 }
@@ -88,7 +94,8 @@ type Promoter struct {
 type catchup struct {
 	target uint64    // the commit index it must reach
 	since  time.Time // when this leader first saw it
-	gaveUp bool      // past Within: logged, left a non-voter
+	late   bool      // past Within: logged, looked at every LateInterval
+	looked time.Time // when its progress was last asked for
 }
 
 // NewPromoter checks cfg and returns a Promoter.
@@ -142,15 +149,15 @@ func (p *Promoter) consider(ctx context.Context, id string) {
 		p.pending[id] = c
 		p.logger.Info("non-voter waits to catch up before it votes", "node", id, "target_index", c.target)
 	}
-	if c.gaveUp {
+	if !c.late && now.Sub(c.since) > p.cfg.Within {
+		c.late = true
+		p.logger.Warn("non-voter has not caught up: the leader now looks at it less often", "node", id,
+			"within", p.cfg.Within, "every", p.cfg.LateInterval, "target_index", c.target)
+	}
+	if c.late && now.Sub(c.looked) < p.cfg.LateInterval {
 		return
 	}
-	if now.Sub(c.since) > p.cfg.Within {
-		c.gaveUp = true
-		p.logger.Warn("non-voter did not catch up in time: it stays a non-voter until the next leader tries again "+
-			"(or remove it and let it join again)", "node", id, "within", p.cfg.Within, "target_index", c.target)
-		return
-	}
+	c.looked = now
 	applied, err := p.cfg.Progress.AppliedIndexOf(ctx, id)
 	if err != nil {
 		p.logger.Debug("non-voter's progress not known yet", "node", id, "err", err)

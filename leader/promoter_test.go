@@ -3,6 +3,7 @@ package leader
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,7 +42,8 @@ func (p fakeProgress) AppliedIndexOf(_ context.Context, id string) (uint64, erro
 
 // TestPromoter checks who the promoter makes a voter: a non-voter whose
 // applied index reached the commit index as of when the leader first saw
-// it; not one whose progress is unknown or behind, nor one past Within.
+// it; not one whose progress is unknown or behind; one past Within only
+// every LateInterval.
 func TestPromoter(t *testing.T) {
 	now := t0
 	m := &fakeMembers{commit: 10, servers: []raftnode.Server{
@@ -66,18 +68,26 @@ func TestPromoter(t *testing.T) {
 	if len(m.promoted) != 1 || m.promoted[0] != "behind" {
 		t.Fatalf("promoted %v, want [behind]", m.promoted)
 	}
-	// Past Within, a node that catches up stays a non-voter this term.
+	// Past Within, a node is looked at only every LateInterval: one that
+	// catches up waits for the next look, then is promoted.
 	now = now.Add(cfg.Within + time.Second)
+	p.runOnce(ctx) // late from here: looked at now, still behind
 	progress["late"] = 100
+	now = now.Add(cfg.LateInterval / 2)
 	p.runOnce(ctx)
 	if len(m.promoted) != 1 {
-		t.Fatalf("promoted %v after Within, want only [behind]", m.promoted)
+		t.Fatalf("promoted %v before LateInterval passed, want only [behind]", m.promoted)
 	}
-	// A new term (a new promoter) tries again, against its own target.
+	now = now.Add(cfg.LateInterval)
+	p.runOnce(ctx)
+	if len(m.promoted) != 2 || m.promoted[1] != "late" {
+		t.Fatalf("promoted %v once LateInterval passed, want late too", m.promoted)
+	}
+	// A new term (a new promoter) starts over, and leaves voters alone.
 	p2, _ := NewPromoter(cfg)
 	p2.runOnce(ctx)
-	if len(m.promoted) != 2 || m.promoted[1] != "late" {
-		t.Fatalf("promoted %v in the next term, want late too", m.promoted)
+	if len(m.promoted) != 2 {
+		t.Fatalf("promoted %v in the next term, want still [behind late]", m.promoted)
 	}
 	if m.servers[1].Voter {
 		t.Fatal("a node whose progress is unknown was promoted")
@@ -94,5 +104,9 @@ func TestPromoterConfigValidate(t *testing.T) {
 	cfg.Within = time.Millisecond
 	if _, err := NewPromoter(cfg); err == nil {
 		t.Fatal("Within below Interval accepted")
+	}
+	cfg.Within, cfg.LateInterval = time.Minute, time.Millisecond
+	if _, err := NewPromoter(cfg); err == nil || !strings.Contains(err.Error(), "LateInterval") {
+		t.Fatalf("LateInterval below Interval: err %v, want one naming LateInterval", err)
 	}
 }
