@@ -49,7 +49,6 @@ func (s *stopper) stopped() bool {
 // file grows by what is written meanwhile, and a write that must grow the
 // memory map waits for it (as behind any long snapshot).
 type PageCheck struct {
-	path     string
 	sn       *Snapshot
 	f        *os.File
 	freelist uint64
@@ -78,7 +77,7 @@ func (s *Store) NewPageCheck() (*PageCheck, error) {
 		}
 		return nil, fmt.Errorf("page check: %w", err)
 	}
-	c := &PageCheck{path: s.path, sn: sn, f: f}
+	c := &PageCheck{sn: sn, f: f}
 	var ok bool
 	if c.freelist, ok = metaFreelist(f, sn.db.Info().PageSize, uint64(sn.tx.ID())); !ok {
 		c.Close()
@@ -102,13 +101,6 @@ func (c *PageCheck) Run(stop <-chan struct{}) (Info, error) {
 	info := Info{Size: fi.Size()}
 	err = guarded(func() error { return checkPages(c.f, c.sn.tx, c.sn.db.Info().PageSize, c.freelist, &info, stop) })
 	return info, err
-}
-
-// Replaced reports whether the store's path names another file than the
-// one the check reads: a restore replaced it (and checked the new one).
-func (c *PageCheck) Replaced() bool {
-	fi, err := os.Stat(c.path)
-	return err != nil || !os.SameFile(fi, c.sn.refs.file)
 }
 
 // Close releases the snapshot and the file. Safe to call twice.
