@@ -33,6 +33,32 @@ func writeSnapshot(t *testing.T, s raft.SnapshotStore, index uint64, data []byte
 	return sink.ID()
 }
 
+// editMeta rewrites snapshot id's meta.json through fn.
+func editMeta(t *testing.T, snaps *snapshotStore, id string, fn func(*snapshotMeta)) {
+	t.Helper()
+	path := filepath.Join(snaps.dir, id, "meta.json")
+	m, err := readSnapshotMeta(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fn(m)
+	if err := writeSnapshotMeta(path, m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readAfterOpen opens snapshot id and reads it whole, failing the test if
+// Open fails.
+func readAfterOpen(t *testing.T, snaps *snapshotStore, id string) ([]byte, error) {
+	t.Helper()
+	_, rc, err := snaps.Open(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	return io.ReadAll(rc)
+}
+
 // statePath is the state file of snapshot id in snaps.
 func statePath(snaps *snapshotStore, id string) string {
 	return filepath.Join(snaps.dir, id, "state.bin")
@@ -100,12 +126,7 @@ func testSnapshotReaderChecks(t *testing.T, sum string) {
 		for _, at := range []int{0, len(data) / 2, len(data) - 1} {
 			snaps, id, path := setup(t, data)
 			damage(t, path, func(b []byte) []byte { b[at] ^= 1; return b })
-			_, rc, err := snaps.Open(id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, err := io.ReadAll(rc)
-			rc.Close()
+			got, err := readAfterOpen(t, snaps, id)
 			if !errors.Is(err, errSnapshotCRC) {
 				t.Fatalf("byte %d flipped: read err = %v, want errSnapshotCRC", at, err)
 			}
@@ -144,25 +165,14 @@ func testSnapshotReaderChecks(t *testing.T, sum string) {
 	})
 	t.Run("AChecksumThatDiffersFailsAtTheEnd", func(t *testing.T) {
 		snaps, id, _ := setup(t, data)
-		path := filepath.Join(snaps.dir, id, "meta.json")
-		m, err := readSnapshotMeta(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range [][]byte{m.CRC, m.CRC32C} {
-			if b != nil {
-				b[len(b)-1] ^= 1
+		editMeta(t, snaps, id, func(m *snapshotMeta) {
+			for _, b := range [][]byte{m.CRC, m.CRC32C} {
+				if b != nil {
+					b[len(b)-1] ^= 1
+				}
 			}
-		}
-		if err := writeSnapshotMeta(path, m); err != nil {
-			t.Fatal(err)
-		}
-		_, rc, err := snaps.Open(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rc.Close()
-		if got, err := io.ReadAll(rc); !errors.Is(err, errSnapshotCRC) || len(got) >= len(data) {
+		})
+		if got, err := readAfterOpen(t, snaps, id); !errors.Is(err, errSnapshotCRC) || len(got) >= len(data) {
 			t.Fatalf("read %d bytes of %d, err = %v; want errSnapshotCRC before the end", len(got), len(data), err)
 		}
 	})
@@ -171,21 +181,8 @@ func testSnapshotReaderChecks(t *testing.T, sum string) {
 		if got := readSnapshot(t, snaps, id); len(got) != 0 {
 			t.Fatalf("read %d bytes of an empty snapshot", len(got))
 		}
-		path := filepath.Join(snaps.dir, id, "meta.json")
-		m, err := readSnapshotMeta(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m.CRC, m.CRC32C = []byte{1}, nil
-		if err := writeSnapshotMeta(path, m); err != nil {
-			t.Fatal(err)
-		}
-		_, rc, err := snaps.Open(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rc.Close()
-		if _, err := io.ReadAll(rc); !errors.Is(err, errSnapshotCRC) {
+		editMeta(t, snaps, id, func(m *snapshotMeta) { m.CRC, m.CRC32C = []byte{1}, nil })
+		if _, err := readAfterOpen(t, snaps, id); !errors.Is(err, errSnapshotCRC) {
 			t.Fatalf("empty snapshot whose meta.json has another checksum: err = %v, want errSnapshotCRC", err)
 		}
 	})
@@ -199,15 +196,7 @@ func TestSnapshotWithoutAChecksumIsRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	id := writeSnapshot(t, snaps, 5, []byte("state"))
-	path := filepath.Join(snaps.dir, id, "meta.json")
-	m, err := readSnapshotMeta(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m.CRC, m.CRC32C = nil, nil
-	if err := writeSnapshotMeta(path, m); err != nil {
-		t.Fatal(err)
-	}
+	editMeta(t, snaps, id, func(m *snapshotMeta) { m.CRC, m.CRC32C = nil, nil })
 	if _, rc, err := snaps.Open(id); !errors.Is(err, errSnapshotCRC) {
 		if err == nil {
 			rc.Close()

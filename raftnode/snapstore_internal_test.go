@@ -55,15 +55,7 @@ func TestSnapshotStoreSyncsAsItWrites(t *testing.T) {
 // and the CRC the previous release checks as it reads is null, which no
 // CRC-64 equals.
 func TestSnapshotStoreKeepsRaftsLayout(t *testing.T) {
-	dir := t.TempDir()
-	plain, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours, err := newSnapshotStore(dir, 2, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, ours := twoStores(t)
 	old := writeSnapshot(t, plain, 5, []byte("written by raft.FileSnapshotStore"))
 	metas, err := ours.List()
 	if err != nil || len(metas) != 1 || metas[0].ID != old || metas[0].Index != 5 {
@@ -98,15 +90,7 @@ func TestSnapshotStoreKeepsRaftsLayout(t *testing.T) {
 // carries the Peers Raft's sink writes (only voters, as the transport
 // encodes them).
 func TestSnapshotStoreWritesRaftsPeers(t *testing.T) {
-	dir := t.TempDir()
-	plain, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ours, err := newSnapshotStore(dir, 2, hclog.NewNullLogger())
-	if err != nil {
-		t.Fatal(err)
-	}
+	plain, ours := twoStores(t)
 	conf := raft.Configuration{Servers: []raft.Server{
 		{ID: "a", Address: "127.0.0.1:7000", Suffrage: raft.Voter},
 		{ID: "b", Address: "127.0.0.1:7001", Suffrage: raft.Nonvoter},
@@ -170,6 +154,22 @@ func TestSnapshotSinkCancelsRenamesAndReaps(t *testing.T) {
 	if want := ids[1:]; !reflect.DeepEqual(names, want) {
 		t.Fatalf("snapshots/ holds %q, want the two newest %q", names, want)
 	}
+}
+
+// twoStores is hashicorp/raft's FileSnapshotStore and this store, on one
+// directory.
+func twoStores(t *testing.T) (*raft.FileSnapshotStore, *snapshotStore) {
+	t.Helper()
+	dir := t.TempDir()
+	plain, err := raft.NewFileSnapshotStoreWithLogger(dir, 2, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ours, err := newSnapshotStore(dir, 2, hclog.NewNullLogger())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plain, ours
 }
 
 func snapshotMetaOf(t *testing.T, s *snapshotStore, id string) *snapshotMeta {
