@@ -82,7 +82,6 @@ func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
 		_ = os.RemoveAll(dir)
 		return nil, fmt.Errorf("create snapshot: %w", err)
 	}
-	sum := newCRC32C()
 	return &snapshotSink{
 		store: s,
 		dir:   dir,
@@ -92,7 +91,7 @@ func (s *snapshotStore) Create(version raft.SnapshotVersion, index, term uint64,
 		}},
 		f:    f,
 		w:    bufio.NewWriter(f),
-		sum:  sum,
+		sum:  newCRC32C(),
 		pace: flushpace.New(f, snapshotSyncBytes),
 	}, nil
 }
