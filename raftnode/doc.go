@@ -1,8 +1,9 @@
 // Package raftnode runs one Workron cluster member: hashicorp/raft with its
-// log and stable store in raft.db (logstore.go), file snapshots synced as
-// they are written (snapstore.go), the TCP transport, and the state machine
-// of package fsm. It owns bootstrap, membership changes, leadership changes
-// and the proposer; it never parses HTTP.
+// log and stable store in raft.db (logstore.go), file snapshots in Raft's
+// layout with a CRC-32C, synced as they are written (snapstore.go), the TCP
+// transport, and the state machine of package fsm. It owns bootstrap,
+// membership changes, leadership changes and the proposer; it never parses
+// HTTP.
 //
 // # Proposer
 //

@@ -199,7 +199,7 @@ func StageRestore(dataDir, backup string) (store.Info, error) {
 		os.Remove(tmp)
 		return info, fmt.Errorf("stage restore: %w", err)
 	}
-	syncDir(dataDir)
+	_ = syncDir(dataDir)
 	return info, nil
 }
 
@@ -230,7 +230,7 @@ func (n *Node) runStagedRestore() {
 	if err := os.Remove(path); err != nil {
 		n.logger.Error("remove the staged backup after restoring it", "file", path, "err", err)
 	}
-	syncDir(n.cfg.DataDir)
+	_ = syncDir(n.cfg.DataDir)
 }
 
 // restoreStaged restores the file at path, trying again while this node
@@ -280,12 +280,18 @@ func copyFile(path string, r io.Reader) error {
 	return err
 }
 
-// syncDir fsyncs a directory so renames and removals in it last.
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
+// syncDir fsyncs a directory so renames and removals in it last. Most
+// callers go on without it on an error; a snapshot's Close fails.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
 	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 // restoredIndex is the index of the newest snapshot the FSM restored in

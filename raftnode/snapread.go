@@ -3,11 +3,8 @@ package raftnode
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"hash"
-	"hash/crc64"
 	"io"
 	"os"
 	"path/filepath"
@@ -15,17 +12,14 @@ import (
 	"github.com/hashicorp/raft"
 )
 
-// errSnapshotCRC is what a snapshot whose state file does not match the
-// CRC in its meta.json fails with, at its end.
-var errSnapshotCRC = errors.New("raftnode: snapshot state file does not match its CRC")
-
-// Open opens a snapshot for reading once, checking its CRC as it is read.
+// Open opens a snapshot for reading once, checking its checksum (the
+// CRC-32C or CRC-64 its meta.json records, snapmeta.go) as it is read.
 // hashicorp/raft's FileSnapshotStore.Open read the whole state file to
 // check its CRC before returning it, and its reader then read it again: at
 // 10,000,000 jobs two reads of 6.4 GB for a follower installing a
 // snapshot, and the same for a leader sending one. The reader returned
 // here gives every byte but those of its last read as it reads them, and
-// those only once the CRC of the whole file matched (else
+// those only once the checksum of the whole file matched (else
 // errSnapshotCRC): so no reader, Raft's transport sending it on or the
 // store restoring it, can take a damaged or cut-off file for a whole one.
 // The layout is the FileSnapshotStore's (meta.json beside state.bin).
@@ -42,6 +36,10 @@ func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 	if err != nil {
 		return nil, nil, fmt.Errorf("open snapshot %s: %w", id, err)
 	}
+	sum, want, err := meta.checksum()
+	if err != nil {
+		return nil, nil, fmt.Errorf("open snapshot %s: %w", id, err)
+	}
 	f, err := os.Open(filepath.Join(s.dir, id, "state.bin"))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open snapshot %s: %w", id, err)
@@ -55,40 +53,22 @@ func (s *snapshotStore) Open(id string) (*raft.SnapshotMeta, io.ReadCloser, erro
 		f.Close()
 		return nil, nil, fmt.Errorf("open snapshot %s: state file holds %d bytes, its meta says %d", id, fi.Size(), meta.Size)
 	}
-	cs := &checkedSnapshot{f: f, r: bufio.NewReaderSize(f, 1<<20), hash: crc64.New(crc64.MakeTable(crc64.ECMA)), want: meta.CRC, left: meta.Size}
+	cs := &checkedSnapshot{f: f, r: bufio.NewReaderSize(f, 1<<20), hash: sum, want: want, left: meta.Size}
 	if meta.Size == 0 {
 		cs.verify()
 	}
 	return &meta.SnapshotMeta, cs, nil
 }
 
-// snapshotMeta is FileSnapshotStore's meta.json.
-type snapshotMeta struct {
-	raft.SnapshotMeta
-	CRC []byte
-}
-
-func readSnapshotMeta(path string) (*snapshotMeta, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	var m snapshotMeta
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	return &m, nil
-}
-
-// checkedSnapshot reads a snapshot's state file, checking its CRC as it
-// goes; see snapshotStore.Open.
+// checkedSnapshot reads a snapshot's state file, checking its checksum as
+// it goes; see snapshotStore.Open.
 type checkedSnapshot struct {
 	f    *os.File
 	r    *bufio.Reader
-	hash hash.Hash64
+	hash hash.Hash
 	want []byte
 	left int64 // bytes not yet given
-	err  error // sticky: the CRC did not match, or the file ended early
+	err  error // sticky: the checksum did not match, or the file ended early
 	// given: bytes given from the file's start; dropped: how many of
 	// them had been given at the last drop of their pages (dropCached).
 	given, dropped int64
@@ -138,7 +118,7 @@ func (c *checkedSnapshot) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// verify checks the CRC of everything read, setting c.err on a mismatch.
+// verify checks the checksum of everything read, setting c.err on a mismatch.
 func (c *checkedSnapshot) verify() {
 	if got := c.hash.Sum(nil); !bytes.Equal(got, c.want) {
 		c.err = fmt.Errorf("%w: computed %x, meta.json has %x", errSnapshotCRC, got, c.want)

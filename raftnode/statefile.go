@@ -200,7 +200,7 @@ func (n *Node) checkInBackground(path string, pc *store.PageCheck, c *bgCheck) {
 		if rerr := os.Remove(marker); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
 			n.logger.Warn("removing the page check's marker failed; the next start checks the state file first", "err", rerr)
 		}
-		syncDir(filepath.Dir(path))
+		_ = syncDir(filepath.Dir(path))
 		n.logger.Info("state file's pages checked in the background", "bytes", info.Size, "took", time.Since(start).Round(time.Millisecond))
 	case errors.Is(err, store.ErrCheckStopped):
 		if werr := writeSynced(marker, checkStoppedEarly); werr != nil {
@@ -249,7 +249,7 @@ func writeSynced(path, content string) error {
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
-	syncDir(filepath.Dir(path))
+	_ = syncDir(filepath.Dir(path))
 	return nil
 }
 
@@ -284,7 +284,7 @@ func (n *Node) setAside(path string, why error) error {
 		return fmt.Errorf("state file is damaged (%w), and moving it aside failed: %w; "+
 			"remove it by hand and start again: the node rebuilds it from its snapshot and Raft log", err, rerr)
 	}
-	syncDir(filepath.Dir(path))
+	_ = syncDir(filepath.Dir(path))
 	n.logger.Warn("state file is damaged; moved it aside and rebuilding the state from the snapshot and the Raft log",
 		"err", err, "moved_to", aside)
 	return nil
