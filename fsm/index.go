@@ -75,8 +75,8 @@ func leaseLess(a, b leaseItem) bool {
 }
 
 type index struct {
-	ready    map[kind]*btree.BTreeG[readyItem]
-	delayed  *btree.BTreeG[readyItem]
+	ready    map[kind]*itemTree
+	delayed  *itemTree
 	leases   *btree.BTreeG[leaseItem]
 	leaseOf  map[string]leaseItem
 	byWorker map[string]map[string]struct{}
@@ -94,8 +94,8 @@ type index struct {
 
 func newIndex() *index {
 	return &index{
-		ready:    make(map[kind]*btree.BTreeG[readyItem]),
-		delayed:  btree.NewG(32, delayedLess),
+		ready:    make(map[kind]*itemTree),
+		delayed:  newItemTree(delayedLess),
 		leases:   btree.NewG(32, leaseLess),
 		leaseOf:  make(map[string]leaseItem),
 		byWorker: make(map[string]map[string]struct{}),
@@ -187,10 +187,10 @@ func (x *index) addPending(j *store.JobHead, now int64) {
 	x.addReady(it)
 }
 
-func (x *index) readyTree(k kind) *btree.BTreeG[readyItem] {
+func (x *index) readyTree(k kind) *itemTree {
 	t := x.ready[k]
 	if t == nil {
-		t = btree.NewG(32, readyLess)
+		t = newItemTree(readyLess)
 		x.ready[k] = t
 	}
 	return t
