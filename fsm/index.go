@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/google/btree"
-
 	"github.com/workron/workron/store"
 )
 
@@ -75,9 +73,9 @@ func leaseLess(a, b leaseItem) bool {
 }
 
 type index struct {
-	ready    map[kind]*itemTree
-	delayed  *itemTree
-	leases   *btree.BTreeG[leaseItem]
+	ready    map[kind]*itemTree[readyItem]
+	delayed  *itemTree[readyItem]
+	leases   *itemTree[leaseItem]
 	leaseOf  map[string]leaseItem
 	byWorker map[string]map[string]struct{}
 	paused   map[string]bool
@@ -94,9 +92,9 @@ type index struct {
 
 func newIndex() *index {
 	return &index{
-		ready:    make(map[kind]*itemTree),
+		ready:    make(map[kind]*itemTree[readyItem]),
 		delayed:  newItemTree(delayedLess),
-		leases:   btree.NewG(32, leaseLess),
+		leases:   newItemTree(leaseLess),
 		leaseOf:  make(map[string]leaseItem),
 		byWorker: make(map[string]map[string]struct{}),
 		paused:   make(map[string]bool),
@@ -187,7 +185,7 @@ func (x *index) addPending(j *store.JobHead, now int64) {
 	x.addReady(it)
 }
 
-func (x *index) readyTree(k kind) *itemTree {
+func (x *index) readyTree(k kind) *itemTree[readyItem] {
 	t := x.ready[k]
 	if t == nil {
 		t = newItemTree(readyLess)

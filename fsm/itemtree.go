@@ -2,50 +2,51 @@ package fsm
 
 import "github.com/google/btree"
 
-// itemTree is an ordered set of pending jobs' items (the ready trees, the
-// keys' groups and the delayed tree), read in its order by Min, Ascend and
-// AscendGreaterOrEqual. It keeps the items in a btree in the reverse of
-// that order, for memory: jobs come in mostly in order (a new job sorts
-// after the jobs of its priority before it: a later run time, a higher
-// seq), and a btree.BTreeG filled at its high end splits each full node
-// into a half left behind in the node's array of twice its size, never
-// filled again, while one filled at its low end leaves behind halves in
-// arrays cut to their size. A 1,000,000-job fill took 102 bytes of heap a
-// pending job in order, and 50 reversed (BenchmarkPendingMemory; the
+// itemTree is an ordered set of the index's items (pending jobs' in the
+// ready trees, the keys' groups and the delayed tree; leases), read in its
+// order by Min, Ascend and AscendGreaterOrEqual. It keeps the items in a
+// btree in the reverse of that order, for memory: jobs come in mostly in
+// order (a new job sorts after the jobs of its priority before it: a later
+// run time, a higher seq; a new lease after the leases of the same TTL
+// before it), and a btree.BTreeG filled at its high end splits each full
+// node into a half left behind in the node's array of twice its size,
+// never filled again, while one filled at its low end leaves behind halves
+// in arrays cut to their size. A 1,000,000-job fill took 102 bytes of heap
+// a pending job in order, and 52 reversed (BenchmarkPendingMemory; the
 // item is 48 bytes). Reversing changes no order the index reads.
-type itemTree struct {
-	t *btree.BTreeG[readyItem]
+type itemTree[T any] struct {
+	t *btree.BTreeG[T]
 }
 
 // itemDegree is the degree of the items' btrees: nodes of up to 63 items.
 const itemDegree = 32
 
 // newItemTree is an empty tree of items ordered by less.
-func newItemTree(less func(a, b readyItem) bool) *itemTree {
-	return &itemTree{t: btree.NewG(itemDegree, func(a, b readyItem) bool { return less(b, a) })}
+func newItemTree[T any](less func(a, b T) bool) *itemTree[T] {
+	return &itemTree[T]{t: btree.NewG(itemDegree, func(a, b T) bool { return less(b, a) })}
 }
 
 // ReplaceOrInsert adds it, returning the item equal to it that it
 // replaced, if any.
-func (t *itemTree) ReplaceOrInsert(it readyItem) (readyItem, bool) { return t.t.ReplaceOrInsert(it) }
+func (t *itemTree[T]) ReplaceOrInsert(it T) (T, bool) { return t.t.ReplaceOrInsert(it) }
 
 // Delete removes the item equal to it and returns it, if there is one.
-func (t *itemTree) Delete(it readyItem) (readyItem, bool) { return t.t.Delete(it) }
+func (t *itemTree[T]) Delete(it T) (T, bool) { return t.t.Delete(it) }
 
 // Min is the first item in the tree's order.
-func (t *itemTree) Min() (readyItem, bool) { return t.t.Max() }
+func (t *itemTree[T]) Min() (T, bool) { return t.t.Max() }
 
 // DeleteMin removes the first item in the tree's order and returns it.
-func (t *itemTree) DeleteMin() (readyItem, bool) { return t.t.DeleteMax() }
+func (t *itemTree[T]) DeleteMin() (T, bool) { return t.t.DeleteMax() }
 
 // Ascend calls fn on each item in order until fn returns false.
-func (t *itemTree) Ascend(fn func(readyItem) bool) { t.t.Descend(fn) }
+func (t *itemTree[T]) Ascend(fn func(T) bool) { t.t.Descend(fn) }
 
 // AscendGreaterOrEqual calls fn in order on each item from pivot on
 // (pivot included if in the tree) until fn returns false.
-func (t *itemTree) AscendGreaterOrEqual(pivot readyItem, fn func(readyItem) bool) {
+func (t *itemTree[T]) AscendGreaterOrEqual(pivot T, fn func(T) bool) {
 	t.t.DescendLessOrEqual(pivot, fn)
 }
 
 // Len is the number of items in the tree.
-func (t *itemTree) Len() int { return t.t.Len() }
+func (t *itemTree[T]) Len() int { return t.t.Len() }

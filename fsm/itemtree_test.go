@@ -94,7 +94,7 @@ func checkItemTreeOrder(t *testing.T, less func(a, b readyItem) bool) {
 
 // checkItemTreeReads compares Len, Min, Ascend and AscendGreaterOrEqual
 // (from a random pivot, stopped after a random count) with the model.
-func checkItemTreeReads(t *testing.T, step int, rng *rand.Rand, tr *itemTree, model []readyItem, cmp func(a, b readyItem) int) {
+func checkItemTreeReads(t *testing.T, step int, rng *rand.Rand, tr *itemTree[readyItem], model []readyItem, cmp func(a, b readyItem) int) {
 	t.Helper()
 	if tr.Len() != len(model) {
 		t.Fatalf("step %d: Len = %d, want %d", step, tr.Len(), len(model))
