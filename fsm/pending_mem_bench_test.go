@@ -34,7 +34,8 @@ import (
 //
 // WORKRON_PENDING_HEAPPROFILE=path writes a heap profile after the fill
 // (go tool pprof -sample_index=inuse_space); WORKRON_PENDING_DIR puts the
-// store there rather than in the test's temporary directory.
+// store there rather than in the test's temporary directory. It logs the
+// collections the fill took; GOGC and GOMEMLIMIT apply as to a server.
 func BenchmarkPendingMemory(b *testing.B) {
 	n := 200_000
 	if s := os.Getenv("WORKRON_PENDING_JOBS"); s != "" {
@@ -71,7 +72,7 @@ func BenchmarkPendingMemory(b *testing.B) {
 				m.alloc>>20, m.inuse>>20, m.anon>>20, base.alloc>>20, base.inuse>>20, base.anon>>20)
 		}
 		report("after the fill", filled)
-		b.Logf("RssAnon at its peak during the fill: %d MiB", peak>>20)
+		b.Logf("RssAnon at its peak during the fill: %d MiB; %d collections during the fill", peak>>20, filled.gcs-base.gcs-2)
 		empty := memNow(b) // f is unreachable: its index is collected
 		report("no FSM", empty)
 		g, err := fsm.New(st, nil)
@@ -121,7 +122,10 @@ func fillPending(b *testing.B, f *fsm.FSM, n int) uint64 {
 	return peak
 }
 
-type memFigures struct{ alloc, inuse, anon uint64 }
+type memFigures struct {
+	alloc, inuse, anon uint64
+	gcs                uint32 // collections so far
+}
 
 // memNow collects, returns the freed heap to the system, and reads the
 // heap's figures and the process's anonymous memory.
@@ -130,7 +134,7 @@ func memNow(b *testing.B) memFigures {
 	debug.FreeOSMemory()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
-	return memFigures{alloc: ms.HeapAlloc, inuse: ms.HeapInuse, anon: rssAnon(b)}
+	return memFigures{alloc: ms.HeapAlloc, inuse: ms.HeapInuse, anon: rssAnon(b), gcs: ms.NumGC}
 }
 
 // rssAnon reads the process's resident anonymous memory, in bytes.
