@@ -93,8 +93,8 @@ type index struct {
 func newIndex() *index {
 	return &index{
 		ready:    make(map[kind]*itemTree[readyItem]),
-		delayed:  newItemTree(delayedLess),
-		leases:   newItemTree(leaseLess),
+		delayed:  newItemTree(delayedAfter),
+		leases:   newItemTree(leaseAfter),
 		leaseOf:  make(map[string]leaseItem),
 		byWorker: make(map[string]map[string]struct{}),
 		paused:   make(map[string]bool),
@@ -188,7 +188,7 @@ func (x *index) addPending(j *store.JobHead, now int64) {
 func (x *index) readyTree(k kind) *itemTree[readyItem] {
 	t := x.ready[k]
 	if t == nil {
-		t = newItemTree(readyLess)
+		t = newItemTree(readyAfter)
 		x.ready[k] = t
 	}
 	return t

@@ -21,9 +21,40 @@ type itemTree[T any] struct {
 // itemDegree is the degree of the items' btrees: nodes of up to 63 items.
 const itemDegree = 32
 
-// newItemTree is an empty tree of items ordered by less.
-func newItemTree[T any](less func(a, b T) bool) *itemTree[T] {
-	return &itemTree[T]{t: btree.NewG(itemDegree, func(a, b T) bool { return less(b, a) })}
+// newItemTree is an empty tree of items that the btree keeps ordered by
+// after, and reads in reverse: after(a, b) reports whether a comes after b
+// in the order the tree is read in (readyAfter, delayedAfter, leaseAfter).
+func newItemTree[T any](after func(a, b T) bool) *itemTree[T] {
+	return &itemTree[T]{t: btree.NewG(itemDegree, after)}
+}
+
+// readyAfter, delayedAfter and leaseAfter are readyLess, delayedLess and
+// leaseLess with their arguments swapped, written out (TestItemTree checks
+// each against its less): as a closure over less, or a call of less with
+// the items swapped, each comparison took twice as long and a claim's pick
+// 20-30 % longer than before the trees were reversed (BenchmarkPick).
+func readyAfter(a, b readyItem) bool {
+	if a.prio != b.prio {
+		return a.prio < b.prio
+	}
+	if a.runAt != b.runAt {
+		return a.runAt > b.runAt
+	}
+	return a.seq > b.seq
+}
+
+func delayedAfter(a, b readyItem) bool {
+	if a.runAt != b.runAt {
+		return a.runAt > b.runAt
+	}
+	return a.seq > b.seq
+}
+
+func leaseAfter(a, b leaseItem) bool {
+	if a.deadline != b.deadline {
+		return a.deadline > b.deadline
+	}
+	return a.id > b.id
 }
 
 // ReplaceOrInsert adds it, returning the item equal to it that it

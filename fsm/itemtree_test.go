@@ -10,10 +10,32 @@ import (
 func TestItemTree(t *testing.T) {
 	t.Run("ReadsInTheOrderOfItsLess", func(t *testing.T) {
 		for _, tc := range []struct {
-			name string
-			less func(a, b readyItem) bool
-		}{{"readyLess", readyLess}, {"delayedLess", delayedLess}} {
-			t.Run(tc.name, func(t *testing.T) { checkItemTreeOrder(t, tc.less) })
+			name        string
+			less, after func(a, b readyItem) bool
+		}{{"readyLess", readyLess, readyAfter}, {"delayedLess", delayedLess, delayedAfter}} {
+			t.Run(tc.name, func(t *testing.T) { checkItemTreeOrder(t, tc.less, tc.after) })
+		}
+	})
+	t.Run("AfterIsLessSwapped", func(t *testing.T) {
+		rng := rand.New(rand.NewSource(2))
+		ready := func() readyItem {
+			return readyItem{prio: rng.Intn(3) - 1, runAt: int64(rng.Intn(3)), seq: uint64(rng.Intn(3))}
+		}
+		lease := func() leaseItem {
+			return leaseItem{deadline: int64(rng.Intn(3)), id: []string{"a", "b", "job-1"}[rng.Intn(3)]}
+		}
+		for range 1000 {
+			a, b := ready(), ready()
+			if readyAfter(a, b) != readyLess(b, a) {
+				t.Fatalf("readyAfter(%v, %v) = %v, want readyLess(b, a)", a, b, readyAfter(a, b))
+			}
+			if delayedAfter(a, b) != delayedLess(b, a) {
+				t.Fatalf("delayedAfter(%v, %v) = %v, want delayedLess(b, a)", a, b, delayedAfter(a, b))
+			}
+			la, lb := lease(), lease()
+			if leaseAfter(la, lb) != leaseLess(lb, la) {
+				t.Fatalf("leaseAfter(%v, %v) = %v, want leaseLess(b, a)", la, lb, leaseAfter(la, lb))
+			}
 		}
 	})
 	t.Run("KeepsAnInOrderFillCompact", func(t *testing.T) {
@@ -22,7 +44,7 @@ func TestItemTree(t *testing.T) {
 		// item is 48 bytes; in a btree in order it took over 100.
 		const n = 200_000
 		before := liveHeap()
-		tr := newItemTree(readyLess)
+		tr := newItemTree(readyAfter)
 		for i := range n {
 			tr.ReplaceOrInsert(readyItem{prio: 1, runAt: int64(i / 7), seq: uint64(i + 1)})
 		}
@@ -36,10 +58,11 @@ func TestItemTree(t *testing.T) {
 }
 
 // checkItemTreeOrder applies random inserts, replacements and deletions
-// to an itemTree and a sorted slice alike, and compares every read.
-func checkItemTreeOrder(t *testing.T, less func(a, b readyItem) bool) {
+// to an itemTree made with after and a slice sorted by less alike, and
+// compares every read.
+func checkItemTreeOrder(t *testing.T, less, after func(a, b readyItem) bool) {
 	rng := rand.New(rand.NewSource(1))
-	tr := newItemTree(less)
+	tr := newItemTree(after)
 	var model []readyItem // sorted by less; no two equal
 	cmp := func(a, b readyItem) int {
 		switch {
