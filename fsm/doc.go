@@ -32,7 +32,8 @@
 //	time limits held a job (Result.Held)   flow_held.go (heldClock; in memory only), pause.go (pauses run it)
 //	fairness (rotation over a queue's keys) fair.go
 //	rate-limited and snoozed attempts      pause.go; pause_bounds.go (bounds, protocol 4), pause_lift.go
-//	in-memory indexes (ready, leases)      index.go; intern.go (the pending items hold no pointers)
+//	in-memory indexes (ready, leases)      index.go; intern.go (the pending items hold no pointers);
+//	                                       itemtree.go (their btrees, kept reversed for memory)
 //	retention (expiry and delete)          retention.go (failed and cancelled kept by delete_kept's floor)
 //	workers (register, offline, forget)    worker.go; workercap.go (a token's cap of active ids)
 //	key and size limits of a command       limits.go

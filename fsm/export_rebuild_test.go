@@ -7,8 +7,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/btree"
-
 	"github.com/workron/workron/store"
 )
 
@@ -47,7 +45,7 @@ func dumpIndex(x *index, withHeld bool) string {
 		}
 		return fmt.Sprintf("{%d %d %d %d %v %q %+v %s}", it.prio, it.runAt, it.seq, held, x.kindOf(it), x.keyOf(it), x.needOf(it), x.idOf(it))
 	}
-	tree := func(t *btree.BTreeG[readyItem]) string {
+	tree := func(t *itemTree[readyItem]) string {
 		var out []string
 		t.Ascend(func(it readyItem) bool { out = append(out, item(it)); return true })
 		return strings.Join(out, " ")

@@ -80,7 +80,7 @@ type flowIndex struct {
 	limits   map[string]*store.QueueLimits
 	running  map[string]int // leased attempts by queue
 	keyRun   map[qkey]int   // leased attempts by key
-	groups   map[gkey]*btree.BTreeG[readyItem]
+	groups   map[gkey]*itemTree[readyItem]
 	types    map[qkey]map[string]bool // the types of a key's groups
 	ready    map[string]int           // due pending jobs by queue
 	keyReady map[qkey]int             // due pending jobs by key
@@ -113,7 +113,7 @@ func newFlowIndex() *flowIndex {
 		limits:   make(map[string]*store.QueueLimits),
 		running:  make(map[string]int),
 		keyRun:   make(map[qkey]int),
-		groups:   make(map[gkey]*btree.BTreeG[readyItem]),
+		groups:   make(map[gkey]*itemTree[readyItem]),
 		types:    make(map[qkey]map[string]bool),
 		ready:    make(map[string]int),
 		keyReady: make(map[qkey]int),

@@ -24,7 +24,7 @@ func (x *index) addReady(it readyItem) {
 	k, gk := qkey{kd.queue, key}, gkey{kd, key}
 	g := fx.groups[gk]
 	if g == nil {
-		g = btree.NewG(32, readyLess)
+		g = newItemTree(readyAfter)
 		fx.groups[gk] = g
 		if fx.types[k] == nil {
 			fx.types[k] = make(map[string]bool)

@@ -6,8 +6,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/google/btree"
-
 	"github.com/workron/workron/store"
 )
 
@@ -75,9 +73,9 @@ func leaseLess(a, b leaseItem) bool {
 }
 
 type index struct {
-	ready    map[kind]*btree.BTreeG[readyItem]
-	delayed  *btree.BTreeG[readyItem]
-	leases   *btree.BTreeG[leaseItem]
+	ready    map[kind]*itemTree[readyItem]
+	delayed  *itemTree[readyItem]
+	leases   *itemTree[leaseItem]
 	leaseOf  map[string]leaseItem
 	byWorker map[string]map[string]struct{}
 	paused   map[string]bool
@@ -94,9 +92,9 @@ type index struct {
 
 func newIndex() *index {
 	return &index{
-		ready:    make(map[kind]*btree.BTreeG[readyItem]),
-		delayed:  btree.NewG(32, delayedLess),
-		leases:   btree.NewG(32, leaseLess),
+		ready:    make(map[kind]*itemTree[readyItem]),
+		delayed:  newItemTree(delayedAfter),
+		leases:   newItemTree(leaseAfter),
 		leaseOf:  make(map[string]leaseItem),
 		byWorker: make(map[string]map[string]struct{}),
 		paused:   make(map[string]bool),
@@ -187,10 +185,10 @@ func (x *index) addPending(j *store.JobHead, now int64) {
 	x.addReady(it)
 }
 
-func (x *index) readyTree(k kind) *btree.BTreeG[readyItem] {
+func (x *index) readyTree(k kind) *itemTree[readyItem] {
 	t := x.ready[k]
 	if t == nil {
-		t = btree.NewG(32, readyLess)
+		t = newItemTree(readyAfter)
 		x.ready[k] = t
 	}
 	return t
