@@ -226,16 +226,18 @@ func testDamagedStateFileIsRebuiltAtStart(t *testing.T, how string) {
 					overwrite(t, path, off, 200, 0x5A)
 				}
 			}},
-			{"AJobRecordThatDoesNotDecode", func(t *testing.T, path string) {
-				// Sound pages, a bad record: the page check passes it, the
-				// FSM's load does not.
+			{"AJobHeadThatDoesNotDecode", func(t *testing.T, path string) {
+				// Sound pages, a bad record where the FSM's load reads it
+				// (the head of job-1, pending, in the live jobs' heads
+				// bucket, keyed by its seq): the page check passes it, the
+				// load does not.
 				db, err := bolt.Open(path, 0o600, nil)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer db.Close()
 				if err := db.Update(func(tx *bolt.Tx) error {
-					return tx.Bucket([]byte("jobs")).Put([]byte("job-1"), []byte{0xEE, 1, 2})
+					return tx.Bucket([]byte("heads")).Put([]byte{0, 0, 0, 0, 0, 0, 0, 1}, []byte{0xEE, 1, 2})
 				}); err != nil {
 					t.Fatal(err)
 				}

@@ -7,6 +7,6 @@ import "os"
 // willNeed does nothing: posix_fadvise is Linux's here.
 func willNeed(*os.File, int64, int64) error { return nil }
 
-// cached says true: with nothing to read ahead with, ReadAheadJobs does
+// cached says true: with nothing to read ahead with, ReadAheadStart does
 // nothing.
 func cached(*os.File, int64, int) bool { return true }

@@ -8,10 +8,11 @@ import (
 )
 
 // Check verifies that the indexes agree with the job records: every job has
-// one seq entry and one status entry naming it, the search index holds
-// exactly the jobs' keys (index.go) when it is current, no index entry
-// points nowhere, and every dependency edge joins two existing jobs. Tests call it
-// at cleanup.
+// one seq entry and one status entry naming it, every live job and no other
+// has its record's head in the heads bucket (heads.go) when it is current,
+// the search index holds exactly the jobs' keys (index.go) when it is
+// current, no index entry points nowhere, and every dependency edge joins
+// two existing jobs. Tests call it at cleanup.
 func (s *Store) Check() error {
 	return s.View(func(t *Tx) error {
 		var jobs int
@@ -22,7 +23,11 @@ func (s *Store) Check() error {
 // checkIndexes decodes every job record, checks the indexes and the
 // dependency edges against them and counts them in jobs.
 func checkIndexes(t *Tx, jobs *int) error {
-	expiring := 0
+	expiring, live := 0, 0
+	heads := t.headsKept()
+	if heads && t.tx.Bucket(bucketHeads) == nil {
+		return fmt.Errorf("heads bucket missing, though meta says it is whole at applied index %d", t.Applied())
+	}
 	search := newIndexChecker(t)
 	err := t.tx.Bucket(bucketJobs).ForEach(func(k, v []byte) error {
 		*jobs++
@@ -42,6 +47,14 @@ func checkIndexes(t *Tx, jobs *int) error {
 		if got := t.tx.Bucket(bucketStatus).Get(statusKey(j.Status, j.Seq)); string(got) != j.ID {
 			return fmt.Errorf("job %s: status index %s names %q", j.ID, j.Status, got)
 		}
+		if heads {
+			if j.Status.Live() {
+				live++
+			}
+			if err := t.checkHead(j, v); err != nil {
+				return err
+			}
+		}
 		return search.job(j)
 	})
 	if err != nil {
@@ -55,6 +68,9 @@ func checkIndexes(t *Tx, jobs *int) error {
 	}
 	if n := t.tx.Bucket(bucketStatus).Stats().KeyN; n != *jobs {
 		return fmt.Errorf("status index has %d entries for %d jobs", n, *jobs)
+	}
+	if n := t.tx.Bucket(bucketHeads); heads && n.Stats().KeyN != live {
+		return fmt.Errorf("heads bucket has %d entries for %d live jobs", n.Stats().KeyN, live)
 	}
 	if err := search.finish(); err != nil {
 		return err

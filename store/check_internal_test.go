@@ -11,6 +11,22 @@ import (
 	"github.com/workron/workron/internal/flushpace"
 )
 
+// snapshotBuffer is a snapshot of st, written out.
+func snapshotBuffer(t *testing.T, st *Store) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	sn, err := st.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = sn.WriteTo(&buf)
+	sn.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &buf
+}
+
 // openInternal opens a store for tests that reach past the API to break it.
 func openInternal(t *testing.T) *Store {
 	t.Helper()
@@ -145,25 +161,16 @@ func TestRestoreRefusesANewerFormatAndKeepsOldState(t *testing.T) {
 	if err := newer.Update(func(tx *Tx) error { return tx.putMetaUint(keyFormat, currentFormat+1) }); err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	sn, err := newer.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = sn.WriteTo(&buf)
-	sn.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	buf := snapshotBuffer(t, newer)
 
 	st := openInternal(t)
 	if err := st.Update(func(tx *Tx) error { return tx.SetApplied(7) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Restore(&buf); err == nil {
+	if err := st.Restore(buf); err == nil {
 		t.Fatal("restored a snapshot of a newer state format")
 	}
-	err = st.View(func(tx *Tx) error {
+	err := st.View(func(tx *Tx) error {
 		if tx.Applied() != 7 {
 			t.Errorf("applied after failed restore = %d, want 7", tx.Applied())
 		}

@@ -3,12 +3,11 @@ package store
 import (
 	"bytes"
 	"fmt"
-	"slices"
 )
 
 // What a start rebuilds the FSM's in-memory indexes from without reading
 // every job record: the counts of jobs by queue and status from the search
-// index, and the heads of the jobs of a few statuses from the status index.
+// index, and the heads of the live jobs from their bucket (heads.go).
 
 // JobCounts counts every job by queue and stored status from the search
 // index's status×queue lists (index.go): their lengths, and the entries of
@@ -94,53 +93,4 @@ func (t *Tx) partName(part []byte, seq uint64) (string, error) {
 		return "", err
 	}
 	return h.Queue, nil
-}
-
-// JobKeys is the ids of a set of jobs, sorted, read in one transaction
-// and valid only within it: they point into the file's mapping (24 bytes
-// a job in memory).
-type JobKeys struct{ ids [][]byte }
-
-// Len is the number of jobs.
-func (k *JobKeys) Len() int { return len(k.ids) }
-
-// JobKeysOf reads the ids of every job in one of the given statuses from
-// the status index, and sorts them: the jobs bucket's order, in which
-// ForEachJobHeadIn reads their records and ReadAheadJobs finds their
-// pages.
-func (t *Tx) JobKeysOf(statuses []Status) *JobKeys {
-	var ids [][]byte
-	c := t.tx.Bucket(bucketStatus).Cursor()
-	for _, st := range statuses {
-		prefix := statusKey(st, 0)[:len(st)+1]
-		for k, id := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, id = c.Next() {
-			ids = append(ids, id)
-		}
-	}
-	slices.SortFunc(ids, bytes.Compare)
-	return &JobKeys{ids: ids}
-}
-
-// ForEachJobHeadIn calls fn with the head of every job of keys, in id
-// order, reading only their records: one pass through the jobs bucket in
-// its own order, so that a page holding several of them is read once
-// (generated ids of consecutive seqs sort together). A job of keys that is
-// not stored is ErrNotFound. The JobHead is reused as ForEachJobHead's is.
-func (t *Tx) ForEachJobHeadIn(keys *JobKeys, fn func(*JobHead) error) error {
-	var h JobHead
-	names := make(interner)
-	jobs := t.tx.Bucket(bucketJobs).Cursor()
-	for _, id := range keys.ids {
-		k, v := jobs.Seek(id)
-		if !bytes.Equal(k, id) {
-			return fmt.Errorf("job %s of the status index: %w", id, ErrNotFound)
-		}
-		if err := decodeJobHead(v, &h, names); err != nil {
-			return fmt.Errorf("job %s: %w", id, err)
-		}
-		if err := fn(&h); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -56,7 +56,7 @@ func TestPopulateStopsWhenTheKernelRefuses(t *testing.T) {
 	}
 }
 
-// TestReadAheadMapsThePagesItFinds: ReadAheadJobs asks the kernel to map
+// TestReadAheadMapsThePagesItFinds: readAheadJobs asks the kernel to map
 // the leaves it found and the branch pages it read, each within bbolt's
 // mapping of the transaction's pages; when the kernel refuses, it says so
 // in MapErr and the read-ahead itself stands (no error, leaves found),
@@ -65,7 +65,7 @@ func TestReadAheadMapsThePagesItFinds(t *testing.T) {
 	s := readAheadStore(t, 3000, func(i int) bool { return i%5 == 0 })
 	defer func(sys func(uintptr, uintptr) error) { populateSys = sys }(populateSys)
 	err := s.View(func(tx *Tx) error {
-		keys := tx.JobKeysOf([]Status{StatusPending})
+		keys := pendingKeys(tx)
 		info := s.db.Info()
 		base, end := info.Data, info.Data+uintptr(tx.tx.Size())
 		var asked int64
@@ -76,18 +76,18 @@ func TestReadAheadMapsThePagesItFinds(t *testing.T) {
 			asked += int64(n)
 			return madvisePopulate(addr, n)
 		}
-		ra, err := tx.ReadAheadJobs(keys)
+		ra, err := tx.readAheadJobs(keys)
 		if err != nil || ra.MapErr != nil || ra.Leaves == 0 || ra.Mapped < int64((ra.Leaves+ra.Branches)*info.PageSize) || ra.Mapped != asked {
-			t.Errorf("ReadAheadJobs = %+v, %v, %d bytes asked; want its leaves and branch pages mapped", ra, err, asked)
+			t.Errorf("readAheadJobs = %+v, %v, %d bytes asked; want its leaves and branch pages mapped", ra, err, asked)
 		}
 		populateSys = func(uintptr, uintptr) error { return syscall.EINVAL }
-		refused, err := tx.ReadAheadJobs(keys)
+		refused, err := tx.readAheadJobs(keys)
 		if err != nil || !errors.Is(refused.MapErr, syscall.EINVAL) || refused.Mapped != 0 || refused.Leaves != ra.Leaves {
-			t.Errorf("ReadAheadJobs with the kernel refusing = %+v, %v; want the %d leaves found, nothing mapped, EINVAL", refused, err, ra.Leaves)
+			t.Errorf("readAheadJobs with the kernel refusing = %+v, %v; want the %d leaves found, nothing mapped, EINVAL", refused, err, ra.Leaves)
 		}
 		jobs := 0
-		if err := tx.ForEachJobHeadIn(keys, func(*JobHead) error { jobs++; return nil }); err != nil || jobs != keys.Len() {
-			t.Errorf("ForEachJobHeadIn after: %d jobs of %d, %v", jobs, keys.Len(), err)
+		if err := tx.forEachJobHeadIn(keys, func() { jobs++ }); err != nil || jobs != len(keys) {
+			t.Errorf("the heads after: %d jobs of %d, %v", jobs, len(keys), err)
 		}
 		return nil
 	})

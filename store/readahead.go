@@ -14,14 +14,14 @@ import (
 // fault and a read of that one page, and the leaves of a bucket in key
 // order lie at random offsets of the file. At 10,000,000 jobs the records
 // of the live jobs sit on about half the jobs bucket's leaves: read so,
-// 14 s to 103 s on a cold cache. ReadAheadJobs finds those leaves from the
-// branch pages and asks the kernel for them in ascending file offset
-// (posix_fadvise WILLNEED), runs of near pages joined, before bbolt reads
-// them; ReadAheadIndexes does the same for the index entries that lead
-// to them (the status index's, the search index's counts). Then, cached
-// or not, it maps the same pages into bbolt's mapping (populate,
-// MADV_POPULATE_READ), so that bbolt's first touch of each is not a fault
-// of its own. It only warms the page cache and the page tables: what it
+// 14 s to 103 s on a cold cache. A start now reads their heads from the
+// heads bucket (heads.go), about 20,000 leaves, but those too lie at
+// random offsets. ReadAheadStart finds them, and the search index's
+// counts', from the branch pages and asks the kernel for them in
+// ascending file offset (posix_fadvise WILLNEED), runs of near pages
+// joined, before bbolt reads them. Then, cached or not, it maps the same
+// pages into bbolt's mapping (populate, MADV_POPULATE_READ), so that
+// bbolt's first touch of each is not a fault of its own. It only warms the page cache and the page tables: what it
 // reads means nothing to the store, bbolt remains the one reader of the
 // records, and a failure of it costs only the time it would have saved.
 
@@ -49,34 +49,23 @@ const readAheadRun = 8 << 20
 // passes with a chance of 0.9^1024, none.
 const cacheSamples = 1024
 
-// ReadAheadJobs asks the kernel to read into the page cache the leaf pages
-// of the jobs bucket that hold the records of keys, so that reading them
-// after (ForEachJobHeadIn) mostly finds them there. It reads the bucket's
-// branch pages that lead to them itself (a level at a time, in ascending
-// file offset, each level asked ahead first) through its own descriptor of
-// the file, checking each as the page check does; the leaves it does not
-// read. When a sample of the file's pages is all in the page cache it
-// advises nothing (Cached). Then it maps the leaves and the branch pages
-// into bbolt's mapping (populate), which returns when they are read. Its memory is 8 bytes a leaf found (at
-// most one a key) and a page. An error (a damaged or short file, another
-// file at the path) says only that the warm-up stopped: the records are
-// still read through bbolt, which is what decides whether they are whole.
-func (t *Tx) ReadAheadJobs(keys *JobKeys) (ReadAhead, error) {
-	return t.readAhead(keyTree{root: uint64(t.tx.Bucket(bucketJobs).Root()), keys: keys.ids})
-}
-
-// ReadAheadIndexes is ReadAheadJobs for what JobCounts and
-// JobKeysOf(statuses) read: the search index's status×queue lists and the
-// status index's entries of statuses.
-func (t *Tx) ReadAheadIndexes(statuses []Status) (ReadAhead, error) {
-	status := keyTree{root: uint64(t.tx.Bucket(bucketStatus).Root())}
-	for _, st := range slices.Sorted(slices.Values(statuses)) {
-		prefix := statusKey(st, 0)[:len(st)+1]
-		status.keys = append(status.keys, prefix)
-		status.ends = append(status.ends, append(prefix[:len(st):len(st)], 1)) // st + "\x01": past st's prefix
-	}
+// ReadAheadStart asks the kernel to read into the page cache the leaf
+// pages a start's rebuild reads next: the heads bucket's (heads.go), all
+// of them, and the search index's status×queue lists (JobCounts). It reads
+// the branch pages that lead to them itself (a level at a time, in
+// ascending file offset, each level asked ahead first) through its own
+// descriptor of the file, checking each as the page check does; the leaves
+// it does not read. When a sample of the file's pages is all in the page
+// cache it advises nothing (Cached). Then it maps the leaves and the
+// branch pages into bbolt's mapping (populate), which returns when they
+// are read. Its memory is 8 bytes a page found. An error (a damaged or
+// short file, another file at the path) says only that the warm-up
+// stopped: the heads are still read through bbolt, which is what decides
+// whether they are whole.
+func (t *Tx) ReadAheadStart() (ReadAhead, error) {
+	heads := keyTree{root: uint64(t.tx.Bucket(bucketHeads).Root()), keys: [][]byte{{}}, ends: [][]byte{bytes.Repeat([]byte{0xff}, 9)}}
 	counts := keyTree{root: uint64(t.tx.Bucket(bucketIndex).Root()), keys: [][]byte{{idxStatusQueue}}, ends: [][]byte{{idxStatusQueue + 1}}}
-	return t.readAhead(status, counts)
+	return t.readAhead(heads, counts)
 }
 
 // keyTree is a bucket's B+tree (its root page) and the keys to find in

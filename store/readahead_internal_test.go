@@ -104,14 +104,14 @@ func TestLeavesHoldingFindsExactlyTheLeavesOfTheKeys(t *testing.T) {
 				t.Fatal(err)
 			}
 			err = s.View(func(tx *Tx) error {
-				keys := tx.JobKeysOf([]Status{StatusPending})
+				keys := pendingKeys(tx)
 				b := tx.tx.Bucket(bucketJobs)
 				if st := b.Stats(); st.Depth < 4 {
 					t.Fatalf("the jobs bucket's tree is %d deep: the test needs two branch levels and more", st.Depth)
 				}
 				root, pageSize := uint64(b.Root()), s.db.Info().PageSize
 				want := map[uint64]bool{}
-				for _, k := range keys.ids {
+				for _, k := range keys {
 					want[leafOf(t, file, pageSize, root, k)] = true
 				}
 				f, err := os.Open(s.path)
@@ -122,7 +122,7 @@ func TestLeavesHoldingFindsExactlyTheLeavesOfTheKeys(t *testing.T) {
 				w := &pageWalker{f: f, pageSize: pageSize, high: uint64(tx.tx.Size()) / uint64(pageSize)}
 				w.seen = make([]uint64, (w.high+63)/64)
 				var branches []uint64
-				got, err := leavesHolding(w, keyTree{root: root, keys: keys.ids}, func([]uint64) error { return nil }, &branches)
+				got, err := leavesHolding(w, keyTree{root: root, keys: keys}, func([]uint64) error { return nil }, &branches)
 				if err != nil {
 					return err
 				}
@@ -137,18 +137,18 @@ func TestLeavesHoldingFindsExactlyTheLeavesOfTheKeys(t *testing.T) {
 						t.Errorf("page %d found is not a leaf to bbolt: %+v, %v", id, info, err)
 					}
 				}
-				if keys.Len() == n && len(got) != b.Stats().LeafPageN {
+				if len(keys) == n && len(got) != b.Stats().LeafPageN {
 					t.Errorf("all keys: %d leaves found, bbolt counts %d", len(got), b.Stats().LeafPageN)
 				}
-				if ra, err := tx.ReadAheadJobs(keys); err != nil || !ra.Cached || ra.Leaves != len(want) || ra.Runs != 0 || ra.Bytes != 0 ||
+				if ra, err := tx.readAheadJobs(keys); err != nil || !ra.Cached || ra.Leaves != len(want) || ra.Runs != 0 || ra.Bytes != 0 ||
 					ra.MapErr != nil || ra.Mapped < int64((len(want)+len(branches))*pageSize) {
-					t.Errorf("ReadAheadJobs of a file in the page cache = %+v, %v; want Cached, nothing advised, %d leaves and %d branches mapped",
+					t.Errorf("readAheadJobs of a file in the page cache = %+v, %v; want Cached, nothing advised, %d leaves and %d branches mapped",
 						ra, err, len(want), len(branches))
 				}
 				pagecache.Drop(t, s.path)
-				ra, err := tx.ReadAheadJobs(keys)
+				ra, err := tx.readAheadJobs(keys)
 				if err != nil || ra.Cached || ra.Leaves != len(want) || ra.Branches != len(branches) || ra.Runs == 0 || ra.Bytes < int64(len(want)*pageSize) {
-					t.Errorf("ReadAheadJobs = %+v, %v; want %d leaves, %d branches, their bytes", ra, err, len(want), branches)
+					t.Errorf("readAheadJobs = %+v, %v; want %d leaves, %d branches, their bytes", ra, err, len(want), branches)
 				}
 				return nil
 			})
@@ -159,8 +159,9 @@ func TestLeavesHoldingFindsExactlyTheLeavesOfTheKeys(t *testing.T) {
 	}
 }
 
-// TestLeavesHoldingFindsTheLeavesOfRanges: ReadAheadIndexes' ranges (a
-// status's entries in the status index) find every leaf holding a key of
+// TestLeavesHoldingFindsTheLeavesOfRanges: ranges of keys (here a
+// status's entries in the status index; ReadAheadStart's are the whole
+// heads bucket and the search index's counts) find every leaf holding a key of
 // theirs, and at most one more at each end (a leaf whose range the
 // range's bound falls in, without a key of it: bbolt's Seek reads it too).
 func TestLeavesHoldingFindsTheLeavesOfRanges(t *testing.T) {
@@ -241,7 +242,7 @@ func mapKeys(m map[uint64]bool) func(func(uint64) bool) {
 func TestReadAheadFailsOnADamagedFile(t *testing.T) {
 	s := readAheadStore(t, 3000, func(i int) bool { return i%5 == 0 })
 	err := s.View(func(tx *Tx) error {
-		keys := tx.JobKeysOf([]Status{StatusPending})
+		keys := pendingKeys(tx)
 		b := tx.tx.Bucket(bucketJobs)
 		root, pageSize := uint64(b.Root()), s.db.Info().PageSize
 		high := uint64(tx.tx.Size()) / uint64(pageSize)
@@ -269,7 +270,7 @@ func TestReadAheadFailsOnADamagedFile(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			ra, _, err := readAheadLeaves(f, pageSize, high, []keyTree{{root: root, keys: keys.ids}}, false)
+			ra, _, err := readAheadLeaves(f, pageSize, high, []keyTree{{root: root, keys: keys}}, false)
 			f.Close()
 			if err == nil {
 				t.Errorf("%s: read ahead %+v without an error", name, ra)
@@ -286,16 +287,46 @@ func TestReadAheadFailsOnADamagedFile(t *testing.T) {
 			return err
 		}
 		pagecache.Drop(t, s.path)
-		if ra, err := tx.ReadAheadJobs(keys); err == nil {
+		if ra, err := tx.readAheadJobs(keys); err == nil {
 			t.Errorf("read ahead of a short file at the path: %+v without an error", ra)
 		}
 		jobs := 0
-		if err := tx.ForEachJobHeadIn(keys, func(*JobHead) error { jobs++; return nil }); err != nil || jobs != keys.Len() {
-			t.Errorf("ForEachJobHeadIn after the read-ahead failed: %d jobs of %d, %v", jobs, keys.Len(), err)
+		if err := tx.forEachJobHeadIn(keys, func() { jobs++ }); err != nil || jobs != len(keys) {
+			t.Errorf("the heads after the read-ahead failed: %d jobs of %d, %v", jobs, len(keys), err)
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// pendingKeys is the ids of the pending jobs, sorted: keys of the jobs
+// bucket, spread through it, for the read-ahead to find.
+func pendingKeys(tx *Tx) [][]byte {
+	var ids [][]byte
+	prefix := statusKey(StatusPending, 0)[:len(StatusPending)+1]
+	c := tx.tx.Bucket(bucketStatus).Cursor()
+	for k, id := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, id = c.Next() {
+		ids = append(ids, id)
+	}
+	slices.SortFunc(ids, bytes.Compare)
+	return ids
+}
+
+// readAheadJobs reads ahead the leaves of the jobs bucket that hold keys.
+func (t *Tx) readAheadJobs(keys [][]byte) (ReadAhead, error) {
+	return t.readAhead(keyTree{root: uint64(t.tx.Bucket(bucketJobs).Root()), keys: keys})
+}
+
+// forEachJobHeadIn reads the head of each job of keys through bbolt,
+// calling fn for each.
+func (t *Tx) forEachJobHeadIn(keys [][]byte, fn func()) error {
+	for _, id := range keys {
+		if _, err := t.JobHead(string(id)); err != nil {
+			return err
+		}
+		fn()
+	}
+	return nil
 }

@@ -41,7 +41,7 @@ var (
 	bucketQueues   = []byte("queues")  // paused queue name -> 1
 	bucketExpiry   = []byte("expiry")  // expire_at(8) seq(8) -> id of a finished job
 	bucketDeps     = []byte("deps")    // dependency edges; see deps.go
-	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry, bucketSchedules, bucketGangs, bucketCheckpoints, bucketDeps, bucketQueueLimits, bucketTokens, bucketFlow, bucketCascades, bucketIndex, bucketBulk, bucketSteps, bucketEvents, bucketWaits, bucketParks}
+	allBuckets     = [][]byte{bucketJobs, bucketSeq, bucketStatus, bucketIdem, bucketWorkers, bucketNodes, bucketMeta, bucketQueues, bucketExpiry, bucketSchedules, bucketGangs, bucketCheckpoints, bucketDeps, bucketQueueLimits, bucketTokens, bucketFlow, bucketCascades, bucketIndex, bucketBulk, bucketSteps, bucketEvents, bucketWaits, bucketParks, bucketHeads}
 	keyApplied     = []byte("applied_index")
 	keyNextSeq     = []byte("next_seq")
 	keyLastNow     = []byte("last_now")
@@ -95,6 +95,8 @@ type snapshotRefs struct {
 // state format has its job records rewritten first (upgrade.go), once: those
 // of format 1 in binary, and the dependents lists of formats 1 and 2 moved
 // into the dependency bucket; about as long as every start used to take.
+// A file whose live jobs' heads are not current (heads.go) has them built,
+// about as long as a start took before they were kept.
 func Open(path string, opts Options) (*Store, error) {
 	s := &Store{path: path, opts: opts, noIndex: searchIndexOff}
 	if err := s.open(); err != nil {
@@ -120,9 +122,15 @@ func (s *Store) open() error {
 	}
 	var upgrade bool
 	err = db.Update(func(tx *bolt.Tx) error {
+		headsMissing := tx.Bucket(bucketHeads) == nil
 		for _, name := range allBuckets {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("create bucket %s: %w", name, err)
+			}
+		}
+		if headsMissing { // a file of a release before it, or one that lost it
+			if err := tx.Bucket(bucketMeta).Delete(keyHeadsApplied); err != nil {
+				return err
 			}
 		}
 		var err error
@@ -145,6 +153,11 @@ func (s *Store) open() error {
 			s.db = nil
 			return fmt.Errorf("upgrade state %s to format %d: %w", s.path, currentFormat, err)
 		}
+	}
+	if err := s.buildHeads(headsBatch); err != nil {
+		_ = s.db.Close()
+		s.db = nil
+		return fmt.Errorf("open state %s: %w", s.path, err)
 	}
 	if err := s.buildIndex(indexBuildBatch); err != nil {
 		_ = s.db.Close()

@@ -13,6 +13,8 @@ type Tx struct {
 	tx    *bolt.Tx
 	arena []byte // encoded records and kept values; see encodeJob
 	key   []byte // scratch for keys, which bbolt copies
+	// scratch is for bytes nothing keeps: a head measured (headLen).
+	scratch []byte
 	// noIndex skips the search index (index.go); see Store.noIndex.
 	noIndex bool
 	ix      *indexPending // the search index's changes, written by flushIndex
@@ -51,10 +53,14 @@ func (t *Tx) putMetaUint(key []byte, v uint64) error {
 // Applied is the Raft index of the last applied log entry.
 func (t *Tx) Applied() uint64 { return t.metaUint(keyApplied) }
 
-// SetApplied records the last applied Raft index, and that the search
-// index is whole as of it (see indexCurrent).
+// SetApplied records the last applied Raft index, and that the live jobs'
+// heads (see headsCurrent) and the search index (see indexCurrent) are
+// whole as of it.
 func (t *Tx) SetApplied(index uint64) error {
-	if err := t.putMetaUint(keyApplied, index); err != nil || t.noIndex {
+	if err := t.putMetaUint(keyApplied, index); err != nil {
+		return err
+	}
+	if err := t.putMetaUint(keyHeadsApplied, index); err != nil || t.noIndex {
 		return err
 	}
 	return t.putMetaUint(keyIndexApplied, index)
@@ -168,6 +174,9 @@ func (t *Tx) DeleteJob(j *Job) error {
 	if err := t.tx.Bucket(bucketJobs).Delete([]byte(j.ID)); err != nil {
 		return fmt.Errorf("delete job %s: %w", j.ID, err)
 	}
+	if err := t.dropHead(j); err != nil {
+		return err
+	}
 	if err := t.tx.Bucket(bucketSeq).Delete(putUint(j.Seq)); err != nil {
 		return fmt.Errorf("delete job %s: %w", j.ID, err)
 	}
@@ -223,6 +232,8 @@ func (t *Tx) Expired(now int64, limit int) []string {
 	return out
 }
 
+// putJob stores j's record under its id, and keeps its head in the heads
+// bucket or not (syncHead): the one place job records are written.
 func (t *Tx) putJob(j *Job) error {
 	v, err := t.encodeJob(j)
 	if err != nil {
@@ -232,7 +243,7 @@ func (t *Tx) putJob(j *Job) error {
 	if err := t.tx.Bucket(bucketJobs).Put(t.key, v); err != nil {
 		return fmt.Errorf("put job %s: %w", j.ID, err)
 	}
-	return nil
+	return t.syncHead(j, v)
 }
 
 // Sizes of the chunks of a write transaction's arena.

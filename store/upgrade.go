@@ -105,11 +105,10 @@ func (t *Tx) rewriteJobBatch(after []byte, batch int) (last []byte, done bool, e
 		if err := t.moveDependents(r.job); err != nil {
 			return nil, false, err
 		}
-		nv, err := t.encodeJob(r.job)
-		if err != nil {
-			return nil, false, err
+		if r.job.ID != string(r.key) {
+			return nil, false, fmt.Errorf("rewrite job %s: its record names job %q", r.key, r.job.ID)
 		}
-		if err := t.tx.Bucket(bucketJobs).Put(r.key, nv); err != nil {
+		if err := t.putJob(r.job); err != nil {
 			return nil, false, fmt.Errorf("rewrite job %s: %w", r.key, err)
 		}
 	}
